@@ -1,0 +1,79 @@
+//! Vulkan timeline semaphores imported into CUDA.
+
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use crate::cuda::device::CudaDevice;
+use crate::cuda::result::check;
+use crate::cuda::stream::Stream;
+use crate::error::Result;
+
+/// A Vulkan timeline semaphore seen by CUDA.
+pub struct ExternalSemaphore {
+    raw: sys::CUexternalSemaphore,
+    device: Arc<CudaDevice>,
+}
+
+// SAFETY: the handle is usable from any thread with the context current.
+unsafe impl Send for ExternalSemaphore {}
+// SAFETY: as above.
+unsafe impl Sync for ExternalSemaphore {}
+
+impl ExternalSemaphore {
+    /// Imports a timeline semaphore exported as `OPAQUE_FD`. On success the
+    /// descriptor belongs to CUDA; on failure it is closed here.
+    pub fn import_timeline(device: &Arc<CudaDevice>, fd: OwnedFd) -> Result<Self> {
+        device.bind()?;
+        // SAFETY: plain C data; all-zero is valid.
+        let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
+        desc.type_ = sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
+        desc.handle.fd = fd.as_raw_fd();
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: desc is initialised; the context is current.
+        check("cuImportExternalSemaphore", unsafe {
+            sys::cuImportExternalSemaphore(&mut raw, &desc)
+        })?;
+        let _ = fd.into_raw_fd(); // owned by CUDA now
+        Ok(Self {
+            raw,
+            device: Arc::clone(device),
+        })
+    }
+
+    /// Enqueues on `stream`: signal the timeline to `value`.
+    pub fn signal(&self, stream: &Stream, value: u64) -> Result<()> {
+        self.device.bind()?;
+        // SAFETY: plain C data; all-zero is valid.
+        let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+        p.params.fence.value = value;
+        // SAFETY: one semaphore, one parameter block, both live for the call.
+        check("cuSignalExternalSemaphoresAsync", unsafe {
+            sys::cuSignalExternalSemaphoresAsync(&self.raw, &p, 1, stream.raw())
+        })
+    }
+
+    /// Enqueues on `stream`: wait until the timeline reaches `value`.
+    pub fn wait(&self, stream: &Stream, value: u64) -> Result<()> {
+        self.device.bind()?;
+        // SAFETY: plain C data; all-zero is valid.
+        let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+        p.params.fence.value = value;
+        // SAFETY: one semaphore, one parameter block, both live for the call.
+        check("cuWaitExternalSemaphoresAsync", unsafe {
+            sys::cuWaitExternalSemaphoresAsync(&self.raw, &p, 1, stream.raw())
+        })
+    }
+}
+
+impl Drop for ExternalSemaphore {
+    fn drop(&mut self) {
+        let _ = self.device.bind();
+        // SAFETY: destroyed once; callers retire stream work using it first.
+        let r = unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            eprintln!("neural-frame: cuDestroyExternalSemaphore failed: {r:?}");
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Streams and timing events.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use crate::cuda::device::CudaDevice;
+use crate::cuda::result::check;
+use crate::error::Result;
+
+/// A non-blocking CUDA stream.
+pub struct Stream {
+    raw: sys::CUstream,
+    device: Arc<CudaDevice>,
+}
+
+// SAFETY: streams may be used from any thread with the context current.
+unsafe impl Send for Stream {}
+// SAFETY: as above.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// Creates a stream that does not synchronise with the legacy default stream.
+    pub fn new(device: &Arc<CudaDevice>) -> Result<Self> {
+        device.bind()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is a valid out pointer; the context is current.
+        check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
+        })?;
+        Ok(Self {
+            raw,
+            device: Arc::clone(device),
+        })
+    }
+    /// The raw stream.
+    pub fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+    /// Blocks until the stream's work is done (set-up and tests; not the hot path).
+    pub fn synchronize(&self) -> Result<()> {
+        self.device.bind()?;
+        // SAFETY: raw is a live stream.
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.raw) })
+    }
+    /// The device.
+    pub fn device(&self) -> &Arc<CudaDevice> {
+        &self.device
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let _ = self.device.bind();
+        // SAFETY: the stream is destroyed once; pending work completes first (driver semantics).
+        let r = unsafe { sys::cuStreamDestroy_v2(self.raw) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            eprintln!("neural-frame: cuStreamDestroy failed: {r:?}");
+        }
+    }
+}
+
+/// A CUDA event with timing enabled.
+pub struct Event {
+    raw: sys::CUevent,
+    device: Arc<CudaDevice>,
+}
+
+impl Event {
+    /// Creates a timing event.
+    pub fn new(device: &Arc<CudaDevice>) -> Result<Self> {
+        device.bind()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is a valid out pointer.
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
+        })?;
+        Ok(Self {
+            raw,
+            device: Arc::clone(device),
+        })
+    }
+    /// Records the event on `stream`.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        self.device.bind()?;
+        // SAFETY: both are live objects of this context.
+        check("cuEventRecord", unsafe { sys::cuEventRecord(self.raw, stream.raw()) })
+    }
+    /// Waits for the event on the host.
+    pub fn synchronize(&self) -> Result<()> {
+        self.device.bind()?;
+        // SAFETY: the event is live.
+        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.raw) })
+    }
+    /// Milliseconds from `start` to this event (both recorded and complete).
+    pub fn elapsed_since(&self, start: &Event) -> Result<f32> {
+        self.device.bind()?;
+        let mut ms = 0f32;
+        // SAFETY: both events are live and have completed (callers synchronise first).
+        check("cuEventElapsedTime", unsafe {
+            sys::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw)
+        })?;
+        Ok(ms)
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let _ = self.device.bind();
+        // SAFETY: the event is destroyed once.
+        let r = unsafe { sys::cuEventDestroy_v2(self.raw) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            eprintln!("neural-frame: cuEventDestroy failed: {r:?}");
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! # neural-frame
+//!
+//! Zero-copy neural inference on rendered frames: a Vulkan image goes through
+//! an ONNX model run by ONNX Runtime and comes back as a Vulkan image, and the
+//! pixels never pass through system memory.
+//!
+//! ```text
+//!  renderer VkImage (RGBA8 / BGRA8 / RGBA16F, optimal tiling)
+//!    │ Vulkan compute "pre" pass: de-tile, NHWC→NCHW, u8→f32/f16
+//!    ▼
+//!  exported input VkBuffer ──(OPAQUE_FD, imported once)──► CUDA device pointer
+//!    │ timeline semaphore "input ready = n"
+//!    ▼
+//!  ONNX Runtime, CUDA EP, bound by pointer
+//!    ▼
+//!  exported output VkBuffer ◄──(OPAQUE_FD, imported once)── CUDA device pointer
+//!    │ timeline semaphore "output ready = n"
+//!    ▼
+//!  Vulkan compute "post" pass ─► output VkImage
+//! ```
+//!
+//! ## Ownership
+//!
+//! Every Vulkan or CUDA object has exactly one owning Rust value whose `Drop`
+//! releases it. Children hold an `Arc` of their parent (an image holds its
+//! [`vulkan::Device`], a device its [`vulkan::Instance`]), so a parent outlives
+//! its children. CUDA mappings own their import ([`cuda::ExternalMemory`] is
+//! moved into a mapping), so a mapping cannot outlive what it maps, and a
+//! struct owning several objects declares its fields in teardown order:
+//! ONNX Runtime values → CUDA mappings → CUDA imports → Vulkan objects →
+//! device → instance → `ash::Entry`.
+
+#![warn(missing_docs)]
+
+pub mod cuda;
+pub mod error;
+pub mod preflight;
+pub mod vulkan;
+
+pub use error::{Error, Result};

@@ -1,0 +1,764 @@
+//! The staged pre-flight checks: each proves one link of the zero-copy chain
+//! on this machine and reports passed, failed (with the reason) or skipped
+//! (with the reason). Never a silent pass.
+//!
+//! 1. Vulkan → Vulkan: an RGBA8 pattern image exported from one VkDevice as
+//!    `OPAQUE_FD`, imported into a second VkDevice on the same physical
+//!    device, read back and compared byte for byte.
+//! 2. Vulkan → CUDA: the same image and a linear buffer imported into CUDA on
+//!    the device with the Vulkan device's UUID, copied and verified; a timeline
+//!    semaphore handed Vulkan → CUDA → Vulkan.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ash::vk;
+use serde::Serialize;
+
+use crate::cuda;
+use crate::error::{Error, Result, format_uuid};
+use crate::vulkan::{
+    self, AdapterInfo, Buffer, BufferMemory, Device, DeviceSelector, Image, ImageDesc, Instance, InstanceOptions,
+    TimelineSemaphore, pattern, transfer,
+};
+
+/// Options shared by the stages.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Which Vulkan device.
+    pub device: DeviceSelector,
+    /// Image width (1920 by default).
+    pub width: u32,
+    /// Image height (1080 by default).
+    pub height: u32,
+    /// Trials of the GPU→CPU→GPU reference round trip.
+    pub trials: usize,
+    /// Run under the Khronos validation layer and count its errors.
+    pub validation: bool,
+    /// Change one byte after the import (proves that a difference is detected).
+    pub inject_fault: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            device: DeviceSelector::Auto,
+            width: 1920,
+            height: 1080,
+            trials: 5,
+            validation: false,
+            inject_fault: false,
+        }
+    }
+}
+
+/// Outcome of a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Everything checked out.
+    Passed,
+    /// The data differed.
+    Different,
+    /// Something failed before the data could be compared.
+    Error,
+    /// The stage could not run here (the reason says why).
+    Skipped,
+}
+
+/// Minimum and median of repeated timings, in milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timing {
+    /// Fastest trial.
+    pub min_ms: f64,
+    /// Median trial.
+    pub median_ms: f64,
+    /// Number of trials.
+    pub trials: usize,
+}
+
+impl Timing {
+    /// Summarises trial times in milliseconds.
+    pub fn of(mut samples: Vec<f64>) -> Self {
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        let median = if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            samples[n / 2]
+        } else {
+            (samples[n / 2 - 1] + samples[n / 2]) / 2.0
+        };
+        Self {
+            min_ms: samples.first().copied().unwrap_or(f64::NAN),
+            median_ms: median,
+            trials: n,
+        }
+    }
+}
+
+/// Where two buffers first differ.
+#[derive(Debug, Clone, Serialize)]
+pub struct Difference {
+    /// Pixel column.
+    pub x: u32,
+    /// Pixel row.
+    pub y: u32,
+    /// Channel (0 = R … 3 = A).
+    pub channel: usize,
+    /// The pattern's byte.
+    pub expected: u8,
+    /// The byte read back.
+    pub got: u8,
+    /// How many bytes differ in all.
+    pub bytes_different: usize,
+}
+
+fn compare(expected: &[u8], got: &[u8], width: u32) -> Option<Difference> {
+    pattern::first_difference(expected, got, width).map(|(x, y, channel, e, g)| Difference {
+        x,
+        y,
+        channel,
+        expected: e,
+        got: g,
+        bytes_different: expected.iter().zip(got).filter(|(a, b)| a != b).count() + expected.len().abs_diff(got.len()),
+    })
+}
+
+/// Stage 1's measurements.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage1 {
+    /// The physical device both VkDevices were made on.
+    pub device: AdapterInfo,
+    /// Image size.
+    pub width: u32,
+    /// Image size.
+    pub height: u32,
+    /// Bytes compared.
+    pub bytes_compared: usize,
+    /// Whether every byte matched.
+    pub identical: bool,
+    /// The first difference, if any.
+    pub difference: Option<Difference>,
+    /// Whether the allocation was dedicated.
+    pub dedicated: bool,
+    /// vkGetMemoryFdKHR.
+    pub export_ms: f64,
+    /// vkCreateImage + vkAllocateMemory(import) + vkBindImageMemory on the second device.
+    pub import_ms: f64,
+    /// Reference cost: read the image back to the host and upload it to another image.
+    pub round_trip: Timing,
+    /// Validation errors seen (only when run with validation).
+    pub validation_errors: Option<usize>,
+}
+
+/// One CUDA copy, measured and verified.
+#[derive(Debug, Clone, Serialize)]
+pub struct CudaCopy {
+    /// cuImportExternalMemory.
+    pub import_ms: f64,
+    /// cuExternalMemoryGetMappedMipmappedArray / GetMappedBuffer.
+    pub map_ms: f64,
+    /// The copy timed by CUDA events.
+    pub copy_gpu_ms: f64,
+    /// The copy timed by the host clock around enqueue and synchronise.
+    pub copy_host_ms: f64,
+    /// Bytes read per second by the copy (GPU time), GB/s.
+    pub throughput_gb_s: f64,
+    /// Whether the copy matched the pattern byte for byte.
+    pub identical: bool,
+    /// First difference, if any.
+    pub difference: Option<Difference>,
+}
+
+/// The timeline-semaphore hand-off Vulkan → CUDA → Vulkan, host-observed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SemaphoreHandoff {
+    /// From Vulkan's queue signal to CUDA's stream passing its wait.
+    pub vulkan_to_cuda: Timing,
+    /// From there to Vulkan's queue passing its wait on CUDA's signal.
+    pub cuda_to_vulkan: Timing,
+    /// The whole hand-off.
+    pub round_trip: Timing,
+    /// Whether every value arrived in order.
+    pub ok: bool,
+}
+
+/// Stage 2's measurements.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage2 {
+    /// The Vulkan device.
+    pub vulkan_device: AdapterInfo,
+    /// The CUDA device it was paired with (by UUID).
+    pub cuda_device: String,
+    /// The CUDA device's ordinal.
+    pub cuda_ordinal: i32,
+    /// The CUDA device's UUID.
+    pub cuda_uuid: String,
+    /// Image size.
+    pub width: u32,
+    /// Image size.
+    pub height: u32,
+    /// Whether the image's allocation was dedicated (imported with the dedicated flag).
+    pub image_dedicated: bool,
+    /// Optimal-tiling image → mipmapped array → device buffer.
+    pub image: CudaCopy,
+    /// Linear buffer → device pointer → device buffer.
+    pub buffer: CudaCopy,
+    /// CUDA writing through the mapped pointer, read back by Vulkan.
+    pub buffer_written_by_cuda: bool,
+    /// The semaphore hand-off.
+    pub semaphore: SemaphoreHandoff,
+    /// Reference cost: GPU→CPU→GPU round trip of the same image.
+    pub round_trip: Timing,
+}
+
+/// The details of a stage that ran.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Details {
+    /// Stage 1.
+    Stage1(Box<Stage1>),
+    /// Stage 2.
+    Stage2(Box<Stage2>),
+}
+
+/// One stage's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageReport {
+    /// 1 or 2.
+    pub stage: u8,
+    /// What it checks.
+    pub name: &'static str,
+    /// Outcome.
+    pub status: Status,
+    /// Why it failed or was skipped.
+    pub reason: Option<String>,
+    /// Measurements, when it ran.
+    pub details: Option<Details>,
+}
+
+/// The stages that ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Each stage's outcome, in order.
+    pub stages: Vec<StageReport>,
+}
+
+impl Report {
+    /// 0 when nothing failed, 2 when data differed, 1 on any error.
+    pub fn exit_code(&self) -> i32 {
+        if self.stages.iter().any(|s| s.status == Status::Error) {
+            1
+        } else if self.stages.iter().any(|s| s.status == Status::Different) {
+            2
+        } else {
+            0
+        }
+    }
+}
+
+/// Stage names.
+pub const STAGES: [(u8, &str); 2] = [
+    (1, "Vulkan → Vulkan (OPAQUE_FD image between two VkDevices)"),
+    (2, "Vulkan → CUDA (image, buffer, timeline semaphore)"),
+];
+
+/// Runs the given stages (all when empty) in order.
+pub fn run(stages: &[u8], options: &Options) -> Report {
+    let wanted: Vec<u8> = if stages.is_empty() {
+        STAGES.iter().map(|s| s.0).collect()
+    } else {
+        stages.to_vec()
+    };
+    let mut out = Vec::new();
+    for (n, name) in STAGES.iter().copied().filter(|(n, _)| wanted.contains(n)) {
+        let report = match n {
+            1 => match stage1(options) {
+                Ok(s) => {
+                    let status = if !s.identical {
+                        Status::Different
+                    } else if s.validation_errors.unwrap_or(0) > 0 {
+                        Status::Error
+                    } else {
+                        Status::Passed
+                    };
+                    let reason = match status {
+                        Status::Different => s.difference.as_ref().map(|d| {
+                            format!(
+                                "{} bytes differ; first at pixel ({}, {}) channel {}: expected {}, got {}",
+                                d.bytes_different, d.x, d.y, d.channel, d.expected, d.got
+                            )
+                        }),
+                        Status::Error => Some(format!("{} validation errors", s.validation_errors.unwrap_or(0))),
+                        _ => None,
+                    };
+                    StageReport {
+                        stage: n,
+                        name,
+                        status,
+                        reason,
+                        details: Some(Details::Stage1(Box::new(s))),
+                    }
+                }
+                Err(e) => StageReport {
+                    stage: n,
+                    name,
+                    status: Status::Error,
+                    reason: Some(e.to_string()),
+                    details: None,
+                },
+            },
+            _ => match stage2(options) {
+                Ok(s) => {
+                    let mut problems = Vec::new();
+                    if !s.image.identical {
+                        problems.push("image copy differs from the pattern".to_string());
+                    }
+                    if !s.buffer.identical {
+                        problems.push("buffer copy differs from the pattern".to_string());
+                    }
+                    if !s.buffer_written_by_cuda {
+                        problems.push("bytes written by CUDA were not seen by Vulkan".to_string());
+                    }
+                    if !s.semaphore.ok {
+                        problems.push("the semaphore hand-off did not complete in order".to_string());
+                    }
+                    let status = if problems.is_empty() {
+                        Status::Passed
+                    } else {
+                        Status::Different
+                    };
+                    let reason = (!problems.is_empty()).then(|| problems.join("; "));
+                    StageReport {
+                        stage: n,
+                        name,
+                        status,
+                        reason,
+                        details: Some(Details::Stage2(Box::new(s))),
+                    }
+                }
+                Err(Error::CudaUnavailable { reason }) => StageReport {
+                    stage: n,
+                    name,
+                    status: Status::Skipped,
+                    reason: Some(reason),
+                    details: None,
+                },
+                Err(e) => StageReport {
+                    stage: n,
+                    name,
+                    status: Status::Error,
+                    reason: Some(e.to_string()),
+                    details: None,
+                },
+            },
+        };
+        out.push(report);
+    }
+    Report { stages: out }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// GPU→CPU→GPU: read `image` back to the host and upload it to a second image.
+fn host_round_trip(image: &Image, trials: usize) -> Result<Timing> {
+    let copy = Image::new(image.device(), *image.desc())?;
+    let mut samples = Vec::with_capacity(trials);
+    for _ in 0..trials {
+        let t = Instant::now();
+        let bytes = transfer::readback_image(image)?;
+        transfer::upload_image(&copy, &bytes)?;
+        samples.push(ms_since(t));
+    }
+    Ok(Timing::of(samples))
+}
+
+fn pick_physical(instance: &Arc<Instance>, selector: DeviceSelector) -> Result<(vk::PhysicalDevice, AdapterInfo)> {
+    let list = vulkan::adapter::enumerate(instance)?;
+    let infos: Vec<_> = list.iter().map(|(_, i)| i.clone()).collect();
+    let index = vulkan::adapter::select(&infos, selector)?;
+    Ok(list[index].clone())
+}
+
+/// Stage 1: export from one VkDevice, import into another, compare.
+pub fn stage1(options: &Options) -> Result<Stage1> {
+    let instance = Instance::new(&InstanceOptions {
+        validation: options.validation,
+    })?;
+    let (physical, info) = pick_physical(&instance, options.device)?;
+    let exporter = Device::on(&instance, physical, info.clone())?;
+    let importer = Device::on(&instance, physical, info.clone())?;
+    let desc = ImageDesc::rgba8(options.width, options.height);
+    let expected = pattern::rgba8(desc.width, desc.height);
+
+    let source = Image::exportable(&exporter, desc)?;
+    transfer::upload_image(&source, &expected)?;
+    transfer::release_to_external(&source)?;
+
+    let t = Instant::now();
+    let exported = source.export()?;
+    let export_ms = ms_since(t);
+    let dedicated = exported.info.dedicated;
+
+    let t = Instant::now();
+    let imported = Image::import(&importer, desc, exported)?;
+    let import_ms = ms_since(t);
+
+    if options.inject_fault {
+        let (x, y) = (desc.width / 2, desc.height / 2);
+        let i = ((y * desc.width + x) * 4) as usize;
+        let mut px = [expected[i], expected[i + 1], expected[i + 2], expected[i + 3]];
+        px[1] ^= 0x5a;
+        transfer::write_pixel(&source, x, y, &px)?;
+    }
+
+    transfer::acquire_from_external(&imported)?;
+    let got = transfer::readback_image(&imported)?;
+    let difference = compare(&expected, &got, desc.width);
+    drop(imported);
+
+    let round_trip = host_round_trip(&source, options.trials.max(1))?;
+    drop(source);
+    importer.wait_idle()?;
+    exporter.wait_idle()?;
+    drop((importer, exporter));
+    let validation_errors = instance.validation_enabled().then(|| instance.validation_errors());
+    Ok(Stage1 {
+        device: info,
+        width: desc.width,
+        height: desc.height,
+        bytes_compared: expected.len(),
+        identical: difference.is_none(),
+        difference,
+        dedicated,
+        export_ms,
+        import_ms,
+        round_trip,
+        validation_errors,
+    })
+}
+
+/// Stage 2: the pattern image and a linear buffer seen by CUDA; a timeline
+/// semaphore handed Vulkan → CUDA → Vulkan.
+pub fn stage2(options: &Options) -> Result<Stage2> {
+    cuda::init()?;
+    let instance = Instance::new(&InstanceOptions {
+        validation: options.validation,
+    })?;
+    let device = Device::new(&instance, options.device)?;
+    let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
+    let stream = cuda::Stream::new(&cuda_device)?;
+    let desc = ImageDesc::rgba8(options.width, options.height);
+    let expected = pattern::rgba8(desc.width, desc.height);
+    let len = expected.len();
+
+    // Image: optimal tiling → mipmapped array → packed device buffer.
+    let image = Image::exportable(&device, desc)?;
+    transfer::upload_image(&image, &expected)?;
+    transfer::release_to_external(&image)?;
+    let exported = image.export()?;
+    let image_dedicated = exported.info.dedicated;
+    let dst = cuda::DeviceBuffer::new(&cuda_device, len)?;
+    let image_copy = {
+        let t = Instant::now();
+        let memory = cuda::ExternalMemory::import(&cuda_device, exported)?;
+        let import_ms = ms_since(t);
+        let t = Instant::now();
+        let array = memory.map_rgba8_array(desc.width, desc.height)?;
+        let map_ms = ms_since(t);
+        dst.fill(0xcd, &stream)?;
+        stream.synchronize()?;
+        let (copy_gpu_ms, copy_host_ms) = timed_copy(&stream, || dst.copy_from_array(&array, &stream))?;
+        let got = dst.to_host()?;
+        let difference = compare(&expected, &got, desc.width);
+        drop(array); // CUDA's view goes before Vulkan touches the image again
+        CudaCopy {
+            import_ms,
+            map_ms,
+            copy_gpu_ms,
+            copy_host_ms,
+            throughput_gb_s: len as f64 / (copy_gpu_ms * 1e-3) / 1e9,
+            identical: difference.is_none(),
+            difference,
+        }
+    };
+    transfer::acquire_from_external(&image)?;
+    let round_trip = host_round_trip(&image, options.trials.max(1))?;
+
+    // Linear buffer: device pointer → device buffer, and CUDA writing into it.
+    let usage =
+        vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST | vk::BufferUsageFlags::STORAGE_BUFFER;
+    let mut buffer = Buffer::exportable(&device, len as u64, usage, BufferMemory::DeviceLocal)?;
+    transfer::upload_buffer(&mut buffer, &expected)?;
+    let exported = buffer.export()?;
+    let (buffer_copy, buffer_written_by_cuda) = {
+        let t = Instant::now();
+        let memory = cuda::ExternalMemory::import(&cuda_device, exported)?;
+        let import_ms = ms_since(t);
+        let t = Instant::now();
+        let mapped = memory.map_buffer(0, len as u64)?;
+        let map_ms = ms_since(t);
+        dst.fill(0xcd, &stream)?;
+        stream.synchronize()?;
+        let (copy_gpu_ms, copy_host_ms) = timed_copy(&stream, || dst.copy_from_mapped(&mapped, len, &stream))?;
+        let got = dst.to_host()?;
+        let difference = compare(&expected, &got, desc.width);
+        // Write a different pattern through the mapping; Vulkan must see it.
+        let inverted: Vec<u8> = expected.iter().map(|b| !b).collect();
+        mapped.write_from_host(&inverted)?;
+        cuda_device.synchronize()?;
+        drop(mapped);
+        let seen = transfer::readback_buffer(&buffer, len)?;
+        (
+            CudaCopy {
+                import_ms,
+                map_ms,
+                copy_gpu_ms,
+                copy_host_ms,
+                throughput_gb_s: len as f64 / (copy_gpu_ms * 1e-3) / 1e9,
+                identical: difference.is_none(),
+                difference,
+            },
+            seen == inverted,
+        )
+    };
+
+    let semaphore = semaphore_handoff(&device, &cuda_device, 20)?;
+    drop(stream);
+    drop(dst);
+    drop(buffer);
+    drop(image);
+    let info = cuda_device.info().clone();
+    Ok(Stage2 {
+        vulkan_device: device.info().clone(),
+        cuda_device: info.name,
+        cuda_ordinal: info.ordinal,
+        cuda_uuid: format_uuid(&info.uuid),
+        width: desc.width,
+        height: desc.height,
+        image_dedicated,
+        image: image_copy,
+        buffer: buffer_copy,
+        buffer_written_by_cuda,
+        semaphore,
+        round_trip,
+    })
+}
+
+/// Times `enqueue` with CUDA events and with the host clock around enqueue + synchronise.
+fn timed_copy(stream: &cuda::Stream, enqueue: impl Fn() -> Result<()>) -> Result<(f64, f64)> {
+    let device = stream.device();
+    let (start, end) = (cuda::Event::new(device)?, cuda::Event::new(device)?);
+    // one warm-up copy
+    enqueue()?;
+    stream.synchronize()?;
+    let t = Instant::now();
+    start.record(stream)?;
+    enqueue()?;
+    end.record(stream)?;
+    end.synchronize()?;
+    let host = ms_since(t);
+    Ok((end.elapsed_since(&start)? as f64, host))
+}
+
+/// Vulkan signals n from a queue submission, CUDA waits for it on a stream and
+/// signals n on a second semaphore, a Vulkan submission waits for that and
+/// signals a third, which the host waits for.
+pub fn semaphore_handoff(
+    device: &Arc<Device>,
+    cuda_device: &Arc<cuda::CudaDevice>,
+    rounds: u64,
+) -> Result<SemaphoreHandoff> {
+    let to_cuda = TimelineSemaphore::new(device, 0, true)?;
+    let to_vulkan = TimelineSemaphore::new(device, 0, true)?;
+    let done = TimelineSemaphore::new(device, 0, false)?;
+    let cu_to_cuda = cuda::ExternalSemaphore::import_timeline(cuda_device, to_cuda.export()?)?;
+    let cu_to_vulkan = cuda::ExternalSemaphore::import_timeline(cuda_device, to_vulkan.export()?)?;
+    let stream = cuda::Stream::new(cuda_device)?;
+    let passed = cuda::Event::new(cuda_device)?;
+    let (mut a, mut b, mut total) = (Vec::new(), Vec::new(), Vec::new());
+    let mut ok = true;
+    for n in 1..=rounds {
+        cu_to_cuda.wait(&stream, n)?;
+        passed.record(&stream)?;
+        cu_to_vulkan.signal(&stream, n)?;
+        device.submit_timeline(&[(to_vulkan.raw(), n)], &[(done.raw(), n)], vk::Fence::null())?;
+        let t = Instant::now();
+        device.submit_timeline(&[], &[(to_cuda.raw(), n)], vk::Fence::null())?;
+        passed.synchronize()?;
+        let t_cuda = ms_since(t);
+        let finished = done.wait(n, 5_000_000_000)?;
+        let t_all = ms_since(t);
+        ok &= finished && to_vulkan.value()? == n && to_cuda.value()? == n;
+        if !finished {
+            break;
+        }
+        a.push(t_cuda);
+        b.push(t_all - t_cuda);
+        total.push(t_all);
+    }
+    stream.synchronize()?;
+    device.wait_idle()?;
+    drop((cu_to_cuda, cu_to_vulkan));
+    Ok(SemaphoreHandoff {
+        vulkan_to_cuda: Timing::of(a),
+        cuda_to_vulkan: Timing::of(b),
+        round_trip: Timing::of(total),
+        ok,
+    })
+}
+
+/// The report as readable text.
+pub fn render(report: &Report) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for st in &report.stages {
+        let status = match st.status {
+            Status::Passed => "PASSED",
+            Status::Different => "FAILED (different)",
+            Status::Error => "FAILED",
+            Status::Skipped => "SKIPPED",
+        };
+        let _ = writeln!(s, "stage {}: {} — {status}", st.stage, st.name);
+        if let Some(r) = &st.reason {
+            let _ = writeln!(s, "  reason: {r}");
+        }
+        match &st.details {
+            Some(Details::Stage1(d)) => {
+                let _ = writeln!(
+                    s,
+                    "  device: {} ({}), driver {} {}",
+                    d.device.name, d.device.device_type, d.device.driver_name, d.device.driver_info
+                );
+                let _ = writeln!(s, "  UUID: {}", d.device.uuid);
+                let _ = writeln!(
+                    s,
+                    "  {}×{} RGBA8, {} bytes compared: {}",
+                    d.width,
+                    d.height,
+                    d.bytes_compared,
+                    if d.identical { "identical" } else { "DIFFERENT" }
+                );
+                let _ = writeln!(
+                    s,
+                    "  allocation: {}",
+                    if d.dedicated { "dedicated" } else { "not dedicated" }
+                );
+                let _ = writeln!(s, "  export (vkGetMemoryFdKHR): {:.3} ms", d.export_ms);
+                let _ = writeln!(
+                    s,
+                    "  import (create + allocate + bind on 2nd VkDevice): {:.3} ms",
+                    d.import_ms
+                );
+                let _ = writeln!(
+                    s,
+                    "  GPU→CPU→GPU round trip: min {:.3} ms, median {:.3} ms ({} trials)",
+                    d.round_trip.min_ms, d.round_trip.median_ms, d.round_trip.trials
+                );
+                if let Some(v) = d.validation_errors {
+                    let _ = writeln!(s, "  validation errors: {v}");
+                }
+            }
+            Some(Details::Stage2(d)) => {
+                let _ = writeln!(
+                    s,
+                    "  paired: Vulkan #{} \"{}\" ↔ CUDA {} \"{}\" (UUID {})",
+                    d.vulkan_device.index, d.vulkan_device.name, d.cuda_ordinal, d.cuda_device, d.cuda_uuid
+                );
+                for (what, c) in [
+                    ("image → mipmapped array", &d.image),
+                    ("linear buffer → device pointer", &d.buffer),
+                ] {
+                    let _ = writeln!(
+                        s,
+                        "  {what}: import {:.3} ms, map {:.3} ms, copy {:.3} ms GPU / {:.3} ms host ({:.1} GB/s), {}",
+                        c.import_ms,
+                        c.map_ms,
+                        c.copy_gpu_ms,
+                        c.copy_host_ms,
+                        c.throughput_gb_s,
+                        if c.identical { "identical" } else { "DIFFERENT" }
+                    );
+                }
+                let _ = writeln!(
+                    s,
+                    "  image allocation: {}",
+                    if d.image_dedicated {
+                        "dedicated"
+                    } else {
+                        "not dedicated"
+                    }
+                );
+                let _ = writeln!(
+                    s,
+                    "  CUDA write through mapped buffer seen by Vulkan: {}",
+                    d.buffer_written_by_cuda
+                );
+                let h = &d.semaphore;
+                let _ = writeln!(
+                    s,
+                    "  timeline semaphore Vulkan→CUDA→Vulkan ({} rounds, medians): Vulkan→CUDA {:.3} ms, CUDA→Vulkan {:.3} ms, round trip {:.3} ms (min {:.3})",
+                    h.round_trip.trials,
+                    h.vulkan_to_cuda.median_ms,
+                    h.cuda_to_vulkan.median_ms,
+                    h.round_trip.median_ms,
+                    h.round_trip.min_ms
+                );
+                let _ = writeln!(
+                    s,
+                    "  GPU→CPU→GPU round trip: min {:.3} ms, median {:.3} ms ({} trials)",
+                    d.round_trip.min_ms, d.round_trip.median_ms, d.round_trip.trials
+                );
+            }
+            None => {}
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timing_median() {
+        let t = Timing::of(vec![5.0, 1.0, 3.0, 2.0, 4.0]);
+        assert_eq!((t.min_ms, t.median_ms, t.trials), (1.0, 3.0, 5));
+        assert_eq!(Timing::of(vec![1.0, 2.0]).median_ms, 1.5);
+    }
+
+    #[test]
+    fn exit_codes() {
+        let st = |status| StageReport {
+            stage: 1,
+            name: "x",
+            status,
+            reason: None,
+            details: None,
+        };
+        assert_eq!(
+            Report {
+                stages: vec![st(Status::Passed), st(Status::Skipped)]
+            }
+            .exit_code(),
+            0
+        );
+        assert_eq!(
+            Report {
+                stages: vec![st(Status::Different), st(Status::Skipped)]
+            }
+            .exit_code(),
+            2
+        );
+        assert_eq!(
+            Report {
+                stages: vec![st(Status::Different), st(Status::Error)]
+            }
+            .exit_code(),
+            1
+        );
+    }
+}
