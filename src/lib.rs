@@ -32,6 +32,29 @@
 
 #![warn(missing_docs)]
 
+/// Prints a step to stderr when `NEURAL_FRAME_TRACE` is set (diagnosing stalls on a GPU machine).
+macro_rules! trace {
+    ($($t:tt)*) => {
+        if $crate::trace_enabled() {
+            eprintln!("[neural-frame {:>9.3} ms] {}", $crate::trace_clock_ms(), format_args!($($t)*));
+        }
+    };
+}
+pub(crate) use trace;
+
+static TRACE_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Whether `NEURAL_FRAME_TRACE` is set.
+pub fn trace_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("NEURAL_FRAME_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+#[doc(hidden)]
+pub fn trace_clock_ms() -> f64 {
+    TRACE_START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e3
+}
+
 pub mod cuda;
 pub mod error;
 pub mod preflight;

@@ -566,12 +566,14 @@ fn timed_copy(stream: &cuda::Stream, enqueue: impl Fn() -> Result<()>) -> Result
 
 /// Vulkan signals n from a queue submission, CUDA waits for it on a stream and
 /// signals n on a second semaphore, a Vulkan submission waits for that and
-/// signals a third, which the host waits for.
+/// signals a third, which the host waits for. Every wait is bounded: a signal
+/// that never arrives is an error, not a hang.
 pub fn semaphore_handoff(
     device: &Arc<Device>,
     cuda_device: &Arc<cuda::CudaDevice>,
     rounds: u64,
 ) -> Result<SemaphoreHandoff> {
+    const LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
     let to_cuda = TimelineSemaphore::new(device, 0, true)?;
     let to_vulkan = TimelineSemaphore::new(device, 0, true)?;
     let done = TimelineSemaphore::new(device, 0, false)?;
@@ -580,35 +582,59 @@ pub fn semaphore_handoff(
     let stream = cuda::Stream::new(cuda_device)?;
     let passed = cuda::Event::new(cuda_device)?;
     let (mut a, mut b, mut total) = (Vec::new(), Vec::new(), Vec::new());
-    let mut ok = true;
+    let mut failure = None;
     for n in 1..=rounds {
         cu_to_cuda.wait(&stream, n)?;
         passed.record(&stream)?;
         cu_to_vulkan.signal(&stream, n)?;
-        device.submit_timeline(&[(to_vulkan.raw(), n)], &[(done.raw(), n)], vk::Fence::null())?;
+        // The signal goes first: a semaphore signal waits for every earlier
+        // submission on the queue, so submitting the waiting batch first deadlocks.
         let t = Instant::now();
         device.submit_timeline(&[], &[(to_cuda.raw(), n)], vk::Fence::null())?;
-        passed.synchronize()?;
+        device.submit_timeline(&[(to_vulkan.raw(), n)], &[(done.raw(), n)], vk::Fence::null())?;
+        if !passed.wait_timeout(LIMIT)? {
+            failure = Some(format!("round {n}: CUDA did not see Vulkan's signal within {LIMIT:?}"));
+            break;
+        }
         let t_cuda = ms_since(t);
-        let finished = done.wait(n, 5_000_000_000)?;
+        if !done.wait(n, LIMIT.as_nanos() as u64)? {
+            failure = Some(format!("round {n}: Vulkan did not see CUDA's signal within {LIMIT:?}"));
+            break;
+        }
         let t_all = ms_since(t);
-        ok &= finished && to_vulkan.value()? == n && to_cuda.value()? == n;
-        if !finished {
+        if to_vulkan.value()? != n || to_cuda.value()? != n {
+            failure = Some(format!("round {n}: counters out of order"));
             break;
         }
         a.push(t_cuda);
         b.push(t_all - t_cuda);
         total.push(t_all);
     }
-    stream.synchronize()?;
+    if let Some(why) = &failure {
+        // Release whatever still waits, so that teardown cannot hang.
+        let _ = to_cuda.signal_from_host(rounds + 1);
+        let _ = to_vulkan.signal_from_host(rounds + 1);
+        eprintln!("neural-frame: semaphore hand-off failed: {why}");
+    }
+    if !stream_idle(&stream, LIMIT)? {
+        return Err(Error::InvalidArgument(
+            "the CUDA stream did not drain after the semaphore hand-off".into(),
+        ));
+    }
     device.wait_idle()?;
     drop((cu_to_cuda, cu_to_vulkan));
     Ok(SemaphoreHandoff {
         vulkan_to_cuda: Timing::of(a),
         cuda_to_vulkan: Timing::of(b),
         round_trip: Timing::of(total),
-        ok,
+        ok: failure.is_none(),
     })
+}
+
+fn stream_idle(stream: &cuda::Stream, limit: std::time::Duration) -> Result<bool> {
+    let end = cuda::Event::new(stream.device())?;
+    end.record(stream)?;
+    end.wait_timeout(limit)
 }
 
 /// The report as readable text.

@@ -33,15 +33,20 @@ impl ExternalMemory {
     pub fn import(device: &Arc<CudaDevice>, exported: ExportedMemory) -> Result<Self> {
         device.bind()?;
         let ExportedMemory { fd, info } = exported;
-        // SAFETY: the struct is plain C data; all-zero is its documented default.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-        desc.handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
-        desc.size = info.size;
-        desc.flags = if info.dedicated {
-            sys::CUDA_EXTERNAL_MEMORY_DEDICATED
-        } else {
-            0
+        let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC>::zeroed();
+        let p = desc.as_mut_ptr();
+        // SAFETY: p points to zeroed storage of the right type; writing the enum
+        // field (which has no zero variant) before assume_init makes every field valid.
+        let desc = unsafe {
+            (&raw mut (*p).type_).write(sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
+            (*p).handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
+            (*p).size = info.size;
+            (*p).flags = if info.dedicated {
+                sys::CUDA_EXTERNAL_MEMORY_DEDICATED
+            } else {
+                0
+            };
+            desc.assume_init()
         };
         let mut raw: sys::CUexternalMemory = std::ptr::null_mut();
         // SAFETY: desc is fully initialised; the context is current.
@@ -90,16 +95,21 @@ impl ExternalMemory {
     /// (uchar4, one level) and takes its level 0.
     pub fn map_rgba8_array(self, width: u32, height: u32) -> Result<MappedArray> {
         self.device.bind()?;
-        // SAFETY: plain C data; all-zero is valid.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC = unsafe { std::mem::zeroed() };
-        desc.offset = 0;
-        desc.arrayDesc.Width = width as usize;
-        desc.arrayDesc.Height = height as usize;
-        desc.arrayDesc.Depth = 0;
-        desc.arrayDesc.Format = sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8;
-        desc.arrayDesc.NumChannels = 4;
-        desc.arrayDesc.Flags = 0;
-        desc.numLevels = 1;
+        let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC>::zeroed();
+        let p = desc.as_mut_ptr();
+        // SAFETY: zeroed storage of the right type; the format enum (no zero
+        // variant) is written before assume_init, the other fields are integers.
+        let desc = unsafe {
+            (&raw mut (*p).arrayDesc.Format).write(sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8);
+            (*p).offset = 0;
+            (*p).arrayDesc.Width = width as usize;
+            (*p).arrayDesc.Height = height as usize;
+            (*p).arrayDesc.Depth = 0;
+            (*p).arrayDesc.NumChannels = 4;
+            (*p).arrayDesc.Flags = 0;
+            (*p).numLevels = 1;
+            desc.assume_init()
+        };
         let mut mipmapped: sys::CUmipmappedArray = std::ptr::null_mut();
         // SAFETY: raw is a live import of an image of this size and format.
         check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
@@ -343,15 +353,20 @@ pub(crate) unsafe fn copy_from_host(device: &CudaDevice, dst: sys::CUdeviceptr, 
 /// `dst` must point to at least width × height × 4 bytes of device memory.
 pub(crate) unsafe fn copy_array_to_device(array: &MappedArray, dst: sys::CUdeviceptr, stream: &Stream) -> Result<()> {
     let (w, h) = array.extent();
-    // SAFETY: plain C data; all-zero is valid.
-    let mut c: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-    c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_ARRAY;
-    c.srcArray = array.level0();
-    c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.dstPitch = w as usize * 4;
-    c.WidthInBytes = w as usize * 4;
-    c.Height = h as usize;
+    let mut c = std::mem::MaybeUninit::<sys::CUDA_MEMCPY2D>::zeroed();
+    let p = c.as_mut_ptr();
+    // SAFETY: zeroed storage of the right type; both memory-type enums (no zero
+    // variant) are written before assume_init; the rest are integers and pointers.
+    let c = unsafe {
+        (&raw mut (*p).srcMemoryType).write(sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
+        (&raw mut (*p).dstMemoryType).write(sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
+        (*p).srcArray = array.level0();
+        (*p).dstDevice = dst;
+        (*p).dstPitch = w as usize * 4;
+        (*p).WidthInBytes = w as usize * 4;
+        (*p).Height = h as usize;
+        c.assume_init()
+    };
     array.device().bind()?;
     // SAFETY: the array is live; dst holds w*h*4 bytes (caller's contract).
     check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.raw()) })

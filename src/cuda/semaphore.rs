@@ -26,10 +26,16 @@ impl ExternalSemaphore {
     /// descriptor belongs to CUDA; on failure it is closed here.
     pub fn import_timeline(device: &Arc<CudaDevice>, fd: OwnedFd) -> Result<Self> {
         device.bind()?;
-        // SAFETY: plain C data; all-zero is valid.
-        let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
-        desc.handle.fd = fd.as_raw_fd();
+        let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC>::zeroed();
+        let p = desc.as_mut_ptr();
+        // SAFETY: zeroed storage of the right type; the handle-type enum (no zero
+        // variant) is written before assume_init.
+        let desc = unsafe {
+            (&raw mut (*p).type_)
+                .write(sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
+            (*p).handle.fd = fd.as_raw_fd();
+            desc.assume_init()
+        };
         let mut raw = std::ptr::null_mut();
         // SAFETY: desc is initialised; the context is current.
         check("cuImportExternalSemaphore", unsafe {

@@ -92,6 +92,26 @@ impl Event {
         // SAFETY: the event is live.
         check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.raw) })
     }
+    /// Waits for the event on the host for at most `timeout`; false on time-out.
+    /// Used wherever the event depends on another API (an external semaphore),
+    /// so that a missing signal shows up as an error instead of a hang.
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> Result<bool> {
+        self.device.bind()?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            // SAFETY: the event is live.
+            let r = unsafe { sys::cuEventQuery(self.raw) };
+            if r != sys::CUresult::CUDA_ERROR_NOT_READY {
+                check("cuEventQuery", r)?;
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// Milliseconds from `start` to this event (both recorded and complete).
     pub fn elapsed_since(&self, start: &Event) -> Result<f32> {
         self.device.bind()?;

@@ -9,6 +9,9 @@ use crate::error::{Error, Result, VkResultExt};
 use crate::vulkan::adapter::{self, AdapterInfo, DeviceSelector, OPTIONAL_EXTENSIONS, REQUIRED_EXTENSIONS};
 use crate::vulkan::instance::Instance;
 
+/// How long a blocking one-shot submission may take before it is an error.
+const ONE_SHOT_TIMEOUT_NS: u64 = 30_000_000_000;
+
 /// Command pool and fence for blocking one-shot submissions (set-up, transfers, tests).
 struct OneShot {
     pool: vk::CommandPool,
@@ -241,7 +244,8 @@ impl Device {
                 .push_next(&mut timeline);
             self.submit(&[submit], shot.fence)?;
             // SAFETY: the fence belongs to this device and was just submitted.
-            unsafe { self.raw.wait_for_fences(&[shot.fence], true, u64::MAX) }.call("vkWaitForFences")?;
+            // Bounded: work that waits on a semaphore nobody signals must fail, not hang.
+            unsafe { self.raw.wait_for_fences(&[shot.fence], true, ONE_SHOT_TIMEOUT_NS) }.call("vkWaitForFences")?;
             // SAFETY: the fence is signalled and no longer in use.
             unsafe { self.raw.reset_fences(&[shot.fence]) }.call("vkResetFences")
         })();
