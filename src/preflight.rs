@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::cuda;
 use crate::error::{Error, Result, format_uuid};
+use crate::trace;
 use crate::vulkan::{
     self, AdapterInfo, Buffer, BufferMemory, Device, DeviceSelector, Image, ImageDesc, Instance, InstanceOptions,
     TimelineSemaphore, pattern, transfer,
@@ -445,10 +446,12 @@ pub fn stage1(options: &Options) -> Result<Stage1> {
 /// semaphore handed Vulkan → CUDA → Vulkan.
 pub fn stage2(options: &Options) -> Result<Stage2> {
     cuda::init()?;
+    trace!("stage 2: CUDA driver loaded");
     let instance = Instance::new(&InstanceOptions {
         validation: options.validation,
     })?;
     let device = Device::new(&instance, options.device)?;
+    trace!("stage 2: Vulkan device {}", device.info());
     let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
     let stream = cuda::Stream::new(&cuda_device)?;
     let desc = ImageDesc::rgba8(options.width, options.height);
@@ -461,6 +464,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
     transfer::release_to_external(&image)?;
     let exported = image.export()?;
     let image_dedicated = exported.info.dedicated;
+    trace!("stage 2: image exported ({:?})", exported.info);
     let dst = cuda::DeviceBuffer::new(&cuda_device, len)?;
     let image_copy = {
         let t = Instant::now();
@@ -468,6 +472,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
         let import_ms = ms_since(t);
         let t = Instant::now();
         let array = memory.map_rgba8_array(desc.width, desc.height)?;
+        trace!("stage 2: image imported and mapped as a mipmapped array");
         let map_ms = ms_since(t);
         dst.fill(0xcd, &stream)?;
         stream.synchronize()?;
@@ -500,6 +505,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
         let import_ms = ms_since(t);
         let t = Instant::now();
         let mapped = memory.map_buffer(0, len as u64)?;
+        trace!("stage 2: buffer imported and mapped");
         let map_ms = ms_since(t);
         dst.fill(0xcd, &stream)?;
         stream.synchronize()?;
@@ -526,7 +532,9 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
         )
     };
 
+    trace!("stage 2: image and buffer checked; semaphore hand-off");
     let semaphore = semaphore_handoff(&device, &cuda_device, 20)?;
+    trace!("stage 2: semaphore hand-off done (ok={})", semaphore.ok);
     drop(stream);
     drop(dst);
     drop(buffer);
