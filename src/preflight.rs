@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use crate::cuda;
 use crate::error::{Error, Result, format_uuid};
-use crate::trace;
 use crate::vulkan::{
     self, AdapterInfo, Buffer, BufferMemory, Device, DeviceSelector, Image, ImageDesc, Instance, InstanceOptions,
     TimelineSemaphore, pattern, transfer,
