@@ -40,7 +40,6 @@ macro_rules! trace {
         }
     };
 }
-pub(crate) use trace;
 
 static TRACE_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
