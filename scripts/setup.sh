@@ -38,5 +38,5 @@ fi
 lib="$dir/onnxruntime/capi/libonnxruntime.so.$ort_version"
 if [ ! -e "$lib" ] && [ -z "${ORT_DYLIB_PATH:-}" ]; then
   say "installing $pkg $ort_version from PyPI into ${dir#"$root"/}"
-  python3 -m pip install -q --disable-pip-version-check --no-deps --target "$dir" "$pkg==$ort_version" >&2
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps --target "$dir" "$pkg==$ort_version" >&2
 fi

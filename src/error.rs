@@ -83,6 +83,40 @@ pub enum Error {
         /// Every CUDA device seen, with its UUID.
         seen: String,
     },
+    /// No ONNX Runtime library could be found or loaded.
+    #[error(
+        "ONNX Runtime not found or not loadable: {reason}. Get it from PyPI: `pip install onnxruntime-gpu==1.31.1` \
+         (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU), then point ORT_DYLIB_PATH (or --ort-library) at \
+         its onnxruntime/capi/libonnxruntime.so.1.31.1; `scripts/setup.sh` does this into .runtime/"
+    )]
+    OnnxRuntimeMissing {
+        /// Where it looked and what failed.
+        reason: String,
+    },
+    /// ONNX Runtime failed.
+    #[error("ONNX Runtime: {what}: {message}")]
+    Onnx {
+        /// What was being done.
+        what: String,
+        /// ONNX Runtime's message.
+        message: String,
+    },
+    /// The model does not fit what the pipeline supports.
+    #[error("model {model}: {message}")]
+    ModelContract {
+        /// The model file.
+        model: String,
+        /// What does not fit, and what was expected.
+        message: String,
+    },
+    /// An image file could not be read or written.
+    #[error("image {path}: {message}")]
+    ImageFile {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A size or parameter is outside what the device or the pipeline allows.
     #[error("{0}")]
     InvalidArgument(String),
@@ -94,6 +128,16 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// An [`Error::Onnx`] from an `ort` error.
+    pub(crate) fn onnx(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
+        Self::Onnx {
+            what: what.into(),
+            message: e.to_string(),
+        }
+    }
 }
 
 /// The library's result type.

@@ -56,7 +56,11 @@ pub fn trace_clock_ms() -> f64 {
 
 pub mod cuda;
 pub mod error;
+pub mod image_io;
+pub mod onnx;
+pub mod pipeline;
 pub mod preflight;
 pub mod vulkan;
 
 pub use error::{Error, Result};
+pub use pipeline::{Backend, NeuralFrameContext};

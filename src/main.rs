@@ -1,11 +1,15 @@
 //! The `neural-frame` command line.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use neural_frame::image_io::Rgba8;
+use neural_frame::onnx::session::ConvSearch;
+use neural_frame::pipeline::{Backend, NeuralFrameContext, StageTimes};
 use neural_frame::preflight;
-use neural_frame::vulkan::DeviceSelector;
+use neural_frame::vulkan::{DeviceSelector, transfer};
 
 #[derive(Parser)]
 #[command(
@@ -18,8 +22,71 @@ struct Cli {
     command: Command,
 }
 
+/// Options shared by `run` and `bench`.
+#[derive(Args, Clone)]
+struct ModelArgs {
+    /// The ONNX model.
+    #[arg(long, default_value = "models/upscale.onnx")]
+    model: PathBuf,
+    /// `auto`: CUDA where available, else the CPU backend (announced); `cuda` or `cpu` to insist.
+    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    backend: Backend,
+    /// Vulkan device: `auto`, an index, or a UUID. The CUDA device is found by UUID.
+    #[arg(long, default_value = "auto")]
+    device: DeviceSelector,
+    /// ONNX Runtime library (else ORT_DYLIB_PATH, .runtime/, the Python package).
+    #[arg(long)]
+    ort_library: Option<PathBuf>,
+    /// cuDNN convolution algorithm search (CUDA backend).
+    #[arg(long, value_enum, default_value_t = ConvSearch::Heuristic)]
+    conv_search: ConvSearch,
+    /// Ask the CUDA provider to prefer NHWC kernels.
+    #[arg(long)]
+    prefer_nhwc: bool,
+}
+
+impl ModelArgs {
+    fn context(&self, width: u32, height: u32) -> anyhow::Result<NeuralFrameContext> {
+        let mut b = NeuralFrameContext::builder(&self.model)
+            .backend(self.backend)
+            .device(self.device)
+            .frame_size(width, height)
+            .conv_search(self.conv_search)
+            .prefer_nhwc(self.prefer_nhwc);
+        if let Some(p) = &self.ort_library {
+            b = b.ort_library(p);
+        }
+        b.build()
+            .with_context(|| format!("setting up {} on the {:?} backend", self.model.display(), self.backend))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Run a model on an image through the zero-copy pipeline and write the result.
+    ///
+    /// The image is uploaded into a Vulkan image as a renderer would hold it,
+    /// goes through the pre pass, ONNX Runtime and the post pass into an output
+    /// Vulkan image, and is read back to a PNG.
+    Run {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Input PNG or JPEG (default: the bundled sample photo models/coffee.png).
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Output PNG.
+        #[arg(long, default_value = "upscaled.png")]
+        output: PathBuf,
+        /// Resize the input to WIDTHxHEIGHT first (e.g. 960x540).
+        #[arg(long, value_parser = parse_size)]
+        size: Option<(u32, u32)>,
+        /// Run the same frame N times and print per-stage medians.
+        #[arg(long, default_value_t = 1)]
+        frames: usize,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check each link of the zero-copy chain on this machine.
     ///
     /// Exit code: 0 when every stage that ran passed (skipped stages say why),
@@ -74,6 +141,17 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Run {
+            model,
+            input,
+            output,
+            size,
+            frames,
+            json,
+        } => {
+            run_model(&model, input, &output, size, frames.max(1), json)?;
+            Ok(0)
+        }
         Command::Preflight {
             stage,
             device,
@@ -103,4 +181,160 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(report.exit_code() as u8)
         }
     }
+}
+
+fn default_input() -> PathBuf {
+    let rel = PathBuf::from("models/coffee.png");
+    if rel.is_file() {
+        return rel;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().skip(1).map(|a| a.join(&rel)).find(|p| p.is_file()))
+        .unwrap_or(rel)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn run_model(
+    args: &ModelArgs,
+    input: Option<PathBuf>,
+    output: &std::path::Path,
+    size: Option<(u32, u32)>,
+    frames: usize,
+    json: bool,
+) -> anyhow::Result<()> {
+    let input = input.unwrap_or_else(default_input);
+    let picture = Rgba8::load(&input)?;
+    let picture = match size {
+        Some((w, h)) => picture.resized(w, h)?,
+        None => picture,
+    };
+    let t = std::time::Instant::now();
+    let mut ctx = args.context(picture.width, picture.height)?;
+    let setup_ms = t.elapsed().as_secs_f64() * 1e3;
+    let report = ctx.report().clone();
+    if !json {
+        let fallback = if report.fallback_reason.is_some() {
+            " (automatic fallback, see above)"
+        } else {
+            ""
+        };
+        eprintln!("backend: {}{fallback}", report.backend);
+        eprintln!("Vulkan device: {}", report.vulkan_device);
+        if let Some(c) = &report.cuda_device {
+            eprintln!("CUDA device:   {c} (paired by UUID)");
+        }
+        eprintln!(
+            "ONNX Runtime {} ({}), providers: {}",
+            report.runtime.version,
+            report.runtime.library.display(),
+            report.runtime.providers.join(", ")
+        );
+        let c = ctx.contract();
+        eprintln!(
+            "model: {} — {} `{}` → {} `{}`, ×{}",
+            args.model.display(),
+            c.input.describe(),
+            c.input_name,
+            c.output.describe(),
+            c.output_name,
+            c.scale
+        );
+    }
+    let in_image = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    let out_image = ctx.create_output_image()?;
+    let (ow, oh) = ctx.output_size();
+    let mut stages: Vec<(StageTimes, f64, f64)> = Vec::with_capacity(frames);
+    let mut result = Vec::new();
+    let mut first_frame_ms = 0.0;
+    let progress = (frames > 1 && !json).then(|| {
+        let bar = indicatif::ProgressBar::new(frames as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames, {per_sec}, eta {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    for i in 0..frames {
+        let t = std::time::Instant::now();
+        transfer::upload_image(&in_image, &picture.pixels)?;
+        let upload = t.elapsed().as_secs_f64() * 1e3;
+        let times = ctx.infer(&in_image, &out_image).context("running the frame")?;
+        let t = std::time::Instant::now();
+        result = transfer::readback_image(&out_image)?;
+        let readback = t.elapsed().as_secs_f64() * 1e3;
+        if i == 0 {
+            first_frame_ms = setup_ms + upload + times.pre_ms + times.infer_ms + times.post_ms + readback;
+        }
+        stages.push((times, upload, readback));
+        if let Some(p) = &progress {
+            p.inc(1);
+        }
+    }
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    Rgba8 {
+        width: ow,
+        height: oh,
+        pixels: result,
+    }
+    .save_png(output)?;
+    let pick = |f: &dyn Fn(&(StageTimes, f64, f64)) -> f64| {
+        let mut v: Vec<f64> = stages.iter().skip(usize::from(stages.len() > 1)).map(f).collect();
+        median(&mut v)
+    };
+    let summary = serde_json::json!({
+        "input": input.display().to_string(),
+        "output": output.display().to_string(),
+        "input_size": [picture.width, picture.height],
+        "output_size": [ow, oh],
+        "frames": frames,
+        "backend": report,
+        "setup_ms": setup_ms,
+        "time_to_first_frame_ms": first_frame_ms,
+        "median_ms": {
+            "upload": pick(&|s| s.1),
+            "pre": pick(&|s| s.0.pre_ms),
+            "infer": pick(&|s| s.0.infer_ms),
+            "post": pick(&|s| s.0.post_ms),
+            "readback": pick(&|s| s.2),
+        },
+    });
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        let m = &summary["median_ms"];
+        let f = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{} {}×{} → {} {}×{} ({} backend)",
+            input.display(),
+            picture.width,
+            picture.height,
+            output.display(),
+            ow,
+            oh,
+            report.backend
+        );
+        println!(
+            "median ms over {} frame(s){}: upload {:.3} | pre {:.3} | infer {:.3} | post {:.3} | readback {:.3}",
+            frames,
+            if frames > 1 { " (first excluded)" } else { "" },
+            f("upload"),
+            f("pre"),
+            f("infer"),
+            f("post"),
+            f("readback")
+        );
+        println!("set-up {setup_ms:.1} ms, time to first frame {first_frame_ms:.1} ms");
+    }
+    Ok(())
 }

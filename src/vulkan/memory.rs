@@ -273,8 +273,14 @@ fn export_fd(device: &Device, memory: vk::DeviceMemory, info: AllocationInfo) ->
     Ok(ExportedMemory { fd, info })
 }
 
+fn next_image_id() -> u64 {
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A 2D image with its own memory. Destroys the image, then frees the memory.
 pub struct Image {
+    id: u64,
     raw: vk::Image,
     memory: vk::DeviceMemory,
     desc: ImageDesc,
@@ -350,6 +356,7 @@ impl Image {
         });
         match allocated {
             Ok((memory, allocation)) => Ok(Self {
+                id: next_image_id(),
                 raw,
                 memory,
                 desc,
@@ -376,6 +383,10 @@ impl Image {
     /// The raw image.
     pub fn raw(&self) -> vk::Image {
         self.raw
+    }
+    /// A process-unique id (Vulkan handles can be reused after destruction; ids are not).
+    pub fn id(&self) -> u64 {
+        self.id
     }
     /// What the image is.
     pub fn desc(&self) -> &ImageDesc {

@@ -2,6 +2,7 @@
 //! transfers and synchronisation objects.
 
 pub mod adapter;
+pub mod compute;
 pub mod conv;
 pub mod device;
 pub mod instance;

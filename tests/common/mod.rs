@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod pipeline;
+
 use std::process::{Command, Output};
 
 /// Runs the `neural-frame` binary with `args` and extra environment.

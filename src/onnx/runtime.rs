@@ -1,0 +1,221 @@
+//! Finding and loading the ONNX Runtime library at run time.
+//!
+//! Order: an explicit path (option, then `ORT_DYLIB_PATH`), a project-local
+//! install (`.runtime/ort-gpu` or `.runtime/ort-cpu`, as `scripts/setup.sh`
+//! makes), then an installed Python `onnxruntime-gpu` / `onnxruntime` package.
+
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// The ONNX Runtime minor version the crate is built against (`ort` feature `api-31`).
+pub const REQUIRED_MINOR: u32 = 31;
+
+/// The loaded runtime.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimeInfo {
+    /// The library file.
+    pub library: PathBuf,
+    /// How it was found.
+    pub found_by: String,
+    /// Its version string.
+    pub version: String,
+    /// Execution providers compiled into it.
+    pub providers: Vec<String>,
+}
+
+struct Loaded {
+    info: RuntimeInfo,
+    _env: ort::environment::Environment,
+}
+
+static RUNTIME: OnceLock<std::result::Result<Loaded, String>> = OnceLock::new();
+
+/// Loads ONNX Runtime once per process and returns what was loaded. Later
+/// calls return the same runtime; asking for another library then is an error.
+pub fn load(explicit: Option<&Path>) -> Result<&'static RuntimeInfo> {
+    let loaded = RUNTIME.get_or_init(|| load_inner(explicit).map_err(|e| e.to_string()));
+    match loaded {
+        Ok(l) => {
+            if let Some(p) = explicit
+                && p != l.info.library
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "ONNX Runtime is already loaded from {} in this process; cannot switch to {}",
+                    l.info.library.display(),
+                    p.display()
+                )));
+            }
+            Ok(&l.info)
+        }
+        Err(reason) => Err(Error::OnnxRuntimeMissing { reason: reason.clone() }),
+    }
+}
+
+fn load_inner(explicit: Option<&Path>) -> Result<Loaded> {
+    let (library, found_by) = find(explicit)?;
+    let version = version_of(&library)?;
+    let minor: u32 = version.split('.').nth(1).and_then(|m| m.parse().ok()).unwrap_or(0);
+    if minor < REQUIRED_MINOR {
+        return Err(Error::OnnxRuntimeMissing {
+            reason: format!(
+                "{} is version {version}; neural-frame needs 1.{REQUIRED_MINOR} or newer",
+                library.display()
+            ),
+        });
+    }
+    let env = ort::init_from(&library)
+        .map_err(|e| Error::OnnxRuntimeMissing { reason: e.to_string() })?
+        .with_name("neural-frame")
+        .build()
+        .map_err(|e| Error::onnx("creating the environment", e))?;
+    let providers = available_providers()?;
+    Ok(Loaded {
+        info: RuntimeInfo {
+            library,
+            found_by,
+            version,
+            providers,
+        },
+        _env: env,
+    })
+}
+
+/// The environment of the loaded runtime ([`load`] first).
+pub fn environment() -> Result<&'static ort::environment::Environment> {
+    match RUNTIME.get() {
+        Some(Ok(l)) => Ok(&l._env),
+        Some(Err(reason)) => Err(Error::OnnxRuntimeMissing { reason: reason.clone() }),
+        None => load(None).and_then(|_| environment()),
+    }
+}
+
+/// Where the library would be loaded from, without loading it.
+pub fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
+    let mut tried = Vec::new();
+    if let Some(p) = explicit {
+        if p.is_file() {
+            return Ok((p.to_path_buf(), "--ort-library".into()));
+        }
+        return Err(Error::OnnxRuntimeMissing {
+            reason: format!("--ort-library {}: no such file", p.display()),
+        });
+    }
+    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Ok((p, "ORT_DYLIB_PATH".into()));
+        }
+        return Err(Error::OnnxRuntimeMissing {
+            reason: format!("ORT_DYLIB_PATH={}: no such file", p.display()),
+        });
+    }
+    let gpu_first = ["ort-gpu", "ort-cpu"];
+    for base in project_roots() {
+        for flavour in gpu_first {
+            let capi = base.join(".runtime").join(flavour).join("onnxruntime/capi");
+            if let Some(lib) = library_in(&capi) {
+                return Ok((lib, format!("project-local {}", capi.display())));
+            }
+            tried.push(capi.display().to_string());
+        }
+    }
+    if let Some(capi) = python_package() {
+        if let Some(lib) = library_in(&capi) {
+            return Ok((lib, format!("Python package {}", capi.display())));
+        }
+        tried.push(capi.display().to_string());
+    } else {
+        tried.push("python3 -c 'import onnxruntime' (not installed)".into());
+    }
+    Err(Error::OnnxRuntimeMissing {
+        reason: format!("no libonnxruntime.so in ORT_DYLIB_PATH, {}", tried.join(", ")),
+    })
+}
+
+fn project_roots() -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.push(cwd);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        // target/release/neural-frame or target/release/deps/test → the project root
+        roots.extend(exe.ancestors().skip(1).take(4).map(Path::to_path_buf));
+    }
+    roots.dedup();
+    roots
+}
+
+fn library_in(capi: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(capi)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libonnxruntime.so") && !n.contains("providers"))
+        })
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+fn python_package() -> Option<PathBuf> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let dir = String::from_utf8(out.stdout).ok()?;
+    Some(PathBuf::from(dir.trim()).join("capi"))
+}
+
+fn version_of(library: &Path) -> Result<String> {
+    let missing = |reason: String| Error::OnnxRuntimeMissing { reason };
+    // SAFETY: loading ONNX Runtime runs its initialisers; it is the library the user pointed at.
+    let lib =
+        unsafe { libloading::Library::new(library) }.map_err(|e| missing(format!("{}: {e}", library.display())))?;
+    type GetBase = unsafe extern "C" fn() -> *const ort::sys::OrtApiBase;
+    // SAFETY: OrtGetApiBase has this signature in every ONNX Runtime release.
+    let get: libloading::Symbol<'_, GetBase> = unsafe { lib.get(b"OrtGetApiBase") }.map_err(|_| {
+        missing(format!(
+            "{} does not export OrtGetApiBase: not ONNX Runtime",
+            library.display()
+        ))
+    })?;
+    // SAFETY: the symbol is OrtGetApiBase; it returns a static table or null.
+    let base = unsafe { get() };
+    if base.is_null() {
+        return Err(missing(format!("{}: OrtGetApiBase returned null", library.display())));
+    }
+    // SAFETY: base is ONNX Runtime's static API base; GetVersionString returns a static string.
+    let v = unsafe { CStr::from_ptr(((*base).GetVersionString)()) };
+    Ok(v.to_string_lossy().into_owned())
+}
+
+fn available_providers() -> Result<Vec<String>> {
+    let api = ort::api();
+    let mut list: *mut *mut std::ffi::c_char = std::ptr::null_mut();
+    let mut n = 0;
+    // SAFETY: out pointers are valid; ONNX Runtime allocates the list.
+    crate::onnx::binding::status("listing execution providers", unsafe {
+        (api.GetAvailableProviders)(&mut list, &mut n)
+    })?;
+    let names = (0..n as usize)
+        // SAFETY: the list holds n NUL-terminated strings.
+        .map(|i| unsafe { CStr::from_ptr(*list.add(i)) }.to_string_lossy().into_owned())
+        .collect();
+    // SAFETY: releases the list allocated above, once.
+    let _ = unsafe { (api.ReleaseAvailableProviders)(list, n) };
+    Ok(names)
+}

@@ -1,0 +1,125 @@
+//! Creating a session for a model with the chosen execution provider.
+
+use std::path::Path;
+
+use ort::ep;
+use ort::session::Session;
+use ort::session::builder::GraphOptimizationLevel;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::onnx::model::{self, ModelContract};
+
+/// How cuDNN picks convolution algorithms (CUDA EP only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+pub enum ConvSearch {
+    /// Fast start: cuDNN's heuristics.
+    #[default]
+    Heuristic,
+    /// Benchmarks every algorithm on the first run: slow first frame, sometimes faster after.
+    Exhaustive,
+    /// cuDNN's default algorithm, no search.
+    Default,
+}
+
+/// Which execution provider runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Provider {
+    /// ONNX Runtime's CPU provider.
+    Cpu,
+    /// The CUDA provider on this CUDA device ordinal.
+    Cuda {
+        /// CUDA device ordinal (found by UUID, never assumed).
+        ordinal: i32,
+    },
+}
+
+/// Session options.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The execution provider.
+    pub provider: Provider,
+    /// cuDNN algorithm search.
+    pub conv_search: ConvSearch,
+    /// Ask the CUDA EP to prefer NHWC kernels.
+    pub prefer_nhwc: bool,
+    /// A CUDA stream for the EP to run on (as a raw `CUstream`), if any.
+    pub cuda_stream: Option<usize>,
+    /// CPU threads for the CPU provider (ONNX Runtime's default when None).
+    pub threads: Option<usize>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            provider: Provider::Cpu,
+            conv_search: ConvSearch::Heuristic,
+            prefer_nhwc: false,
+            cuda_stream: None,
+            threads: None,
+        }
+    }
+}
+
+/// Loads `path` with `config` and works out its contract.
+pub fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelContract)> {
+    let shown = path.display().to_string();
+    let model_err = |message: String| Error::ModelContract {
+        model: shown.clone(),
+        message,
+    };
+    if !path.is_file() {
+        return Err(model_err("no such file".into()));
+    }
+    let builder_err = |what: &str| {
+        let what = what.to_string();
+        move |e: ort::Error<ort::session::builder::SessionBuilder>| Error::onnx(what.clone(), e)
+    };
+    let env = crate::onnx::runtime::environment()?;
+    let mut builder = Session::builder(env)
+        .map_err(|e| Error::onnx("creating a session builder", e))?
+        .with_optimization_level(GraphOptimizationLevel::Level3)
+        .map_err(builder_err("setting the optimisation level"))?;
+    match config.provider {
+        Provider::Cpu => {
+            if let Some(n) = config.threads {
+                builder = builder.with_intra_threads(n).map_err(builder_err("setting threads"))?;
+            }
+        }
+        Provider::Cuda { ordinal } => {
+            let search = match config.conv_search {
+                ConvSearch::Heuristic => ep::cuda::ConvAlgorithmSearch::Heuristic,
+                ConvSearch::Exhaustive => ep::cuda::ConvAlgorithmSearch::Exhaustive,
+                ConvSearch::Default => ep::cuda::ConvAlgorithmSearch::Default,
+            };
+            let mut cuda = ep::CUDA::default()
+                .with_device_id(ordinal)
+                .with_conv_algorithm_search(search)
+                .with_prefer_nhwc(config.prefer_nhwc);
+            if let Some(stream) = config.cuda_stream {
+                // SAFETY: the pipeline owns the stream and drops the session before it.
+                cuda = unsafe { cuda.with_compute_stream(stream as *mut ()) };
+            }
+            builder = builder
+                .with_execution_providers([cuda.build().error_on_failure()])
+                .map_err(|e| Error::Onnx {
+                    what: "registering the CUDA execution provider".into(),
+                    message: format!(
+                        "{e}. The onnxruntime-gpu 1.31.1 build needs CUDA 13 with cuBLAS 13, cuRAND 10, cuFFT 12 and \
+                     cuDNN 9 on the library path; or use --backend cpu"
+                    ),
+                })?;
+        }
+    }
+    let session = builder.commit_from_file(path).map_err(|e| {
+        let text = e.to_string();
+        if text.contains("Protobuf parsing failed") || text.contains("ModelProto") || text.contains("INVALID_PROTOBUF")
+        {
+            model_err(format!("is not an ONNX model ({text})"))
+        } else {
+            Error::onnx(format!("loading {shown}"), text)
+        }
+    })?;
+    let contract = model::contract(&session, &shown)?;
+    Ok((session, contract))
+}

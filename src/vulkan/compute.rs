@@ -1,0 +1,308 @@
+//! Compute pipelines, descriptor sets and image views for the pre and post passes.
+
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::error::{Error, Result, VkResultExt};
+use crate::vulkan::device::Device;
+use crate::vulkan::memory::{Buffer, Image};
+
+/// SPIR-V of the pre pass (src/shaders/pre.wgsl, compiled by build.rs).
+pub const PRE_SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/pre.spv"));
+/// SPIR-V of the post pass (src/shaders/post.wgsl).
+pub const POST_SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/post.spv"));
+
+/// A view of a whole 2D colour image.
+pub struct ImageView {
+    raw: vk::ImageView,
+    device: Arc<Device>,
+}
+
+impl ImageView {
+    /// A view of `image` in its own format.
+    pub fn new(image: &Image) -> Result<Self> {
+        let info = vk::ImageViewCreateInfo::default()
+            .image(image.raw())
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(image.desc().format)
+            .subresource_range(vk::ImageSubresourceRange {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                base_mip_level: 0,
+                level_count: 1,
+                base_array_layer: 0,
+                layer_count: 1,
+            });
+        let device = image.device();
+        // SAFETY: the image is live and was created with a usage that allows views.
+        let raw = unsafe { device.raw().create_image_view(&info, None) }.call("vkCreateImageView")?;
+        Ok(Self {
+            raw,
+            device: Arc::clone(device),
+        })
+    }
+
+    /// The raw view.
+    pub fn raw(&self) -> vk::ImageView {
+        self.raw
+    }
+}
+
+impl Drop for ImageView {
+    fn drop(&mut self) {
+        // SAFETY: owners retire work using the view before dropping it.
+        unsafe { self.device.raw().destroy_image_view(self.raw, None) };
+    }
+}
+
+/// What a descriptor set binds, in binding order.
+pub enum Resource<'a> {
+    /// A sampled image read with `textureLoad`, in `GENERAL` layout.
+    SampledImage(&'a ImageView),
+    /// A storage image, in `GENERAL` layout.
+    StorageImage(&'a ImageView),
+    /// A whole storage buffer.
+    StorageBuffer(&'a Buffer),
+}
+
+/// One compute entry point with its layouts.
+pub struct ComputePass {
+    pipeline: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    set_layout: vk::DescriptorSetLayout,
+    types: Vec<vk::DescriptorType>,
+    push_size: u32,
+    device: Arc<Device>,
+}
+
+impl ComputePass {
+    /// Builds the pipeline for `entry` in `spirv`, whose set 0 has `types` at bindings 0.., with
+    /// `push_size` bytes of push constants.
+    pub fn new(
+        device: &Arc<Device>,
+        spirv: &[u8],
+        entry: &CStr,
+        types: &[vk::DescriptorType],
+        push_size: u32,
+    ) -> Result<Self> {
+        let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
+            .map_err(|e| Error::InvalidArgument(format!("embedded SPIR-V is malformed: {e}")))?;
+        let raw = device.raw();
+        // SAFETY: words is SPIR-V produced by naga at build time.
+        let module = unsafe { raw.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None) }
+            .call("vkCreateShaderModule")?;
+        let bindings: Vec<_> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(i as u32)
+                    .descriptor_type(*t)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let result = (|| {
+            // SAFETY: bindings are valid for the call.
+            let set_layout = unsafe {
+                raw.create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                    None,
+                )
+            }
+            .call("vkCreateDescriptorSetLayout")?;
+            let ranges = [vk::PushConstantRange {
+                stage_flags: vk::ShaderStageFlags::COMPUTE,
+                offset: 0,
+                size: push_size,
+            }];
+            let set_layouts = [set_layout];
+            let info = vk::PipelineLayoutCreateInfo::default()
+                .set_layouts(&set_layouts)
+                .push_constant_ranges(&ranges);
+            // SAFETY: the set layout is live.
+            let layout = match unsafe { raw.create_pipeline_layout(&info, None) } {
+                Ok(l) => l,
+                Err(result) => {
+                    // SAFETY: unused.
+                    unsafe { raw.destroy_descriptor_set_layout(set_layout, None) };
+                    return Err(Error::Vulkan {
+                        call: "vkCreatePipelineLayout",
+                        result,
+                    });
+                }
+            };
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(entry);
+            let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
+            // SAFETY: module, entry and layout are valid.
+            match unsafe { raw.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) } {
+                Ok(p) => Ok((p[0], layout, set_layout)),
+                Err((_, result)) => {
+                    // SAFETY: unused.
+                    unsafe { raw.destroy_pipeline_layout(layout, None) };
+                    // SAFETY: unused.
+                    unsafe { raw.destroy_descriptor_set_layout(set_layout, None) };
+                    Err(Error::Vulkan {
+                        call: "vkCreateComputePipelines",
+                        result,
+                    })
+                }
+            }
+        })();
+        // SAFETY: a shader module may be destroyed once pipelines are created from it.
+        unsafe { raw.destroy_shader_module(module, None) };
+        let (pipeline, layout, set_layout) = result?;
+        Ok(Self {
+            pipeline,
+            layout,
+            set_layout,
+            types: types.to_vec(),
+            push_size,
+            device: Arc::clone(device),
+        })
+    }
+
+    /// A descriptor set for this pass, bound to `resources`.
+    pub fn bind(&self, resources: &[Resource<'_>]) -> Result<DescriptorSet> {
+        if resources.len() != self.types.len() {
+            return Err(Error::InvalidArgument(
+                "descriptor count does not match the pass".into(),
+            ));
+        }
+        let raw = self.device.raw();
+        let sizes: Vec<_> = self
+            .types
+            .iter()
+            .map(|t| vk::DescriptorPoolSize {
+                ty: *t,
+                descriptor_count: 1,
+            })
+            .collect();
+        // SAFETY: sizes are valid for the call.
+        let pool = unsafe {
+            raw.create_descriptor_pool(
+                &vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes),
+                None,
+            )
+        }
+        .call("vkCreateDescriptorPool")?;
+        let mut set = DescriptorSet {
+            pool,
+            set: vk::DescriptorSet::null(),
+            device: Arc::clone(&self.device),
+        };
+        let layouts = [self.set_layout];
+        // SAFETY: the pool has room for one set of this layout.
+        let sets = unsafe {
+            raw.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default()
+                    .descriptor_pool(pool)
+                    .set_layouts(&layouts),
+            )
+        }
+        .call("vkAllocateDescriptorSets")?;
+        set.set = sets[0];
+        let images: Vec<[vk::DescriptorImageInfo; 1]> = resources
+            .iter()
+            .map(|r| match r {
+                Resource::SampledImage(v) | Resource::StorageImage(v) => [vk::DescriptorImageInfo::default()
+                    .image_view(v.raw())
+                    .image_layout(vk::ImageLayout::GENERAL)],
+                Resource::StorageBuffer(_) => [vk::DescriptorImageInfo::default()],
+            })
+            .collect();
+        let buffers: Vec<[vk::DescriptorBufferInfo; 1]> = resources
+            .iter()
+            .map(|r| match r {
+                Resource::StorageBuffer(b) => [vk::DescriptorBufferInfo::default()
+                    .buffer(b.raw())
+                    .range(vk::WHOLE_SIZE)],
+                _ => [vk::DescriptorBufferInfo::default()],
+            })
+            .collect();
+        let writes: Vec<_> = resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let w = vk::WriteDescriptorSet::default()
+                    .dst_set(set.set)
+                    .dst_binding(i as u32)
+                    .descriptor_type(self.types[i]);
+                match r {
+                    Resource::StorageBuffer(_) => w.buffer_info(&buffers[i]),
+                    _ => w.image_info(&images[i]),
+                }
+            })
+            .collect();
+        // SAFETY: every write names a live view or buffer of the declared type.
+        unsafe { raw.update_descriptor_sets(&writes, &[]) };
+        Ok(set)
+    }
+
+    /// Records: bind pipeline and set, push constants, dispatch.
+    pub fn record(&self, cmd: vk::CommandBuffer, set: &DescriptorSet, push: &[u8], groups: [u32; 3]) {
+        debug_assert_eq!(push.len() as u32, self.push_size);
+        let raw = self.device.raw();
+        // SAFETY: cmd is recording on this device; pipeline, layout and set are live and compatible.
+        unsafe {
+            raw.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+            raw.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[set.set], &[]);
+            raw.cmd_push_constants(cmd, self.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+            raw.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
+        }
+    }
+}
+
+impl Drop for ComputePass {
+    fn drop(&mut self) {
+        let raw = self.device.raw();
+        // SAFETY: owners retire work using the pipeline before dropping it.
+        unsafe { raw.destroy_pipeline(self.pipeline, None) };
+        // SAFETY: as above.
+        unsafe { raw.destroy_pipeline_layout(self.layout, None) };
+        // SAFETY: as above.
+        unsafe { raw.destroy_descriptor_set_layout(self.set_layout, None) };
+    }
+}
+
+/// A descriptor set with its own pool.
+pub struct DescriptorSet {
+    pool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    device: Arc<Device>,
+}
+
+impl Drop for DescriptorSet {
+    fn drop(&mut self) {
+        // SAFETY: destroying the pool frees its set; owners retire work using it first.
+        unsafe { self.device.raw().destroy_descriptor_pool(self.pool, None) };
+    }
+}
+
+/// A 2D grid of 64-wide workgroups covering `items` work items, and the row width
+/// (work items per grid row) the shader needs to number them linearly.
+pub fn linear_grid(items: u64, max_groups_x: u32) -> ([u32; 3], u32) {
+    let groups = items.div_ceil(64).max(1);
+    let x = groups.min(max_groups_x as u64) as u32;
+    let y = groups.div_ceil(x as u64) as u32;
+    ([x, y, 1], x * 64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::linear_grid;
+
+    #[test]
+    fn grid_covers_every_item() {
+        for items in [1u64, 63, 64, 65, 37 * 53, 3 * 3840 * 2160, 1 << 30] {
+            let (g, row) = linear_grid(items, 65535);
+            assert!(g[0] <= 65535 && g[1] <= 65535);
+            assert!(g[0] as u64 * g[1] as u64 * 64 >= items, "{items}");
+            assert_eq!(row, g[0] * 64);
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! `neural-frame run` end to end on the CPU backend, and its error paths: each
+//! exits 1 with a message that says what is wrong and leaves no output file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{json, neural_frame, text};
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpu_run");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let p = dir.join(name);
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn png_size(path: &Path) -> (u32, u32) {
+    let img = image::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (img.width(), img.height())
+}
+
+#[test]
+fn upscales_the_bundled_sample_4x_on_the_cpu_backend() {
+    let out = tmp("coffee-x4.png");
+    let o = neural_frame(
+        &[
+            "run",
+            "--model",
+            "models/upscale.onnx",
+            "--backend",
+            "cpu",
+            "--output",
+            out.to_str().unwrap_or(""),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(png_size(&out), (2400, 1600), "coffee.png is 600×400");
+    let s = String::from_utf8_lossy(&o.stdout);
+    for needle in ["upload", "pre", "infer", "post", "readback", "cpu backend"] {
+        assert!(s.contains(needle), "{needle:?} missing:\n{}", text(&o));
+    }
+}
+
+#[test]
+fn resizes_runs_several_frames_and_reports_json() {
+    let out = tmp("small.png");
+    let o = neural_frame(
+        &[
+            "run",
+            "--backend",
+            "cpu",
+            "--size",
+            "48x27",
+            "--frames",
+            "3",
+            "--json",
+            "--output",
+            out.to_str().unwrap_or(""),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(png_size(&out), (192, 108));
+    let j = json(&o);
+    assert_eq!(j["frames"], 3);
+    assert_eq!(j["backend"]["backend"], "cpu");
+    for k in ["upload", "pre", "infer", "post", "readback"] {
+        assert!(j["median_ms"][k].as_f64().is_some_and(|v| v >= 0.0), "{k}: {j}");
+    }
+    assert!(j["time_to_first_frame_ms"].as_f64().is_some_and(|v| v > 0.0));
+}
+
+#[test]
+fn automatic_backend_uses_cuda_or_announces_the_fallback() {
+    let out = tmp("auto.png");
+    let o = neural_frame(&["run", "--size", "16x9", "--output", out.to_str().unwrap_or("")], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    if stdout.contains("(cuda backend)") {
+        assert!(!stderr.contains("falling back"), "{}", text(&o));
+    } else {
+        assert!(stdout.contains("(cpu backend)"), "{}", text(&o));
+        assert!(
+            stderr.contains("CUDA backend unavailable (") && stderr.contains("falling back to the CPU backend"),
+            "{}",
+            text(&o)
+        );
+        // Insisting on CUDA where it is unavailable is an error, never a fallback.
+        let o = neural_frame(
+            &[
+                "run",
+                "--backend",
+                "cuda",
+                "--size",
+                "16x9",
+                "--output",
+                out.to_str().unwrap_or(""),
+            ],
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("CUDA"), "{}", text(&o));
+    }
+}
+
+fn fails(args: &[&str], env: &[(&str, &str)], out: &Path, needles: &[&str]) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--output", out.to_str().unwrap_or("")]);
+    let o = neural_frame(&all, env);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    for n in needles {
+        assert!(e.contains(n), "{n:?} missing in:\n{}", text(&o));
+    }
+    assert!(!out.exists(), "{} was written", out.display());
+    let stem = format!(
+        ".{}.",
+        out.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(out.parent().expect("dir"))
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&stem) && n.ends_with(".tmp")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn missing_model() {
+    fails(
+        &["run", "--backend", "cpu", "--model", "models/nope.onnx"],
+        &[],
+        &tmp("e1.png"),
+        &["models/nope.onnx", "no such file"],
+    );
+}
+
+#[test]
+fn file_that_is_not_onnx() {
+    let bogus = tmp("bogus.onnx");
+    std::fs::write(&bogus, b"this is not a protobuf at all").expect("write");
+    fails(
+        &["run", "--backend", "cpu", "--model", bogus.to_str().unwrap_or("")],
+        &[],
+        &tmp("e2.png"),
+        &["not an ONNX model"],
+    );
+}
+
+#[test]
+fn unsupported_input_signature() {
+    fails(
+        &["run", "--backend", "cpu", "--model", "models/test/bad-one-channel.onnx"],
+        &[],
+        &tmp("e3.png"),
+        &["input `gray`", "expected one image input"],
+    );
+}
+
+#[test]
+fn unreadable_image() {
+    let bad = tmp("broken.png");
+    std::fs::write(&bad, b"\x89PNG\r\n\x1a\nbroken").expect("write");
+    fails(
+        &["run", "--backend", "cpu", "--input", bad.to_str().unwrap_or("")],
+        &[],
+        &tmp("e4.png"),
+        &["broken.png", "decode"],
+    );
+    fails(
+        &["run", "--backend", "cpu", "--input", "no/such/picture.jpg"],
+        &[],
+        &tmp("e4b.png"),
+        &["no/such/picture.jpg"],
+    );
+}
+
+#[test]
+fn image_larger_than_the_device_allows() {
+    let big = tmp("wide.png");
+    image::RgbaImage::from_pixel(20000, 1, image::Rgba([9, 8, 7, 255]))
+        .save(&big)
+        .expect("write png");
+    fails(
+        &["run", "--backend", "cpu", "--input", big.to_str().unwrap_or("")],
+        &[],
+        &tmp("e5.png"),
+        &["maxImageDimension2D"],
+    );
+}
+
+#[test]
+fn no_vulkan_driver() {
+    fails(
+        &["run", "--backend", "cpu", "--size", "8x8"],
+        &[
+            ("VK_DRIVER_FILES", "/nonexistent.json"),
+            ("VK_ICD_FILENAMES", "/nonexistent.json"),
+        ],
+        &tmp("e6.png"),
+        &["no Vulkan driver found"],
+    );
+}
+
+#[test]
+fn onnx_runtime_missing() {
+    fails(
+        &["run", "--backend", "cpu", "--size", "8x8"],
+        &[("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so")],
+        &tmp("e7.png"),
+        &["ONNX Runtime not found", "onnxruntime==1.31.1"],
+    );
+}
+
+#[test]
+fn a_library_that_is_not_onnx_runtime() {
+    let vulkan = [
+        "/usr/lib/x86_64-linux-gnu/libvulkan.so.1",
+        "/usr/lib/aarch64-linux-gnu/libvulkan.so.1",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+    .expect("the Vulkan loader is installed");
+    fails(
+        &["run", "--backend", "cpu", "--size", "8x8"],
+        &[("ORT_DYLIB_PATH", vulkan)],
+        &tmp("e8.png"),
+        &["does not export OrtGetApiBase"],
+    );
+}
+
+#[test]
+fn onnx_runtime_too_old() {
+    // A stand-in library that answers OrtGetApiBase like ONNX Runtime 1.16 would.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("old-ort");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let src = dir.join("old.c");
+    std::fs::write(
+        &src,
+        "typedef struct { const void* (*GetApi)(unsigned); const char* (*GetVersionString)(void); } Base;\n\
+         static const void* api(unsigned v) { (void)v; return 0; }\n\
+         static const char* version(void) { return \"1.16.3\"; }\n\
+         static Base base = { api, version };\n\
+         const Base* OrtGetApiBase(void) { return &base; }\n",
+    )
+    .expect("write");
+    let lib = dir.join("libonnxruntime.so.1.16.3");
+    let cc = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .expect("a C compiler (cc) to build the stand-in library");
+    assert!(cc.success());
+    fails(
+        &["run", "--backend", "cpu", "--size", "8x8"],
+        &[("ORT_DYLIB_PATH", lib.to_str().unwrap_or(""))],
+        &tmp("e9.png"),
+        &["1.16.3", "needs 1.31 or newer"],
+    );
+}
