@@ -7,74 +7,12 @@ mod common;
 use std::path::Path;
 
 use ash::vk;
-use common::pipeline::{expected_image, input_tensor, max_diff, picture, reference_output, values};
+use common::pipeline::{Tolerance, check_backend, expected_image, max_diff, picture, reference_output};
 use neural_frame::pipeline::{Backend, NeuralFrameContext};
 use neural_frame::vulkan::transfer;
 
-const POISON: u32 = 0x7fc0_dead; // a NaN in f32, odd values in f16 and u8
-
 fn check(model: &str, width: u32, height: u32, seed: u32) {
-    let model = Path::new(model);
-    let mut ctx = NeuralFrameContext::builder(model)
-        .backend(Backend::Cpu)
-        .frame_size(width, height)
-        .build()
-        .unwrap_or_else(|e| panic!("{}: {e}", model.display()));
-    let contract = ctx.contract().clone();
-    let rgba = picture(width, height, seed);
-    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input image");
-    let output = ctx.create_output_image().expect("output image");
-    transfer::upload_image(&input, &rgba).expect("upload");
-    let (ow, oh) = ctx.output_size();
-    transfer::upload_image(&output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison output image");
-    ctx.poison_output_tensor(POISON).expect("poison output tensor");
-
-    ctx.infer(&input, &output).expect("infer");
-
-    // The pre pass wrote exactly the tensor the host computes.
-    let got_in = values(contract.input, &ctx.read_input_tensor().expect("input tensor"));
-    let want_in = values(contract.input, &input_tensor(contract.input, &rgba, width, height));
-    let worst_in = got_in
-        .iter()
-        .zip(&want_in)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    assert!(
-        worst_in <= 1e-3,
-        "{}: pre pass input tensor differs by {worst_in}",
-        model.display()
-    );
-
-    // ONNX Runtime wrote its output straight into the Vulkan buffer (poisoned before).
-    let reference = reference_output(model, &contract, &rgba, width, height);
-    let got_out = values(contract.output, &ctx.read_output_tensor().expect("output tensor"));
-    let want_out = values(contract.output, &reference);
-    assert_eq!(got_out.len(), want_out.len());
-    let worst_out = got_out
-        .iter()
-        .zip(&want_out)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    let tol = if contract.output == neural_frame::onnx::TensorKind::NchwF16 {
-        2e-3
-    } else {
-        1e-4
-    };
-    assert!(
-        worst_out <= tol,
-        "{}: output tensor in the Vulkan buffer differs from ORT's by {worst_out} (NaN means unwritten)",
-        model.display()
-    );
-
-    // The post pass made the image: ≤ 1/255 per channel, every pixel written.
-    let image = transfer::readback_image(&output).expect("readback");
-    let want = expected_image(&contract, &reference, &rgba, width, height);
-    let (d, x, y, c) = max_diff(&image, &want, ow);
-    assert!(
-        d <= 1,
-        "{} {width}×{height}: pixel ({x}, {y}) channel {c} differs by {d}",
-        model.display()
-    );
+    check_backend(model, Backend::Cpu, width, height, seed, Tolerance::default());
 }
 
 #[test]
@@ -208,4 +146,22 @@ fn wrong_images_are_refused_with_reasons() {
         e.to_string().contains("SAMPLED") || e.to_string().contains("needs"),
         "{e}"
     );
+}
+
+#[test]
+fn unwritten_poisoned_output_would_be_detected() {
+    // The comparison itself must see poison: read the poisoned tensor without running the model.
+    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cpu)
+        .frame_size(4, 4)
+        .build()
+        .expect("context");
+    ctx.poison_output_tensor(common::pipeline::POISON).expect("poison");
+    let got = common::pipeline::values(ctx.contract().output, &ctx.read_output_tensor().expect("read"));
+    assert!(got.iter().all(|v| v.is_nan()), "poison is a NaN pattern");
+    let worst = got
+        .iter()
+        .map(|v| common::pipeline::abs_diff(*v, 0.5))
+        .fold(0f32, f32::max);
+    assert_eq!(worst, f32::INFINITY);
 }

@@ -4,8 +4,32 @@
 
 use std::path::Path;
 
+use ash::vk;
 use half::f16;
 use neural_frame::onnx::{ModelContract, TensorKind};
+use neural_frame::pipeline::{Backend, NeuralFrameContext};
+use neural_frame::vulkan::transfer;
+
+/// How close the pipeline must come to the reference.
+#[derive(Debug, Clone, Copy)]
+pub struct Tolerance {
+    /// Largest |difference| of f32 and u8 output tensor values.
+    pub tensor: f32,
+    /// Largest |difference| of f16 output tensor values.
+    pub tensor_f16: f32,
+    /// Largest per-channel difference of output image bytes.
+    pub pixel: u8,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Self {
+            tensor: 1e-4,
+            tensor_f16: 2e-3,
+            pixel: 1,
+        }
+    }
+}
 
 /// A deterministic RGBA8 picture with structure, every channel varying, alpha included.
 pub fn picture(width: u32, height: u32, seed: u32) -> Vec<u8> {
@@ -98,6 +122,12 @@ pub fn reference_output(model: &Path, contract: &ModelContract, rgba: &[u8], wid
     }
 }
 
+/// |a − b|, with NaN (poison left unwritten) as infinity, so that `max` cannot skip it.
+pub fn abs_diff(a: f32, b: f32) -> f32 {
+    let d = (a - b).abs();
+    if d.is_nan() { f32::INFINITY } else { d }
+}
+
 /// Decodes a tensor's bytes to f32 values (u8 as is).
 pub fn values(kind: TensorKind, bytes: &[u8]) -> Vec<f32> {
     match kind {
@@ -169,4 +199,78 @@ pub fn max_diff(a: &[u8], b: &[u8], width: u32) -> (u8, u32, u32, usize) {
         }
     }
     worst
+}
+
+pub const POISON: u32 = 0x7fc0_dead; // a NaN in f32, odd values in f16 and u8
+
+/// Runs `model` through the pipeline on `backend` and compares the input tensor,
+/// the output tensor (read through Vulkan after poisoning) and the output image
+/// with ONNX Runtime's CPU provider run directly on the same picture.
+pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, seed: u32, tol: Tolerance) -> (f32, u8) {
+    let model = Path::new(model);
+    let mut ctx = NeuralFrameContext::builder(model)
+        .backend(backend)
+        .frame_size(width, height)
+        .build()
+        .unwrap_or_else(|e| panic!("{}: {e}", model.display()));
+    let contract = ctx.contract().clone();
+    let rgba = picture(width, height, seed);
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input image");
+    let output = ctx.create_output_image().expect("output image");
+    transfer::upload_image(&input, &rgba).expect("upload");
+    let (ow, oh) = ctx.output_size();
+    transfer::upload_image(&output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison output image");
+    ctx.poison_output_tensor(POISON).expect("poison output tensor");
+
+    ctx.infer(&input, &output).expect("infer");
+
+    // The pre pass wrote exactly the tensor the host computes.
+    let got_in = values(contract.input, &ctx.read_input_tensor().expect("input tensor"));
+    let want_in = values(contract.input, &input_tensor(contract.input, &rgba, width, height));
+    let worst_in = got_in
+        .iter()
+        .zip(&want_in)
+        .map(|(a, b)| abs_diff(*a, *b))
+        .fold(0f32, f32::max);
+    assert!(
+        worst_in <= 1e-3,
+        "{}: pre pass input tensor differs by {worst_in}",
+        model.display()
+    );
+
+    // ONNX Runtime wrote its output straight into the Vulkan buffer (poisoned before).
+    let reference = reference_output(model, &contract, &rgba, width, height);
+    let got_out = values(contract.output, &ctx.read_output_tensor().expect("output tensor"));
+    let want_out = values(contract.output, &reference);
+    assert_eq!(got_out.len(), want_out.len());
+    let worst_out = got_out
+        .iter()
+        .zip(&want_out)
+        .map(|(a, b)| abs_diff(*a, *b))
+        .fold(0f32, f32::max);
+    let limit = if contract.output == TensorKind::NchwF16 {
+        tol.tensor_f16
+    } else {
+        tol.tensor
+    };
+    assert!(
+        worst_out <= limit,
+        "{}: output tensor in the Vulkan buffer differs from ORT's by {worst_out} (NaN means unwritten)",
+        model.display()
+    );
+
+    // The post pass made the image: ≤ 1/255 per channel, every pixel written.
+    let image = transfer::readback_image(&output).expect("readback");
+    let want = expected_image(&contract, &reference, &rgba, width, height);
+    let (d, x, y, c) = max_diff(&image, &want, ow);
+    assert!(
+        d <= tol.pixel,
+        "{} {width}×{height}: pixel ({x}, {y}) channel {c} differs by {d}",
+        model.display()
+    );
+    assert_eq!(
+        ctx.backend_name(),
+        if backend == Backend::Cuda { "cuda" } else { "cpu" }
+    );
+    (worst_out, d)
 }

@@ -1,0 +1,126 @@
+//! The pipeline on the CUDA backend (Vulkan buffers imported into CUDA, ONNX
+//! Runtime's CUDA provider bound by pointer), compared with ONNX Runtime's CPU
+//! provider run directly on the same input. Needs an NVIDIA GPU.
+
+mod common;
+
+use common::gpu;
+use common::pipeline::{Tolerance, check_backend};
+use neural_frame::error::format_uuid;
+use neural_frame::pipeline::{Backend, NeuralFrameContext};
+
+fn cuda(model: &str, w: u32, h: u32, seed: u32, tol: Tolerance) {
+    let _ = gpu();
+    let (tensor, pixel) = check_backend(model, Backend::Cuda, w, h, seed, tol);
+    println!("{model} {w}×{h} on CUDA: max |tensor diff| {tensor:.3e}, max pixel diff {pixel}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn f32_model_on_cuda_matches_cpu_reference() {
+    cuda("models/test/tiny-x2-f32.onnx", 37, 53, 1, Tolerance::default());
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn f16_model_on_cuda_matches_cpu_reference() {
+    cuda("models/test/tiny-x2-f16.onnx", 37, 53, 2, Tolerance::default());
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn rgba_u8_model_on_cuda_matches_cpu_reference() {
+    cuda("models/test/tiny-x1-rgba-u8.onnx", 37, 53, 3, Tolerance::default());
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn realesrgan_on_cuda_matches_cpu_reference() {
+    // cuDNN may use TF32 for fp32 convolutions: the tensor tolerance allows for it.
+    cuda(
+        "models/upscale.onnx",
+        64,
+        36,
+        4,
+        Tolerance {
+            tensor: 5e-3,
+            ..Tolerance::default()
+        },
+    );
+    cuda(
+        "models/upscale.onnx",
+        37,
+        53,
+        5,
+        Tolerance {
+            tensor: 5e-3,
+            ..Tolerance::default()
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn realesrgan_fp16_on_cuda_matches_cpu_reference() {
+    // fp16 through 18 convolutions: accumulation order differs between cuDNN and the CPU.
+    cuda(
+        "models/upscale-fp16.onnx",
+        64,
+        36,
+        6,
+        Tolerance {
+            tensor_f16: 3e-2,
+            pixel: 4,
+            ..Tolerance::default()
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn auto_backend_pairs_the_cuda_device_by_uuid() {
+    let (device, cuda_device) = gpu();
+    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .frame_size(16, 16)
+        .build()
+        .expect("context");
+    assert_eq!(ctx.backend_name(), "cuda", "{:?}", ctx.report());
+    let paired = ctx.cuda_device().expect("CUDA device");
+    assert_eq!(paired.info().uuid, device.info().uuid_bytes);
+    assert_eq!(paired.info().uuid, cuda_device.info().uuid);
+    let shown = ctx.report().cuda_device.clone().unwrap_or_default();
+    assert!(shown.contains(&format_uuid(&device.info().uuid_bytes)), "{shown}");
+    println!("paired {} ↔ {shown}", ctx.report().vulkan_device);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_frame_size_change_keeps_the_session() {
+    let _ = gpu();
+    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cuda)
+        .frame_size(20, 10)
+        .build()
+        .expect("context");
+    for (w, h) in [(20u32, 10u32), (61, 7), (20, 10)] {
+        ctx.resize(w, h).expect("resize");
+        let input = ctx.create_input_image(ash::vk::Format::B8G8R8A8_UNORM).expect("input");
+        let output = ctx.create_output_image().expect("output");
+        let rgba = common::pipeline::picture(w, h, w);
+        let bgra: Vec<u8> = rgba.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
+        neural_frame::vulkan::transfer::upload_image(&input, &bgra).expect("upload");
+        ctx.infer(&input, &output).expect("infer");
+        let contract = ctx.contract().clone();
+        let reference = common::pipeline::reference_output(
+            std::path::Path::new("models/test/tiny-x2-f32.onnx"),
+            &contract,
+            &rgba,
+            w,
+            h,
+        );
+        let want = common::pipeline::expected_image(&contract, &reference, &rgba, w, h);
+        let got = neural_frame::vulkan::transfer::readback_image(&output).expect("readback");
+        let (d, x, y, c) = common::pipeline::max_diff(&got, &want, 2 * w);
+        assert!(d <= 1, "{w}×{h}: ({x}, {y}) ch {c} differs by {d}");
+    }
+}
