@@ -54,6 +54,7 @@ pub fn trace_clock_ms() -> f64 {
     TRACE_START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e3
 }
 
+pub mod bench;
 pub mod cuda;
 pub mod error;
 pub mod image_io;

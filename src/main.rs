@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use neural_frame::image_io::Rgba8;
 use neural_frame::onnx::session::ConvSearch;
-use neural_frame::pipeline::{Backend, NeuralFrameContext, StageTimes};
+use neural_frame::pipeline::{Backend, FrameStats, NeuralFrameContext};
 use neural_frame::preflight;
 use neural_frame::vulkan::{DeviceSelector, transfer};
 
@@ -87,6 +87,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure the pipeline against ONNX Runtime alone and against the host round trip.
+    ///
+    /// Modes: ort-alone (the floor), zero-copy sync, zero-copy pipelined (the
+    /// ring), host round trip (readback → host tensors → upload).
+    Bench {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Input frame size WIDTHxHEIGHT.
+        #[arg(long, default_value = "960x540", value_parser = parse_size)]
+        size: (u32, u32),
+        /// Timed frames per mode.
+        #[arg(long, default_value_t = 100)]
+        frames: usize,
+        /// Untimed frames first.
+        #[arg(long, default_value_t = 10)]
+        warmup: usize,
+        /// Slots in the ring (frames in flight).
+        #[arg(long, default_value_t = 3)]
+        slots: usize,
+        /// The picture frames are made from (default: the bundled sample).
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check each link of the zero-copy chain on this machine.
     ///
     /// Exit code: 0 when every stage that ran passed (skipped stages say why),
@@ -141,6 +167,55 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Bench {
+            model,
+            size,
+            frames,
+            warmup,
+            slots,
+            input,
+            json,
+        } => {
+            let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
+            let options = neural_frame::bench::BenchOptions {
+                model: model.model.clone(),
+                backend: model.backend,
+                device: model.device,
+                size,
+                frames,
+                warmup,
+                slots,
+                conv_search: model.conv_search,
+                prefer_nhwc: model.prefer_nhwc,
+                ort_library: model.ort_library.clone(),
+                picture,
+            };
+            let bar = (!json).then(|| {
+                let bar = indicatif::ProgressBar::new(0);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("{msg:>20} {bar:40} {pos}/{len}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar
+            });
+            let report = neural_frame::bench::run(&options, |mode, done, total| {
+                if let Some(b) = &bar {
+                    b.set_message(mode.to_string());
+                    b.set_length(total as u64);
+                    b.set_position(done as u64);
+                }
+            })
+            .with_context(|| format!("benchmarking {}", model.model.display()))?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", neural_frame::bench::render(&report));
+            }
+            Ok(0)
+        }
         Command::Run {
             model,
             input,
@@ -252,7 +327,7 @@ fn run_model(
     let in_image = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
     let out_image = ctx.create_output_image()?;
     let (ow, oh) = ctx.output_size();
-    let mut stages: Vec<(StageTimes, f64, f64)> = Vec::with_capacity(frames);
+    let mut stages: Vec<(FrameStats, f64, f64)> = Vec::with_capacity(frames);
     let mut result = Vec::new();
     let mut first_frame_ms = 0.0;
     let progress = (frames > 1 && !json).then(|| {
@@ -288,7 +363,7 @@ fn run_model(
         pixels: result,
     }
     .save_png(output)?;
-    let pick = |f: &dyn Fn(&(StageTimes, f64, f64)) -> f64| {
+    let pick = |f: &dyn Fn(&(FrameStats, f64, f64)) -> f64| {
         let mut v: Vec<f64> = stages.iter().skip(usize::from(stages.len() > 1)).map(f).collect();
         median(&mut v)
     };

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use serde::Serialize;
@@ -15,8 +15,11 @@ use crate::error::{Error, Result, VkResultExt, format_uuid};
 use crate::onnx::session::{ConvSearch, Provider, SessionConfig};
 use crate::onnx::{BoundTensors, ModelContract, Placement, RuntimeInfo, TensorKind, runtime, session};
 use crate::vulkan::compute::{ComputePass, DescriptorSet, ImageView, POST_SPIRV, PRE_SPIRV, Resource, linear_grid};
+use crate::vulkan::query::TimestampPool;
+use crate::vulkan::transfer::image_barrier;
 use crate::vulkan::{
     AdapterInfo, Buffer, BufferMemory, Device, DeviceSelector, Image, ImageDesc, Instance, InstanceOptions,
+    TimelineSemaphore,
 };
 
 /// Which implementation carries frames between the buffers and ONNX Runtime.
@@ -55,9 +58,21 @@ pub struct ContextBuilder {
     prefer_nhwc: bool,
     validation: bool,
     threads: Option<usize>,
+    slots: usize,
+    back_pressure: BackPressure,
 }
 
 impl ContextBuilder {
+    /// Frames in flight: slots in the ring (default 3, at least 1).
+    pub fn slots(mut self, n: usize) -> Self {
+        self.slots = n.max(1);
+        self
+    }
+    /// What [`NeuralFrameContext::submit`] does when every slot is busy (default: block).
+    pub fn back_pressure(mut self, policy: BackPressure) -> Self {
+        self.back_pressure = policy;
+        self
+    }
     /// Which backend (default [`Backend::Auto`]).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -123,15 +138,46 @@ pub struct BackendReport {
     pub runtime: RuntimeInfo,
 }
 
-/// Host-clock times of one frame's stages, in milliseconds.
+/// What `submit` does when every slot of the ring is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BackPressure {
+    /// Wait on the host for the oldest frame to finish, then reuse its slot.
+    #[default]
+    Block,
+    /// Return [`Submitted::Skipped`] at once and submit nothing: the new frame is
+    /// dropped (frames already on the GPU cannot be recalled). For render loops
+    /// that must never stall.
+    Skip,
+}
+
+/// A frame in flight; [`NeuralFrameContext::wait`] retires it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Ticket(pub u64);
+
+/// What [`NeuralFrameContext::submit`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Submitted {
+    /// The frame is on its way.
+    Frame(Ticket),
+    /// Every slot was busy and the policy is [`BackPressure::Skip`]: nothing was submitted.
+    Skipped,
+}
+
+/// Times of one frame, in milliseconds. GPU times come from Vulkan timestamp
+/// queries and CUDA events; `NaN` where the device offers none.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct StageTimes {
-    /// Pre pass: record, submit, complete.
+pub struct FrameStats {
+    /// The frame's ticket.
+    pub ticket: u64,
+    /// Pre pass on the GPU.
     pub pre_ms: f64,
-    /// ONNX Runtime run.
+    /// The model: CUDA event time on the CUDA backend, host time on the CPU backend.
     pub infer_ms: f64,
-    /// Post pass: record, submit, complete.
+    /// Post pass on the GPU.
     pub post_ms: f64,
+    /// From `submit` to retirement, host clock.
+    pub latency_ms: f64,
 }
 
 /// The buffers of one frame size and their binding. Fields in teardown order:
@@ -153,88 +199,107 @@ struct ImageBindings {
     _output_view: ImageView,
 }
 
-/// Command pool, two command buffers and a fence for the synchronous path.
-struct Recorder {
-    pool: vk::CommandPool,
+/// A frame on its way through a slot.
+struct InFlight {
+    value: u64,
+    submitted: Instant,
+    host_infer_ms: f64,
+    _keep: Option<(Arc<Image>, Arc<Image>)>,
+}
+
+/// One slot of the ring: its own buffers, binding, command buffers, queries and events.
+struct Slot {
+    bindings: HashMap<(u64, u64), ImageBindings>,
+    frame: Option<Frame>,
+    events: Option<(cuda::Event, cuda::Event)>,
     cmds: [vk::CommandBuffer; 2],
-    fence: vk::Fence,
+    in_flight: Option<InFlight>,
+}
+
+/// The CUDA side of the hand-off. The session runs on `stream`, so the session
+/// is dropped before this (field order of the context).
+struct CudaSync {
+    input_ready: cuda::ExternalSemaphore,
+    output_ready: cuda::ExternalSemaphore,
+    stream: cuda::Stream,
+    run_options: ort::session::RunOptions,
+}
+
+/// The context's timeline semaphores: Vulkan signals `input_ready = n` after
+/// the pre pass, CUDA signals `output_ready = n` after the model, Vulkan signals
+/// `frame_done = n` after the post pass.
+struct Timelines {
+    input_ready: TimelineSemaphore,
+    output_ready: TimelineSemaphore,
+    frame_done: TimelineSemaphore,
+}
+
+/// A command pool (one thread uses it: the context's).
+struct CommandPool {
+    raw: vk::CommandPool,
     device: Arc<Device>,
 }
 
-impl Recorder {
+impl CommandPool {
     fn new(device: &Arc<Device>) -> Result<Self> {
-        let raw = device.raw();
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(device.queue_family())
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: the device is live.
-        let pool = unsafe { raw.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
-        let mut rec = Self {
-            pool,
-            cmds: [vk::CommandBuffer::null(); 2],
-            fence: vk::Fence::null(),
+        let raw = unsafe { device.raw().create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
+        Ok(Self {
+            raw,
             device: Arc::clone(device),
-        };
-        let alloc = vk::CommandBufferAllocateInfo::default()
-            .command_pool(pool)
+        })
+    }
+
+    fn allocate(&self, n: u32) -> Result<Vec<vk::CommandBuffer>> {
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(self.raw)
             .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(2);
-        // SAFETY: the pool is live and used by this thread only.
-        let cmds = unsafe { raw.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
-        rec.cmds = [cmds[0], cmds[1]];
-        // SAFETY: the device is live.
-        rec.fence = unsafe { raw.create_fence(&vk::FenceCreateInfo::default(), None) }.call("vkCreateFence")?;
-        Ok(rec)
-    }
-
-    /// Records `record` into command buffer `i`, submits it and waits.
-    fn run(&self, i: usize, record: impl FnOnce(vk::CommandBuffer)) -> Result<()> {
-        let raw = self.device.raw();
-        let cmd = self.cmds[i];
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the command buffer is not in use (the previous submission was waited for).
-        unsafe { raw.begin_command_buffer(cmd, &begin) }.call("vkBeginCommandBuffer")?;
-        record(cmd);
-        // SAFETY: cmd is recording.
-        unsafe { raw.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
-        let cmds = [cmd];
-        self.device
-            .submit(&[vk::SubmitInfo::default().command_buffers(&cmds)], self.fence)?;
-        // SAFETY: the fence was just submitted.
-        unsafe { raw.wait_for_fences(&[self.fence], true, 30_000_000_000) }.call("vkWaitForFences")?;
-        // SAFETY: signalled and idle.
-        unsafe { raw.reset_fences(&[self.fence]) }.call("vkResetFences")
+            .command_buffer_count(n);
+        // SAFETY: the pool is live and used by one thread.
+        unsafe { self.device.raw().allocate_command_buffers(&info) }.call("vkAllocateCommandBuffers")
     }
 }
 
-impl Drop for Recorder {
+impl Drop for CommandPool {
     fn drop(&mut self) {
-        let raw = self.device.raw();
-        // SAFETY: every submission was waited for; destroying the pool frees its command buffers.
-        unsafe { raw.destroy_fence(self.fence, None) };
-        // SAFETY: as above.
-        unsafe { raw.destroy_command_pool(self.pool, None) };
+        // SAFETY: the context retires every frame before dropping; the pool frees its buffers.
+        unsafe { self.device.raw().destroy_command_pool(self.raw, None) };
     }
 }
 
-/// A model on a device for one frame size: turns input images into output images.
+/// How long a host wait on a frame may take before it is an error.
+const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A model on a device for one frame size: turns input images into output
+/// images through a ring of slots (frames in flight).
 ///
-/// Fields are in teardown order: image bindings and frame buffers (ONNX
-/// Runtime values, CUDA mappings, Vulkan buffers), the session, passes and
-/// command objects, then the CUDA device, the Vulkan device and the instance.
+/// Fields are in teardown order: the slots (image bindings; ONNX Runtime
+/// values, CUDA mappings and Vulkan buffers per slot), the session, the CUDA
+/// stream and imported semaphores, Vulkan semaphores, queries, command pool
+/// and passes, then the CUDA device, the Vulkan device and the instance.
 pub struct NeuralFrameContext {
-    bindings: HashMap<(u64, u64), ImageBindings>,
-    frame: Option<Frame>,
+    slots: Vec<Slot>,
     session: ort::session::Session,
+    cuda_sync: Option<CudaSync>,
+    timelines: Timelines,
+    queries: Option<TimestampPool>,
+    _pool: CommandPool,
     pre: ComputePass,
     post: ComputePass,
-    recorder: Recorder,
     cuda: Option<Arc<CudaDevice>>,
     device: Arc<Device>,
     _instance: Arc<Instance>,
     contract: ModelContract,
     report: BackendReport,
     model: PathBuf,
+    completed: HashMap<u64, FrameStats>,
+    next_value: u64,
+    next_slot: usize,
+    back_pressure: BackPressure,
+    skipped: u64,
 }
 
 const PRE_TYPES: [vk::DescriptorType; 2] = [vk::DescriptorType::SAMPLED_IMAGE, vk::DescriptorType::STORAGE_BUFFER];
@@ -274,6 +339,10 @@ fn words(values: &[u32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 impl NeuralFrameContext {
     /// Starts building a context for the ONNX model at `model`.
     pub fn builder(model: impl AsRef<Path>) -> ContextBuilder {
@@ -287,6 +356,8 @@ impl NeuralFrameContext {
             prefer_nhwc: false,
             validation: false,
             threads: None,
+            slots: 3,
+            back_pressure: BackPressure::Block,
         }
     }
 
@@ -308,7 +379,7 @@ impl NeuralFrameContext {
             validation: b.validation,
         })?;
         let device = Device::new(&instance, b.device)?;
-        trace!("Vulkan device {}", device.info());
+        trace!("Vulkan device {} ({} queue(s))", device.info(), device.queue_count());
 
         let has_cuda_ep = runtime.providers.iter().any(|p| p == "CUDAExecutionProvider");
         let try_cuda = || -> Result<Arc<CudaDevice>> {
@@ -324,6 +395,7 @@ impl NeuralFrameContext {
                     ),
                 });
             }
+            crate::vulkan::sync::timeline_export_support(&device)?;
             Ok(cuda_device)
         };
         let (cuda_device, fallback_reason) = match b.backend {
@@ -338,6 +410,28 @@ impl NeuralFrameContext {
                 }
             },
         };
+        let exportable = cuda_device.is_some();
+        let timelines = Timelines {
+            input_ready: TimelineSemaphore::new(&device, 0, exportable)?,
+            output_ready: TimelineSemaphore::new(&device, 0, exportable)?,
+            frame_done: TimelineSemaphore::new(&device, 0, false)?,
+        };
+        let cuda_sync = match &cuda_device {
+            Some(c) => {
+                let mut run_options =
+                    ort::session::RunOptions::new().map_err(|e| Error::onnx("creating run options", e))?;
+                run_options
+                    .disable_device_sync()
+                    .map_err(|e| Error::onnx("disabling the end-of-run sync", e))?;
+                Some(CudaSync {
+                    input_ready: cuda::ExternalSemaphore::import_timeline(c, timelines.input_ready.export()?)?,
+                    output_ready: cuda::ExternalSemaphore::import_timeline(c, timelines.output_ready.export()?)?,
+                    stream: cuda::Stream::new(c)?,
+                    run_options,
+                })
+            }
+            None => None,
+        };
         let provider = match &cuda_device {
             Some(c) => Provider::Cuda {
                 ordinal: c.info().ordinal,
@@ -348,14 +442,35 @@ impl NeuralFrameContext {
             provider,
             conv_search: b.conv_search,
             prefer_nhwc: b.prefer_nhwc,
-            cuda_stream: None,
+            cuda_stream: cuda_sync.as_ref().map(|s| s.stream.raw() as usize),
             threads: b.threads,
         };
         let (session, contract) = session::create(&b.model, &config)?;
         trace!("model {}: {:?}", b.model.display(), contract);
         let pre = ComputePass::new(&device, PRE_SPIRV, entry(contract.input, true), &PRE_TYPES, 16)?;
         let post = ComputePass::new(&device, POST_SPIRV, entry(contract.output, false), &POST_TYPES, 16)?;
-        let recorder = Recorder::new(&device)?;
+        let pool = CommandPool::new(&device)?;
+        let n = b.slots.max(1);
+        let queries = if device.timestamp_period_ns() > 0.0 {
+            Some(TimestampPool::new(&device, 4 * n as u32)?)
+        } else {
+            None
+        };
+        let cmds = pool.allocate(2 * n as u32)?;
+        let mut slots = Vec::with_capacity(n);
+        for i in 0..n {
+            let events = match &cuda_device {
+                Some(c) => Some((cuda::Event::new(c)?, cuda::Event::new(c)?)),
+                None => None,
+            };
+            slots.push(Slot {
+                bindings: HashMap::new(),
+                frame: None,
+                events,
+                cmds: [cmds[2 * i], cmds[2 * i + 1]],
+                in_flight: None,
+            });
+        }
         let report = BackendReport {
             requested: b.backend,
             backend: if cuda_device.is_some() { "cuda" } else { "cpu" },
@@ -372,28 +487,34 @@ impl NeuralFrameContext {
             runtime,
         };
         let mut ctx = Self {
-            bindings: HashMap::new(),
-            frame: None,
+            slots,
             session,
+            cuda_sync,
+            timelines,
+            queries,
+            _pool: pool,
             pre,
             post,
-            recorder,
             cuda: cuda_device,
             device,
             _instance: instance,
             contract,
             report,
             model: b.model,
+            completed: HashMap::new(),
+            next_value: 1,
+            next_slot: 0,
+            back_pressure: b.back_pressure,
+            skipped: 0,
         };
         ctx.resize(b.size.0, b.size.1)?;
         Ok(ctx)
     }
 
-    /// Re-creates the frame buffers for a new input size; the session stays.
+    /// Re-creates every slot's buffers for a new input size (after the frames
+    /// in flight finish); the session stays.
     pub fn resize(&mut self, width: u32, height: u32) -> Result<()> {
-        if let Some(f) = &self.frame
-            && (f.width, f.height) == (width, height)
-        {
+        if self.frame_size() == (width, height) {
             return Ok(());
         }
         if let Some((fw, fh)) = self.contract.fixed_size
@@ -414,10 +535,14 @@ impl NeuralFrameContext {
                 self.device.info().name
             )));
         }
-        // Old bindings refer to the old buffers: drop them first (teardown order).
-        self.bindings.clear();
-        self.frame = None;
-        self.frame = Some(self.make_frame(width, height)?);
+        self.retire_all()?;
+        for i in 0..self.slots.len() {
+            // Old bindings refer to the old buffers: drop them first (teardown order).
+            self.slots[i].bindings.clear();
+            self.slots[i].frame = None;
+            let frame = self.make_frame(width, height)?;
+            self.slots[i].frame = Some(frame);
+        }
         Ok(())
     }
 
@@ -463,10 +588,7 @@ impl NeuralFrameContext {
                 let t = Instant::now();
                 let in_map = cuda::ExternalMemory::import(cuda_device, input.export()?)?.map_buffer(0, in_len)?;
                 let out_map = cuda::ExternalMemory::import(cuda_device, output.export()?)?.map_buffer(0, out_len)?;
-                trace!(
-                    "buffers imported into CUDA and mapped in {:.3} ms",
-                    t.elapsed().as_secs_f64() * 1e3
-                );
+                trace!("buffers imported into CUDA and mapped in {:.3} ms", ms(t.elapsed()));
                 let placement = Placement::Cuda(cuda_device.info().ordinal);
                 // SAFETY: the mappings cover in_len/out_len bytes of device memory and live in the
                 // Frame, which drops the binding before them.
@@ -526,7 +648,10 @@ impl NeuralFrameContext {
 
     /// Current input frame size.
     pub fn frame_size(&self) -> (u32, u32) {
-        self.frame.as_ref().map_or((0, 0), |f| (f.width, f.height))
+        self.slots
+            .first()
+            .and_then(|s| s.frame.as_ref())
+            .map_or((0, 0), |f| (f.width, f.height))
     }
     /// Current output size.
     pub fn output_size(&self) -> (u32, u32) {
@@ -552,6 +677,18 @@ impl NeuralFrameContext {
     /// The CUDA device, on the CUDA backend.
     pub fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
         self.cuda.as_ref()
+    }
+    /// Slots in the ring.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+    /// Frames in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|s| s.in_flight.is_some()).count()
+    }
+    /// Frames dropped by [`BackPressure::Skip`] so far.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     fn check_images(&self, input: &Image, output: &Image) -> Result<()> {
@@ -593,31 +730,247 @@ impl NeuralFrameContext {
         Ok(())
     }
 
-    /// Runs the model on `input` and writes the result into `output`. Both
-    /// images must be in `GENERAL` layout with their previous writes
-    /// submitted; `output` ends in `GENERAL` layout. A new input size
-    /// re-creates the frame buffers (the session stays).
-    ///
-    /// Synchronous: returns when the output image is written.
-    pub fn infer(&mut self, input: &Image, output: &Image) -> Result<StageTimes> {
+    /// Runs the model on `input` into `output` and waits for it: [`submit`](Self::submit) + [`wait`](Self::wait).
+    /// Both images must be in `GENERAL` layout with their previous writes
+    /// submitted; `output` ends in `GENERAL` layout.
+    pub fn infer(&mut self, input: &Image, output: &Image) -> Result<FrameStats> {
+        match self.submit_inner(input, output, None, BackPressure::Block)? {
+            Submitted::Frame(t) => self.wait(t),
+            Submitted::Skipped => Err(Error::InvalidArgument("a blocking submission was skipped".into())),
+        }
+    }
+
+    /// Starts a frame without waiting for it. The ring holds the images until
+    /// the frame retires; when every slot is busy the back-pressure policy
+    /// decides (block on the oldest frame, or skip this one). On the CUDA
+    /// backend nothing here waits on the host: Vulkan and CUDA hand the frame
+    /// to each other through timeline semaphores.
+    pub fn submit(&mut self, input: &Arc<Image>, output: &Arc<Image>) -> Result<Submitted> {
+        let keep = Some((Arc::clone(input), Arc::clone(output)));
+        self.submit_inner(input, output, keep, self.back_pressure)
+    }
+
+    /// Waits until the frame of `ticket` is done (its output image written) and returns its times.
+    pub fn wait(&mut self, ticket: Ticket) -> Result<FrameStats> {
+        if let Some(s) = self.completed.remove(&ticket.0) {
+            return Ok(s);
+        }
+        let slot = self
+            .slots
+            .iter()
+            .position(|s| s.in_flight.as_ref().is_some_and(|f| f.value == ticket.0))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("ticket {} is unknown or was already waited for", ticket.0))
+            })?;
+        self.retire(slot, true)?;
+        self.completed
+            .remove(&ticket.0)
+            .ok_or_else(|| Error::InvalidArgument(format!("ticket {} did not retire", ticket.0)))
+    }
+
+    /// Waits for every frame in flight.
+    pub fn wait_all(&mut self) -> Result<Vec<FrameStats>> {
+        self.retire_all()?;
+        let mut all: Vec<_> = self.completed.drain().map(|(_, s)| s).collect();
+        all.sort_by_key(|s| s.ticket);
+        Ok(all)
+    }
+
+    fn retire_all(&mut self) -> Result<()> {
+        let mut order: Vec<(u64, usize)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.in_flight.as_ref().map(|f| (f.value, i)))
+            .collect();
+        order.sort();
+        for (_, i) in order {
+            self.retire(i, true)?;
+        }
+        Ok(())
+    }
+
+    /// Retires slot `i` if its frame is done (or, with `block`, once it is). Returns whether it is free.
+    fn retire(&mut self, i: usize, block: bool) -> Result<bool> {
+        let Some(value) = self.slots[i].in_flight.as_ref().map(|f| f.value) else {
+            return Ok(true);
+        };
+        let done = if block {
+            self.timelines.frame_done.wait(value, FRAME_TIMEOUT.as_nanos() as u64)?
+        } else {
+            self.timelines.frame_done.value()? >= value
+        };
+        if !done {
+            if block {
+                return Err(Error::InvalidArgument(format!(
+                    "frame {value} did not finish within {FRAME_TIMEOUT:?} (frame_done = {})",
+                    self.timelines.frame_done.value()?
+                )));
+            }
+            return Ok(false);
+        }
+        let Some(f) = self.slots[i].in_flight.take() else {
+            return Ok(true);
+        };
+        let period = self.device.timestamp_period_ns() as f64 * 1e-6;
+        let ticks = match &self.queries {
+            Some(q) => q.read(4 * i as u32, 4)?,
+            None => None,
+        };
+        let (pre_ms, post_ms) = match ticks {
+            Some(t) => (
+                (t[1].wrapping_sub(t[0])) as f64 * period,
+                (t[3].wrapping_sub(t[2])) as f64 * period,
+            ),
+            None => (f64::NAN, f64::NAN),
+        };
+        let infer_ms = match &self.slots[i].events {
+            Some((start, end)) => end.elapsed_since(start)? as f64,
+            None => f.host_infer_ms,
+        };
+        let stats = FrameStats {
+            ticket: value,
+            pre_ms,
+            infer_ms,
+            post_ms,
+            latency_ms: ms(f.submitted.elapsed()),
+        };
+        self.completed.insert(value, stats);
+        Ok(true)
+    }
+
+    fn submit_inner(
+        &mut self,
+        input: &Image,
+        output: &Image,
+        keep: Option<(Arc<Image>, Arc<Image>)>,
+        policy: BackPressure,
+    ) -> Result<Submitted> {
         self.check_images(input, output)?;
         self.resize(input.desc().width, input.desc().height)?;
-        let key = (input.id(), output.id());
-        if !self.bindings.contains_key(&key) {
-            if self.bindings.len() >= 8 {
-                self.bindings.clear();
-            }
-            let b = self.bind_images(input, output)?;
-            self.bindings.insert(key, b);
+        let i = self.next_slot;
+        if !self.retire(i, policy == BackPressure::Block)? {
+            self.skipped += 1;
+            return Ok(Submitted::Skipped);
         }
-        let frame = self
+        let key = (input.id(), output.id());
+        if !self.slots[i].bindings.contains_key(&key) {
+            if self.slots[i].bindings.len() >= 8 {
+                self.slots[i].bindings.clear();
+            }
+            let b = self.bind_images(i, input, output)?;
+            self.slots[i].bindings.insert(key, b);
+        }
+        let n = self.next_value;
+        let submitted = Instant::now();
+        self.record_pre(i, key, input)?;
+        let pre_cmd = [self.slots[i].cmds[0]];
+        let signal = [self.timelines.input_ready.raw()];
+        let values = [n];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+        let submit = vk::SubmitInfo::default()
+            .command_buffers(&pre_cmd)
+            .signal_semaphores(&signal)
+            .push_next(&mut timeline);
+        self.device.submit_to(0, &[submit], vk::Fence::null())?;
+
+        let mut host_infer_ms = f64::NAN;
+        let slot = &mut self.slots[i];
+        let frame = slot
             .frame
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
-        let sets = &self.bindings[&key];
-        let raw = self.device.raw();
+        match (&self.cuda_sync, &slot.events) {
+            (Some(sync), Some((start, end))) => {
+                // CUDA waits for the pre pass, runs the model on its stream, and signals.
+                sync.input_ready.wait(&sync.stream, n)?;
+                start.record(&sync.stream)?;
+                frame.bound.run(&self.session, Some(&sync.run_options))?;
+                end.record(&sync.stream)?;
+                sync.output_ready.signal(&sync.stream, n)?;
+            }
+            _ => {
+                // CPU provider: the host needs the pre pass's result before it can run.
+                if !self.timelines.input_ready.wait(n, FRAME_TIMEOUT.as_nanos() as u64)? {
+                    return Err(Error::InvalidArgument(format!(
+                        "the pre pass of frame {n} did not finish"
+                    )));
+                }
+                let t = Instant::now();
+                frame.bound.run(&self.session, None)?;
+                host_infer_ms = ms(t.elapsed());
+            }
+        }
+
+        self.record_post(i, key, output)?;
+        let post_cmd = [self.slots[i].cmds[1]];
+        let done = [self.timelines.frame_done.raw()];
+        let on_cuda = self.cuda_sync.is_some();
+        let wait = [self.timelines.output_ready.raw()];
+        let stages = [vk::PipelineStageFlags::COMPUTE_SHADER];
+        let (wait, stages): (&[vk::Semaphore], &[vk::PipelineStageFlags]) =
+            if on_cuda { (&wait, &stages) } else { (&[], &[]) };
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(if on_cuda { &values[..] } else { &[] })
+            .signal_semaphore_values(&values);
+        let submit = vk::SubmitInfo::default()
+            .command_buffers(&post_cmd)
+            .wait_semaphores(wait)
+            .wait_dst_stage_mask(stages)
+            .signal_semaphores(&done)
+            .push_next(&mut timeline);
+        // On its own queue where there is one: a post pass waiting for CUDA then
+        // does not hold back the next frame's pre pass (submission order).
+        self.device
+            .submit_to(if on_cuda { 1 } else { 0 }, &[submit], vk::Fence::null())?;
+
+        self.slots[i].in_flight = Some(InFlight {
+            value: n,
+            submitted,
+            host_infer_ms,
+            _keep: keep,
+        });
+        self.next_value += 1;
+        self.next_slot = (i + 1) % self.slots.len();
+        Ok(Submitted::Frame(Ticket(n)))
+    }
+
+    fn begin(&self, cmd: vk::CommandBuffer) -> Result<()> {
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the slot was retired, so its command buffer is not in use.
+        unsafe { self.device.raw().begin_command_buffer(cmd, &begin) }.call("vkBeginCommandBuffer")
+    }
+
+    fn end(&self, cmd: vk::CommandBuffer) -> Result<()> {
+        // SAFETY: cmd is recording.
+        unsafe { self.device.raw().end_command_buffer(cmd) }.call("vkEndCommandBuffer")
+    }
+
+    fn barrier(
+        &self,
+        cmd: vk::CommandBuffer,
+        src: vk::PipelineStageFlags,
+        dst: vk::PipelineStageFlags,
+        buffers: &[vk::BufferMemoryBarrier<'_>],
+        images: &[vk::ImageMemoryBarrier<'_>],
+    ) {
+        // SAFETY: cmd is recording on this device; every barrier names a live resource.
+        unsafe {
+            self.device
+                .raw()
+                .cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[], buffers, images)
+        };
+    }
+
+    fn record_pre(&self, i: usize, key: (u64, u64), input: &Image) -> Result<()> {
+        let slot = &self.slots[i];
+        let frame = slot
+            .frame
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let sets = &slot.bindings[&key];
+        let cmd = slot.cmds[0];
         let (w, h) = (frame.width, frame.height);
-        let s = self.contract.scale;
         let srgb = matches!(
             input.desc().format,
             vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB
@@ -626,133 +979,128 @@ impl NeuralFrameContext {
             TensorKind::NchwF16 => (3 * w as u64 * h as u64).div_ceil(2),
             _ => w as u64 * h as u64,
         };
-        let max_x = self.device.limits().max_compute_work_group_count[0];
-        let (grid, row) = linear_grid(items, max_x);
-        let host = self.cuda.is_none();
-        let mut times = StageTimes::default();
-
-        let t = Instant::now();
-        self.recorder.run(0, |cmd| {
-            let image_barrier = crate::vulkan::transfer::image_barrier(
-                input.raw(),
-                vk::ImageLayout::GENERAL,
-                vk::ImageLayout::GENERAL,
-                vk::AccessFlags::MEMORY_WRITE,
-                vk::AccessFlags::SHADER_READ,
-            );
-            // SAFETY: cmd is recording; the image is live.
-            unsafe {
-                raw.cmd_pipeline_barrier(
-                    cmd,
-                    vk::PipelineStageFlags::ALL_COMMANDS,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[],
-                    &[image_barrier],
-                )
-            };
-            self.pre.record(cmd, &sets.pre, &words(&[w, h, srgb, row]), grid);
-            let buffer_barrier = vk::BufferMemoryBarrier::default()
-                .buffer(frame.input.raw())
-                .size(vk::WHOLE_SIZE)
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(if host {
-                    vk::AccessFlags::HOST_READ
-                } else {
-                    vk::AccessFlags::MEMORY_READ
-                })
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED);
-            let dst_stage = if host {
-                vk::PipelineStageFlags::HOST
-            } else {
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE
-            };
-            // SAFETY: cmd is recording; the buffer is live.
-            unsafe {
-                raw.cmd_pipeline_barrier(
-                    cmd,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    dst_stage,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[buffer_barrier],
-                    &[],
-                )
-            };
-        })?;
-        times.pre_ms = t.elapsed().as_secs_f64() * 1e3;
-
-        let t = Instant::now();
-        frame.bound.run(&self.session, None)?;
-        times.infer_ms = t.elapsed().as_secs_f64() * 1e3;
-
-        let t = Instant::now();
-        self.recorder.run(1, |cmd| {
-            let buffer_barrier = vk::BufferMemoryBarrier::default()
-                .buffer(frame.output.raw())
-                .size(vk::WHOLE_SIZE)
-                .src_access_mask(if host {
-                    vk::AccessFlags::HOST_WRITE
-                } else {
-                    vk::AccessFlags::MEMORY_WRITE
-                })
-                .dst_access_mask(vk::AccessFlags::SHADER_READ)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED);
-            let discard = crate::vulkan::transfer::image_barrier(
-                output.raw(),
-                vk::ImageLayout::UNDEFINED,
-                vk::ImageLayout::GENERAL,
-                vk::AccessFlags::empty(),
-                vk::AccessFlags::SHADER_WRITE,
-            );
-            let src_stage = if host {
-                vk::PipelineStageFlags::HOST
-            } else {
-                vk::PipelineStageFlags::TOP_OF_PIPE
-            };
-            // SAFETY: cmd is recording; buffer and image are live.
-            unsafe {
-                raw.cmd_pipeline_barrier(
-                    cmd,
-                    src_stage | vk::PipelineStageFlags::ALL_COMMANDS,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[buffer_barrier],
-                    &[discard],
-                )
-            };
-            let groups = [(w * s).div_ceil(8), (h * s).div_ceil(8), 1];
-            self.post.record(cmd, &sets.post, &words(&[w, h, w * s, h * s]), groups);
-            let done = crate::vulkan::transfer::image_barrier(
-                output.raw(),
-                vk::ImageLayout::GENERAL,
-                vk::ImageLayout::GENERAL,
-                vk::AccessFlags::SHADER_WRITE,
-                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-            );
-            // SAFETY: cmd is recording; the image is live.
-            unsafe {
-                raw.cmd_pipeline_barrier(
-                    cmd,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    vk::PipelineStageFlags::ALL_COMMANDS,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[],
-                    &[done],
-                )
-            };
-        })?;
-        times.post_ms = t.elapsed().as_secs_f64() * 1e3;
-        Ok(times)
+        let (grid, row) = linear_grid(items, self.device.limits().max_compute_work_group_count[0]);
+        let on_cuda = self.cuda_sync.is_some();
+        self.begin(cmd)?;
+        if let Some(q) = &self.queries {
+            q.record_reset(cmd, 4 * i as u32, 4);
+            q.record(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, 4 * i as u32);
+        }
+        let read_input = image_barrier(
+            input.raw(),
+            vk::ImageLayout::GENERAL,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::MEMORY_WRITE,
+            vk::AccessFlags::SHADER_READ,
+        );
+        self.barrier(
+            cmd,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            &[],
+            &[read_input],
+        );
+        self.pre.record(cmd, &sets.pre, &words(&[w, h, srgb, row]), grid);
+        // Hand the input buffer over: to CUDA (release to the external queue
+        // family) or to the host (make the writes visible to host reads).
+        let handover = vk::BufferMemoryBarrier::default()
+            .buffer(frame.input.raw())
+            .size(vk::WHOLE_SIZE)
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE);
+        let (handover, dst) = if on_cuda {
+            (
+                handover
+                    .src_queue_family_index(self.device.queue_family())
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL),
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+            )
+        } else {
+            (
+                handover
+                    .dst_access_mask(vk::AccessFlags::HOST_READ)
+                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED),
+                vk::PipelineStageFlags::HOST,
+            )
+        };
+        self.barrier(cmd, vk::PipelineStageFlags::COMPUTE_SHADER, dst, &[handover], &[]);
+        if let Some(q) = &self.queries {
+            q.record(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, 4 * i as u32 + 1);
+        }
+        self.end(cmd)
     }
 
-    fn bind_images(&self, input: &Image, output: &Image) -> Result<ImageBindings> {
-        let frame = self
+    fn record_post(&self, i: usize, key: (u64, u64), output: &Image) -> Result<()> {
+        let slot = &self.slots[i];
+        let frame = slot
+            .frame
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let sets = &slot.bindings[&key];
+        let cmd = slot.cmds[1];
+        let (w, h, s) = (frame.width, frame.height, self.contract.scale);
+        let on_cuda = self.cuda_sync.is_some();
+        self.begin(cmd)?;
+        if let Some(q) = &self.queries {
+            q.record(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, 4 * i as u32 + 2);
+        }
+        // Take the output buffer back: from CUDA (acquire from the external
+        // queue family) or from the host (its writes are visible to this submission).
+        let take = vk::BufferMemoryBarrier::default()
+            .buffer(frame.output.raw())
+            .size(vk::WHOLE_SIZE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ);
+        let take = if on_cuda {
+            take.src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+                .dst_queue_family_index(self.device.queue_family())
+        } else {
+            take.src_access_mask(vk::AccessFlags::HOST_WRITE)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        };
+        let discard = image_barrier(
+            output.raw(),
+            vk::ImageLayout::UNDEFINED,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::empty(),
+            vk::AccessFlags::SHADER_WRITE,
+        );
+        let src = if on_cuda {
+            vk::PipelineStageFlags::TOP_OF_PIPE
+        } else {
+            vk::PipelineStageFlags::HOST
+        };
+        self.barrier(
+            cmd,
+            src | vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            &[take],
+            &[discard],
+        );
+        let groups = [(w * s).div_ceil(8), (h * s).div_ceil(8), 1];
+        self.post.record(cmd, &sets.post, &words(&[w, h, w * s, h * s]), groups);
+        let written = image_barrier(
+            output.raw(),
+            vk::ImageLayout::GENERAL,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::SHADER_WRITE,
+            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+        );
+        self.barrier(
+            cmd,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            &[],
+            &[written],
+        );
+        if let Some(q) = &self.queries {
+            q.record(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, 4 * i as u32 + 3);
+        }
+        self.end(cmd)
+    }
+
+    fn bind_images(&self, i: usize, input: &Image, output: &Image) -> Result<ImageBindings> {
+        let frame = self.slots[i]
             .frame
             .as_ref()
             .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
@@ -775,21 +1123,23 @@ impl NeuralFrameContext {
         })
     }
 
-    /// The model's input tensor as the pre pass wrote it (tests, debugging).
-    pub fn read_input_tensor(&self) -> Result<Vec<u8>> {
-        let f = self
+    fn last_frame(&self) -> Result<&Frame> {
+        let i = (self.next_slot + self.slots.len() - 1) % self.slots.len();
+        self.slots[i]
             .frame
             .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))
+    }
+
+    /// The model's input tensor as the last frame's pre pass wrote it (tests, debugging).
+    pub fn read_input_tensor(&self) -> Result<Vec<u8>> {
+        let f = self.last_frame()?;
         crate::vulkan::transfer::readback_buffer(&f.input, self.contract.input.bytes(f.width, f.height) as usize)
     }
 
-    /// The model's output tensor as ONNX Runtime wrote it, read through Vulkan (tests, debugging).
+    /// The model's output tensor of the last frame, read through Vulkan (tests, debugging).
     pub fn read_output_tensor(&self) -> Result<Vec<u8>> {
-        let f = self
-            .frame
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let f = self.last_frame()?;
         let s = self.contract.scale;
         crate::vulkan::transfer::readback_buffer(
             &f.output,
@@ -797,34 +1147,59 @@ impl NeuralFrameContext {
         )
     }
 
-    /// Fills the output tensor's memory with a byte pattern (poisoning, in tests).
-    pub fn poison_output_tensor(&self, word: u32) -> Result<()> {
-        let f = self
-            .frame
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
-        crate::vulkan::transfer::fill_buffer(&f.output, word)
+    /// Fills every slot's output tensor memory with a 32-bit pattern (poisoning, in tests).
+    pub fn poison_output_tensor(&mut self, word: u32) -> Result<()> {
+        self.retire_all()?;
+        for slot in &self.slots {
+            if let Some(f) = &slot.frame {
+                crate::vulkan::transfer::fill_buffer(&f.output, word)?;
+            }
+        }
+        Ok(())
     }
 
-    /// Runs ONNX Runtime alone on the bound buffers (no pre or post pass): the floor of the pipeline.
+    /// Runs ONNX Runtime alone on slot 0's bound buffers (no pre or post pass,
+    /// no hand-off) and waits for it: the floor of the pipeline. Milliseconds, host clock.
     pub fn run_model_only(&mut self) -> Result<f64> {
-        let f = self
+        self.retire_all()?;
+        let frame = self.slots[0]
             .frame
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
         let t = Instant::now();
-        f.bound.run(&self.session, None)?;
-        Ok(t.elapsed().as_secs_f64() * 1e3)
+        frame.bound.run(&self.session, None)?;
+        Ok(ms(t.elapsed()))
+    }
+
+    /// The session, for runs outside the pipeline (the benchmark's host round trip).
+    pub fn session_mut(&mut self) -> &mut ort::session::Session {
+        &mut self.session
     }
 }
 
 impl Drop for NeuralFrameContext {
     fn drop(&mut self) {
-        // Nothing may still run on the Vulkan side when buffers and images go.
-        let _ = self.device.wait_idle();
-        if let Some(c) = &self.cuda {
-            let _ = c.synchronize();
+        // Frames in flight finish before anything they use goes; bounded, so a
+        // lost signal cannot hang the drop.
+        for slot in &self.slots {
+            if let Some(f) = &slot.in_flight
+                && !matches!(
+                    self.timelines.frame_done.wait(f.value, FRAME_TIMEOUT.as_nanos() as u64),
+                    Ok(true)
+                )
+            {
+                eprintln!(
+                    "neural-frame: frame {} did not finish before the context was dropped",
+                    f.value
+                );
+                let _ = self.timelines.input_ready.signal_from_host(u64::MAX / 2);
+                let _ = self.timelines.output_ready.signal_from_host(u64::MAX / 2);
+            }
         }
+        if let Some(sync) = &self.cuda_sync {
+            let _ = sync.stream.synchronize();
+        }
+        let _ = self.device.wait_idle();
     }
 }
 

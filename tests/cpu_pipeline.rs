@@ -151,7 +151,7 @@ fn wrong_images_are_refused_with_reasons() {
 #[test]
 fn unwritten_poisoned_output_would_be_detected() {
     // The comparison itself must see poison: read the poisoned tensor without running the model.
-    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(Backend::Cpu)
         .frame_size(4, 4)
         .build()
@@ -164,4 +164,30 @@ fn unwritten_poisoned_output_would_be_detected() {
         .map(|v| common::pipeline::abs_diff(*v, 0.5))
         .fold(0f32, f32::max);
     assert_eq!(worst, f32::INFINITY);
+}
+
+#[test]
+fn ring_results_equal_the_synchronous_path() {
+    common::pipeline::ring_matches_sync("models/test/tiny-x2-f32.onnx", Backend::Cpu, 40, 24, 24);
+    common::pipeline::ring_matches_sync("models/test/tiny-x1-rgba-u8.onnx", Backend::Cpu, 33, 17, 12);
+}
+
+#[test]
+fn slow_consumer_meets_back_pressure() {
+    use neural_frame::pipeline::BackPressure;
+    common::pipeline::slow_consumer(
+        "models/test/tiny-x2-f32.onnx",
+        Backend::Cpu,
+        BackPressure::Block,
+        (96, 64),
+        12,
+    );
+    // The CPU backend finishes the model inside submit, so skipping is possible but not certain here.
+    common::pipeline::slow_consumer(
+        "models/test/tiny-x2-f32.onnx",
+        Backend::Cpu,
+        BackPressure::Skip,
+        (96, 64),
+        12,
+    );
 }

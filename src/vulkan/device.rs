@@ -26,7 +26,7 @@ pub struct Device {
     pub(crate) memory_fd: ash::khr::external_memory_fd::Device,
     pub(crate) semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
     raw: ash::Device,
-    queue: Mutex<vk::Queue>,
+    queues: Vec<Mutex<vk::Queue>>,
     queue_family: u32,
     physical: vk::PhysicalDevice,
     info: AdapterInfo,
@@ -56,7 +56,12 @@ impl Device {
         let families = unsafe { raw_instance.get_physical_device_queue_family_properties(physical) };
         let queue_family = families
             .iter()
-            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.timestamp_valid_bits > 0)
+            .or_else(|| {
+                families
+                    .iter()
+                    .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            })
             .ok_or_else(|| Error::Unsupported {
                 device: info.name.clone(),
                 what: "a compute queue".into(),
@@ -82,7 +87,10 @@ impl Device {
             extensions.extend(OPTIONAL_EXTENSIONS);
         }
         let ext_ptrs: Vec<*const i8> = extensions.iter().map(|e| e.as_ptr()).collect();
-        let priorities = [1.0f32];
+        // Two queues where the family has them: the pipeline's post passes wait for
+        // CUDA, and on a second queue they do not hold back the next frame's pre pass.
+        let queue_count = families[queue_family as usize].queue_count.clamp(1, 2);
+        let priorities = vec![1.0f32; queue_count as usize];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
@@ -93,8 +101,10 @@ impl Device {
             .push_next(&mut enable_timeline);
         // SAFETY: physical comes from this instance; extensions were checked above.
         let raw = unsafe { raw_instance.create_device(physical, &create, None) }.call("vkCreateDevice")?;
-        // SAFETY: the family and index 0 were requested in `create`.
-        let queue = unsafe { raw.get_device_queue(queue_family, 0) };
+        let queues = (0..queue_count)
+            // SAFETY: the family and these indices were requested in `create`.
+            .map(|i| Mutex::new(unsafe { raw.get_device_queue(queue_family, i) }))
+            .collect();
         let memory_fd = ash::khr::external_memory_fd::Device::new(raw_instance, &raw);
         let semaphore_fd = info
             .external_semaphore_fd
@@ -138,7 +148,7 @@ impl Device {
             memory_fd,
             semaphore_fd,
             raw,
-            queue: Mutex::new(queue),
+            queues,
             queue_family,
             physical,
             info,
@@ -189,10 +199,24 @@ impl Device {
         self.memory_properties.memory_types[index as usize].property_flags
     }
 
-    /// Submits command buffers to the queue (used by the pipeline's hot path).
+    /// Submits command buffers to queue 0.
     pub fn submit(&self, submits: &[vk::SubmitInfo<'_>], fence: vk::Fence) -> Result<()> {
-        let queue = self
-            .queue
+        self.submit_to(0, submits, fence)
+    }
+
+    /// How many queues the device has (1 or 2, all of one family).
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// The device's timestamp period in nanoseconds per tick.
+    pub fn timestamp_period_ns(&self) -> f32 {
+        self.limits.timestamp_period
+    }
+
+    /// Submits command buffers to queue `index` (the last queue when there are fewer).
+    pub fn submit_to(&self, index: usize, submits: &[vk::SubmitInfo<'_>], fence: vk::Fence) -> Result<()> {
+        let queue = self.queues[index.min(self.queues.len() - 1)]
             .lock()
             .map_err(|_| Error::InvalidArgument("queue lock poisoned".into()))?;
         // SAFETY: the queue is externally synchronised by the mutex; submits are valid.

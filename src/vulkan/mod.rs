@@ -8,6 +8,7 @@ pub mod device;
 pub mod instance;
 pub mod memory;
 pub mod pattern;
+pub mod query;
 pub mod sync;
 pub mod transfer;
 

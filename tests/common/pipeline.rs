@@ -274,3 +274,128 @@ pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, see
     );
     (worst_out, d)
 }
+
+/// Runs `frames` varied frames through the ring (several in flight, outputs
+/// read back as each retires) and through the synchronous path, and checks that
+/// every frame's output image is identical.
+pub fn ring_matches_sync(model: &str, backend: Backend, width: u32, height: u32, frames: u32) {
+    use std::sync::Arc;
+    let mut ctx = NeuralFrameContext::builder(model)
+        .backend(backend)
+        .frame_size(width, height)
+        .slots(3)
+        .build()
+        .unwrap_or_else(|e| panic!("{model}: {e}"));
+    let (ow, oh) = ctx.output_size();
+    let lanes = ctx.slot_count() + 1;
+    let inputs: Vec<Arc<neural_frame::vulkan::Image>> = (0..lanes)
+        .map(|_| Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input")))
+        .collect();
+    let outputs: Vec<Arc<neural_frame::vulkan::Image>> = (0..lanes)
+        .map(|_| Arc::new(ctx.create_output_image().expect("output")))
+        .collect();
+    let sync_in = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let sync_out = ctx.create_output_image().expect("output");
+    let poison = vec![0x5a; (ow * oh * 4) as usize];
+    let mut pending: std::collections::VecDeque<(u32, neural_frame::pipeline::Ticket, usize)> = Default::default();
+    let mut max_in_flight = 0;
+    let check = |ctx: &mut NeuralFrameContext, frame: u32, ticket, lane: usize| {
+        ctx.wait(ticket).expect("wait");
+        let ring = transfer::readback_image(&outputs[lane]).expect("readback ring output");
+        transfer::upload_image(&sync_in, &picture(width, height, 1000 + frame)).expect("upload");
+        transfer::upload_image(&sync_out, &poison).expect("poison");
+        ctx.infer(&sync_in, &sync_out).expect("sync infer");
+        let sync = transfer::readback_image(&sync_out).expect("readback sync output");
+        let (d, x, y, c) = max_diff(&ring, &sync, ow);
+        assert_eq!(
+            d, 0,
+            "{model} frame {frame}: ring and sync differ at ({x}, {y}) ch {c} by {d}"
+        );
+    };
+    for frame in 0..frames {
+        let lane = frame as usize % lanes;
+        if pending.len() == lanes - 1 {
+            let (f, t, l) = pending.pop_front().expect("pending");
+            check(&mut ctx, f, t, l);
+        }
+        transfer::upload_image(&inputs[lane], &picture(width, height, 1000 + frame)).expect("upload");
+        transfer::upload_image(&outputs[lane], &poison).expect("poison");
+        match ctx.submit(&inputs[lane], &outputs[lane]).expect("submit") {
+            neural_frame::pipeline::Submitted::Frame(t) => pending.push_back((frame, t, lane)),
+            neural_frame::pipeline::Submitted::Skipped => panic!("the blocking policy never skips"),
+        }
+        max_in_flight = max_in_flight.max(ctx.in_flight());
+    }
+    while let Some((f, t, l)) = pending.pop_front() {
+        check(&mut ctx, f, t, l);
+    }
+    assert!(max_in_flight <= ctx.slot_count());
+    println!("{model}: {frames} frames through the ring equal the synchronous path; up to {max_in_flight} in flight");
+}
+
+/// A consumer that never waits: with `Block` the ring never holds more than its
+/// slots and every ticket still retires; with `Skip` nothing blocks and skipped
+/// frames are counted. Returns (frames skipped, submissions).
+pub fn slow_consumer(
+    model: &str,
+    backend: Backend,
+    policy: neural_frame::pipeline::BackPressure,
+    (width, height): (u32, u32),
+    submissions: u32,
+) -> u64 {
+    use std::sync::Arc;
+    let mut ctx = NeuralFrameContext::builder(model)
+        .backend(backend)
+        .frame_size(width, height)
+        .slots(2)
+        .back_pressure(policy)
+        .build()
+        .unwrap_or_else(|e| panic!("{model}: {e}"));
+    let input = Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input"));
+    let output = Arc::new(ctx.create_output_image().expect("output"));
+    transfer::upload_image(&input, &picture(width, height, 9)).expect("upload");
+    let mut tickets = Vec::new();
+    for _ in 0..submissions {
+        match ctx.submit(&input, &output).expect("submit") {
+            neural_frame::pipeline::Submitted::Frame(t) => tickets.push(t),
+            neural_frame::pipeline::Submitted::Skipped => {}
+        }
+        assert!(ctx.in_flight() <= 2, "more frames in flight than slots");
+    }
+    let skipped = ctx.skipped();
+    assert_eq!(tickets.len() as u64 + skipped, submissions as u64);
+    for t in tickets {
+        ctx.wait(t).expect("every submitted frame retires");
+    }
+    skipped
+}
+
+/// Drops contexts with frames in flight, `rounds` times: nothing may hang or leak.
+/// Returns the open fds before and after.
+pub fn drop_in_flight(model: &str, backend: Backend, rounds: u32) -> (usize, usize) {
+    use std::sync::Arc;
+    let round = || {
+        let mut ctx = NeuralFrameContext::builder(model)
+            .backend(backend)
+            .frame_size(64, 48)
+            .slots(3)
+            .build()
+            .unwrap_or_else(|e| panic!("{model}: {e}"));
+        let input = Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input"));
+        let outputs: Vec<_> = (0..3)
+            .map(|_| Arc::new(ctx.create_output_image().expect("output")))
+            .collect();
+        transfer::upload_image(&input, &picture(64, 48, 3)).expect("upload");
+        for o in &outputs {
+            ctx.submit(&input, o).expect("submit");
+        }
+        assert!(ctx.in_flight() > 0 || backend == Backend::Cpu);
+        drop(ctx); // with frames in flight
+    };
+    round();
+    let before = super::open_fds();
+    for _ in 0..rounds {
+        round();
+    }
+    (before, super::open_fds())
+}

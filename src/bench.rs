@@ -1,0 +1,506 @@
+//! `neural-frame bench`: the pipeline against its floor and against the host
+//! round trip, on one model, size and device.
+//!
+//! Modes, one run, side by side:
+//! - `ort-alone`: ONNX Runtime on input and output already bound in device
+//!   memory (slot 0's buffers), waited for each frame — the floor;
+//! - `zero-copy sync`: image → pre pass → model → post pass → image, one frame at a time;
+//! - `zero-copy pipelined`: the same through the ring, several frames in flight;
+//! - `host round trip`: what a user without interop does — read the frame back
+//!   to the host, build the tensor there, run ONNX Runtime with host tensors,
+//!   convert the result and upload it into the output image.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ash::vk;
+use half::f16;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::image_io::Rgba8;
+use crate::onnx::TensorKind;
+use crate::onnx::session::ConvSearch;
+use crate::pipeline::{BackPressure, Backend, BackendReport, FrameStats, NeuralFrameContext, Submitted, Ticket};
+use crate::vulkan::{DeviceSelector, Image, transfer};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// The model.
+    pub model: PathBuf,
+    /// Backend.
+    pub backend: Backend,
+    /// Vulkan device.
+    pub device: DeviceSelector,
+    /// Input frame size.
+    pub size: (u32, u32),
+    /// Timed frames per mode.
+    pub frames: usize,
+    /// Untimed frames first.
+    pub warmup: usize,
+    /// Slots in the ring.
+    pub slots: usize,
+    /// cuDNN algorithm search.
+    pub conv_search: ConvSearch,
+    /// CUDA provider prefers NHWC.
+    pub prefer_nhwc: bool,
+    /// ONNX Runtime library.
+    pub ort_library: Option<PathBuf>,
+    /// The picture the frames are made from (varied per frame).
+    pub picture: Rgba8,
+}
+
+/// One mode's numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeResult {
+    /// Mode name.
+    pub mode: &'static str,
+    /// Median time per frame (ms): latency for one-at-a-time modes, interval between retirements when pipelined.
+    pub median_ms: f64,
+    /// 99th percentile of the same.
+    pub p99_ms: f64,
+    /// Frames per second over the whole timed run.
+    pub fps: f64,
+    /// Median minus ort-alone's median (ms).
+    pub overhead_vs_ort_ms: f64,
+    /// Throughput relative to ort-alone's.
+    pub throughput_vs_ort: f64,
+    /// Host round trip's median over this mode's median.
+    pub speedup_vs_host: f64,
+    /// Timed frames.
+    pub frames: usize,
+}
+
+/// Medians of the per-stage GPU times of the zero-copy sync mode (ms).
+#[derive(Debug, Clone, Serialize)]
+pub struct StageMedians {
+    /// Pre pass (Vulkan timestamps).
+    pub pre_ms: f64,
+    /// Model (CUDA events; host clock on the CPU backend).
+    pub infer_ms: f64,
+    /// Post pass (Vulkan timestamps).
+    pub post_ms: f64,
+}
+
+/// Medians of the host round trip's parts (ms).
+#[derive(Debug, Clone, Serialize)]
+pub struct HostParts {
+    /// Image → host (copy to a staging buffer, wait, copy out).
+    pub readback_ms: f64,
+    /// RGBA8 → tensor on the CPU.
+    pub to_tensor_ms: f64,
+    /// ONNX Runtime with host tensors (copies in and out included).
+    pub run_ms: f64,
+    /// Tensor → RGBA8 on the CPU.
+    pub from_tensor_ms: f64,
+    /// Host → output image.
+    pub upload_ms: f64,
+}
+
+/// The whole benchmark.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Model file.
+    pub model: String,
+    /// Input size.
+    pub input_size: (u32, u32),
+    /// Output size.
+    pub output_size: (u32, u32),
+    /// Model input kind.
+    pub tensor: String,
+    /// Backend and devices.
+    pub backend: BackendReport,
+    /// cuDNN search.
+    pub conv_search: ConvSearch,
+    /// NHWC preference.
+    pub prefer_nhwc: bool,
+    /// Ring slots.
+    pub slots: usize,
+    /// Warm-up frames.
+    pub warmup: usize,
+    /// Results per mode.
+    pub modes: Vec<ModeResult>,
+    /// GPU stage times (zero-copy sync).
+    pub stages: StageMedians,
+    /// Host round trip's parts.
+    pub host_parts: HostParts,
+    /// From starting to build the context to the first frame retired (ms).
+    pub time_to_first_frame_ms: f64,
+    /// Context set-up alone (ms).
+    pub setup_ms: f64,
+    /// Device memory in use on the whole GPU after warm-up (MiB; CUDA backend).
+    pub device_memory_used_mib: Option<f64>,
+}
+
+fn percentile(v: &[f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * (s.len() - 1) as f64).round() as usize;
+    s[rank.min(s.len() - 1)]
+}
+
+fn median(v: &[f64]) -> f64 {
+    percentile(v, 50.0)
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Variants of the picture, so that frames differ: as is, mirrored, brighter, darker.
+fn variants(p: &Rgba8) -> Vec<Vec<u8>> {
+    let w = p.width as usize;
+    let mirrored: Vec<u8> = p
+        .pixels
+        .chunks(w * 4)
+        .flat_map(|row| row.chunks(4).rev().flat_map(|px| px.to_vec()).collect::<Vec<u8>>())
+        .collect();
+    let scale = |f: f32| -> Vec<u8> {
+        p.pixels
+            .chunks(4)
+            .flat_map(|px| {
+                let c = |v: u8| ((v as f32) * f).round().clamp(0.0, 255.0) as u8;
+                [c(px[0]), c(px[1]), c(px[2]), px[3]]
+            })
+            .collect()
+    };
+    vec![p.pixels.clone(), mirrored, scale(1.15), scale(0.8)]
+}
+
+/// Runs every mode and reports. `progress(mode, done, total)` is called as frames complete.
+pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) -> Result<BenchReport> {
+    let (w, h) = opts.size;
+    let picture = opts.picture.resized(w, h)?;
+    let frames = opts.frames.max(1);
+    let t0 = Instant::now();
+    let mut b = NeuralFrameContext::builder(&opts.model)
+        .backend(opts.backend)
+        .device(opts.device)
+        .frame_size(w, h)
+        .slots(opts.slots)
+        .back_pressure(BackPressure::Block)
+        .conv_search(opts.conv_search)
+        .prefer_nhwc(opts.prefer_nhwc);
+    if let Some(p) = &opts.ort_library {
+        b = b.ort_library(p);
+    }
+    let mut ctx = b.build()?;
+    let setup_ms = ms_since(t0);
+    let lanes = ctx.slot_count() + 1;
+    let inputs: Vec<Arc<Image>> = (0..variants(&picture).len())
+        .map(|_| ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).map(Arc::new))
+        .collect::<Result<_>>()?;
+    for (image, pixels) in inputs.iter().zip(variants(&picture)) {
+        transfer::upload_image(image, &pixels)?;
+    }
+    let outputs: Vec<Arc<Image>> = (0..lanes)
+        .map(|_| ctx.create_output_image().map(Arc::new))
+        .collect::<Result<_>>()?;
+    // Time to first frame counts from the start of set-up; the first frame's
+    // upload is not part of it (a renderer's frame is already on the GPU).
+    let t_first = Instant::now();
+    ctx.infer(&inputs[0], &outputs[0])?;
+    let time_to_first_frame_ms = setup_ms + ms_since(t_first);
+    for i in 0..opts.warmup {
+        ctx.infer(&inputs[i % inputs.len()], &outputs[0])?;
+        progress("warm-up", i + 1, opts.warmup);
+    }
+    let device_memory_used_mib = match ctx.cuda_device() {
+        Some(c) => {
+            let (free, total) = c.memory_info()?;
+            Some((total - free) as f64 / (1024.0 * 1024.0))
+        }
+        None => None,
+    };
+
+    // ort-alone: the floor.
+    let mut alone = Vec::with_capacity(frames);
+    let t = Instant::now();
+    for i in 0..frames {
+        alone.push(ctx.run_model_only()?);
+        progress("ort-alone", i + 1, frames);
+    }
+    let alone_total = ms_since(t);
+
+    // zero-copy sync.
+    let mut sync = Vec::with_capacity(frames);
+    let mut stages: Vec<FrameStats> = Vec::with_capacity(frames);
+    let t = Instant::now();
+    for i in 0..frames {
+        let ft = Instant::now();
+        let s = ctx.infer(&inputs[i % inputs.len()], &outputs[0])?;
+        sync.push(ms_since(ft));
+        stages.push(s);
+        progress("zero-copy sync", i + 1, frames);
+    }
+    let sync_total = ms_since(t);
+
+    // zero-copy pipelined: keep the ring full, retire the oldest.
+    let mut intervals = Vec::with_capacity(frames);
+    let mut pending: std::collections::VecDeque<Ticket> = Default::default();
+    let t = Instant::now();
+    let mut last = Instant::now();
+    let mut retired = 0;
+    for i in 0..frames {
+        if pending.len() == ctx.slot_count() {
+            let ticket = pending
+                .pop_front()
+                .ok_or_else(|| Error::InvalidArgument("ring bookkeeping".into()))?;
+            ctx.wait(ticket)?;
+            intervals.push(ms_since(last));
+            last = Instant::now();
+            retired += 1;
+            progress("zero-copy pipelined", retired, frames);
+        }
+        match ctx.submit(&inputs[i % inputs.len()], &outputs[i % lanes])? {
+            Submitted::Frame(ticket) => pending.push_back(ticket),
+            Submitted::Skipped => return Err(Error::InvalidArgument("a blocking ring skipped a frame".into())),
+        }
+    }
+    while let Some(ticket) = pending.pop_front() {
+        ctx.wait(ticket)?;
+        intervals.push(ms_since(last));
+        last = Instant::now();
+        retired += 1;
+        progress("zero-copy pipelined", retired, frames);
+    }
+    let pipe_total = ms_since(t);
+    // The first interval includes filling the ring; leave it out of the distribution.
+    let pipe_dist: Vec<f64> = intervals.iter().skip(1).copied().collect();
+
+    // host round trip.
+    let contract = ctx.contract().clone();
+    let (ow, oh) = ctx.output_size();
+    let mut host = Vec::with_capacity(frames);
+    let mut parts: [Vec<f64>; 5] = Default::default();
+    let t = Instant::now();
+    for i in 0..frames {
+        let ft = Instant::now();
+        let input = &inputs[i % inputs.len()];
+        let s = Instant::now();
+        let pixels = transfer::readback_image(input)?;
+        parts[0].push(ms_since(s));
+        let s = Instant::now();
+        let tensor = host_tensor(contract.input, &pixels, w, h);
+        parts[1].push(ms_since(s));
+        let s = Instant::now();
+        let out = run_host(ctx.session_mut(), &contract.input_name, contract.input, tensor, w, h)?;
+        parts[2].push(ms_since(s));
+        let s = Instant::now();
+        let rgba = host_image(contract.output, &out, &pixels, w, h, contract.scale);
+        parts[3].push(ms_since(s));
+        let s = Instant::now();
+        transfer::upload_image(&outputs[0], &rgba)?;
+        parts[4].push(ms_since(s));
+        host.push(ms_since(ft));
+        progress("host round trip", i + 1, frames);
+    }
+    let host_total = ms_since(t);
+
+    let floor = median(&alone);
+    let floor_fps = frames as f64 / (alone_total / 1e3);
+    let host_median = median(&host);
+    let mode = |name: &'static str, dist: &[f64], total_ms: f64| {
+        let med = median(dist);
+        let fps = frames as f64 / (total_ms / 1e3);
+        ModeResult {
+            mode: name,
+            median_ms: med,
+            p99_ms: percentile(dist, 99.0),
+            fps,
+            overhead_vs_ort_ms: med - floor,
+            throughput_vs_ort: fps / floor_fps,
+            speedup_vs_host: host_median / med,
+            frames,
+        }
+    };
+    let modes = vec![
+        mode("ort-alone", &alone, alone_total),
+        mode("zero-copy sync", &sync, sync_total),
+        mode("zero-copy pipelined", &pipe_dist, pipe_total),
+        mode("host round trip", &host, host_total),
+    ];
+    let stage = |f: &dyn Fn(&FrameStats) -> f64| median(&stages.iter().map(f).collect::<Vec<_>>());
+    Ok(BenchReport {
+        model: opts.model.display().to_string(),
+        input_size: (w, h),
+        output_size: (ow, oh),
+        tensor: contract.input.describe().to_string(),
+        backend: ctx.report().clone(),
+        conv_search: opts.conv_search,
+        prefer_nhwc: opts.prefer_nhwc,
+        slots: ctx.slot_count(),
+        warmup: opts.warmup,
+        modes,
+        stages: StageMedians {
+            pre_ms: stage(&|s| s.pre_ms),
+            infer_ms: stage(&|s| s.infer_ms),
+            post_ms: stage(&|s| s.post_ms),
+        },
+        host_parts: HostParts {
+            readback_ms: median(&parts[0]),
+            to_tensor_ms: median(&parts[1]),
+            run_ms: median(&parts[2]),
+            from_tensor_ms: median(&parts[3]),
+            upload_ms: median(&parts[4]),
+        },
+        time_to_first_frame_ms,
+        setup_ms,
+        device_memory_used_mib,
+    })
+}
+
+/// A host tensor, as a user without interop builds it.
+enum HostTensor {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    U8(Vec<u8>),
+}
+
+fn host_tensor(kind: TensorKind, rgba: &[u8], w: u32, h: u32) -> HostTensor {
+    let plane = (w * h) as usize;
+    match kind {
+        TensorKind::NhwcU8 => HostTensor::U8(rgba.to_vec()),
+        TensorKind::NchwF32 | TensorKind::NchwF16 => {
+            let mut v = vec![0f32; 3 * plane];
+            for (i, px) in rgba.chunks_exact(4).enumerate() {
+                v[i] = px[0] as f32 / 255.0;
+                v[plane + i] = px[1] as f32 / 255.0;
+                v[2 * plane + i] = px[2] as f32 / 255.0;
+            }
+            if kind == TensorKind::NchwF32 {
+                HostTensor::F32(v)
+            } else {
+                HostTensor::F16(v.into_iter().map(f16::from_f32).collect())
+            }
+        }
+    }
+}
+
+fn run_host(
+    session: &mut ort::session::Session,
+    name: &str,
+    kind: TensorKind,
+    tensor: HostTensor,
+    w: u32,
+    h: u32,
+) -> Result<Vec<f32>> {
+    let shape = kind.shape(w, h).map(|d| d as usize);
+    let err = |e: ort::Error| Error::onnx("host round trip", e);
+    let outputs = match tensor {
+        HostTensor::F32(v) => session
+            .run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
+            .map_err(err)?,
+        HostTensor::F16(v) => session
+            .run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
+            .map_err(err)?,
+        HostTensor::U8(v) => session
+            .run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
+            .map_err(err)?,
+    };
+    let value = &outputs[0];
+    let out = if let Ok((_, d)) = value.try_extract_tensor::<f32>() {
+        d.to_vec()
+    } else if let Ok((_, d)) = value.try_extract_tensor::<f16>() {
+        d.iter().map(|x| x.to_f32()).collect()
+    } else {
+        let (_, d) = value.try_extract_tensor::<u8>().map_err(err)?;
+        d.iter().map(|x| *x as f32).collect()
+    };
+    Ok(out)
+}
+
+fn host_image(kind: TensorKind, v: &[f32], input: &[u8], w: u32, h: u32, s: u32) -> Vec<u8> {
+    let (ow, oh) = ((w * s) as usize, (h * s) as usize);
+    let plane = ow * oh;
+    let mut out = vec![0u8; plane * 4];
+    let q = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
+    for y in 0..oh {
+        for x in 0..ow {
+            let i = y * ow + x;
+            let px = match kind {
+                TensorKind::NhwcU8 => [
+                    v[4 * i] as u8,
+                    v[4 * i + 1] as u8,
+                    v[4 * i + 2] as u8,
+                    v[4 * i + 3] as u8,
+                ],
+                _ => {
+                    let src = (y / s as usize) * w as usize + x / s as usize;
+                    [q(v[i]), q(v[plane + i]), q(v[2 * plane + i]), input[4 * src + 3]]
+                }
+            };
+            out[4 * i..4 * i + 4].copy_from_slice(&px);
+        }
+    }
+    out
+}
+
+/// The report as a table.
+pub fn render(r: &BenchReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} ({}) {}×{} → {}×{} on {} backend; {}",
+        r.model,
+        r.tensor,
+        r.input_size.0,
+        r.input_size.1,
+        r.output_size.0,
+        r.output_size.1,
+        r.backend.backend,
+        r.backend
+            .cuda_device
+            .as_deref()
+            .unwrap_or(&r.backend.vulkan_device.name)
+    );
+    let _ = writeln!(
+        s,
+        "conv search {:?}, prefer NHWC {}, {} slots, {} warm-up frames, {} timed frames per mode",
+        r.conv_search, r.prefer_nhwc, r.slots, r.warmup, r.modes[0].frames
+    );
+    let _ = writeln!(
+        s,
+        "{:<21} {:>10} {:>10} {:>10} {:>14} {:>13} {:>12}",
+        "mode", "median ms", "p99 ms", "frames/s", "vs ort-alone", "throughput", "vs host"
+    );
+    for m in &r.modes {
+        let _ = writeln!(
+            s,
+            "{:<21} {:>10.3} {:>10.3} {:>10.1} {:>+11.3} ms {:>12.1}% {:>11.1}×",
+            m.mode,
+            m.median_ms,
+            m.p99_ms,
+            m.fps,
+            m.overhead_vs_ort_ms,
+            100.0 * m.throughput_vs_ort,
+            m.speedup_vs_host
+        );
+    }
+    let _ = writeln!(
+        s,
+        "GPU stages (zero-copy sync, medians): pre {:.3} ms, model {:.3} ms, post {:.3} ms",
+        r.stages.pre_ms, r.stages.infer_ms, r.stages.post_ms
+    );
+    let p = &r.host_parts;
+    let _ = writeln!(
+        s,
+        "host round trip parts (medians): readback {:.3}, to tensor {:.3}, ORT {:.3}, from tensor {:.3}, upload {:.3} ms",
+        p.readback_ms, p.to_tensor_ms, p.run_ms, p.from_tensor_ms, p.upload_ms
+    );
+    let _ = writeln!(
+        s,
+        "time to first frame {:.1} ms (set-up {:.1} ms); device memory in use {}",
+        r.time_to_first_frame_ms,
+        r.setup_ms,
+        r.device_memory_used_mib
+            .map_or("n/a (CPU backend)".to_string(), |m| format!("{m:.0} MiB (whole GPU)"))
+    );
+    s
+}

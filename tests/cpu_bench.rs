@@ -1,0 +1,66 @@
+//! `neural-frame bench` on the CPU backend: every mode runs and reports.
+
+mod common;
+
+use common::{json, neural_frame, text};
+
+#[test]
+fn bench_reports_every_mode() {
+    let o = neural_frame(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--model",
+            "models/test/tiny-x2-f32.onnx",
+            "--size",
+            "64x36",
+            "--frames",
+            "8",
+            "--warmup",
+            "2",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json(&o);
+    let modes: Vec<&str> = r["modes"]
+        .as_array()
+        .expect("modes")
+        .iter()
+        .filter_map(|m| m["mode"].as_str())
+        .collect();
+    assert_eq!(
+        modes,
+        ["ort-alone", "zero-copy sync", "zero-copy pipelined", "host round trip"]
+    );
+    for m in r["modes"].as_array().expect("modes") {
+        assert!(m["median_ms"].as_f64().is_some_and(|v| v > 0.0), "{m}");
+        assert!(m["fps"].as_f64().is_some_and(|v| v > 0.0), "{m}");
+    }
+    assert!(r["time_to_first_frame_ms"].as_f64().is_some_and(|v| v > 0.0));
+    assert_eq!(r["output_size"], serde_json::json!([128, 72]));
+    let table = neural_frame(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--model",
+            "models/test/tiny-x2-f32.onnx",
+            "--size",
+            "32x18",
+            "--frames",
+            "4",
+            "--warmup",
+            "1",
+        ],
+        &[],
+    );
+    assert_eq!(table.status.code(), Some(0), "{}", text(&table));
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains("zero-copy pipelined"),
+        "{}",
+        text(&table)
+    );
+}
