@@ -504,3 +504,192 @@ pub fn render(r: &BenchReport) -> String {
     );
     s
 }
+
+/// One GPU's share of a multi-GPU run.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuShare {
+    /// Backend and the devices paired for this context.
+    pub backend: BackendReport,
+    /// Frames this context ran.
+    pub frames: usize,
+    /// Its throughput over the common timed window.
+    pub fps: f64,
+    /// Its median interval between retirements (ms).
+    pub median_ms: f64,
+}
+
+/// One context per device, frames distributed round-robin, all at once.
+#[derive(Debug, Clone, Serialize)]
+pub struct MultiReport {
+    /// Model file.
+    pub model: String,
+    /// Input size.
+    pub input_size: (u32, u32),
+    /// Per device.
+    pub devices: Vec<GpuShare>,
+    /// All frames over the wall time of the whole run.
+    pub total_fps: f64,
+    /// Timed frames in all.
+    pub frames: usize,
+}
+
+/// The Vulkan devices `--devices all` means: every suitable one (on the CUDA
+/// backend, every one with a CUDA device of the same UUID).
+pub fn all_devices(backend: Backend) -> Result<Vec<DeviceSelector>> {
+    let instance = crate::vulkan::Instance::new(&crate::vulkan::InstanceOptions::default())?;
+    let list = crate::vulkan::adapter::enumerate(&instance)?;
+    let cuda_uuids: Vec<[u8; 16]> = match backend {
+        Backend::Cpu => Vec::new(),
+        _ => crate::cuda::devices()
+            .map(|d| d.into_iter().map(|d| d.uuid).collect())
+            .unwrap_or_default(),
+    };
+    let chosen: Vec<_> = list
+        .iter()
+        .filter(|(_, info)| info.unsuitable.is_none())
+        .filter(|(_, info)| backend == Backend::Cpu || cuda_uuids.is_empty() || cuda_uuids.contains(&info.uuid_bytes))
+        .map(|(_, info)| DeviceSelector::Uuid(info.uuid_bytes))
+        .collect();
+    if chosen.is_empty() {
+        return Err(Error::NoSuchDevice {
+            wanted: "a suitable device".into(),
+            seen: list.iter().map(|(_, i)| i.to_string()).collect::<Vec<_>>().join(", "),
+        });
+    }
+    Ok(chosen)
+}
+
+/// Runs `frames` frames through one ring per device at the same time, frame k
+/// on device k mod n, and reports per-device and total throughput.
+pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<MultiReport> {
+    let (w, h) = opts.size;
+    let picture = opts.picture.resized(w, h)?;
+    let n = devices.len().max(1);
+    let frames = opts.frames.max(n);
+    let ready = Arc::new(std::sync::Barrier::new(n + 1));
+    let go = Arc::new(std::sync::Barrier::new(n + 1));
+    let handles: Vec<_> = devices
+        .iter()
+        .enumerate()
+        .map(|(k, device)| {
+            let opts = BenchOptions {
+                device: *device,
+                ..opts.clone()
+            };
+            let picture = picture.clone();
+            let (ready, go) = (Arc::clone(&ready), Arc::clone(&go));
+            let share = (k..frames).step_by(n).count();
+            std::thread::spawn(move || -> Result<(BackendReport, usize, f64, Vec<f64>)> {
+                // Built on its own thread: each GPU's context lives and dies there.
+                let prepared = (|| -> Result<_> {
+                    let mut b = NeuralFrameContext::builder(&opts.model)
+                        .backend(opts.backend)
+                        .device(opts.device)
+                        .frame_size(w, h)
+                        .slots(opts.slots)
+                        .conv_search(opts.conv_search)
+                        .prefer_nhwc(opts.prefer_nhwc);
+                    if let Some(p) = &opts.ort_library {
+                        b = b.ort_library(p);
+                    }
+                    let mut ctx = b.build()?;
+                    let pixels = variants(&picture);
+                    let inputs: Vec<Arc<Image>> = pixels
+                        .iter()
+                        .map(|p| {
+                            let i = Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?);
+                            transfer::upload_image(&i, p)?;
+                            Ok(i)
+                        })
+                        .collect::<Result<_>>()?;
+                    let outputs: Vec<Arc<Image>> = (0..ctx.slot_count() + 1)
+                        .map(|_| ctx.create_output_image().map(Arc::new))
+                        .collect::<Result<_>>()?;
+                    for i in 0..opts.warmup.max(1) {
+                        ctx.infer(&inputs[i % inputs.len()], &outputs[0])?;
+                    }
+                    Ok((ctx, inputs, outputs))
+                })();
+                ready.wait();
+                go.wait();
+                let (mut ctx, inputs, outputs) = prepared?;
+                let t = Instant::now();
+                let mut pending: std::collections::VecDeque<Ticket> = Default::default();
+                let mut intervals = Vec::new();
+                let mut last = Instant::now();
+                for i in 0..share {
+                    if pending.len() == ctx.slot_count()
+                        && let Some(ticket) = pending.pop_front()
+                    {
+                        ctx.wait(ticket)?;
+                        intervals.push(ms_since(last));
+                        last = Instant::now();
+                    }
+                    if let Submitted::Frame(ticket) =
+                        ctx.submit(&inputs[i % inputs.len()], &outputs[i % outputs.len()])?
+                    {
+                        pending.push_back(ticket);
+                    }
+                }
+                for ticket in pending {
+                    ctx.wait(ticket)?;
+                    intervals.push(ms_since(last));
+                    last = Instant::now();
+                }
+                Ok((ctx.report().clone(), share, ms_since(t), intervals))
+            })
+        })
+        .collect();
+    ready.wait();
+    let t = Instant::now();
+    go.wait();
+    let mut shares = Vec::new();
+    for h in handles {
+        let (backend, count, ms, intervals) = h
+            .join()
+            .map_err(|_| Error::InvalidArgument("a benchmark thread panicked".into()))??;
+        let dist: Vec<f64> = intervals.iter().skip(1).copied().collect();
+        shares.push(GpuShare {
+            backend,
+            frames: count,
+            fps: count as f64 / (ms / 1e3),
+            median_ms: median(&dist),
+        });
+    }
+    let wall = ms_since(t);
+    Ok(MultiReport {
+        model: opts.model.display().to_string(),
+        input_size: (w, h),
+        total_fps: frames as f64 / (wall / 1e3),
+        frames,
+        devices: shares,
+    })
+}
+
+/// The multi-device report as text.
+pub fn render_multi(r: &MultiReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} {}×{}: {} frames over {} device(s), round-robin",
+        r.model,
+        r.input_size.0,
+        r.input_size.1,
+        r.frames,
+        r.devices.len()
+    );
+    for d in &r.devices {
+        let _ = writeln!(
+            s,
+            "  Vulkan {} ↔ {}: {} frames, {:.1} frames/s, median {:.3} ms",
+            d.backend.vulkan_device,
+            d.backend.cuda_device.as_deref().unwrap_or("CPU backend"),
+            d.frames,
+            d.fps,
+            d.median_ms
+        );
+    }
+    let _ = writeln!(s, "total: {:.1} frames/s", r.total_fps);
+    s
+}

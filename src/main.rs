@@ -109,6 +109,13 @@ enum Command {
         /// The picture frames are made from (default: the bundled sample).
         #[arg(long)]
         input: Option<PathBuf>,
+        /// Run one context per device at once (`all`, or a comma-separated list of
+        /// indices or UUIDs), frames distributed round-robin; reports per-device and total frames/s.
+        #[arg(long)]
+        devices: Option<String>,
+        /// Also write the report as JSON to this file.
+        #[arg(long)]
+        json_file: Option<PathBuf>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -174,6 +181,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             warmup,
             slots,
             input,
+            devices,
+            json_file,
             json,
         } => {
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
@@ -190,6 +199,32 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 ort_library: model.ort_library.clone(),
                 picture,
             };
+            if let Some(list) = devices {
+                let selectors = if list == "all" {
+                    neural_frame::bench::all_devices(model.backend)?
+                } else {
+                    list.split(',')
+                        .map(|d| d.trim().parse::<DeviceSelector>().map_err(|e| anyhow::anyhow!(e)))
+                        .collect::<anyhow::Result<Vec<_>>>()?
+                };
+                let report = neural_frame::bench::run_multi(&options, &selectors).with_context(|| {
+                    format!(
+                        "benchmarking {} on {} device(s)",
+                        model.model.display(),
+                        selectors.len()
+                    )
+                })?;
+                let text = serde_json::to_string_pretty(&report)?;
+                if let Some(f) = &json_file {
+                    std::fs::write(f, &text).with_context(|| format!("writing {}", f.display()))?;
+                }
+                if json {
+                    println!("{text}");
+                } else {
+                    print!("{}", neural_frame::bench::render_multi(&report));
+                }
+                return Ok(0);
+            }
             let bar = (!json).then(|| {
                 let bar = indicatif::ProgressBar::new(0);
                 bar.set_style(
@@ -209,8 +244,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
+            let text = serde_json::to_string_pretty(&report)?;
+            if let Some(f) = &json_file {
+                std::fs::write(f, &text).with_context(|| format!("writing {}", f.display()))?;
+            }
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                println!("{text}");
             } else {
                 print!("{}", neural_frame::bench::render(&report));
             }

@@ -64,3 +64,34 @@ fn bench_reports_every_mode() {
         text(&table)
     );
 }
+
+#[test]
+fn several_contexts_run_at_once() {
+    // Two contexts on one device stand in for one per GPU here.
+    let o = neural_frame(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--model",
+            "models/test/tiny-x2-f32.onnx",
+            "--size",
+            "48x32",
+            "--frames",
+            "10",
+            "--devices",
+            "0,0",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json(&o);
+    let devices = r["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), 2);
+    assert_eq!(
+        devices.iter().map(|d| d["frames"].as_u64().unwrap_or(0)).sum::<u64>(),
+        10
+    );
+    assert!(r["total_fps"].as_f64().is_some_and(|v| v > 0.0));
+}

@@ -124,3 +124,33 @@ fn cuda_frame_size_change_keeps_the_session() {
         assert!(d <= 1, "{w}×{h}: ({x}, {y}) ch {c} differs by {d}");
     }
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn every_gpu_pairs_with_the_cuda_device_of_its_uuid() {
+    let _ = gpu();
+    let selectors = neural_frame::bench::all_devices(Backend::Cuda).expect("devices");
+    assert!(!selectors.is_empty());
+    for sel in selectors {
+        let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+            .backend(Backend::Cuda)
+            .device(sel)
+            .frame_size(8, 8)
+            .build()
+            .expect("context");
+        let vk_uuid = ctx.report().vulkan_device.uuid_bytes;
+        let cuda = ctx.cuda_device().expect("CUDA device");
+        assert_eq!(
+            cuda.info().uuid,
+            vk_uuid,
+            "Vulkan {} paired with the wrong CUDA device",
+            ctx.report().vulkan_device
+        );
+        println!(
+            "Vulkan {} ↔ CUDA {} {}",
+            ctx.report().vulkan_device,
+            cuda.info().ordinal,
+            format_uuid(&cuda.info().uuid)
+        );
+    }
+}
