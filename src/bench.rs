@@ -50,6 +50,8 @@ pub struct BenchOptions {
     pub ort_library: Option<PathBuf>,
     /// The picture the frames are made from (varied per frame).
     pub picture: Rgba8,
+    /// Include the host round trip (slow: it dominates the benchmark's own run time).
+    pub host_round_trip: bool,
 }
 
 /// One mode's numbers.
@@ -82,6 +84,23 @@ pub struct StageMedians {
     pub infer_ms: f64,
     /// Post pass (Vulkan timestamps).
     pub post_ms: f64,
+}
+
+/// Where the pipelined mode's time goes (ms).
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineDiagnostics {
+    /// CUDA stream idle between one frame's model end and the next one's start: median.
+    pub gpu_gap_median_ms: f64,
+    /// The same, 99th percentile.
+    pub gpu_gap_p99_ms: f64,
+    /// The same, mean.
+    pub gpu_gap_mean_ms: f64,
+    /// Host time of `submit`'s hand-off to CUDA and ONNX Runtime: median.
+    pub enqueue_median_ms: f64,
+    /// The same, 99th percentile.
+    pub enqueue_p99_ms: f64,
+    /// Model time on the GPU (CUDA events): median.
+    pub model_median_ms: f64,
 }
 
 /// Medians of the host round trip's parts (ms).
@@ -124,8 +143,10 @@ pub struct BenchReport {
     pub modes: Vec<ModeResult>,
     /// GPU stage times (zero-copy sync).
     pub stages: StageMedians,
-    /// Host round trip's parts.
-    pub host_parts: HostParts,
+    /// Host round trip's parts (absent when not run).
+    pub host_parts: Option<HostParts>,
+    /// Where the pipelined mode's time goes.
+    pub pipelined: PipelineDiagnostics,
     /// From starting to build the context to the first frame retired (ms).
     pub time_to_first_frame_ms: f64,
     /// Context set-up alone (ms).
@@ -198,9 +219,8 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     for (image, pixels) in inputs.iter().zip(variants(&picture)) {
         transfer::upload_image(image, &pixels)?;
     }
-    let outputs: Vec<Arc<Image>> = (0..lanes)
-        .map(|_| ctx.create_output_image().map(Arc::new))
-        .collect::<Result<_>>()?;
+    let outputs: Vec<Arc<Image>> =
+        (0..lanes).map(|_| ctx.create_output_image().map(Arc::new)).collect::<Result<_>>()?;
     // Time to first frame counts from the start of set-up; the first frame's
     // upload is not part of it (a renderer's frame is already on the GPU).
     let t_first = Instant::now();
@@ -246,12 +266,11 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     let t = Instant::now();
     let mut last = Instant::now();
     let mut retired = 0;
+    let mut pipe_stats: Vec<FrameStats> = Vec::with_capacity(frames);
     for i in 0..frames {
         if pending.len() == ctx.slot_count() {
-            let ticket = pending
-                .pop_front()
-                .ok_or_else(|| Error::InvalidArgument("ring bookkeeping".into()))?;
-            ctx.wait(ticket)?;
+            let ticket = pending.pop_front().ok_or_else(|| Error::InvalidArgument("ring bookkeeping".into()))?;
+            pipe_stats.push(ctx.wait(ticket)?);
             intervals.push(ms_since(last));
             last = Instant::now();
             retired += 1;
@@ -263,7 +282,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
         }
     }
     while let Some(ticket) = pending.pop_front() {
-        ctx.wait(ticket)?;
+        pipe_stats.push(ctx.wait(ticket)?);
         intervals.push(ms_since(last));
         last = Instant::now();
         retired += 1;
@@ -279,7 +298,8 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     let mut host = Vec::with_capacity(frames);
     let mut parts: [Vec<f64>; 5] = Default::default();
     let t = Instant::now();
-    for i in 0..frames {
+    let host_frames = if opts.host_round_trip { frames } else { 0 };
+    for i in 0..host_frames {
         let ft = Instant::now();
         let input = &inputs[i % inputs.len()];
         let s = Instant::now();
@@ -319,12 +339,26 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
             frames,
         }
     };
-    let modes = vec![
+    let mut modes = vec![
         mode("ort-alone", &alone, alone_total),
         mode("zero-copy sync", &sync, sync_total),
         mode("zero-copy pipelined", &pipe_dist, pipe_total),
-        mode("host round trip", &host, host_total),
     ];
+    if opts.host_round_trip {
+        modes.push(mode("host round trip", &host, host_total));
+    }
+    let pick =
+        |f: &dyn Fn(&FrameStats) -> f64| -> Vec<f64> { pipe_stats.iter().map(f).filter(|v| v.is_finite()).collect() };
+    let gaps = pick(&|s| s.gpu_gap_ms);
+    let enqueue = pick(&|s| s.enqueue_ms);
+    let pipelined = PipelineDiagnostics {
+        gpu_gap_median_ms: median(&gaps),
+        gpu_gap_p99_ms: percentile(&gaps, 99.0),
+        gpu_gap_mean_ms: if gaps.is_empty() { f64::NAN } else { gaps.iter().sum::<f64>() / gaps.len() as f64 },
+        enqueue_median_ms: median(&enqueue),
+        enqueue_p99_ms: percentile(&enqueue, 99.0),
+        model_median_ms: median(&pick(&|s| s.infer_ms)),
+    };
     let stage = |f: &dyn Fn(&FrameStats) -> f64| median(&stages.iter().map(f).collect::<Vec<_>>());
     Ok(BenchReport {
         model: opts.model.display().to_string(),
@@ -342,13 +376,14 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
             infer_ms: stage(&|s| s.infer_ms),
             post_ms: stage(&|s| s.post_ms),
         },
-        host_parts: HostParts {
+        host_parts: opts.host_round_trip.then(|| HostParts {
             readback_ms: median(&parts[0]),
             to_tensor_ms: median(&parts[1]),
             run_ms: median(&parts[2]),
             from_tensor_ms: median(&parts[3]),
             upload_ms: median(&parts[4]),
-        },
+        }),
+        pipelined,
         time_to_first_frame_ms,
         setup_ms,
         device_memory_used_mib,
@@ -393,15 +428,15 @@ fn run_host(
     let shape = kind.shape(w, h).map(|d| d as usize);
     let err = |e: ort::Error| Error::onnx("host round trip", e);
     let outputs = match tensor {
-        HostTensor::F32(v) => session
-            .run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
-            .map_err(err)?,
-        HostTensor::F16(v) => session
-            .run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
-            .map_err(err)?,
-        HostTensor::U8(v) => session
-            .run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
-            .map_err(err)?,
+        HostTensor::F32(v) => {
+            session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?]).map_err(err)?
+        }
+        HostTensor::F16(v) => {
+            session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?]).map_err(err)?
+        }
+        HostTensor::U8(v) => {
+            session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?]).map_err(err)?
+        }
     };
     let value = &outputs[0];
     let out = if let Ok((_, d)) = value.try_extract_tensor::<f32>() {
@@ -424,12 +459,7 @@ fn host_image(kind: TensorKind, v: &[f32], input: &[u8], w: u32, h: u32, s: u32)
         for x in 0..ow {
             let i = y * ow + x;
             let px = match kind {
-                TensorKind::NhwcU8 => [
-                    v[4 * i] as u8,
-                    v[4 * i + 1] as u8,
-                    v[4 * i + 2] as u8,
-                    v[4 * i + 3] as u8,
-                ],
+                TensorKind::NhwcU8 => [v[4 * i] as u8, v[4 * i + 1] as u8, v[4 * i + 2] as u8, v[4 * i + 3] as u8],
                 _ => {
                     let src = (y / s as usize) * w as usize + x / s as usize;
                     [q(v[i]), q(v[plane + i]), q(v[2 * plane + i]), input[4 * src + 3]]
@@ -455,10 +485,7 @@ pub fn render(r: &BenchReport) -> String {
         r.output_size.0,
         r.output_size.1,
         r.backend.backend,
-        r.backend
-            .cuda_device
-            .as_deref()
-            .unwrap_or(&r.backend.vulkan_device.name)
+        r.backend.cuda_device.as_deref().unwrap_or(&r.backend.vulkan_device.name)
     );
     let _ = writeln!(
         s,
@@ -473,14 +500,14 @@ pub fn render(r: &BenchReport) -> String {
     for m in &r.modes {
         let _ = writeln!(
             s,
-            "{:<21} {:>10.3} {:>10.3} {:>10.1} {:>+11.3} ms {:>12.1}% {:>11.1}×",
+            "{:<21} {:>10.3} {:>10.3} {:>10.1} {:>+11.3} ms {:>12.1}% {:>12}",
             m.mode,
             m.median_ms,
             m.p99_ms,
             m.fps,
             m.overhead_vs_ort_ms,
             100.0 * m.throughput_vs_ort,
-            m.speedup_vs_host
+            if m.speedup_vs_host.is_finite() { format!("{:.1}×", m.speedup_vs_host) } else { "—".into() }
         );
     }
     let _ = writeln!(
@@ -488,19 +515,30 @@ pub fn render(r: &BenchReport) -> String {
         "GPU stages (zero-copy sync, medians): pre {:.3} ms, model {:.3} ms, post {:.3} ms",
         r.stages.pre_ms, r.stages.infer_ms, r.stages.post_ms
     );
-    let p = &r.host_parts;
+    if let Some(p) = &r.host_parts {
+        let _ = writeln!(
+            s,
+            "host round trip parts (medians): readback {:.3}, to tensor {:.3}, ORT {:.3}, from tensor {:.3}, upload {:.3} ms",
+            p.readback_ms, p.to_tensor_ms, p.run_ms, p.from_tensor_ms, p.upload_ms
+        );
+    }
+    let d = &r.pipelined;
     let _ = writeln!(
         s,
-        "host round trip parts (medians): readback {:.3}, to tensor {:.3}, ORT {:.3}, from tensor {:.3}, upload {:.3} ms",
-        p.readback_ms, p.to_tensor_ms, p.run_ms, p.from_tensor_ms, p.upload_ms
+        "pipelined: CUDA stream idle between frames median {:.3} / mean {:.3} / p99 {:.3} ms; submit hand-off median {:.3} / p99 {:.3} ms; model {:.3} ms",
+        d.gpu_gap_median_ms,
+        d.gpu_gap_mean_ms,
+        d.gpu_gap_p99_ms,
+        d.enqueue_median_ms,
+        d.enqueue_p99_ms,
+        d.model_median_ms
     );
     let _ = writeln!(
         s,
         "time to first frame {:.1} ms (set-up {:.1} ms); device memory in use {}",
         r.time_to_first_frame_ms,
         r.setup_ms,
-        r.device_memory_used_mib
-            .map_or("n/a (CPU backend)".to_string(), |m| format!("{m:.0} MiB (whole GPU)"))
+        r.device_memory_used_mib.map_or("n/a (CPU backend)".to_string(), |m| format!("{m:.0} MiB (whole GPU)"))
     );
     s
 }
@@ -540,9 +578,7 @@ pub fn all_devices(backend: Backend) -> Result<Vec<DeviceSelector>> {
     let list = crate::vulkan::adapter::enumerate(&instance)?;
     let cuda_uuids: Vec<[u8; 16]> = match backend {
         Backend::Cpu => Vec::new(),
-        _ => crate::cuda::devices()
-            .map(|d| d.into_iter().map(|d| d.uuid).collect())
-            .unwrap_or_default(),
+        _ => crate::cuda::devices().map(|d| d.into_iter().map(|d| d.uuid).collect()).unwrap_or_default(),
     };
     let chosen: Vec<_> = list
         .iter()
@@ -572,10 +608,7 @@ pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<Mult
         .iter()
         .enumerate()
         .map(|(k, device)| {
-            let opts = BenchOptions {
-                device: *device,
-                ..opts.clone()
-            };
+            let opts = BenchOptions { device: *device, ..opts.clone() };
             let picture = picture.clone();
             let (ready, go) = (Arc::clone(&ready), Arc::clone(&go));
             let share = (k..frames).step_by(n).count();
@@ -645,16 +678,10 @@ pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<Mult
     go.wait();
     let mut shares = Vec::new();
     for h in handles {
-        let (backend, count, ms, intervals) = h
-            .join()
-            .map_err(|_| Error::InvalidArgument("a benchmark thread panicked".into()))??;
+        let (backend, count, ms, intervals) =
+            h.join().map_err(|_| Error::InvalidArgument("a benchmark thread panicked".into()))??;
         let dist: Vec<f64> = intervals.iter().skip(1).copied().collect();
-        shares.push(GpuShare {
-            backend,
-            frames: count,
-            fps: count as f64 / (ms / 1e3),
-            median_ms: median(&dist),
-        });
+        shares.push(GpuShare { backend, frames: count, fps: count as f64 / (ms / 1e3), median_ms: median(&dist) });
     }
     let wall = ms_since(t);
     Ok(MultiReport {

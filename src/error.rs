@@ -133,10 +133,7 @@ pub enum Error {
 impl Error {
     /// An [`Error::Onnx`] from an `ort` error.
     pub(crate) fn onnx(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
-        Self::Onnx {
-            what: what.into(),
-            message: e.to_string(),
-        }
+        Self::Onnx { what: what.into(), message: e.to_string() }
     }
 }
 
@@ -157,14 +154,7 @@ impl<T> VkResultExt<T> for std::result::Result<T, vk::Result> {
 /// Formats a 16-byte UUID the way `nvidia-smi` and Vulkan tools do.
 pub fn format_uuid(uuid: &[u8; 16]) -> String {
     let h: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// Parses a UUID written as 32 hex digits, with or without dashes (and an optional `GPU-` prefix).
@@ -188,9 +178,8 @@ mod tests {
 
     #[test]
     fn uuid_round_trip() {
-        let u: [u8; 16] = [
-            0x73, 0xca, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x77,
-        ];
+        let u: [u8; 16] =
+            [0x73, 0xca, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x77];
         let s = format_uuid(&u);
         assert_eq!(s, "73ca0102-0304-0506-0708-090a0b0c0d77");
         assert_eq!(parse_uuid(&s), Some(u));

@@ -18,21 +18,11 @@ pub struct Rgba8 {
 impl Rgba8 {
     /// Reads a PNG or JPEG file.
     pub fn load(path: &Path) -> Result<Self> {
-        let err = |message: String| Error::ImageFile {
-            path: path.display().to_string(),
-            message,
-        };
+        let err = |message: String| Error::ImageFile { path: path.display().to_string(), message };
         let reader = image::ImageReader::open(path).map_err(|e| err(e.to_string()))?;
         let reader = reader.with_guessed_format().map_err(|e| err(e.to_string()))?;
-        let img = reader
-            .decode()
-            .map_err(|e| err(format!("cannot decode it: {e}")))?
-            .to_rgba8();
-        Ok(Self {
-            width: img.width(),
-            height: img.height(),
-            pixels: img.into_raw(),
-        })
+        let img = reader.decode().map_err(|e| err(format!("cannot decode it: {e}")))?.to_rgba8();
+        Ok(Self { width: img.width(), height: img.height(), pixels: img.into_raw() })
     }
 
     /// Resizes to `width × height` (Catmull-Rom).
@@ -43,27 +33,17 @@ impl Rgba8 {
         let img = image::RgbaImage::from_raw(self.width, self.height, self.pixels.clone())
             .ok_or_else(|| Error::InvalidArgument("pixel buffer does not match its size".into()))?;
         let out = image::imageops::resize(&img, width, height, image::imageops::FilterType::CatmullRom);
-        Ok(Self {
-            width,
-            height,
-            pixels: out.into_raw(),
-        })
+        Ok(Self { width, height, pixels: out.into_raw() })
     }
 
     /// Writes a PNG: to a temporary file beside `path`, then renamed into place,
     /// so a failure never leaves a half-written file.
     pub fn save_png(&self, path: &Path) -> Result<()> {
-        let err = |message: String| Error::ImageFile {
-            path: path.display().to_string(),
-            message,
-        };
+        let err = |message: String| Error::ImageFile { path: path.display().to_string(), message };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| err(format!("creating {}: {e}", dir.display())))?;
         }
-        let name = path
-            .file_name()
-            .ok_or_else(|| err("not a file name".into()))?
-            .to_string_lossy();
+        let name = path.file_name().ok_or_else(|| err("not a file name".into()))?.to_string_lossy();
         let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
         let result = image::save_buffer_with_format(
             &tmp,

@@ -12,11 +12,7 @@ use neural_frame::preflight;
 use neural_frame::vulkan::{DeviceSelector, transfer};
 
 #[derive(Parser)]
-#[command(
-    name = "neural-frame",
-    version,
-    about = "Zero-copy neural inference on Vulkan frames"
-)]
+#[command(name = "neural-frame", version, about = "Zero-copy neural inference on Vulkan frames")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,8 +52,7 @@ impl ModelArgs {
         if let Some(p) = &self.ort_library {
             b = b.ort_library(p);
         }
-        b.build()
-            .with_context(|| format!("setting up {} on the {:?} backend", self.model.display(), self.backend))
+        b.build().with_context(|| format!("setting up {} on the {:?} backend", self.model.display(), self.backend))
     }
 }
 
@@ -113,6 +108,9 @@ enum Command {
         /// indices or UUIDs), frames distributed round-robin; reports per-device and total frames/s.
         #[arg(long)]
         devices: Option<String>,
+        /// Leave out the host round trip (it takes most of the benchmark's own time).
+        #[arg(long)]
+        no_host_round_trip: bool,
         /// Also write the report as JSON to this file.
         #[arg(long)]
         json_file: Option<PathBuf>,
@@ -150,9 +148,7 @@ enum Command {
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT"))?;
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT"))?;
     let w: u32 = w.trim().parse().map_err(|_| format!("bad width in `{s}`"))?;
     let h: u32 = h.trim().parse().map_err(|_| format!("bad height in `{s}`"))?;
     if w == 0 || h == 0 {
@@ -174,17 +170,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Bench {
-            model,
-            size,
-            frames,
-            warmup,
-            slots,
-            input,
-            devices,
-            json_file,
-            json,
-        } => {
+        Command::Bench { model, size, frames, warmup, slots, input, devices, no_host_round_trip, json_file, json } => {
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
             let options = neural_frame::bench::BenchOptions {
                 model: model.model.clone(),
@@ -198,6 +184,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 prefer_nhwc: model.prefer_nhwc,
                 ort_library: model.ort_library.clone(),
                 picture,
+                host_round_trip: !no_host_round_trip,
             };
             if let Some(list) = devices {
                 let selectors = if list == "all" {
@@ -208,11 +195,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         .collect::<anyhow::Result<Vec<_>>>()?
                 };
                 let report = neural_frame::bench::run_multi(&options, &selectors).with_context(|| {
-                    format!(
-                        "benchmarking {} on {} device(s)",
-                        model.model.display(),
-                        selectors.len()
-                    )
+                    format!("benchmarking {} on {} device(s)", model.model.display(), selectors.len())
                 })?;
                 let text = serde_json::to_string_pretty(&report)?;
                 if let Some(f) = &json_file {
@@ -255,40 +238,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
-        Command::Run {
-            model,
-            input,
-            output,
-            size,
-            frames,
-            json,
-        } => {
+        Command::Run { model, input, output, size, frames, json } => {
             run_model(&model, input, &output, size, frames.max(1), json)?;
             Ok(0)
         }
-        Command::Preflight {
-            stage,
-            device,
-            json,
-            validation,
-            trials,
-            size,
-            inject_fault,
-        } => {
-            let options = preflight::Options {
-                device,
-                width: size.0,
-                height: size.1,
-                trials,
-                validation,
-                inject_fault,
-            };
+        Command::Preflight { stage, device, json, validation, trials, size, inject_fault } => {
+            let options =
+                preflight::Options { device, width: size.0, height: size.1, trials, validation, inject_fault };
             let report = preflight::run(&stage, &options);
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&report).context("serialising the report")?
-                );
+                println!("{}", serde_json::to_string_pretty(&report).context("serialising the report")?);
             } else {
                 print!("{}", preflight::render(&report));
             }
@@ -336,11 +295,7 @@ fn run_model(
     let setup_ms = t.elapsed().as_secs_f64() * 1e3;
     let report = ctx.report().clone();
     if !json {
-        let fallback = if report.fallback_reason.is_some() {
-            " (automatic fallback, see above)"
-        } else {
-            ""
-        };
+        let fallback = if report.fallback_reason.is_some() { " (automatic fallback, see above)" } else { "" };
         eprintln!("backend: {}{fallback}", report.backend);
         eprintln!("Vulkan device: {}", report.vulkan_device);
         if let Some(c) = &report.cuda_device {
@@ -396,12 +351,7 @@ fn run_model(
     if let Some(p) = progress {
         p.finish_and_clear();
     }
-    Rgba8 {
-        width: ow,
-        height: oh,
-        pixels: result,
-    }
-    .save_png(output)?;
+    Rgba8 { width: ow, height: oh, pixels: result }.save_png(output)?;
     let pick = |f: &dyn Fn(&(FrameStats, f64, f64)) -> f64| {
         let mut v: Vec<f64> = stages.iter().skip(usize::from(stages.len() > 1)).map(f).collect();
         median(&mut v)

@@ -178,6 +178,12 @@ pub struct FrameStats {
     pub post_ms: f64,
     /// From `submit` to retirement, host clock.
     pub latency_ms: f64,
+    /// Host time spent handing the frame to CUDA and ONNX Runtime inside `submit` (enqueue, or the run
+    /// itself on the CPU backend).
+    pub enqueue_ms: f64,
+    /// CUDA backend: idle time of the CUDA stream between the previous frame's model end and this
+    /// frame's model start (NaN for the first frame and on the CPU backend).
+    pub gpu_gap_ms: f64,
 }
 
 /// The buffers of one frame size and their binding. Fields in teardown order:
@@ -204,6 +210,7 @@ struct InFlight {
     value: u64,
     submitted: Instant,
     host_infer_ms: f64,
+    enqueue_ms: f64,
     _keep: Option<(Arc<Image>, Arc<Image>)>,
 }
 
@@ -219,6 +226,10 @@ struct Slot {
 /// The CUDA side of the hand-off. The session runs on `stream`, so the session
 /// is dropped before this (field order of the context).
 struct CudaSync {
+    /// Recorded once at start: a fixed point on the stream's timeline.
+    reference: cuda::Event,
+    /// The previous retired frame's model end, in ms after `reference`.
+    last_end_ms: std::cell::Cell<Option<f64>>,
     input_ready: cuda::ExternalSemaphore,
     output_ready: cuda::ExternalSemaphore,
     stream: cuda::Stream,
@@ -247,10 +258,7 @@ impl CommandPool {
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: the device is live.
         let raw = unsafe { device.raw().create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
-        Ok(Self {
-            raw,
-            device: Arc::clone(device),
-        })
+        Ok(Self { raw, device: Arc::clone(device) })
     }
 
     fn allocate(&self, n: u32) -> Result<Vec<vk::CommandBuffer>> {
@@ -303,11 +311,8 @@ pub struct NeuralFrameContext {
 }
 
 const PRE_TYPES: [vk::DescriptorType; 2] = [vk::DescriptorType::SAMPLED_IMAGE, vk::DescriptorType::STORAGE_BUFFER];
-const POST_TYPES: [vk::DescriptorType; 3] = [
-    vk::DescriptorType::STORAGE_BUFFER,
-    vk::DescriptorType::SAMPLED_IMAGE,
-    vk::DescriptorType::STORAGE_IMAGE,
-];
+const POST_TYPES: [vk::DescriptorType; 3] =
+    [vk::DescriptorType::STORAGE_BUFFER, vk::DescriptorType::SAMPLED_IMAGE, vk::DescriptorType::STORAGE_IMAGE];
 
 /// Usage an input image needs (besides what the renderer gives it).
 pub const INPUT_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::SAMPLED;
@@ -363,21 +368,14 @@ impl NeuralFrameContext {
 
     fn new(b: ContextBuilder) -> Result<Self> {
         if b.size.0 == 0 || b.size.1 == 0 {
-            return Err(Error::InvalidArgument(
-                "set a frame size with ContextBuilder::frame_size".into(),
-            ));
+            return Err(Error::InvalidArgument("set a frame size with ContextBuilder::frame_size".into()));
         }
         if !b.model.is_file() {
-            return Err(Error::ModelContract {
-                model: b.model.display().to_string(),
-                message: "no such file".into(),
-            });
+            return Err(Error::ModelContract { model: b.model.display().to_string(), message: "no such file".into() });
         }
         let runtime = runtime::load(b.ort_library.as_deref())?.clone();
         trace!("ONNX Runtime {} from {}", runtime.version, runtime.library.display());
-        let instance = Instance::new(&InstanceOptions {
-            validation: b.validation,
-        })?;
+        let instance = Instance::new(&InstanceOptions { validation: b.validation })?;
         let device = Device::new(&instance, b.device)?;
         trace!("Vulkan device {} ({} queue(s))", device.info(), device.queue_count());
 
@@ -420,22 +418,23 @@ impl NeuralFrameContext {
             Some(c) => {
                 let mut run_options =
                     ort::session::RunOptions::new().map_err(|e| Error::onnx("creating run options", e))?;
-                run_options
-                    .disable_device_sync()
-                    .map_err(|e| Error::onnx("disabling the end-of-run sync", e))?;
+                run_options.disable_device_sync().map_err(|e| Error::onnx("disabling the end-of-run sync", e))?;
+                let stream = cuda::Stream::new(c)?;
+                let reference = cuda::Event::new(c)?;
+                reference.record(&stream)?;
                 Some(CudaSync {
+                    reference,
+                    last_end_ms: std::cell::Cell::new(None),
                     input_ready: cuda::ExternalSemaphore::import_timeline(c, timelines.input_ready.export()?)?,
                     output_ready: cuda::ExternalSemaphore::import_timeline(c, timelines.output_ready.export()?)?,
-                    stream: cuda::Stream::new(c)?,
+                    stream,
                     run_options,
                 })
             }
             None => None,
         };
         let provider = match &cuda_device {
-            Some(c) => Provider::Cuda {
-                ordinal: c.info().ordinal,
-            },
+            Some(c) => Provider::Cuda { ordinal: c.info().ordinal },
             None => Provider::Cpu,
         };
         let config = SessionConfig {
@@ -451,11 +450,8 @@ impl NeuralFrameContext {
         let post = ComputePass::new(&device, POST_SPIRV, entry(contract.output, false), &POST_TYPES, 16)?;
         let pool = CommandPool::new(&device)?;
         let n = b.slots.max(1);
-        let queries = if device.timestamp_period_ns() > 0.0 {
-            Some(TimestampPool::new(&device, 4 * n as u32)?)
-        } else {
-            None
-        };
+        let queries =
+            if device.timestamp_period_ns() > 0.0 { Some(TimestampPool::new(&device, 4 * n as u32)?) } else { None };
         let cmds = pool.allocate(2 * n as u32)?;
         let mut slots = Vec::with_capacity(n);
         for i in 0..n {
@@ -477,12 +473,7 @@ impl NeuralFrameContext {
             fallback_reason,
             vulkan_device: device.info().clone(),
             cuda_device: cuda_device.as_ref().map(|c| {
-                format!(
-                    "CUDA {} \"{}\" (UUID {})",
-                    c.info().ordinal,
-                    c.info().name,
-                    format_uuid(&c.info().uuid)
-                )
+                format!("CUDA {} \"{}\" (UUID {})", c.info().ordinal, c.info().name, format_uuid(&c.info().uuid))
             }),
             runtime,
         };
@@ -573,14 +564,7 @@ impl NeuralFrameContext {
                         out_len,
                     )
                 }?;
-                Ok(Frame {
-                    bound,
-                    _cuda: None,
-                    input,
-                    output,
-                    width,
-                    height,
-                })
+                Ok(Frame { bound, _cuda: None, input, output, width, height })
             }
             Some(cuda_device) => {
                 let input = Buffer::exportable(&self.device, in_len, usage, BufferMemory::DeviceLocal)?;
@@ -605,14 +589,7 @@ impl NeuralFrameContext {
                         out_len,
                     )
                 }?;
-                Ok(Frame {
-                    bound,
-                    _cuda: Some((in_map, out_map)),
-                    input,
-                    output,
-                    width,
-                    height,
-                })
+                Ok(Frame { bound, _cuda: Some((in_map, out_map)), input, output, width, height })
             }
         }
     }
@@ -648,10 +625,7 @@ impl NeuralFrameContext {
 
     /// Current input frame size.
     pub fn frame_size(&self) -> (u32, u32) {
-        self.slots
-            .first()
-            .and_then(|s| s.frame.as_ref())
-            .map_or((0, 0), |f| (f.width, f.height))
+        self.slots.first().and_then(|s| s.frame.as_ref()).map_or((0, 0), |f| (f.width, f.height))
     }
     /// Current output size.
     pub fn output_size(&self) -> (u32, u32) {
@@ -700,9 +674,7 @@ impl NeuralFrameContext {
             )));
         }
         if !i.usage.contains(INPUT_USAGE) {
-            return Err(Error::InvalidArgument(
-                "the input image needs VK_IMAGE_USAGE_SAMPLED_BIT".into(),
-            ));
+            return Err(Error::InvalidArgument("the input image needs VK_IMAGE_USAGE_SAMPLED_BIT".into()));
         }
         if o.format != OUTPUT_FORMAT || !o.usage.contains(OUTPUT_USAGE) {
             return Err(Error::InvalidArgument(format!(
@@ -723,9 +695,7 @@ impl NeuralFrameContext {
             )));
         }
         if !Arc::ptr_eq(input.device(), &self.device) || !Arc::ptr_eq(output.device(), &self.device) {
-            return Err(Error::InvalidArgument(
-                "images must live on the context's Vulkan device".into(),
-            ));
+            return Err(Error::InvalidArgument("images must live on the context's Vulkan device".into()));
         }
         Ok(())
     }
@@ -755,13 +725,10 @@ impl NeuralFrameContext {
         if let Some(s) = self.completed.remove(&ticket.0) {
             return Ok(s);
         }
-        let slot = self
-            .slots
-            .iter()
-            .position(|s| s.in_flight.as_ref().is_some_and(|f| f.value == ticket.0))
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("ticket {} is unknown or was already waited for", ticket.0))
-            })?;
+        let slot =
+            self.slots.iter().position(|s| s.in_flight.as_ref().is_some_and(|f| f.value == ticket.0)).ok_or_else(
+                || Error::InvalidArgument(format!("ticket {} is unknown or was already waited for", ticket.0)),
+            )?;
         self.retire(slot, true)?;
         self.completed
             .remove(&ticket.0)
@@ -777,12 +744,8 @@ impl NeuralFrameContext {
     }
 
     fn retire_all(&mut self) -> Result<()> {
-        let mut order: Vec<(u64, usize)> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.in_flight.as_ref().map(|f| (f.value, i)))
-            .collect();
+        let mut order: Vec<(u64, usize)> =
+            self.slots.iter().enumerate().filter_map(|(i, s)| s.in_flight.as_ref().map(|f| (f.value, i))).collect();
         order.sort();
         for (_, i) in order {
             self.retire(i, true)?;
@@ -818,15 +781,18 @@ impl NeuralFrameContext {
             None => None,
         };
         let (pre_ms, post_ms) = match ticks {
-            Some(t) => (
-                (t[1].wrapping_sub(t[0])) as f64 * period,
-                (t[3].wrapping_sub(t[2])) as f64 * period,
-            ),
+            Some(t) => ((t[1].wrapping_sub(t[0])) as f64 * period, (t[3].wrapping_sub(t[2])) as f64 * period),
             None => (f64::NAN, f64::NAN),
         };
-        let infer_ms = match &self.slots[i].events {
-            Some((start, end)) => end.elapsed_since(start)? as f64,
-            None => f.host_infer_ms,
+        let (infer_ms, gpu_gap_ms) = match (&self.slots[i].events, &self.cuda_sync) {
+            (Some((start, end)), Some(sync)) => {
+                let start_ms = start.elapsed_since(&sync.reference)? as f64;
+                let end_ms = end.elapsed_since(&sync.reference)? as f64;
+                let gap = sync.last_end_ms.get().map_or(f64::NAN, |last| start_ms - last);
+                sync.last_end_ms.set(Some(end_ms));
+                (end_ms - start_ms, gap)
+            }
+            _ => (f.host_infer_ms, f64::NAN),
         };
         let stats = FrameStats {
             ticket: value,
@@ -834,6 +800,8 @@ impl NeuralFrameContext {
             infer_ms,
             post_ms,
             latency_ms: ms(f.submitted.elapsed()),
+            enqueue_ms: f.enqueue_ms,
+            gpu_gap_ms,
         };
         self.completed.insert(value, stats);
         Ok(true)
@@ -868,18 +836,14 @@ impl NeuralFrameContext {
         let signal = [self.timelines.input_ready.raw()];
         let values = [n];
         let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
-        let submit = vk::SubmitInfo::default()
-            .command_buffers(&pre_cmd)
-            .signal_semaphores(&signal)
-            .push_next(&mut timeline);
+        let submit =
+            vk::SubmitInfo::default().command_buffers(&pre_cmd).signal_semaphores(&signal).push_next(&mut timeline);
         self.device.submit_to(0, &[submit], vk::Fence::null())?;
 
         let mut host_infer_ms = f64::NAN;
+        let t_enqueue = Instant::now();
         let slot = &mut self.slots[i];
-        let frame = slot
-            .frame
-            .as_mut()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let frame = slot.frame.as_mut().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
         match (&self.cuda_sync, &slot.events) {
             (Some(sync), Some((start, end))) => {
                 // CUDA waits for the pre pass, runs the model on its stream, and signals.
@@ -892,9 +856,7 @@ impl NeuralFrameContext {
             _ => {
                 // CPU provider: the host needs the pre pass's result before it can run.
                 if !self.timelines.input_ready.wait(n, FRAME_TIMEOUT.as_nanos() as u64)? {
-                    return Err(Error::InvalidArgument(format!(
-                        "the pre pass of frame {n} did not finish"
-                    )));
+                    return Err(Error::InvalidArgument(format!("the pre pass of frame {n} did not finish")));
                 }
                 let t = Instant::now();
                 frame.bound.run(&self.session, None)?;
@@ -902,6 +864,7 @@ impl NeuralFrameContext {
             }
         }
 
+        let enqueue_ms = ms(t_enqueue.elapsed());
         self.record_post(i, key, output)?;
         let post_cmd = [self.slots[i].cmds[1]];
         let done = [self.timelines.frame_done.raw()];
@@ -921,15 +884,9 @@ impl NeuralFrameContext {
             .push_next(&mut timeline);
         // On its own queue where there is one: a post pass waiting for CUDA then
         // does not hold back the next frame's pre pass (submission order).
-        self.device
-            .submit_to(if on_cuda { 1 } else { 0 }, &[submit], vk::Fence::null())?;
+        self.device.submit_to(if on_cuda { 1 } else { 0 }, &[submit], vk::Fence::null())?;
 
-        self.slots[i].in_flight = Some(InFlight {
-            value: n,
-            submitted,
-            host_infer_ms,
-            _keep: keep,
-        });
+        self.slots[i].in_flight = Some(InFlight { value: n, submitted, host_infer_ms, enqueue_ms, _keep: keep });
         self.next_value += 1;
         self.next_slot = (i + 1) % self.slots.len();
         Ok(Submitted::Frame(Ticket(n)))
@@ -956,25 +913,17 @@ impl NeuralFrameContext {
     ) {
         // SAFETY: cmd is recording on this device; every barrier names a live resource.
         unsafe {
-            self.device
-                .raw()
-                .cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[], buffers, images)
+            self.device.raw().cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[], buffers, images)
         };
     }
 
     fn record_pre(&self, i: usize, key: (u64, u64), input: &Image) -> Result<()> {
         let slot = &self.slots[i];
-        let frame = slot
-            .frame
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let frame = slot.frame.as_ref().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
         let sets = &slot.bindings[&key];
         let cmd = slot.cmds[0];
         let (w, h) = (frame.width, frame.height);
-        let srgb = matches!(
-            input.desc().format,
-            vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB
-        ) as u32;
+        let srgb = matches!(input.desc().format, vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB) as u32;
         let items = match self.contract.input {
             TensorKind::NchwF16 => (3 * w as u64 * h as u64).div_ceil(2),
             _ => w as u64 * h as u64,
@@ -1032,10 +981,7 @@ impl NeuralFrameContext {
 
     fn record_post(&self, i: usize, key: (u64, u64), output: &Image) -> Result<()> {
         let slot = &self.slots[i];
-        let frame = slot
-            .frame
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let frame = slot.frame.as_ref().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
         let sets = &slot.bindings[&key];
         let cmd = slot.cmds[1];
         let (w, h, s) = (frame.width, frame.height, self.contract.scale);
@@ -1051,8 +997,7 @@ impl NeuralFrameContext {
             .size(vk::WHOLE_SIZE)
             .dst_access_mask(vk::AccessFlags::SHADER_READ);
         let take = if on_cuda {
-            take.src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .dst_queue_family_index(self.device.queue_family())
+            take.src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL).dst_queue_family_index(self.device.queue_family())
         } else {
             take.src_access_mask(vk::AccessFlags::HOST_WRITE)
                 .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
@@ -1065,11 +1010,7 @@ impl NeuralFrameContext {
             vk::AccessFlags::empty(),
             vk::AccessFlags::SHADER_WRITE,
         );
-        let src = if on_cuda {
-            vk::PipelineStageFlags::TOP_OF_PIPE
-        } else {
-            vk::PipelineStageFlags::HOST
-        };
+        let src = if on_cuda { vk::PipelineStageFlags::TOP_OF_PIPE } else { vk::PipelineStageFlags::HOST };
         self.barrier(
             cmd,
             src | vk::PipelineStageFlags::ALL_COMMANDS,
@@ -1100,35 +1041,21 @@ impl NeuralFrameContext {
     }
 
     fn bind_images(&self, i: usize, input: &Image, output: &Image) -> Result<ImageBindings> {
-        let frame = self.slots[i]
-            .frame
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let frame = self.slots[i].frame.as_ref().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
         let input_view = ImageView::new(input)?;
         let output_view = ImageView::new(output)?;
-        let pre = self.pre.bind(&[
-            Resource::SampledImage(&input_view),
-            Resource::StorageBuffer(&frame.input),
-        ])?;
+        let pre = self.pre.bind(&[Resource::SampledImage(&input_view), Resource::StorageBuffer(&frame.input)])?;
         let post = self.post.bind(&[
             Resource::StorageBuffer(&frame.output),
             Resource::SampledImage(&input_view),
             Resource::StorageImage(&output_view),
         ])?;
-        Ok(ImageBindings {
-            pre,
-            post,
-            _input_view: input_view,
-            _output_view: output_view,
-        })
+        Ok(ImageBindings { pre, post, _input_view: input_view, _output_view: output_view })
     }
 
     fn last_frame(&self) -> Result<&Frame> {
         let i = (self.next_slot + self.slots.len() - 1) % self.slots.len();
-        self.slots[i]
-            .frame
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))
+        self.slots[i].frame.as_ref().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))
     }
 
     /// The model's input tensor as the last frame's pre pass wrote it (tests, debugging).
@@ -1162,10 +1089,7 @@ impl NeuralFrameContext {
     /// no hand-off) and waits for it: the floor of the pipeline. Milliseconds, host clock.
     pub fn run_model_only(&mut self) -> Result<f64> {
         self.retire_all()?;
-        let frame = self.slots[0]
-            .frame
-            .as_mut()
-            .ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let frame = self.slots[0].frame.as_mut().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
         let t = Instant::now();
         frame.bound.run(&self.session, None)?;
         Ok(ms(t.elapsed()))
@@ -1183,15 +1107,9 @@ impl Drop for NeuralFrameContext {
         // lost signal cannot hang the drop.
         for slot in &self.slots {
             if let Some(f) = &slot.in_flight
-                && !matches!(
-                    self.timelines.frame_done.wait(f.value, FRAME_TIMEOUT.as_nanos() as u64),
-                    Ok(true)
-                )
+                && !matches!(self.timelines.frame_done.wait(f.value, FRAME_TIMEOUT.as_nanos() as u64), Ok(true))
             {
-                eprintln!(
-                    "neural-frame: frame {} did not finish before the context was dropped",
-                    f.value
-                );
+                eprintln!("neural-frame: frame {} did not finish before the context was dropped", f.value);
                 let _ = self.timelines.input_ready.signal_from_host(u64::MAX / 2);
                 let _ = self.timelines.output_ready.signal_from_host(u64::MAX / 2);
             }

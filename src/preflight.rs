@@ -89,11 +89,7 @@ impl Timing {
         } else {
             (samples[n / 2 - 1] + samples[n / 2]) / 2.0
         };
-        Self {
-            min_ms: samples.first().copied().unwrap_or(f64::NAN),
-            median_ms: median,
-            trials: n,
-        }
+        Self { min_ms: samples.first().copied().unwrap_or(f64::NAN), median_ms: median, trials: n }
     }
 }
 
@@ -266,11 +262,7 @@ pub const STAGES: [(u8, &str); 2] = [
 
 /// Runs the given stages (all when empty) in order.
 pub fn run(stages: &[u8], options: &Options) -> Report {
-    let wanted: Vec<u8> = if stages.is_empty() {
-        STAGES.iter().map(|s| s.0).collect()
-    } else {
-        stages.to_vec()
-    };
+    let wanted: Vec<u8> = if stages.is_empty() { STAGES.iter().map(|s| s.0).collect() } else { stages.to_vec() };
     let mut out = Vec::new();
     for (n, name) in STAGES.iter().copied().filter(|(n, _)| wanted.contains(n)) {
         let report = match n {
@@ -293,21 +285,11 @@ pub fn run(stages: &[u8], options: &Options) -> Report {
                         Status::Error => Some(format!("{} validation errors", s.validation_errors.unwrap_or(0))),
                         _ => None,
                     };
-                    StageReport {
-                        stage: n,
-                        name,
-                        status,
-                        reason,
-                        details: Some(Details::Stage1(Box::new(s))),
-                    }
+                    StageReport { stage: n, name, status, reason, details: Some(Details::Stage1(Box::new(s))) }
                 }
-                Err(e) => StageReport {
-                    stage: n,
-                    name,
-                    status: Status::Error,
-                    reason: Some(e.to_string()),
-                    details: None,
-                },
+                Err(e) => {
+                    StageReport { stage: n, name, status: Status::Error, reason: Some(e.to_string()), details: None }
+                }
             },
             _ => match stage2(options) {
                 Ok(s) => {
@@ -324,34 +306,16 @@ pub fn run(stages: &[u8], options: &Options) -> Report {
                     if !s.semaphore.ok {
                         problems.push("the semaphore hand-off did not complete in order".to_string());
                     }
-                    let status = if problems.is_empty() {
-                        Status::Passed
-                    } else {
-                        Status::Different
-                    };
+                    let status = if problems.is_empty() { Status::Passed } else { Status::Different };
                     let reason = (!problems.is_empty()).then(|| problems.join("; "));
-                    StageReport {
-                        stage: n,
-                        name,
-                        status,
-                        reason,
-                        details: Some(Details::Stage2(Box::new(s))),
-                    }
+                    StageReport { stage: n, name, status, reason, details: Some(Details::Stage2(Box::new(s))) }
                 }
-                Err(Error::CudaUnavailable { reason }) => StageReport {
-                    stage: n,
-                    name,
-                    status: Status::Skipped,
-                    reason: Some(reason),
-                    details: None,
-                },
-                Err(e) => StageReport {
-                    stage: n,
-                    name,
-                    status: Status::Error,
-                    reason: Some(e.to_string()),
-                    details: None,
-                },
+                Err(Error::CudaUnavailable { reason }) => {
+                    StageReport { stage: n, name, status: Status::Skipped, reason: Some(reason), details: None }
+                }
+                Err(e) => {
+                    StageReport { stage: n, name, status: Status::Error, reason: Some(e.to_string()), details: None }
+                }
             },
         };
         out.push(report);
@@ -385,9 +349,7 @@ fn pick_physical(instance: &Arc<Instance>, selector: DeviceSelector) -> Result<(
 
 /// Stage 1: export from one VkDevice, import into another, compare.
 pub fn stage1(options: &Options) -> Result<Stage1> {
-    let instance = Instance::new(&InstanceOptions {
-        validation: options.validation,
-    })?;
+    let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
     let (physical, info) = pick_physical(&instance, options.device)?;
     let exporter = Device::on(&instance, physical, info.clone())?;
     let importer = Device::on(&instance, physical, info.clone())?;
@@ -446,9 +408,7 @@ pub fn stage1(options: &Options) -> Result<Stage1> {
 pub fn stage2(options: &Options) -> Result<Stage2> {
     cuda::init()?;
     trace!("stage 2: CUDA driver loaded");
-    let instance = Instance::new(&InstanceOptions {
-        validation: options.validation,
-    })?;
+    let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
     let device = Device::new(&instance, options.device)?;
     trace!("stage 2: Vulkan device {}", device.info());
     let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
@@ -624,9 +584,7 @@ pub fn semaphore_handoff(
         eprintln!("neural-frame: semaphore hand-off failed: {why}");
     }
     if !stream_idle(&stream, LIMIT)? {
-        return Err(Error::InvalidArgument(
-            "the CUDA stream did not drain after the semaphore hand-off".into(),
-        ));
+        return Err(Error::InvalidArgument("the CUDA stream did not drain after the semaphore hand-off".into()));
     }
     device.wait_idle()?;
     drop((cu_to_cuda, cu_to_vulkan));
@@ -675,17 +633,9 @@ pub fn render(report: &Report) -> String {
                     d.bytes_compared,
                     if d.identical { "identical" } else { "DIFFERENT" }
                 );
-                let _ = writeln!(
-                    s,
-                    "  allocation: {}",
-                    if d.dedicated { "dedicated" } else { "not dedicated" }
-                );
+                let _ = writeln!(s, "  allocation: {}", if d.dedicated { "dedicated" } else { "not dedicated" });
                 let _ = writeln!(s, "  export (vkGetMemoryFdKHR): {:.3} ms", d.export_ms);
-                let _ = writeln!(
-                    s,
-                    "  import (create + allocate + bind on 2nd VkDevice): {:.3} ms",
-                    d.import_ms
-                );
+                let _ = writeln!(s, "  import (create + allocate + bind on 2nd VkDevice): {:.3} ms", d.import_ms);
                 let _ = writeln!(
                     s,
                     "  GPU→CPU→GPU round trip: min {:.3} ms, median {:.3} ms ({} trials)",
@@ -701,10 +651,8 @@ pub fn render(report: &Report) -> String {
                     "  paired: Vulkan #{} \"{}\" ↔ CUDA {} \"{}\" (UUID {})",
                     d.vulkan_device.index, d.vulkan_device.name, d.cuda_ordinal, d.cuda_device, d.cuda_uuid
                 );
-                for (what, c) in [
-                    ("image → mipmapped array", &d.image),
-                    ("linear buffer → device pointer", &d.buffer),
-                ] {
+                for (what, c) in [("image → mipmapped array", &d.image), ("linear buffer → device pointer", &d.buffer)]
+                {
                     let _ = writeln!(
                         s,
                         "  {what}: import {:.3} ms, map {:.3} ms, copy {:.3} ms GPU / {:.3} ms host ({:.1} GB/s), {}",
@@ -719,17 +667,9 @@ pub fn render(report: &Report) -> String {
                 let _ = writeln!(
                     s,
                     "  image allocation: {}",
-                    if d.image_dedicated {
-                        "dedicated"
-                    } else {
-                        "not dedicated"
-                    }
+                    if d.image_dedicated { "dedicated" } else { "not dedicated" }
                 );
-                let _ = writeln!(
-                    s,
-                    "  CUDA write through mapped buffer seen by Vulkan: {}",
-                    d.buffer_written_by_cuda
-                );
+                let _ = writeln!(s, "  CUDA write through mapped buffer seen by Vulkan: {}", d.buffer_written_by_cuda);
                 let h = &d.semaphore;
                 let _ = writeln!(
                     s,
@@ -765,33 +705,9 @@ mod tests {
 
     #[test]
     fn exit_codes() {
-        let st = |status| StageReport {
-            stage: 1,
-            name: "x",
-            status,
-            reason: None,
-            details: None,
-        };
-        assert_eq!(
-            Report {
-                stages: vec![st(Status::Passed), st(Status::Skipped)]
-            }
-            .exit_code(),
-            0
-        );
-        assert_eq!(
-            Report {
-                stages: vec![st(Status::Different), st(Status::Skipped)]
-            }
-            .exit_code(),
-            2
-        );
-        assert_eq!(
-            Report {
-                stages: vec![st(Status::Different), st(Status::Error)]
-            }
-            .exit_code(),
-            1
-        );
+        let st = |status| StageReport { stage: 1, name: "x", status, reason: None, details: None };
+        assert_eq!(Report { stages: vec![st(Status::Passed), st(Status::Skipped)] }.exit_code(), 0);
+        assert_eq!(Report { stages: vec![st(Status::Different), st(Status::Skipped)] }.exit_code(), 2);
+        assert_eq!(Report { stages: vec![st(Status::Different), st(Status::Error)] }.exit_code(), 1);
     }
 }

@@ -25,16 +25,8 @@ fn bench_reports_every_mode() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json(&o);
-    let modes: Vec<&str> = r["modes"]
-        .as_array()
-        .expect("modes")
-        .iter()
-        .filter_map(|m| m["mode"].as_str())
-        .collect();
-    assert_eq!(
-        modes,
-        ["ort-alone", "zero-copy sync", "zero-copy pipelined", "host round trip"]
-    );
+    let modes: Vec<&str> = r["modes"].as_array().expect("modes").iter().filter_map(|m| m["mode"].as_str()).collect();
+    assert_eq!(modes, ["ort-alone", "zero-copy sync", "zero-copy pipelined", "host round trip"]);
     for m in r["modes"].as_array().expect("modes") {
         assert!(m["median_ms"].as_f64().is_some_and(|v| v > 0.0), "{m}");
         assert!(m["fps"].as_f64().is_some_and(|v| v > 0.0), "{m}");
@@ -58,11 +50,7 @@ fn bench_reports_every_mode() {
         &[],
     );
     assert_eq!(table.status.code(), Some(0), "{}", text(&table));
-    assert!(
-        String::from_utf8_lossy(&table.stdout).contains("zero-copy pipelined"),
-        "{}",
-        text(&table)
-    );
+    assert!(String::from_utf8_lossy(&table.stdout).contains("zero-copy pipelined"), "{}", text(&table));
 }
 
 #[test]
@@ -89,9 +77,6 @@ fn several_contexts_run_at_once() {
     let r = json(&o);
     let devices = r["devices"].as_array().expect("devices");
     assert_eq!(devices.len(), 2);
-    assert_eq!(
-        devices.iter().map(|d| d["frames"].as_u64().unwrap_or(0)).sum::<u64>(),
-        10
-    );
+    assert_eq!(devices.iter().map(|d| d["frames"].as_u64().unwrap_or(0)).sum::<u64>(), 10);
     assert!(r["total_fps"].as_f64().is_some_and(|v| v > 0.0));
 }

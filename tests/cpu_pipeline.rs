@@ -109,10 +109,9 @@ fn input_formats_bgra_srgb_and_half_give_the_same_frame() {
         let input = ctx.create_input_image(format).expect("input image");
         let texels: Vec<u8> = match format {
             vk::Format::B8G8R8A8_UNORM => rgba.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect(),
-            vk::Format::R16G16B16A16_SFLOAT => rgba
-                .iter()
-                .flat_map(|v| half::f16::from_f32(*v as f32 / 255.0).to_le_bytes())
-                .collect(),
+            vk::Format::R16G16B16A16_SFLOAT => {
+                rgba.iter().flat_map(|v| half::f16::from_f32(*v as f32 / 255.0).to_le_bytes()).collect()
+            }
             _ => rgba.clone(), // sRGB: the stored bytes are the same; the pass re-encodes what the view decodes
         };
         transfer::upload_image(&input, &texels).expect("upload");
@@ -133,19 +132,12 @@ fn wrong_images_are_refused_with_reasons() {
         .build()
         .expect("context");
     let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
-    let small = ctx
-        .create_input_image(vk::Format::R8G8B8A8_UNORM)
-        .expect("another input");
-    let e = ctx
-        .infer(&input, &small)
-        .expect_err("output of the wrong size and usage");
+    let small = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("another input");
+    let e = ctx.infer(&input, &small).expect_err("output of the wrong size and usage");
     assert!(e.to_string().contains("STORAGE"), "{e}");
     let output = ctx.create_output_image().expect("output");
     let e = ctx.infer(&output, &output).expect_err("output as input");
-    assert!(
-        e.to_string().contains("SAMPLED") || e.to_string().contains("needs"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("SAMPLED") || e.to_string().contains("needs"), "{e}");
 }
 
 #[test]
@@ -159,10 +151,7 @@ fn unwritten_poisoned_output_would_be_detected() {
     ctx.poison_output_tensor(common::pipeline::POISON).expect("poison");
     let got = common::pipeline::values(ctx.contract().output, &ctx.read_output_tensor().expect("read"));
     assert!(got.iter().all(|v| v.is_nan()), "poison is a NaN pattern");
-    let worst = got
-        .iter()
-        .map(|v| common::pipeline::abs_diff(*v, 0.5))
-        .fold(0f32, f32::max);
+    let worst = got.iter().map(|v| common::pipeline::abs_diff(*v, 0.5)).fold(0f32, f32::max);
     assert_eq!(worst, f32::INFINITY);
 }
 
@@ -175,19 +164,7 @@ fn ring_results_equal_the_synchronous_path() {
 #[test]
 fn slow_consumer_meets_back_pressure() {
     use neural_frame::pipeline::BackPressure;
-    common::pipeline::slow_consumer(
-        "models/test/tiny-x2-f32.onnx",
-        Backend::Cpu,
-        BackPressure::Block,
-        (96, 64),
-        12,
-    );
+    common::pipeline::slow_consumer("models/test/tiny-x2-f32.onnx", Backend::Cpu, BackPressure::Block, (96, 64), 12);
     // The CPU backend finishes the model inside submit, so skipping is possible but not certain here.
-    common::pipeline::slow_consumer(
-        "models/test/tiny-x2-f32.onnx",
-        Backend::Cpu,
-        BackPressure::Skip,
-        (96, 64),
-        12,
-    );
+    common::pipeline::slow_consumer("models/test/tiny-x2-f32.onnx", Backend::Cpu, BackPressure::Skip, (96, 64), 12);
 }

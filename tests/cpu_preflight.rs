@@ -32,15 +32,9 @@ fn stage1_text_report_names_device_and_timings() {
     let out = neural_frame(&["preflight", "--stage", "1"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
-    for needle in [
-        "PASSED",
-        "8294400 bytes compared: identical",
-        "UUID:",
-        "driver",
-        "export",
-        "import",
-        "round trip: min",
-    ] {
+    for needle in
+        ["PASSED", "8294400 bytes compared: identical", "UUID:", "driver", "export", "import", "round trip: min"]
+    {
         assert!(s.contains(needle), "missing {needle:?} in:\n{s}");
     }
 }
@@ -63,33 +57,20 @@ fn changed_byte_after_import_is_detected_with_exit_2() {
 fn no_vulkan_driver_exits_1_and_says_so() {
     let out = neural_frame(
         &["preflight", "--stage", "1"],
-        &[
-            ("VK_DRIVER_FILES", "/nonexistent/icd.json"),
-            ("VK_ICD_FILENAMES", "/nonexistent/icd.json"),
-        ],
+        &[("VK_DRIVER_FILES", "/nonexistent/icd.json"), ("VK_ICD_FILENAMES", "/nonexistent/icd.json")],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        s.contains("no Vulkan driver found") && s.contains("mesa-vulkan-drivers"),
-        "{}",
-        text(&out)
-    );
+    assert!(s.contains("no Vulkan driver found") && s.contains("mesa-vulkan-drivers"), "{}", text(&out));
 }
 
 #[test]
 fn missing_vulkan_loader_exits_1_and_says_so() {
-    let out = neural_frame(
-        &["preflight", "--stage", "1"],
-        &[("NEURAL_FRAME_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")],
-    );
+    let out =
+        neural_frame(&["preflight", "--stage", "1"], &[("NEURAL_FRAME_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        s.contains("Vulkan loader not found") && s.contains("libvulkan1"),
-        "{}",
-        text(&out)
-    );
+    assert!(s.contains("Vulkan loader not found") && s.contains("libvulkan1"), "{}", text(&out));
 }
 
 #[test]
@@ -106,20 +87,14 @@ fn missing_extension_is_named() {
         Err(e) => {
             assert!(!device.info().external_semaphore_fd);
             let msg = e.to_string();
-            assert!(
-                msg.contains("VK_KHR_external_semaphore_fd") && msg.contains(&device.info().name),
-                "{msg}"
-            );
+            assert!(msg.contains("VK_KHR_external_semaphore_fd") && msg.contains(&device.info().name), "{msg}");
         }
     }
 }
 
 #[test]
 fn stage1_has_no_validation_errors() {
-    let out = neural_frame(
-        &["preflight", "--stage", "1", "--json", "--validation", "--trials", "1"],
-        &[],
-    );
+    let out = neural_frame(&["preflight", "--stage", "1", "--json", "--validation", "--trials", "1"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stage = &json(&out)["stages"][0];
     assert_eq!(stage["details"]["validation_errors"], 0, "{}", text(&out));
@@ -153,9 +128,5 @@ fn bad_arguments_are_refused() {
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     let out = neural_frame(&["preflight", "--stage", "1", "--device", "99"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("device index 99"),
-        "{}",
-        text(&out)
-    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("device index 99"), "{}", text(&out));
 }

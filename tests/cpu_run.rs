@@ -24,15 +24,7 @@ fn png_size(path: &Path) -> (u32, u32) {
 fn upscales_the_bundled_sample_4x_on_the_cpu_backend() {
     let out = tmp("coffee-x4.png");
     let o = neural_frame(
-        &[
-            "run",
-            "--model",
-            "models/upscale.onnx",
-            "--backend",
-            "cpu",
-            "--output",
-            out.to_str().unwrap_or(""),
-        ],
+        &["run", "--model", "models/upscale.onnx", "--backend", "cpu", "--output", out.to_str().unwrap_or("")],
         &[],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -88,18 +80,8 @@ fn automatic_backend_uses_cuda_or_announces_the_fallback() {
             text(&o)
         );
         // Insisting on CUDA where it is unavailable is an error, never a fallback.
-        let o = neural_frame(
-            &[
-                "run",
-                "--backend",
-                "cuda",
-                "--size",
-                "16x9",
-                "--output",
-                out.to_str().unwrap_or(""),
-            ],
-            &[],
-        );
+        let o =
+            neural_frame(&["run", "--backend", "cuda", "--size", "16x9", "--output", out.to_str().unwrap_or("")], &[]);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(String::from_utf8_lossy(&o.stderr).contains("CUDA"), "{}", text(&o));
     }
@@ -115,12 +97,7 @@ fn fails(args: &[&str], env: &[(&str, &str)], out: &Path, needles: &[&str]) {
         assert!(e.contains(n), "{n:?} missing in:\n{}", text(&o));
     }
     assert!(!out.exists(), "{} was written", out.display());
-    let stem = format!(
-        ".{}.",
-        out.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    );
+    let stem = format!(".{}.", out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
     let leftovers: Vec<_> = std::fs::read_dir(out.parent().expect("dir"))
         .expect("dir")
         .filter_map(|e| e.ok())
@@ -185,9 +162,7 @@ fn unreadable_image() {
 #[test]
 fn image_larger_than_the_device_allows() {
     let big = tmp("wide.png");
-    image::RgbaImage::from_pixel(20000, 1, image::Rgba([9, 8, 7, 255]))
-        .save(&big)
-        .expect("write png");
+    image::RgbaImage::from_pixel(20000, 1, image::Rgba([9, 8, 7, 255])).save(&big).expect("write png");
     fails(
         &["run", "--backend", "cpu", "--input", big.to_str().unwrap_or("")],
         &[],
@@ -200,10 +175,7 @@ fn image_larger_than_the_device_allows() {
 fn no_vulkan_driver() {
     fails(
         &["run", "--backend", "cpu", "--size", "8x8"],
-        &[
-            ("VK_DRIVER_FILES", "/nonexistent.json"),
-            ("VK_ICD_FILENAMES", "/nonexistent.json"),
-        ],
+        &[("VK_DRIVER_FILES", "/nonexistent.json"), ("VK_ICD_FILENAMES", "/nonexistent.json")],
         &tmp("e6.png"),
         &["no Vulkan driver found"],
     );
@@ -221,13 +193,10 @@ fn onnx_runtime_missing() {
 
 #[test]
 fn a_library_that_is_not_onnx_runtime() {
-    let vulkan = [
-        "/usr/lib/x86_64-linux-gnu/libvulkan.so.1",
-        "/usr/lib/aarch64-linux-gnu/libvulkan.so.1",
-    ]
-    .into_iter()
-    .find(|p| Path::new(p).exists())
-    .expect("the Vulkan loader is installed");
+    let vulkan = ["/usr/lib/x86_64-linux-gnu/libvulkan.so.1", "/usr/lib/aarch64-linux-gnu/libvulkan.so.1"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("the Vulkan loader is installed");
     fails(
         &["run", "--backend", "cpu", "--size", "8x8"],
         &[("ORT_DYLIB_PATH", vulkan)],

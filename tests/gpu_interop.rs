@@ -15,12 +15,7 @@ fn stage2_passes_and_reports() {
     let _ = gpu();
     let report = preflight::run(&[2], &preflight::Options::default());
     println!("{}", preflight::render(&report));
-    assert_eq!(
-        report.stages[0].status,
-        Status::Passed,
-        "{}",
-        preflight::render(&report)
-    );
+    assert_eq!(report.stages[0].status, Status::Passed, "{}", preflight::render(&report));
     assert_eq!(report.exit_code(), 0);
 }
 
@@ -57,19 +52,11 @@ fn wrong_uuid_fails_listing_every_cuda_uuid() {
 fn image_and_buffer_mappings_are_byte_exact_at_odd_sizes() {
     let _ = gpu();
     for (w, h) in [(1023, 517), (37, 53)] {
-        let options = preflight::Options {
-            width: w,
-            height: h,
-            trials: 1,
-            ..Default::default()
-        };
+        let options = preflight::Options { width: w, height: h, trials: 1, ..Default::default() };
         let s = preflight::stage2(&options).expect("stage 2 runs");
         assert!(s.image.identical, "{w}×{h} image: {:?}", s.image.difference);
         assert!(s.buffer.identical, "{w}×{h} buffer: {:?}", s.buffer.difference);
-        assert!(
-            s.buffer_written_by_cuda,
-            "{w}×{h}: CUDA's write through the mapping not seen by Vulkan"
-        );
+        assert!(s.buffer_written_by_cuda, "{w}×{h}: CUDA's write through the mapping not seen by Vulkan");
     }
 }
 
@@ -124,24 +111,14 @@ fn import_map_release_200_times_leaks_neither_fds_nor_memory() {
     let (free_after, _) = cuda_device.memory_info().expect("memory info");
     println!("fds {fds} → {fds_after}; free device memory {free} → {free_after}");
     assert_eq!(fds_after, fds, "file descriptors leaked");
-    assert!(
-        free_after + (2 << 20) >= free,
-        "device memory leaked: {} bytes",
-        free - free_after
-    );
+    assert!(free_after + (2 << 20) >= free, "device memory leaked: {} bytes", free - free_after);
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn full_preflight_passes_every_stage() {
     let _ = gpu();
-    let report = preflight::run(
-        &[],
-        &preflight::Options {
-            trials: 3,
-            ..Default::default()
-        },
-    );
+    let report = preflight::run(&[], &preflight::Options { trials: 3, ..Default::default() });
     let text = preflight::render(&report);
     println!("{text}");
     assert!(report.stages.iter().all(|s| s.status == Status::Passed), "{text}");

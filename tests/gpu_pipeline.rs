@@ -37,53 +37,22 @@ fn rgba_u8_model_on_cuda_matches_cpu_reference() {
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn realesrgan_on_cuda_matches_cpu_reference() {
     // cuDNN may use TF32 for fp32 convolutions: the tensor tolerance allows for it.
-    cuda(
-        "models/upscale.onnx",
-        64,
-        36,
-        4,
-        Tolerance {
-            tensor: 5e-3,
-            ..Tolerance::default()
-        },
-    );
-    cuda(
-        "models/upscale.onnx",
-        37,
-        53,
-        5,
-        Tolerance {
-            tensor: 5e-3,
-            ..Tolerance::default()
-        },
-    );
+    cuda("models/upscale.onnx", 64, 36, 4, Tolerance { tensor: 5e-3, ..Tolerance::default() });
+    cuda("models/upscale.onnx", 37, 53, 5, Tolerance { tensor: 5e-3, ..Tolerance::default() });
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn realesrgan_fp16_on_cuda_matches_cpu_reference() {
     // fp16 through 18 convolutions: accumulation order differs between cuDNN and the CPU.
-    cuda(
-        "models/upscale-fp16.onnx",
-        64,
-        36,
-        6,
-        Tolerance {
-            tensor_f16: 3e-2,
-            pixel: 4,
-            ..Tolerance::default()
-        },
-    );
+    cuda("models/upscale-fp16.onnx", 64, 36, 6, Tolerance { tensor_f16: 3e-2, pixel: 4, ..Tolerance::default() });
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn auto_backend_pairs_the_cuda_device_by_uuid() {
     let (device, cuda_device) = gpu();
-    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
-        .frame_size(16, 16)
-        .build()
-        .expect("context");
+    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx").frame_size(16, 16).build().expect("context");
     assert_eq!(ctx.backend_name(), "cuda", "{:?}", ctx.report());
     let paired = ctx.cuda_device().expect("CUDA device");
     assert_eq!(paired.info().uuid, device.info().uuid_bytes);

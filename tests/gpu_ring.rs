@@ -18,13 +18,8 @@ fn ring_equals_sync_for_100_varied_frames() {
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn slow_consumer_blocks_or_skips() {
     let _ = gpu();
-    let skipped = common::pipeline::slow_consumer(
-        "models/upscale.onnx",
-        Backend::Cuda,
-        BackPressure::Block,
-        (960, 540),
-        12,
-    );
+    let skipped =
+        common::pipeline::slow_consumer("models/upscale.onnx", Backend::Cuda, BackPressure::Block, (960, 540), 12);
     assert_eq!(skipped, 0);
     // A 960×540 frame keeps the GPU busy for milliseconds while a submission
     // takes far less on the host: a consumer that never waits must see skips.
@@ -46,9 +41,5 @@ fn dropping_with_frames_in_flight_neither_hangs_nor_leaks() {
     let (free_after, _) = cuda_device.memory_info().expect("memory info");
     println!("fds {fds} → {fds_after}; free device memory {free} → {free_after}");
     assert_eq!(fds_after, fds, "file descriptors leaked");
-    assert!(
-        free_after + (64 << 20) >= free,
-        "device memory leaked: {} MiB",
-        (free - free_after) >> 20
-    );
+    assert!(free_after + (64 << 20) >= free, "device memory leaked: {} MiB", (free - free_after) >> 20);
 }

@@ -21,21 +21,18 @@ unsafe impl Sync for CudaDevice {}
 
 /// Chooses, from `devices`, the one whose UUID is `uuid`. Pure, so it can be tested.
 pub fn match_uuid(devices: &[CudaDeviceInfo], uuid: &[u8; 16]) -> Result<usize> {
-    devices
-        .iter()
-        .position(|d| &d.uuid == uuid)
-        .ok_or_else(|| Error::DeviceMismatch {
-            vulkan_uuid: format_uuid(uuid),
-            seen: if devices.is_empty() {
-                "no CUDA device".into()
-            } else {
-                devices
-                    .iter()
-                    .map(|d| format!("CUDA {} \"{}\" {}", d.ordinal, d.name, format_uuid(&d.uuid)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-        })
+    devices.iter().position(|d| &d.uuid == uuid).ok_or_else(|| Error::DeviceMismatch {
+        vulkan_uuid: format_uuid(uuid),
+        seen: if devices.is_empty() {
+            "no CUDA device".into()
+        } else {
+            devices
+                .iter()
+                .map(|d| format!("CUDA {} \"{}\" {}", d.ordinal, d.name, format_uuid(&d.uuid)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    })
 }
 
 impl CudaDevice {
@@ -50,9 +47,7 @@ impl CudaDevice {
         check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, info.ordinal) })?;
         let mut ctx: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: dev is valid; ctx is a valid out pointer.
-        check("cuDevicePrimaryCtxRetain", unsafe {
-            sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
-        })?;
+        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
         let device = Arc::new(Self { ctx, dev, info });
         device.bind()?;
         Ok(device)
@@ -108,24 +103,13 @@ mod tests {
     #[test]
     fn mismatch_lists_every_uuid() {
         let list = vec![
-            CudaDeviceInfo {
-                ordinal: 0,
-                name: "A".into(),
-                uuid: [1; 16],
-            },
-            CudaDeviceInfo {
-                ordinal: 1,
-                name: "B".into(),
-                uuid: [2; 16],
-            },
+            CudaDeviceInfo { ordinal: 0, name: "A".into(), uuid: [1; 16] },
+            CudaDeviceInfo { ordinal: 1, name: "B".into(), uuid: [2; 16] },
         ];
         assert_eq!(match_uuid(&list, &[2; 16]).ok(), Some(1));
         let err = match_uuid(&list, &[0x73; 16]).expect_err("no match").to_string();
         assert!(err.contains(&format_uuid(&[0x73; 16])), "{err}");
-        assert!(
-            err.contains(&format_uuid(&[1; 16])) && err.contains(&format_uuid(&[2; 16])),
-            "{err}"
-        );
+        assert!(err.contains(&format_uuid(&[1; 16])) && err.contains(&format_uuid(&[2; 16])), "{err}");
         assert!(err.contains("--backend cpu"), "{err}");
     }
 }

@@ -41,28 +41,16 @@ impl ExternalMemory {
             (&raw mut (*p).type_).write(sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
             (*p).handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
             (*p).size = info.size;
-            (*p).flags = if info.dedicated {
-                sys::CUDA_EXTERNAL_MEMORY_DEDICATED
-            } else {
-                0
-            };
+            (*p).flags = if info.dedicated { sys::CUDA_EXTERNAL_MEMORY_DEDICATED } else { 0 };
             desc.assume_init()
         };
         let mut raw: sys::CUexternalMemory = std::ptr::null_mut();
         // SAFETY: desc is fully initialised; the context is current.
         let r = unsafe { sys::cuImportExternalMemory(&mut raw, &desc) };
-        check_ctx(
-            "cuImportExternalMemory",
-            r,
-            &format!("{} bytes, dedicated={}", info.size, info.dedicated),
-        )?; // on error `fd` is dropped here and so closed: it is still ours
+        check_ctx("cuImportExternalMemory", r, &format!("{} bytes, dedicated={}", info.size, info.dedicated))?; // on error `fd` is dropped here and so closed: it is still ours
         // Linux: a successful import owns the descriptor.
         let _ = OwnedFd::into_raw_fd(fd);
-        Ok(Self {
-            raw,
-            size: info.size,
-            device: Arc::clone(device),
-        })
+        Ok(Self { raw, size: info.size, device: Arc::clone(device) })
     }
 
     /// The allocation's size.
@@ -123,13 +111,7 @@ impl ExternalMemory {
             unsafe { sys::cuMipmappedArrayDestroy(mipmapped) };
             return Err(e);
         }
-        Ok(MappedArray {
-            level0,
-            mipmapped,
-            width,
-            height,
-            memory: self,
-        })
+        Ok(MappedArray { level0, mipmapped, width, height, memory: self })
     }
 }
 
@@ -186,9 +168,7 @@ impl MappedBuffer {
 
 fn check_len(want: usize, have: usize) -> Result<()> {
     if want > have {
-        return Err(Error::InvalidArgument(format!(
-            "{want} bytes asked of a device range of {have}"
-        )));
+        return Err(Error::InvalidArgument(format!("{want} bytes asked of a device range of {have}")));
     }
     Ok(())
 }
@@ -262,11 +242,7 @@ impl DeviceBuffer {
             unsafe { sys::cuMemAlloc_v2(&mut ptr, len) },
             &format!("{len} bytes"),
         )?;
-        Ok(Self {
-            ptr,
-            len,
-            device: Arc::clone(device),
-        })
+        Ok(Self { ptr, len, device: Arc::clone(device) })
     }
     /// The device pointer.
     pub fn ptr(&self) -> sys::CUdeviceptr {
@@ -329,9 +305,7 @@ pub(crate) unsafe fn copy_to_host(device: &CudaDevice, src: sys::CUdeviceptr, le
     device.bind()?;
     let mut out = vec![0u8; len];
     // SAFETY: out holds len bytes; src is a device pointer to at least len bytes (caller's contract).
-    check("cuMemcpyDtoH", unsafe {
-        sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src, len)
-    })?;
+    check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src, len) })?;
     Ok(out)
 }
 
@@ -342,9 +316,7 @@ pub(crate) unsafe fn copy_to_host(device: &CudaDevice, src: sys::CUdeviceptr, le
 pub(crate) unsafe fn copy_from_host(device: &CudaDevice, dst: sys::CUdeviceptr, data: &[u8]) -> Result<()> {
     device.bind()?;
     // SAFETY: dst is a device pointer to at least data.len() bytes (caller's contract).
-    check("cuMemcpyHtoD", unsafe {
-        sys::cuMemcpyHtoD_v2(dst, data.as_ptr().cast(), data.len())
-    })
+    check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(dst, data.as_ptr().cast(), data.len()) })
 }
 
 /// Enqueues a 2D copy of level 0 of an RGBA8 array into a packed device buffer.
@@ -385,9 +357,7 @@ pub(crate) unsafe fn copy_device_to_device(
 ) -> Result<()> {
     device.bind()?;
     // SAFETY: both pointers cover len bytes (caller's contract).
-    check("cuMemcpyDtoDAsync", unsafe {
-        sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream.raw())
-    })
+    check("cuMemcpyDtoDAsync", unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream.raw()) })
 }
 
 /// Enqueues a fill of `len` bytes with `value`.
@@ -403,7 +373,5 @@ pub(crate) unsafe fn fill(
 ) -> Result<()> {
     device.bind()?;
     // SAFETY: dst covers len bytes (caller's contract).
-    check("cuMemsetD8Async", unsafe {
-        sys::cuMemsetD8Async(dst, value, len, stream.raw())
-    })
+    check("cuMemsetD8Async", unsafe { sys::cuMemsetD8Async(dst, value, len, stream.raw()) })
 }

@@ -31,11 +31,7 @@ pub(crate) fn check_ctx(call: &'static str, r: sys::CUresult, context: &str) -> 
         call,
         code: r as u32,
         name,
-        context: if context.is_empty() {
-            String::new()
-        } else {
-            format!(": {context}")
-        },
+        context: if context.is_empty() { String::new() } else { format!(": {context}") },
     })
 }
 
@@ -82,9 +78,7 @@ pub fn devices() -> Result<Vec<CudaDeviceInfo>> {
             check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
             let mut name = [0 as std::ffi::c_char; 256];
             // SAFETY: the buffer holds 256 chars; the driver NUL-terminates.
-            check("cuDeviceGetName", unsafe {
-                sys::cuDeviceGetName(name.as_mut_ptr(), 256, dev)
-            })?;
+            check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 256, dev) })?;
             // SAFETY: NUL-terminated by the driver.
             let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
             // SAFETY: CUuuid is plain bytes; all-zero is a valid value.
@@ -92,11 +86,7 @@ pub fn devices() -> Result<Vec<CudaDeviceInfo>> {
             // SAFETY: uuid is a valid out pointer.
             check("cuDeviceGetUuid_v2", unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
             let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
-            Ok(CudaDeviceInfo {
-                ordinal,
-                name,
-                uuid: bytes,
-            })
+            Ok(CudaDeviceInfo { ordinal, name, uuid: bytes })
         })
         .collect()
 }

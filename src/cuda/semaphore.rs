@@ -38,14 +38,9 @@ impl ExternalSemaphore {
         };
         let mut raw = std::ptr::null_mut();
         // SAFETY: desc is initialised; the context is current.
-        check("cuImportExternalSemaphore", unsafe {
-            sys::cuImportExternalSemaphore(&mut raw, &desc)
-        })?;
+        check("cuImportExternalSemaphore", unsafe { sys::cuImportExternalSemaphore(&mut raw, &desc) })?;
         let _ = fd.into_raw_fd(); // owned by CUDA now
-        Ok(Self {
-            raw,
-            device: Arc::clone(device),
-        })
+        Ok(Self { raw, device: Arc::clone(device) })
     }
 
     /// Enqueues on `stream`: signal the timeline to `value`.

@@ -28,10 +28,7 @@ impl Stream {
         check("cuStreamCreate", unsafe {
             sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
         })?;
-        Ok(Self {
-            raw,
-            device: Arc::clone(device),
-        })
+        Ok(Self { raw, device: Arc::clone(device) })
     }
     /// The raw stream.
     pub fn raw(&self) -> sys::CUstream {
@@ -72,13 +69,8 @@ impl Event {
         device.bind()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: raw is a valid out pointer.
-        check("cuEventCreate", unsafe {
-            sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
-        })?;
-        Ok(Self {
-            raw,
-            device: Arc::clone(device),
-        })
+        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32) })?;
+        Ok(Self { raw, device: Arc::clone(device) })
     }
     /// Records the event on `stream`.
     pub fn record(&self, stream: &Stream) -> Result<()> {
@@ -117,9 +109,7 @@ impl Event {
         self.device.bind()?;
         let mut ms = 0f32;
         // SAFETY: both events are live and have completed (callers synchronise first).
-        check("cuEventElapsedTime", unsafe {
-            sys::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw)
-        })?;
+        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw) })?;
         Ok(ms)
     }
 }

@@ -25,15 +25,10 @@ pub(crate) fn status(what: &str, s: OrtStatusPtr) -> Result<()> {
     }
     let api = ort::api();
     // SAFETY: s is a live status; the message is a NUL-terminated string owned by it.
-    let message = unsafe { CStr::from_ptr((api.GetErrorMessage)(s.0)) }
-        .to_string_lossy()
-        .into_owned();
+    let message = unsafe { CStr::from_ptr((api.GetErrorMessage)(s.0)) }.to_string_lossy().into_owned();
     // SAFETY: released once, after the message was copied.
     unsafe { (api.ReleaseStatus)(s.0) };
-    Err(Error::Onnx {
-        what: what.to_string(),
-        message,
-    })
+    Err(Error::Onnx { what: what.to_string(), message })
 }
 
 /// Where bound memory lives.
@@ -112,9 +107,7 @@ fn value(
             &mut out,
         )
     })?;
-    NonNull::new(out)
-        .map(RawValue)
-        .ok_or_else(|| Error::onnx("creating a tensor", "null value"))
+    NonNull::new(out).map(RawValue).ok_or_else(|| Error::onnx("creating a tensor", "null value"))
 }
 
 impl BoundTensors {
@@ -144,17 +137,9 @@ impl BoundTensors {
         let api = ort::api();
         let mut binding: *mut OrtIoBinding = std::ptr::null_mut();
         // SAFETY: the session is live; binding is a valid out pointer.
-        status("creating an IoBinding", unsafe {
-            (api.CreateIoBinding)(session.ptr().cast_mut(), &mut binding)
-        })?;
+        status("creating an IoBinding", unsafe { (api.CreateIoBinding)(session.ptr().cast_mut(), &mut binding) })?;
         let binding = NonNull::new(binding).ok_or_else(|| Error::onnx("creating an IoBinding", "null binding"))?;
-        let bound = Self {
-            binding,
-            _input: in_value,
-            _output: out_value,
-            _info: info,
-            placement,
-        };
+        let bound = Self { binding, _input: in_value, _output: out_value, _info: info, placement };
         let name =
             |n: &str| CString::new(n).map_err(|_| Error::InvalidArgument(format!("tensor name {n:?} has a NUL")));
         let in_name = name(&contract.input_name)?;

@@ -97,9 +97,7 @@ fn kind_of(name: &str, ty: &ValueType, role: &str) -> std::result::Result<(Tenso
         TensorElementType::Float16 if dims[1] == 3 && batch_ok => TensorKind::NchwF16,
         TensorElementType::Uint8 if dims[3] == 4 && batch_ok => TensorKind::NhwcU8,
         _ => {
-            return Err(format!(
-                "{role} `{name}` is {ty:?} with shape {shown}; expected {EXPECTED}"
-            ));
+            return Err(format!("{role} `{name}` is {ty:?} with shape {shown}; expected {EXPECTED}"));
         }
     };
     let (h, w) = match kind {
@@ -116,16 +114,10 @@ pub fn contract_from(
     outputs: &[(String, ValueType)],
     metadata_scale: Option<String>,
 ) -> Result<ModelContract> {
-    let err = |message: String| Error::ModelContract {
-        model: model.to_string(),
-        message,
-    };
+    let err = |message: String| Error::ModelContract { model: model.to_string(), message };
     if inputs.len() != 1 {
         let names: Vec<_> = inputs.iter().map(|i| i.0.as_str()).collect();
-        return Err(err(format!(
-            "has {} inputs ({names:?}); expected {EXPECTED}",
-            inputs.len()
-        )));
+        return Err(err(format!("has {} inputs ({names:?}); expected {EXPECTED}", inputs.len())));
     }
     if outputs.len() != 1 {
         let names: Vec<_> = outputs.iter().map(|o| o.0.as_str()).collect();
@@ -146,19 +138,12 @@ pub fn contract_from(
             output.describe()
         )));
     }
-    let static_scale = (ih > 0 && iw > 0 && oh > 0 && ow > 0).then(|| {
-        if oh % ih == 0 && ow % iw == 0 && oh / ih == ow / iw {
-            Some((oh / ih) as u32)
-        } else {
-            None
-        }
-    });
+    let static_scale = (ih > 0 && iw > 0 && oh > 0 && ow > 0)
+        .then(|| if oh % ih == 0 && ow % iw == 0 && oh / ih == ow / iw { Some((oh / ih) as u32) } else { None });
     let scale = match (static_scale, metadata_scale) {
         (Some(Some(s)), _) => s,
         (Some(None), _) => {
-            return Err(err(format!(
-                "output {ow}×{oh} is not an integer multiple of input {iw}×{ih}"
-            )));
+            return Err(err(format!("output {ow}×{oh} is not an integer multiple of input {iw}×{ih}")));
         }
         (None, Some(text)) => text
             .trim()
@@ -187,20 +172,9 @@ pub fn contract_from(
 
 /// The contract of a loaded session.
 pub fn contract(session: &ort::session::Session, model: &str) -> Result<ModelContract> {
-    let inputs: Vec<_> = session
-        .inputs()
-        .iter()
-        .map(|o| (o.name().to_string(), o.dtype().clone()))
-        .collect();
-    let outputs: Vec<_> = session
-        .outputs()
-        .iter()
-        .map(|o| (o.name().to_string(), o.dtype().clone()))
-        .collect();
-    let scale = session
-        .metadata()
-        .ok()
-        .and_then(|m| m.custom("scale").or_else(|| m.custom("neural_frame.scale")));
+    let inputs: Vec<_> = session.inputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
+    let outputs: Vec<_> = session.outputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
+    let scale = session.metadata().ok().and_then(|m| m.custom("scale").or_else(|| m.custom("neural_frame.scale")));
     contract_from(model, &inputs, &outputs, scale)
 }
 
@@ -229,15 +203,9 @@ mod tests {
             Some("4".into()),
         )
         .expect("supported");
-        assert_eq!(
-            (c.input, c.output, c.scale, c.fixed_size),
-            (TensorKind::NchwF32, TensorKind::NchwF32, 4, None)
-        );
+        assert_eq!((c.input, c.output, c.scale, c.fixed_size), (TensorKind::NchwF32, TensorKind::NchwF32, 4, None));
         assert_eq!(TensorKind::NchwF16.shape(37, 53), [1, 3, 53, 37]);
-        assert_eq!(
-            TensorKind::NchwF16.buffer_bytes(37, 53),
-            (37 * 53 * 6u64).div_ceil(4) * 4
-        );
+        assert_eq!(TensorKind::NchwF16.buffer_bytes(37, 53), (37 * 53 * 6u64).div_ceil(4) * 4);
     }
 
     #[test]
@@ -249,10 +217,7 @@ mod tests {
             None,
         )
         .expect("supported");
-        assert_eq!(
-            (c.scale, c.fixed_size, c.input),
-            (2, Some((40, 50)), TensorKind::NhwcU8)
-        );
+        assert_eq!((c.scale, c.fixed_size, c.input), (2, Some((40, 50)), TensorKind::NhwcU8));
     }
 
     #[test]
@@ -278,13 +243,8 @@ mod tests {
             ("a".to_string(), t(TensorElementType::Float32, &[1, 3, -1, -1])),
             ("b".to_string(), t(TensorElementType::Float32, &[1, 3, -1, -1])),
         ];
-        let e = contract_from(
-            "m",
-            &two,
-            &one("o", t(TensorElementType::Float32, &[1, 3, -1, -1])),
-            None,
-        )
-        .expect_err("two inputs");
+        let e = contract_from("m", &two, &one("o", t(TensorElementType::Float32, &[1, 3, -1, -1])), None)
+            .expect_err("two inputs");
         assert!(e.to_string().contains("2 inputs"), "{e}");
     }
 

@@ -74,15 +74,7 @@ fn load_inner(explicit: Option<&Path>) -> Result<Loaded> {
         .build()
         .map_err(|e| Error::onnx("creating the environment", e))?;
     let providers = available_providers()?;
-    Ok(Loaded {
-        info: RuntimeInfo {
-            library,
-            found_by,
-            version,
-            providers,
-        },
-        _env: env,
-    })
+    Ok(Loaded { info: RuntimeInfo { library, found_by, version, providers }, _env: env })
 }
 
 /// The environment of the loaded runtime ([`load`] first).
@@ -101,18 +93,14 @@ pub fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
         if p.is_file() {
             return Ok((p.to_path_buf(), "--ort-library".into()));
         }
-        return Err(Error::OnnxRuntimeMissing {
-            reason: format!("--ort-library {}: no such file", p.display()),
-        });
+        return Err(Error::OnnxRuntimeMissing { reason: format!("--ort-library {}: no such file", p.display()) });
     }
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         if p.is_file() {
             return Ok((p, "ORT_DYLIB_PATH".into()));
         }
-        return Err(Error::OnnxRuntimeMissing {
-            reason: format!("ORT_DYLIB_PATH={}: no such file", p.display()),
-        });
+        return Err(Error::OnnxRuntimeMissing { reason: format!("ORT_DYLIB_PATH={}: no such file", p.display()) });
     }
     let gpu_first = ["ort-gpu", "ort-cpu"];
     for base in project_roots() {
@@ -132,9 +120,7 @@ pub fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
     } else {
         tried.push("python3 -c 'import onnxruntime' (not installed)".into());
     }
-    Err(Error::OnnxRuntimeMissing {
-        reason: format!("no libonnxruntime.so in ORT_DYLIB_PATH, {}", tried.join(", ")),
-    })
+    Err(Error::OnnxRuntimeMissing { reason: format!("no libonnxruntime.so in ORT_DYLIB_PATH, {}", tried.join(", ")) })
 }
 
 fn project_roots() -> Vec<PathBuf> {
@@ -166,10 +152,7 @@ fn library_in(capi: &Path) -> Option<PathBuf> {
 
 fn python_package() -> Option<PathBuf> {
     let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))",
-        ])
+        .args(["-c", "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))"])
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
@@ -187,12 +170,8 @@ fn version_of(library: &Path) -> Result<String> {
         unsafe { libloading::Library::new(library) }.map_err(|e| missing(format!("{}: {e}", library.display())))?;
     type GetBase = unsafe extern "C" fn() -> *const ort::sys::OrtApiBase;
     // SAFETY: OrtGetApiBase has this signature in every ONNX Runtime release.
-    let get: libloading::Symbol<'_, GetBase> = unsafe { lib.get(b"OrtGetApiBase") }.map_err(|_| {
-        missing(format!(
-            "{} does not export OrtGetApiBase: not ONNX Runtime",
-            library.display()
-        ))
-    })?;
+    let get: libloading::Symbol<'_, GetBase> = unsafe { lib.get(b"OrtGetApiBase") }
+        .map_err(|_| missing(format!("{} does not export OrtGetApiBase: not ONNX Runtime", library.display())))?;
     // SAFETY: the symbol is OrtGetApiBase; it returns a static table or null.
     let base = unsafe { get() };
     if base.is_null() {

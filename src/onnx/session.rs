@@ -64,10 +64,7 @@ impl Default for SessionConfig {
 /// Loads `path` with `config` and works out its contract.
 pub fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelContract)> {
     let shown = path.display().to_string();
-    let model_err = |message: String| Error::ModelContract {
-        model: shown.clone(),
-        message,
-    };
+    let model_err = |message: String| Error::ModelContract { model: shown.clone(), message };
     if !path.is_file() {
         return Err(model_err("no such file".into()));
     }
@@ -100,15 +97,13 @@ pub fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelCont
                 // SAFETY: the pipeline owns the stream and drops the session before it.
                 cuda = unsafe { cuda.with_compute_stream(stream as *mut ()) };
             }
-            builder = builder
-                .with_execution_providers([cuda.build().error_on_failure()])
-                .map_err(|e| Error::Onnx {
-                    what: "registering the CUDA execution provider".into(),
-                    message: format!(
-                        "{e}. The onnxruntime-gpu 1.31.1 build needs CUDA 13 with cuBLAS 13, cuRAND 10, cuFFT 12 and \
+            builder = builder.with_execution_providers([cuda.build().error_on_failure()]).map_err(|e| Error::Onnx {
+                what: "registering the CUDA execution provider".into(),
+                message: format!(
+                    "{e}. The onnxruntime-gpu 1.31.1 build needs CUDA 13 with cuBLAS 13, cuRAND 10, cuFFT 12 and \
                      cuDNN 9 on the library path; or use --backend cpu"
-                    ),
-                })?;
+                ),
+            })?;
         }
     }
     let session = builder.commit_from_file(path).map_err(|e| {

@@ -46,11 +46,7 @@ pub struct AdapterInfo {
 
 impl fmt::Display for AdapterInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "#{} \"{}\" ({}, UUID {})",
-            self.index, self.name, self.device_type, self.uuid
-        )
+        write!(f, "#{} \"{}\" ({}, UUID {})", self.index, self.name, self.device_type, self.uuid)
     }
 }
 
@@ -123,18 +119,12 @@ pub fn select(candidates: &[AdapterInfo], selector: DeviceSelector) -> Result<us
                     .map(|c| format!("{c}: {}", c.unsuitable.as_deref().unwrap_or("?")))
                     .collect::<Vec<_>>()
                     .join("; ");
-                return Err(Error::NoSuchDevice {
-                    wanted: "a device suitable for neural-frame".into(),
-                    seen: why,
-                });
+                return Err(Error::NoSuchDevice { wanted: "a device suitable for neural-frame".into(), seen: why });
             }
             best
         }
     };
-    let index = chosen.ok_or_else(|| Error::NoSuchDevice {
-        wanted: selector.to_string(),
-        seen: seen(),
-    })?;
+    let index = chosen.ok_or_else(|| Error::NoSuchDevice { wanted: selector.to_string(), seen: seen() })?;
     if let Some(why) = &candidates[index].unsuitable {
         return Err(Error::Unsupported {
             device: candidates[index].name.clone(),
@@ -156,56 +146,32 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<(vk::PhysicalDevice, Adapter
             });
         }
         Err(result) => {
-            return Err(Error::Vulkan {
-                call: "vkEnumeratePhysicalDevices",
-                result,
-            });
+            return Err(Error::Vulkan { call: "vkEnumeratePhysicalDevices", result });
         }
     };
     if devices.is_empty() {
         return Err(Error::NoVulkanDriver { detail: String::new() });
     }
-    devices
-        .into_iter()
-        .enumerate()
-        .map(|(index, pd)| Ok((pd, describe(instance, pd, index)?)))
-        .collect()
+    devices.into_iter().enumerate().map(|(index, pd)| Ok((pd, describe(instance, pd, index)?))).collect()
 }
 
 fn describe(instance: &Instance, pd: vk::PhysicalDevice, index: usize) -> Result<AdapterInfo> {
     let mut id = vk::PhysicalDeviceIDProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
-    let mut props = vk::PhysicalDeviceProperties2::default()
-        .push_next(&mut id)
-        .push_next(&mut driver);
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id).push_next(&mut driver);
     // SAFETY: pd comes from this instance; the chained structs live until the call returns.
     unsafe { instance.raw().get_physical_device_properties2(pd, &mut props) };
     let p = props.properties;
-    let name = p
-        .device_name_as_c_str()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let driver_name = driver
-        .driver_name_as_c_str()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let driver_info = driver
-        .driver_info_as_c_str()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = p.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let driver_name = driver.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let driver_info = driver.driver_info_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // SAFETY: pd comes from this instance.
     let exts = unsafe { instance.raw().enumerate_device_extension_properties(pd) }
         .call("vkEnumerateDeviceExtensionProperties")?;
-    let has = |want: &CStr| {
-        exts.iter()
-            .any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == want))
-    };
+    let has = |want: &CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == want));
     let mut unsuitable = None;
     if p.api_version < vk::API_VERSION_1_2 {
-        unsuitable = Some(format!(
-            "Vulkan 1.2 (device supports {})",
-            version_string(p.api_version)
-        ));
+        unsuitable = Some(format!("Vulkan 1.2 (device supports {})", version_string(p.api_version)));
     } else if let Some(missing) = REQUIRED_EXTENSIONS.iter().find(|e| !has(e)) {
         unsuitable = Some(format!("the device extension {}", missing.to_string_lossy()));
     }
@@ -249,12 +215,7 @@ mod tests {
     fn auto_prefers_discrete_and_skips_unsuitable() {
         let list = vec![
             fake(0, vk::PhysicalDeviceType::CPU, 1, None),
-            fake(
-                1,
-                vk::PhysicalDeviceType::DISCRETE_GPU,
-                2,
-                Some("no VK_KHR_external_memory_fd"),
-            ),
+            fake(1, vk::PhysicalDeviceType::DISCRETE_GPU, 2, Some("no VK_KHR_external_memory_fd")),
             fake(2, vk::PhysicalDeviceType::INTEGRATED_GPU, 3, None),
             fake(3, vk::PhysicalDeviceType::DISCRETE_GPU, 4, None),
             fake(4, vk::PhysicalDeviceType::DISCRETE_GPU, 5, None),
@@ -274,10 +235,7 @@ mod tests {
         assert_eq!(select(&list, sel).ok(), Some(1));
         let err = select(&list, DeviceSelector::Index(7)).expect_err("no device 7");
         let text = err.to_string();
-        assert!(
-            text.contains("device index 7") && text.contains(&list[1].uuid),
-            "{text}"
-        );
+        assert!(text.contains("device index 7") && text.contains(&list[1].uuid), "{text}");
     }
 
     #[test]

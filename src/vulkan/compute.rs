@@ -37,10 +37,7 @@ impl ImageView {
         let device = image.device();
         // SAFETY: the image is live and was created with a usage that allows views.
         let raw = unsafe { device.raw().create_image_view(&info, None) }.call("vkCreateImageView")?;
-        Ok(Self {
-            raw,
-            device: Arc::clone(device),
-        })
+        Ok(Self { raw, device: Arc::clone(device) })
     }
 
     /// The raw view.
@@ -112,25 +109,17 @@ impl ComputePass {
                 )
             }
             .call("vkCreateDescriptorSetLayout")?;
-            let ranges = [vk::PushConstantRange {
-                stage_flags: vk::ShaderStageFlags::COMPUTE,
-                offset: 0,
-                size: push_size,
-            }];
+            let ranges =
+                [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: push_size }];
             let set_layouts = [set_layout];
-            let info = vk::PipelineLayoutCreateInfo::default()
-                .set_layouts(&set_layouts)
-                .push_constant_ranges(&ranges);
+            let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&ranges);
             // SAFETY: the set layout is live.
             let layout = match unsafe { raw.create_pipeline_layout(&info, None) } {
                 Ok(l) => l,
                 Err(result) => {
                     // SAFETY: unused.
                     unsafe { raw.destroy_descriptor_set_layout(set_layout, None) };
-                    return Err(Error::Vulkan {
-                        call: "vkCreatePipelineLayout",
-                        result,
-                    });
+                    return Err(Error::Vulkan { call: "vkCreatePipelineLayout", result });
                 }
             };
             let stage = vk::PipelineShaderStageCreateInfo::default()
@@ -146,62 +135,34 @@ impl ComputePass {
                     unsafe { raw.destroy_pipeline_layout(layout, None) };
                     // SAFETY: unused.
                     unsafe { raw.destroy_descriptor_set_layout(set_layout, None) };
-                    Err(Error::Vulkan {
-                        call: "vkCreateComputePipelines",
-                        result,
-                    })
+                    Err(Error::Vulkan { call: "vkCreateComputePipelines", result })
                 }
             }
         })();
         // SAFETY: a shader module may be destroyed once pipelines are created from it.
         unsafe { raw.destroy_shader_module(module, None) };
         let (pipeline, layout, set_layout) = result?;
-        Ok(Self {
-            pipeline,
-            layout,
-            set_layout,
-            types: types.to_vec(),
-            push_size,
-            device: Arc::clone(device),
-        })
+        Ok(Self { pipeline, layout, set_layout, types: types.to_vec(), push_size, device: Arc::clone(device) })
     }
 
     /// A descriptor set for this pass, bound to `resources`.
     pub fn bind(&self, resources: &[Resource<'_>]) -> Result<DescriptorSet> {
         if resources.len() != self.types.len() {
-            return Err(Error::InvalidArgument(
-                "descriptor count does not match the pass".into(),
-            ));
+            return Err(Error::InvalidArgument("descriptor count does not match the pass".into()));
         }
         let raw = self.device.raw();
-        let sizes: Vec<_> = self
-            .types
-            .iter()
-            .map(|t| vk::DescriptorPoolSize {
-                ty: *t,
-                descriptor_count: 1,
-            })
-            .collect();
+        let sizes: Vec<_> = self.types.iter().map(|t| vk::DescriptorPoolSize { ty: *t, descriptor_count: 1 }).collect();
         // SAFETY: sizes are valid for the call.
         let pool = unsafe {
-            raw.create_descriptor_pool(
-                &vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes),
-                None,
-            )
+            raw.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)
         }
         .call("vkCreateDescriptorPool")?;
-        let mut set = DescriptorSet {
-            pool,
-            set: vk::DescriptorSet::null(),
-            device: Arc::clone(&self.device),
-        };
+        let mut set = DescriptorSet { pool, set: vk::DescriptorSet::null(), device: Arc::clone(&self.device) };
         let layouts = [self.set_layout];
         // SAFETY: the pool has room for one set of this layout.
         let sets = unsafe {
             raw.allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default()
-                    .descriptor_pool(pool)
-                    .set_layouts(&layouts),
+                &vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts),
             )
         }
         .call("vkAllocateDescriptorSets")?;
@@ -209,18 +170,18 @@ impl ComputePass {
         let images: Vec<[vk::DescriptorImageInfo; 1]> = resources
             .iter()
             .map(|r| match r {
-                Resource::SampledImage(v) | Resource::StorageImage(v) => [vk::DescriptorImageInfo::default()
-                    .image_view(v.raw())
-                    .image_layout(vk::ImageLayout::GENERAL)],
+                Resource::SampledImage(v) | Resource::StorageImage(v) => {
+                    [vk::DescriptorImageInfo::default().image_view(v.raw()).image_layout(vk::ImageLayout::GENERAL)]
+                }
                 Resource::StorageBuffer(_) => [vk::DescriptorImageInfo::default()],
             })
             .collect();
         let buffers: Vec<[vk::DescriptorBufferInfo; 1]> = resources
             .iter()
             .map(|r| match r {
-                Resource::StorageBuffer(b) => [vk::DescriptorBufferInfo::default()
-                    .buffer(b.raw())
-                    .range(vk::WHOLE_SIZE)],
+                Resource::StorageBuffer(b) => {
+                    [vk::DescriptorBufferInfo::default().buffer(b.raw()).range(vk::WHOLE_SIZE)]
+                }
                 _ => [vk::DescriptorBufferInfo::default()],
             })
             .collect();

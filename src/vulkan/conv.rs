@@ -27,11 +27,7 @@ pub fn external_features(f: vk::ExternalMemoryFeatureFlags) -> String {
     if f.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY) {
         parts.push("dedicated-only");
     }
-    if parts.is_empty() {
-        "none".into()
-    } else {
-        parts.join(", ")
-    }
+    if parts.is_empty() { "none".into() } else { parts.join(", ") }
 }
 
 #[cfg(test)]

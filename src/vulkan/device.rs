@@ -41,10 +41,8 @@ impl Device {
         let list = adapter::enumerate(instance)?;
         let infos: Vec<AdapterInfo> = list.iter().map(|(_, i)| i.clone()).collect();
         let chosen = adapter::select(&infos, selector)?;
-        let (physical, info) = list
-            .into_iter()
-            .nth(chosen)
-            .ok_or_else(|| Error::InvalidArgument("device list changed".into()))?;
+        let (physical, info) =
+            list.into_iter().nth(chosen).ok_or_else(|| Error::InvalidArgument("device list changed".into()))?;
         Self::on(instance, physical, info)
     }
 
@@ -57,11 +55,7 @@ impl Device {
         let queue_family = families
             .iter()
             .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.timestamp_valid_bits > 0)
-            .or_else(|| {
-                families
-                    .iter()
-                    .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
-            })
+            .or_else(|| families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)))
             .ok_or_else(|| Error::Unsupported {
                 device: info.name.clone(),
                 what: "a compute queue".into(),
@@ -91,9 +85,8 @@ impl Device {
         // CUDA, and on a second queue they do not hold back the next frame's pre pass.
         let queue_count = families[queue_family as usize].queue_count.clamp(1, 2);
         let priorities = vec![1.0f32; queue_count as usize];
-        let queues = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(queue_family)
-            .queue_priorities(&priorities)];
+        let queues =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
         let mut enable_timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default().timeline_semaphore(true);
         let create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
@@ -106,9 +99,8 @@ impl Device {
             .map(|i| Mutex::new(unsafe { raw.get_device_queue(queue_family, i) }))
             .collect();
         let memory_fd = ash::khr::external_memory_fd::Device::new(raw_instance, &raw);
-        let semaphore_fd = info
-            .external_semaphore_fd
-            .then(|| ash::khr::external_semaphore_fd::Device::new(raw_instance, &raw));
+        let semaphore_fd =
+            info.external_semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(raw_instance, &raw));
         // SAFETY: physical comes from this instance.
         let memory_properties = unsafe { raw_instance.get_physical_device_memory_properties(physical) };
         // SAFETY: physical comes from this instance.
@@ -123,10 +115,7 @@ impl Device {
             Err(result) => {
                 // SAFETY: nothing else was created from raw yet.
                 unsafe { raw.destroy_device(None) };
-                return Err(Error::Vulkan {
-                    call: "vkCreateCommandPool",
-                    result,
-                });
+                return Err(Error::Vulkan { call: "vkCreateCommandPool", result });
             }
         };
         // SAFETY: raw is a valid device.
@@ -137,10 +126,7 @@ impl Device {
                 unsafe { raw.destroy_command_pool(pool, None) };
                 // SAFETY: nothing else was created from raw.
                 unsafe { raw.destroy_device(None) };
-                return Err(Error::Vulkan {
-                    call: "vkCreateFence",
-                    result,
-                });
+                return Err(Error::Vulkan { call: "vkCreateFence", result });
             }
         };
         Ok(Arc::new(Device {
@@ -238,10 +224,7 @@ impl Device {
         signal_values: &[u64],
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<()> {
-        let shot = self
-            .one_shot
-            .lock()
-            .map_err(|_| Error::InvalidArgument("command pool lock poisoned".into()))?;
+        let shot = self.one_shot.lock().map_err(|_| Error::InvalidArgument("command pool lock poisoned".into()))?;
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(shot.pool)
             .level(vk::CommandBufferLevel::PRIMARY)

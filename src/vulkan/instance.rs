@@ -65,10 +65,7 @@ impl Instance {
         let loader_version = match unsafe { entry.try_enumerate_instance_version() } {
             Ok(v) => v.unwrap_or(vk::API_VERSION_1_0),
             Err(result) => {
-                return Err(Error::Vulkan {
-                    call: "vkEnumerateInstanceVersion",
-                    result,
-                });
+                return Err(Error::Vulkan { call: "vkEnumerateInstanceVersion", result });
             }
         };
         if loader_version < vk::API_VERSION_1_2 {
@@ -90,9 +87,7 @@ impl Instance {
             // SAFETY: entry is valid; the call has no other preconditions.
             let available =
                 unsafe { entry.enumerate_instance_layer_properties() }.call("vkEnumerateInstanceLayerProperties")?;
-            let found = available
-                .iter()
-                .any(|l| l.layer_name_as_c_str().is_ok_and(|n| n == VALIDATION_LAYER));
+            let found = available.iter().any(|l| l.layer_name_as_c_str().is_ok_and(|n| n == VALIDATION_LAYER));
             if !found {
                 return Err(Error::Unsupported {
                     device: "Vulkan loader".into(),
@@ -111,24 +106,13 @@ impl Instance {
             .enabled_extension_names(&extensions);
         // SAFETY: info and everything it points to live until the call returns.
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|result| match result {
-            vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::NoVulkanDriver {
-                detail: " (vkCreateInstance: ERROR_INCOMPATIBLE_DRIVER)".into(),
-            },
-            result => Error::Vulkan {
-                call: "vkCreateInstance",
-                result,
-            },
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => {
+                Error::NoVulkanDriver { detail: " (vkCreateInstance: ERROR_INCOMPATIBLE_DRIVER)".into() }
+            }
+            result => Error::Vulkan { call: "vkCreateInstance", result },
         })?;
-        let messages = Box::new(Messages {
-            errors: AtomicUsize::new(0),
-        });
-        let mut instance = Instance {
-            messenger: None,
-            raw,
-            messages,
-            entry,
-            api_version,
-        };
+        let messages = Box::new(Messages { errors: AtomicUsize::new(0) });
+        let mut instance = Instance { messenger: None, raw, messages, entry, api_version };
         if options.validation {
             let loader = ash::ext::debug_utils::Instance::new(&instance.entry, &instance.raw);
             let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
@@ -188,18 +172,10 @@ impl Drop for Instance {
 fn load_entry() -> Result<ash::Entry> {
     let library = std::env::var("NEURAL_FRAME_VULKAN_LIBRARY").unwrap_or_else(|_| "libvulkan.so.1".into());
     // SAFETY: loading the Vulkan loader runs its initialisers; it is a well-known system library.
-    unsafe { ash::Entry::load_from(&library) }.map_err(|e| Error::VulkanLoader {
-        library,
-        reason: e.to_string(),
-    })
+    unsafe { ash::Entry::load_from(&library) }.map_err(|e| Error::VulkanLoader { library, reason: e.to_string() })
 }
 
 /// Formats a packed Vulkan version.
 pub fn version_string(v: u32) -> String {
-    format!(
-        "{}.{}.{}",
-        vk::api_version_major(v),
-        vk::api_version_minor(v),
-        vk::api_version_patch(v)
-    )
+    format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
 }

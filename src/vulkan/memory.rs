@@ -65,11 +65,7 @@ impl ImageDesc {
         vk::ImageCreateInfo::default()
             .image_type(vk::ImageType::TYPE_2D)
             .format(self.format)
-            .extent(vk::Extent3D {
-                width: self.width,
-                height: self.height,
-                depth: 1,
-            })
+            .extent(vk::Extent3D { width: self.width, height: self.height, depth: 1 })
             .mip_levels(1)
             .array_layers(1)
             .samples(vk::SampleCountFlags::TYPE_1)
@@ -122,10 +118,7 @@ pub fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<Externa
     let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
     // SAFETY: the physical device belongs to the instance; the chains live until the call returns.
     let r = unsafe {
-        device
-            .instance()
-            .raw()
-            .get_physical_device_image_format_properties2(device.physical(), &info, &mut props)
+        device.instance().raw().get_physical_device_image_format_properties2(device.physical(), &info, &mut props)
     };
     let what = format!("{:?} images with usage {:?}", desc.format, desc.usage);
     match r {
@@ -138,10 +131,7 @@ pub fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<Externa
             });
         }
         Err(result) => {
-            return Err(Error::Vulkan {
-                call: "vkGetPhysicalDeviceImageFormatProperties2",
-                result,
-            });
+            return Err(Error::Vulkan { call: "vkGetPhysicalDeviceImageFormatProperties2", result });
         }
     }
     let max = props.image_format_properties.max_extent;
@@ -156,25 +146,16 @@ pub fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<Externa
             max.height
         )));
     }
-    check_features(
-        device,
-        &what,
-        external_props.external_memory_properties.external_memory_features,
-    )
+    check_features(device, &what, external_props.external_memory_properties.external_memory_features)
 }
 
 /// Checks that a buffer with this usage can be exported and imported as `OPAQUE_FD`.
 pub fn buffer_export_support(device: &Device, usage: vk::BufferUsageFlags) -> Result<ExternalSupport> {
-    let info = vk::PhysicalDeviceExternalBufferInfo::default()
-        .usage(usage)
-        .handle_type(HANDLE);
+    let info = vk::PhysicalDeviceExternalBufferInfo::default().usage(usage).handle_type(HANDLE);
     let mut props = vk::ExternalBufferProperties::default();
     // SAFETY: the physical device belongs to the instance.
     unsafe {
-        device
-            .instance()
-            .raw()
-            .get_physical_device_external_buffer_properties(device.physical(), &info, &mut props)
+        device.instance().raw().get_physical_device_external_buffer_properties(device.physical(), &info, &mut props)
     };
     check_features(
         device,
@@ -206,16 +187,14 @@ fn allocate(
     let (size, type_index, dedicated_on) = match &source {
         Source::Import(m) => (m.info.size, m.info.memory_type_index, m.info.dedicated),
         _ => {
-            let index = device
-                .memory_type(req.memory_type_bits, flags)
-                .ok_or_else(|| Error::Unsupported {
-                    device: device.info().name.clone(),
-                    what: format!(
-                        "a memory type with {flags:?} for this resource (allowed types {:#b})",
-                        req.memory_type_bits
-                    ),
-                    remedy: "use another device".into(),
-                })?;
+            let index = device.memory_type(req.memory_type_bits, flags).ok_or_else(|| Error::Unsupported {
+                device: device.info().name.clone(),
+                what: format!(
+                    "a memory type with {flags:?} for this resource (allowed types {:#b})",
+                    req.memory_type_bits
+                ),
+                remedy: "use another device".into(),
+            })?;
             (req.size, index, dedicated_wanted)
         }
     };
@@ -228,9 +207,7 @@ fn allocate(
             m.info.size, req.memory_type_bits, req.size
         )));
     }
-    let mut info = vk::MemoryAllocateInfo::default()
-        .allocation_size(size)
-        .memory_type_index(type_index);
+    let mut info = vk::MemoryAllocateInfo::default().allocation_size(size).memory_type_index(type_index);
     let mut dedicated_info = match dedicated {
         Dedicated::Image(i) => vk::MemoryDedicatedAllocateInfo::default().image(i),
         Dedicated::Buffer(b) => vk::MemoryDedicatedAllocateInfo::default().buffer(b),
@@ -254,14 +231,7 @@ fn allocate(
         // Success: the driver owns the descriptor now (VK_KHR_external_memory_fd).
         let _ = m.fd.into_raw_fd();
     }
-    Ok((
-        memory,
-        AllocationInfo {
-            size,
-            memory_type_index: type_index,
-            dedicated: dedicated_on,
-        },
-    ))
+    Ok((memory, AllocationInfo { size, memory_type_index: type_index, dedicated: dedicated_on }))
 }
 
 fn export_fd(device: &Device, memory: vk::DeviceMemory, info: AllocationInfo) -> Result<ExportedMemory> {
@@ -309,10 +279,7 @@ impl Image {
 
     fn create(device: &Arc<Device>, desc: ImageDesc, source: Source, dedicated_only: bool) -> Result<Self> {
         if conv::bytes_per_pixel(desc.format).is_none() {
-            return Err(Error::InvalidArgument(format!(
-                "image format {:?} is not supported",
-                desc.format
-            )));
+            return Err(Error::InvalidArgument(format!("image format {:?} is not supported", desc.format)));
         }
         let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE);
         let mut info = desc.create_info();
@@ -332,28 +299,19 @@ impl Image {
             && (dedicated_only
                 || dedicated_req.requires_dedicated_allocation == vk::TRUE
                 || dedicated_req.prefers_dedicated_allocation == vk::TRUE);
-        let allocated = allocate(
-            device,
-            req,
-            wanted,
-            Dedicated::Image(raw),
-            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-            source,
-        )
-        .and_then(|(memory, allocation)| {
-            // SAFETY: memory fits the image's requirements (checked in allocate).
-            match unsafe { device.raw().bind_image_memory(raw, memory, 0) } {
-                Ok(()) => Ok((memory, allocation)),
-                Err(result) => {
-                    // SAFETY: memory is unused.
-                    unsafe { device.raw().free_memory(memory, None) };
-                    Err(Error::Vulkan {
-                        call: "vkBindImageMemory",
-                        result,
-                    })
-                }
-            }
-        });
+        let allocated =
+            allocate(device, req, wanted, Dedicated::Image(raw), vk::MemoryPropertyFlags::DEVICE_LOCAL, source)
+                .and_then(|(memory, allocation)| {
+                    // SAFETY: memory fits the image's requirements (checked in allocate).
+                    match unsafe { device.raw().bind_image_memory(raw, memory, 0) } {
+                        Ok(()) => Ok((memory, allocation)),
+                        Err(result) => {
+                            // SAFETY: memory is unused.
+                            unsafe { device.raw().free_memory(memory, None) };
+                            Err(Error::Vulkan { call: "vkBindImageMemory", result })
+                        }
+                    }
+                });
         match allocated {
             Ok((memory, allocation)) => Ok(Self {
                 id: next_image_id(),
@@ -480,10 +438,7 @@ impl Buffer {
         }
         let shared = !matches!(source, Source::Plain);
         let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(HANDLE);
-        let mut info = vk::BufferCreateInfo::default()
-            .size(len)
-            .usage(usage)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let mut info = vk::BufferCreateInfo::default().size(len).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         if shared {
             info = info.push_next(&mut external);
         }
@@ -507,12 +462,8 @@ impl Buffer {
                     unsafe { device.raw().bind_buffer_memory(raw, memory, 0) }.call("vkBindBufferMemory")?;
                     let mapped = if kind == BufferMemory::HostVisible {
                         // SAFETY: the memory is host-visible and not mapped yet.
-                        unsafe {
-                            device
-                                .raw()
-                                .map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
-                        }
-                        .call("vkMapMemory")? as *mut u8
+                        unsafe { device.raw().map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+                            .call("vkMapMemory")? as *mut u8
                     } else {
                         std::ptr::null_mut()
                     };
@@ -528,15 +479,9 @@ impl Buffer {
                 }
             });
         match result {
-            Ok((memory, allocation, mapped)) => Ok(Self {
-                raw,
-                memory,
-                mapped,
-                len,
-                allocation,
-                exportable: shared,
-                device: Arc::clone(device),
-            }),
+            Ok((memory, allocation, mapped)) => {
+                Ok(Self { raw, memory, mapped, len, allocation, exportable: shared, device: Arc::clone(device) })
+            }
             Err(e) => {
                 // SAFETY: the buffer is unused.
                 unsafe { device.raw().destroy_buffer(raw, None) };

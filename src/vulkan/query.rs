@@ -17,26 +17,16 @@ pub struct TimestampPool {
 impl TimestampPool {
     /// A pool of `count` timestamps.
     pub fn new(device: &Arc<Device>, count: u32) -> Result<Self> {
-        let info = vk::QueryPoolCreateInfo::default()
-            .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(count);
+        let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(count);
         // SAFETY: the device is live; info is valid.
         let raw = unsafe { device.raw().create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
-        Ok(Self {
-            raw,
-            count,
-            device: Arc::clone(device),
-        })
+        Ok(Self { raw, count, device: Arc::clone(device) })
     }
 
     /// Records a reset of queries `first..first + n`.
     pub fn record_reset(&self, cmd: vk::CommandBuffer, first: u32, n: u32) {
         // SAFETY: cmd is recording on this device; the range lies in the pool.
-        unsafe {
-            self.device
-                .raw()
-                .cmd_reset_query_pool(cmd, self.raw, first, n.min(self.count - first))
-        };
+        unsafe { self.device.raw().cmd_reset_query_pool(cmd, self.raw, first, n.min(self.count - first)) };
     }
 
     /// Records a timestamp into query `index` once `stage` is reached.
@@ -50,9 +40,7 @@ impl TimestampPool {
         let mut out = vec![0u64; n as usize];
         // SAFETY: the range lies in the pool; out holds n 64-bit results.
         let r = unsafe {
-            self.device
-                .raw()
-                .get_query_pool_results(self.raw, first, &mut out, vk::QueryResultFlags::TYPE_64)
+            self.device.raw().get_query_pool_results(self.raw, first, &mut out, vk::QueryResultFlags::TYPE_64)
         };
         match r {
             Ok(()) => Ok(Some(out)),

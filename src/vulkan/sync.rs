@@ -23,16 +23,11 @@ pub fn timeline_export_support(device: &Device) -> Result<()> {
         return Err(unsupported("the device extension VK_KHR_external_semaphore_fd".into()));
     }
     let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
-    let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
-        .handle_type(HANDLE)
-        .push_next(&mut ty);
+    let info = vk::PhysicalDeviceExternalSemaphoreInfo::default().handle_type(HANDLE).push_next(&mut ty);
     let mut props = vk::ExternalSemaphoreProperties::default();
     // SAFETY: the physical device belongs to the instance; the chain lives until the call returns.
     unsafe {
-        device
-            .instance()
-            .raw()
-            .get_physical_device_external_semaphore_properties(device.physical(), &info, &mut props)
+        device.instance().raw().get_physical_device_external_semaphore_properties(device.physical(), &info, &mut props)
     };
     let need = vk::ExternalSemaphoreFeatureFlags::EXPORTABLE | vk::ExternalSemaphoreFeatureFlags::IMPORTABLE;
     if !props.external_semaphore_features.contains(need) {
@@ -57,9 +52,8 @@ impl TimelineSemaphore {
         if exportable {
             timeline_export_support(device)?;
         }
-        let mut ty = vk::SemaphoreTypeCreateInfo::default()
-            .semaphore_type(vk::SemaphoreType::TIMELINE)
-            .initial_value(initial);
+        let mut ty =
+            vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(initial);
         let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE);
         let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut ty);
         if exportable {
@@ -67,11 +61,7 @@ impl TimelineSemaphore {
         }
         // SAFETY: info is valid; export support was checked.
         let raw = unsafe { device.raw().create_semaphore(&info, None) }.call("vkCreateSemaphore")?;
-        Ok(Self {
-            raw,
-            exportable,
-            device: Arc::clone(device),
-        })
+        Ok(Self { raw, exportable, device: Arc::clone(device) })
     }
 
     /// Exports the semaphore as a new `OPAQUE_FD`.
@@ -79,14 +69,10 @@ impl TimelineSemaphore {
         let loader = match (&self.device.semaphore_fd, self.exportable) {
             (Some(l), true) => l,
             _ => {
-                return Err(Error::InvalidArgument(
-                    "this semaphore was not created exportable".into(),
-                ));
+                return Err(Error::InvalidArgument("this semaphore was not created exportable".into()));
             }
         };
-        let info = vk::SemaphoreGetFdInfoKHR::default()
-            .semaphore(self.raw)
-            .handle_type(HANDLE);
+        let info = vk::SemaphoreGetFdInfoKHR::default().semaphore(self.raw).handle_type(HANDLE);
         // SAFETY: the semaphore was created with ExportSemaphoreCreateInfo for OPAQUE_FD.
         let fd = unsafe { loader.get_semaphore_fd(&info) }.call("vkGetSemaphoreFdKHR")?;
         // SAFETY: the call returns a new descriptor owned by the caller.
@@ -114,10 +100,7 @@ impl TimelineSemaphore {
         match unsafe { self.device.raw().wait_semaphores(&info, timeout_ns) } {
             Ok(()) => Ok(true),
             Err(vk::Result::TIMEOUT) => Ok(false),
-            Err(result) => Err(Error::Vulkan {
-                call: "vkWaitSemaphores",
-                result,
-            }),
+            Err(result) => Err(Error::Vulkan { call: "vkWaitSemaphores", result }),
         }
     }
 

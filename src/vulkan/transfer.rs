@@ -63,11 +63,7 @@ fn region(image: &Image) -> vk::BufferImageCopy {
             base_array_layer: 0,
             layer_count: 1,
         })
-        .image_extent(vk::Extent3D {
-            width: d.width,
-            height: d.height,
-            depth: 1,
-        })
+        .image_extent(vk::Extent3D { width: d.width, height: d.height, depth: 1 })
 }
 
 fn staging(device: &Arc<Device>, len: usize) -> Result<Buffer> {
@@ -84,17 +80,11 @@ fn staging(device: &Arc<Device>, len: usize) -> Result<Buffer> {
 pub fn upload_image(image: &Image, data: &[u8]) -> Result<()> {
     let len = image.desc().packed_len();
     if data.len() != len {
-        return Err(Error::InvalidArgument(format!(
-            "upload of {} bytes into an image of {len} bytes",
-            data.len()
-        )));
+        return Err(Error::InvalidArgument(format!("upload of {} bytes into an image of {len} bytes", data.len())));
     }
     let device = image.device();
     let mut stage = staging(device, len)?;
-    stage
-        .mapped_mut()
-        .ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?
-        .copy_from_slice(data);
+    stage.mapped_mut().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.copy_from_slice(data);
     device.one_shot(|cmd| {
         barrier(
             device,
@@ -159,38 +149,23 @@ pub fn readback_image(image: &Image) -> Result<Vec<u8>> {
             )
         };
     })?;
-    Ok(stage
-        .mapped()
-        .ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?
-        .to_vec())
+    Ok(stage.mapped().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.to_vec())
 }
 
 /// Writes `data` at pixel (x, y) of an image in `GENERAL` layout (tests, fault injection).
 pub fn write_pixel(image: &Image, x: u32, y: u32, data: &[u8]) -> Result<()> {
     let device = image.device();
     let mut stage = staging(device, data.len().max(4))?;
-    stage
-        .mapped_mut()
-        .ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?[..data.len()]
+    stage.mapped_mut().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?[..data.len()]
         .copy_from_slice(data);
-    let r = region(image)
-        .image_offset(vk::Offset3D {
-            x: x as i32,
-            y: y as i32,
-            z: 0,
-        })
-        .image_extent(vk::Extent3D {
-            width: 1,
-            height: 1,
-            depth: 1,
-        });
+    let r = region(image).image_offset(vk::Offset3D { x: x as i32, y: y as i32, z: 0 }).image_extent(vk::Extent3D {
+        width: 1,
+        height: 1,
+        depth: 1,
+    });
     device.one_shot(|cmd| {
         // SAFETY: cmd is recording; the region lies inside the image (caller's contract).
-        unsafe {
-            device
-                .raw()
-                .cmd_copy_buffer_to_image(cmd, stage.raw(), image.raw(), vk::ImageLayout::GENERAL, &[r])
-        };
+        unsafe { device.raw().cmd_copy_buffer_to_image(cmd, stage.raw(), image.raw(), vk::ImageLayout::GENERAL, &[r]) };
     })
 }
 
@@ -229,11 +204,7 @@ pub fn acquire_from_external(image: &Image) -> Result<()> {
 /// Copies bytes into a buffer at offset 0 (through staging unless it is mapped).
 pub fn upload_buffer(buffer: &mut Buffer, data: &[u8]) -> Result<()> {
     if data.len() as u64 > buffer.len() {
-        return Err(Error::InvalidArgument(format!(
-            "{} bytes do not fit a buffer of {}",
-            data.len(),
-            buffer.len()
-        )));
+        return Err(Error::InvalidArgument(format!("{} bytes do not fit a buffer of {}", data.len(), buffer.len())));
     }
     if let Some(m) = buffer.mapped_mut() {
         m[..data.len()].copy_from_slice(data);
@@ -241,15 +212,8 @@ pub fn upload_buffer(buffer: &mut Buffer, data: &[u8]) -> Result<()> {
     }
     let device = Arc::clone(buffer.device());
     let mut stage = staging(&device, data.len())?;
-    stage
-        .mapped_mut()
-        .ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?
-        .copy_from_slice(data);
-    let copy = vk::BufferCopy {
-        src_offset: 0,
-        dst_offset: 0,
-        size: data.len() as u64,
-    };
+    stage.mapped_mut().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.copy_from_slice(data);
+    let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: data.len() as u64 };
     device.one_shot(|cmd| {
         // SAFETY: both buffers hold at least `size` bytes.
         unsafe { device.raw().cmd_copy_buffer(cmd, stage.raw(), buffer.raw(), &[copy]) };
@@ -259,29 +223,19 @@ pub fn upload_buffer(buffer: &mut Buffer, data: &[u8]) -> Result<()> {
 /// Reads the first `len` bytes of a buffer.
 pub fn readback_buffer(buffer: &Buffer, len: usize) -> Result<Vec<u8>> {
     if len as u64 > buffer.len() {
-        return Err(Error::InvalidArgument(format!(
-            "read of {len} bytes from a buffer of {}",
-            buffer.len()
-        )));
+        return Err(Error::InvalidArgument(format!("read of {len} bytes from a buffer of {}", buffer.len())));
     }
     if let Some(m) = buffer.mapped() {
         return Ok(m[..len].to_vec());
     }
     let device = buffer.device();
     let stage = staging(device, len)?;
-    let copy = vk::BufferCopy {
-        src_offset: 0,
-        dst_offset: 0,
-        size: len as u64,
-    };
+    let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: len as u64 };
     device.one_shot(|cmd| {
         // SAFETY: both buffers hold at least `size` bytes.
         unsafe { device.raw().cmd_copy_buffer(cmd, buffer.raw(), stage.raw(), &[copy]) };
     })?;
-    Ok(stage
-        .mapped()
-        .ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?
-        .to_vec())
+    Ok(stage.mapped().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.to_vec())
 }
 
 /// Fills a buffer with a repeated 32-bit word (poisoning output memory in tests).

@@ -17,11 +17,7 @@ pub fn neural_frame(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// stdout and stderr as text, for assertion messages.
 pub fn text(out: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    format!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 /// Parses the binary's stdout as JSON.
@@ -39,10 +35,7 @@ pub const GPU: &str = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- -
 
 /// A Vulkan device and the CUDA device with its UUID. When there is none, the
 /// test fails with the pre-flight report (it never passes without running).
-pub fn gpu() -> (
-    std::sync::Arc<neural_frame::vulkan::Device>,
-    std::sync::Arc<neural_frame::cuda::CudaDevice>,
-) {
+pub fn gpu() -> (std::sync::Arc<neural_frame::vulkan::Device>, std::sync::Arc<neural_frame::cuda::CudaDevice>) {
     use neural_frame::{cuda, preflight, vulkan};
     let attempt = || -> neural_frame::Result<_> {
         cuda::init()?;
@@ -52,16 +45,8 @@ pub fn gpu() -> (
         Ok((device, cuda_device))
     };
     attempt().unwrap_or_else(|e| {
-        let options = preflight::Options {
-            width: 64,
-            height: 64,
-            trials: 1,
-            ..Default::default()
-        };
+        let options = preflight::Options { width: 64, height: 64, trials: 1, ..Default::default() };
         let report = preflight::run(&[], &options);
-        panic!(
-            "no GPU for this test ({e}); pre-flight says:\n{}",
-            preflight::render(&report)
-        )
+        panic!("no GPU for this test ({e}); pre-flight says:\n{}", preflight::render(&report))
     })
 }

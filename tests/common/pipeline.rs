@@ -23,11 +23,7 @@ pub struct Tolerance {
 
 impl Default for Tolerance {
     fn default() -> Self {
-        Self {
-            tensor: 1e-4,
-            tensor_f16: 2e-3,
-            pixel: 1,
-        }
+        Self { tensor: 1e-4, tensor_f16: 2e-3, pixel: 1 }
     }
 }
 
@@ -85,10 +81,7 @@ pub fn reference_output(model: &Path, contract: &ModelContract, rgba: &[u8], wid
     let name = contract.input_name.as_str();
     let out = match contract.input {
         TensorKind::NchwF32 => {
-            let data: Vec<f32> = bytes
-                .chunks(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            let data: Vec<f32> = bytes.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
             let t = ort::value::Tensor::from_array((shape, data)).expect("tensor");
             session.run(ort::inputs![name => t]).expect("reference run")
         }
@@ -104,20 +97,12 @@ pub fn reference_output(model: &Path, contract: &ModelContract, rgba: &[u8], wid
     };
     let value = &out[0];
     match contract.output {
-        TensorKind::NchwF32 => value
-            .try_extract_tensor::<f32>()
-            .expect("f32")
-            .1
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        TensorKind::NchwF16 => value
-            .try_extract_tensor::<f16>()
-            .expect("f16")
-            .1
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
+        TensorKind::NchwF32 => {
+            value.try_extract_tensor::<f32>().expect("f32").1.iter().flat_map(|x| x.to_le_bytes()).collect()
+        }
+        TensorKind::NchwF16 => {
+            value.try_extract_tensor::<f16>().expect("f16").1.iter().flat_map(|x| x.to_le_bytes()).collect()
+        }
         TensorKind::NhwcU8 => value.try_extract_tensor::<u8>().expect("u8").1.to_vec(),
     }
 }
@@ -131,14 +116,8 @@ pub fn abs_diff(a: f32, b: f32) -> f32 {
 /// Decodes a tensor's bytes to f32 values (u8 as is).
 pub fn values(kind: TensorKind, bytes: &[u8]) -> Vec<f32> {
     match kind {
-        TensorKind::NchwF32 => bytes
-            .chunks(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        TensorKind::NchwF16 => bytes
-            .chunks(2)
-            .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
-            .collect(),
+        TensorKind::NchwF32 => bytes.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        TensorKind::NchwF16 => bytes.chunks(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
         TensorKind::NhwcU8 => bytes.iter().map(|b| *b as f32).collect(),
     }
 }
@@ -168,18 +147,8 @@ pub fn expected_image(contract: &ModelContract, tensor: &[u8], rgba: &[u8], w: u
         for x in 0..ow {
             let i = (y * ow + x) as usize;
             let px = match contract.output {
-                TensorKind::NhwcU8 => [
-                    v[i * 4] as u8,
-                    v[i * 4 + 1] as u8,
-                    v[i * 4 + 2] as u8,
-                    v[i * 4 + 3] as u8,
-                ],
-                _ => [
-                    q(v[i]),
-                    q(v[plane + i]),
-                    q(v[2 * plane + i]),
-                    q(alpha(rgba, w, h, ow, oh, x, y)),
-                ],
+                TensorKind::NhwcU8 => [v[i * 4] as u8, v[i * 4 + 1] as u8, v[i * 4 + 2] as u8, v[i * 4 + 3] as u8],
+                _ => [q(v[i]), q(v[plane + i]), q(v[2 * plane + i]), q(alpha(rgba, w, h, ow, oh, x, y))],
             };
             out[i * 4..i * 4 + 4].copy_from_slice(&px);
         }
@@ -227,32 +196,16 @@ pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, see
     // The pre pass wrote exactly the tensor the host computes.
     let got_in = values(contract.input, &ctx.read_input_tensor().expect("input tensor"));
     let want_in = values(contract.input, &input_tensor(contract.input, &rgba, width, height));
-    let worst_in = got_in
-        .iter()
-        .zip(&want_in)
-        .map(|(a, b)| abs_diff(*a, *b))
-        .fold(0f32, f32::max);
-    assert!(
-        worst_in <= 1e-3,
-        "{}: pre pass input tensor differs by {worst_in}",
-        model.display()
-    );
+    let worst_in = got_in.iter().zip(&want_in).map(|(a, b)| abs_diff(*a, *b)).fold(0f32, f32::max);
+    assert!(worst_in <= 1e-3, "{}: pre pass input tensor differs by {worst_in}", model.display());
 
     // ONNX Runtime wrote its output straight into the Vulkan buffer (poisoned before).
     let reference = reference_output(model, &contract, &rgba, width, height);
     let got_out = values(contract.output, &ctx.read_output_tensor().expect("output tensor"));
     let want_out = values(contract.output, &reference);
     assert_eq!(got_out.len(), want_out.len());
-    let worst_out = got_out
-        .iter()
-        .zip(&want_out)
-        .map(|(a, b)| abs_diff(*a, *b))
-        .fold(0f32, f32::max);
-    let limit = if contract.output == TensorKind::NchwF16 {
-        tol.tensor_f16
-    } else {
-        tol.tensor
-    };
+    let worst_out = got_out.iter().zip(&want_out).map(|(a, b)| abs_diff(*a, *b)).fold(0f32, f32::max);
+    let limit = if contract.output == TensorKind::NchwF16 { tol.tensor_f16 } else { tol.tensor };
     assert!(
         worst_out <= limit,
         "{}: output tensor in the Vulkan buffer differs from ORT's by {worst_out} (NaN means unwritten)",
@@ -263,15 +216,8 @@ pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, see
     let image = transfer::readback_image(&output).expect("readback");
     let want = expected_image(&contract, &reference, &rgba, width, height);
     let (d, x, y, c) = max_diff(&image, &want, ow);
-    assert!(
-        d <= tol.pixel,
-        "{} {width}×{height}: pixel ({x}, {y}) channel {c} differs by {d}",
-        model.display()
-    );
-    assert_eq!(
-        ctx.backend_name(),
-        if backend == Backend::Cuda { "cuda" } else { "cpu" }
-    );
+    assert!(d <= tol.pixel, "{} {width}×{height}: pixel ({x}, {y}) channel {c} differs by {d}", model.display());
+    assert_eq!(ctx.backend_name(), if backend == Backend::Cuda { "cuda" } else { "cpu" });
     (worst_out, d)
 }
 
@@ -288,12 +234,10 @@ pub fn ring_matches_sync(model: &str, backend: Backend, width: u32, height: u32,
         .unwrap_or_else(|e| panic!("{model}: {e}"));
     let (ow, oh) = ctx.output_size();
     let lanes = ctx.slot_count() + 1;
-    let inputs: Vec<Arc<neural_frame::vulkan::Image>> = (0..lanes)
-        .map(|_| Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input")))
-        .collect();
-    let outputs: Vec<Arc<neural_frame::vulkan::Image>> = (0..lanes)
-        .map(|_| Arc::new(ctx.create_output_image().expect("output")))
-        .collect();
+    let inputs: Vec<Arc<neural_frame::vulkan::Image>> =
+        (0..lanes).map(|_| Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input"))).collect();
+    let outputs: Vec<Arc<neural_frame::vulkan::Image>> =
+        (0..lanes).map(|_| Arc::new(ctx.create_output_image().expect("output"))).collect();
     let sync_in = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
     let sync_out = ctx.create_output_image().expect("output");
     let poison = vec![0x5a; (ow * oh * 4) as usize];
@@ -307,10 +251,7 @@ pub fn ring_matches_sync(model: &str, backend: Backend, width: u32, height: u32,
         ctx.infer(&sync_in, &sync_out).expect("sync infer");
         let sync = transfer::readback_image(&sync_out).expect("readback sync output");
         let (d, x, y, c) = max_diff(&ring, &sync, ow);
-        assert_eq!(
-            d, 0,
-            "{model} frame {frame}: ring and sync differ at ({x}, {y}) ch {c} by {d}"
-        );
+        assert_eq!(d, 0, "{model} frame {frame}: ring and sync differ at ({x}, {y}) ch {c} by {d}");
     };
     for frame in 0..frames {
         let lane = frame as usize % lanes;
@@ -382,9 +323,7 @@ pub fn drop_in_flight(model: &str, backend: Backend, rounds: u32) -> (usize, usi
             .build()
             .unwrap_or_else(|e| panic!("{model}: {e}"));
         let input = Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input"));
-        let outputs: Vec<_> = (0..3)
-            .map(|_| Arc::new(ctx.create_output_image().expect("output")))
-            .collect();
+        let outputs: Vec<_> = (0..3).map(|_| Arc::new(ctx.create_output_image().expect("output"))).collect();
         transfer::upload_image(&input, &picture(64, 48, 3)).expect("upload");
         for o in &outputs {
             ctx.submit(&input, o).expect("submit");
