@@ -193,16 +193,12 @@ fn variants(p: &Rgba8) -> Vec<Vec<u8>> {
     vec![p.pixels.clone(), mirrored, scale(1.15), scale(0.8)]
 }
 
-/// Runs every mode and reports. `progress(mode, done, total)` is called as frames complete.
-pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) -> Result<BenchReport> {
-    let (w, h) = opts.size;
-    let picture = opts.picture.resized(w, h)?;
-    let frames = opts.frames.max(1);
-    let t0 = Instant::now();
+/// A context as the options describe, with blocking back-pressure.
+fn context(opts: &BenchOptions) -> Result<NeuralFrameContext> {
     let mut b = NeuralFrameContext::builder(&opts.model)
         .backend(opts.backend)
         .device(opts.device)
-        .frame_size(w, h)
+        .frame_size(opts.size.0, opts.size.1)
         .slots(opts.slots)
         .back_pressure(BackPressure::Block)
         .conv_search(opts.conv_search)
@@ -210,7 +206,16 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     if let Some(p) = &opts.ort_library {
         b = b.ort_library(p);
     }
-    let mut ctx = b.build()?;
+    b.build()
+}
+
+/// Runs every mode and reports. `progress(mode, done, total)` is called as frames complete.
+pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) -> Result<BenchReport> {
+    let (w, h) = opts.size;
+    let picture = opts.picture.resized(w, h)?;
+    let frames = opts.frames.max(1);
+    let t0 = Instant::now();
+    let mut ctx = context(opts)?;
     let setup_ms = ms_since(t0);
     let lanes = ctx.slot_count() + 1;
     let inputs: Vec<Arc<Image>> = (0..variants(&picture).len())
@@ -615,17 +620,7 @@ pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<Mult
             std::thread::spawn(move || -> Result<(BackendReport, usize, f64, Vec<f64>)> {
                 // Built on its own thread: each GPU's context lives and dies there.
                 let prepared = (|| -> Result<_> {
-                    let mut b = NeuralFrameContext::builder(&opts.model)
-                        .backend(opts.backend)
-                        .device(opts.device)
-                        .frame_size(w, h)
-                        .slots(opts.slots)
-                        .conv_search(opts.conv_search)
-                        .prefer_nhwc(opts.prefer_nhwc);
-                    if let Some(p) = &opts.ort_library {
-                        b = b.ort_library(p);
-                    }
-                    let mut ctx = b.build()?;
+                    let mut ctx = context(&opts)?;
                     let pixels = variants(&picture);
                     let inputs: Vec<Arc<Image>> = pixels
                         .iter()

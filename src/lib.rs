@@ -19,6 +19,30 @@
 //!  Vulkan compute "post" pass ─► output VkImage
 //! ```
 //!
+//! ## Use
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use ash::vk;
+//! use neural_frame::pipeline::{Backend, NeuralFrameContext, Submitted};
+//!
+//! let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
+//!     .backend(Backend::Auto) // CUDA where possible, else the CPU backend, announced
+//!     .frame_size(960, 540)
+//!     .slots(3)
+//!     .build()?;
+//! let input = Arc::new(ctx.create_input_image(vk::Format::B8G8R8A8_UNORM)?);
+//! let output = Arc::new(ctx.create_output_image()?);
+//! // One frame, waited for:
+//! let stats = ctx.infer(&input, &output)?;
+//! println!("model {:.2} ms on the {} backend", stats.infer_ms, ctx.backend_name());
+//! // Several in flight: submit returns at once, wait retires.
+//! if let Submitted::Frame(ticket) = ctx.submit(&input, &output)? {
+//!     ctx.wait(ticket)?;
+//! }
+//! # Ok::<(), neural_frame::Error>(())
+//! ```
+//!
 //! ## Ownership
 //!
 //! Every Vulkan or CUDA object has exactly one owning Rust value whose `Drop`

@@ -197,15 +197,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 let report = neural_frame::bench::run_multi(&options, &selectors).with_context(|| {
                     format!("benchmarking {} on {} device(s)", model.model.display(), selectors.len())
                 })?;
-                let text = serde_json::to_string_pretty(&report)?;
-                if let Some(f) = &json_file {
-                    std::fs::write(f, &text).with_context(|| format!("writing {}", f.display()))?;
-                }
-                if json {
-                    println!("{text}");
-                } else {
-                    print!("{}", neural_frame::bench::render_multi(&report));
-                }
+                emit(&report, json, json_file.as_deref(), || neural_frame::bench::render_multi(&report))?;
                 return Ok(0);
             }
             let bar = (!json).then(|| {
@@ -227,15 +219,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
-            let text = serde_json::to_string_pretty(&report)?;
-            if let Some(f) = &json_file {
-                std::fs::write(f, &text).with_context(|| format!("writing {}", f.display()))?;
-            }
-            if json {
-                println!("{text}");
-            } else {
-                print!("{}", neural_frame::bench::render(&report));
-            }
+            emit(&report, json, json_file.as_deref(), || neural_frame::bench::render(&report))?;
             Ok(0)
         }
         Command::Run { model, input, output, size, frames, json } => {
@@ -254,6 +238,25 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(report.exit_code() as u8)
         }
     }
+}
+
+/// Prints a report as JSON or as text, and writes the JSON to `json_file` when given.
+fn emit(
+    report: &impl serde::Serialize,
+    json: bool,
+    json_file: Option<&std::path::Path>,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    let encoded = serde_json::to_string_pretty(report)?;
+    if let Some(f) = json_file {
+        std::fs::write(f, &encoded).with_context(|| format!("writing {}", f.display()))?;
+    }
+    if json {
+        println!("{encoded}");
+    } else {
+        print!("{}", text());
+    }
+    Ok(())
 }
 
 fn default_input() -> PathBuf {

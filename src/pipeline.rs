@@ -278,6 +278,9 @@ impl Drop for CommandPool {
     }
 }
 
+/// How session creation names a CUDA provider that failed to register.
+const CUDA_EP_FAILURE: &str = "registering the CUDA execution provider";
+
 /// How long a host wait on a frame may take before it is an error.
 const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -367,6 +370,22 @@ impl NeuralFrameContext {
     }
 
     fn new(b: ContextBuilder) -> Result<Self> {
+        match Self::create(b.clone()) {
+            // The CUDA provider can still fail when the session is created (a CUDA
+            // library missing): `auto` then falls back too, announced.
+            Err(e @ Error::Onnx { .. }) if b.backend == Backend::Auto && e.to_string().contains(CUDA_EP_FAILURE) => {
+                let reason = e.to_string();
+                eprintln!("neural-frame: CUDA backend unavailable ({reason}); falling back to the CPU backend");
+                let mut ctx = Self::create(b.backend(Backend::Cpu))?;
+                ctx.report.requested = Backend::Auto;
+                ctx.report.fallback_reason = Some(reason);
+                Ok(ctx)
+            }
+            other => other,
+        }
+    }
+
+    fn create(b: ContextBuilder) -> Result<Self> {
         if b.size.0 == 0 || b.size.1 == 0 {
             return Err(Error::InvalidArgument("set a frame size with ContextBuilder::frame_size".into()));
         }
