@@ -228,8 +228,8 @@ struct Slot {
 struct CudaSync {
     /// Recorded once at start: a fixed point on the stream's timeline.
     reference: cuda::Event,
-    /// The previous retired frame's model end, in ms after `reference`.
-    last_end_ms: std::cell::Cell<Option<f64>>,
+    /// The last retired frame's value and model end (ms after `reference`).
+    last_end_ms: std::cell::Cell<Option<(u64, f64)>>,
     input_ready: cuda::ExternalSemaphore,
     output_ready: cuda::ExternalSemaphore,
     stream: cuda::Stream,
@@ -807,8 +807,11 @@ impl NeuralFrameContext {
             (Some((start, end)), Some(sync)) => {
                 let start_ms = start.elapsed_since(&sync.reference)? as f64;
                 let end_ms = end.elapsed_since(&sync.reference)? as f64;
-                let gap = sync.last_end_ms.get().map_or(f64::NAN, |last| start_ms - last);
-                sync.last_end_ms.set(Some(end_ms));
+                let gap = match sync.last_end_ms.get() {
+                    Some((v, last)) if v + 1 == value => start_ms - last,
+                    _ => f64::NAN, // first frame, or not retired in order
+                };
+                sync.last_end_ms.set(Some((value, end_ms)));
                 (end_ms - start_ms, gap)
             }
             _ => (f.host_infer_ms, f64::NAN),
@@ -848,7 +851,10 @@ impl NeuralFrameContext {
             let b = self.bind_images(i, input, output)?;
             self.slots[i].bindings.insert(key, b);
         }
+        // A timeline value is used once: it is taken now, so that a frame that
+        // fails half-way never makes a later one signal the same value again.
         let n = self.next_value;
+        self.next_value += 1;
         let submitted = Instant::now();
         self.record_pre(i, key, input)?;
         let pre_cmd = [self.slots[i].cmds[0]];
@@ -906,7 +912,6 @@ impl NeuralFrameContext {
         self.device.submit_to(if on_cuda { 1 } else { 0 }, &[submit], vk::Fence::null())?;
 
         self.slots[i].in_flight = Some(InFlight { value: n, submitted, host_infer_ms, enqueue_ms, _keep: keep });
-        self.next_value += 1;
         self.next_slot = (i + 1) % self.slots.len();
         Ok(Submitted::Frame(Ticket(n)))
     }
