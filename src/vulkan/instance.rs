@@ -1,8 +1,8 @@
 //! The Vulkan loader and a headless instance (no window, no surface).
 
 use std::ffi::{CStr, c_void};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use ash::vk;
 
@@ -60,6 +60,7 @@ impl Instance {
     /// Loads the Vulkan loader (`NEURAL_FRAME_VULKAN_LIBRARY` or the system's
     /// `libvulkan.so.1`) and creates a Vulkan 1.2+ instance with no surface.
     pub fn new(options: &InstanceOptions) -> Result<Arc<Self>> {
+        keep_driver_loaded();
         let entry = load_entry()?;
         // SAFETY: entry is a valid loaded loader.
         let loader_version = match unsafe { entry.try_enumerate_instance_version() } {
@@ -167,6 +168,26 @@ impl Drop for Instance {
         // SAFETY: every child object holds an Arc<Instance>, so none is alive here.
         unsafe { self.raw.destroy_instance(None) };
     }
+}
+
+/// The Vulkan loader unloads the driver when the process's last instance is
+/// destroyed, and NVIDIA's driver cannot be loaded again and again: its TLS
+/// library takes static TLS at every load, and after about twenty loads
+/// `dlopen` fails ("cannot allocate memory in static TLS block") and the loader
+/// finds no driver. So one minimal instance, created at the first
+/// [`Instance::new`] and never destroyed, keeps the driver loaded for the life
+/// of the process: contexts can then be created and dropped any number of times.
+fn keep_driver_loaded() {
+    static KEEPER: OnceLock<Option<(ash::Entry, vk::Instance)>> = OnceLock::new();
+    KEEPER.get_or_init(|| {
+        let entry = load_entry().ok()?;
+        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+        let info = vk::InstanceCreateInfo::default().application_info(&app);
+        // SAFETY: info lives until the call returns. The instance is deliberately never
+        // destroyed; where creation fails, the real instance reports why.
+        let instance = unsafe { entry.create_instance(&info, None) }.ok()?;
+        Some((entry, instance.handle()))
+    });
 }
 
 fn load_entry() -> Result<ash::Entry> {
