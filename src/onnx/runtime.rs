@@ -38,7 +38,14 @@ static RUNTIME: OnceLock<std::result::Result<Loaded, String>> = OnceLock::new();
 /// Loads ONNX Runtime once per process and returns what was loaded. Later
 /// calls return the same runtime; asking for another library then is an error.
 pub fn load(explicit: Option<&Path>) -> Result<&'static RuntimeInfo> {
-    let loaded = RUNTIME.get_or_init(|| load_inner(explicit).map_err(|e| e.to_string()));
+    // A failure is kept as the reason alone (for a missing runtime) or as text, so
+    // that reporting it again does not wrap the message twice.
+    let loaded = RUNTIME.get_or_init(|| {
+        load_inner(explicit).map_err(|e| match e {
+            Error::OnnxRuntimeMissing { reason } => reason,
+            other => other.to_string(),
+        })
+    });
     match loaded {
         Ok(l) => {
             if let Some(p) = explicit
