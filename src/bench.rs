@@ -22,7 +22,10 @@ use crate::error::{Error, Result};
 use crate::image_io::Rgba8;
 use crate::onnx::TensorKind;
 use crate::onnx::session::ConvSearch;
-use crate::pipeline::{BackPressure, Backend, BackendReport, FrameStats, NeuralFrameContext, Submitted, Ticket};
+use crate::pipeline::{
+    BackPressure, Backend, BackendReport, FrameStats, FrameTrace, Interference, NeuralFrameContext, PostWait,
+    Submitted, Ticket,
+};
 use crate::vulkan::{DeviceSelector, Image, transfer};
 
 /// What to measure.
@@ -46,12 +49,22 @@ pub struct BenchOptions {
     pub conv_search: ConvSearch,
     /// CUDA provider prefers NHWC.
     pub prefer_nhwc: bool,
+    /// Replay the model as captured CUDA graphs.
+    pub cuda_graph: bool,
+    /// Where the post pass waits for the model.
+    pub post_wait: PostWait,
+    /// Time the passes with Vulkan timestamp queries.
+    pub gpu_timestamps: bool,
+    /// Poll for frames instead of sleeping in the driver.
+    pub spin_wait: bool,
     /// ONNX Runtime library.
     pub ort_library: Option<PathBuf>,
     /// The picture the frames are made from (varied per frame).
     pub picture: Rgba8,
     /// Include the host round trip (slow: it dominates the benchmark's own run time).
     pub host_round_trip: bool,
+    /// Also trace synchronous frames and measure the model under Vulkan load (CUDA backend).
+    pub diagnose: bool,
 }
 
 /// One mode's numbers.
@@ -101,6 +114,10 @@ pub struct PipelineDiagnostics {
     pub enqueue_p99_ms: f64,
     /// Model time on the GPU (CUDA events): median.
     pub model_median_ms: f64,
+    /// The same, per ring slot.
+    pub model_median_by_slot_ms: Vec<f64>,
+    /// Every timed frame's times, in order.
+    pub frames: Vec<FrameStats>,
 }
 
 /// Medians of the host round trip's parts (ms).
@@ -135,6 +152,14 @@ pub struct BenchReport {
     pub conv_search: ConvSearch,
     /// NHWC preference.
     pub prefer_nhwc: bool,
+    /// Model replayed as captured CUDA graphs.
+    pub cuda_graph: bool,
+    /// Where the post pass waits for the model.
+    pub post_wait: PostWait,
+    /// Vulkan timestamp queries on.
+    pub gpu_timestamps: bool,
+    /// Frames waited for by polling.
+    pub spin_wait: bool,
     /// Ring slots.
     pub slots: usize,
     /// Warm-up frames.
@@ -153,6 +178,10 @@ pub struct BenchReport {
     pub setup_ms: f64,
     /// Device memory in use on the whole GPU after warm-up (MiB; CUDA backend).
     pub device_memory_used_mib: Option<f64>,
+    /// `--diagnose`: medians of host-polled timelines of synchronous frames.
+    pub sync_timeline: Option<FrameTrace>,
+    /// `--diagnose`: the model's GPU time while Vulkan is idle, waiting or busy.
+    pub interference: Option<Interference>,
 }
 
 fn percentile(v: &[f64], p: f64) -> f64 {
@@ -202,7 +231,11 @@ fn context(opts: &BenchOptions) -> Result<NeuralFrameContext> {
         .slots(opts.slots)
         .back_pressure(BackPressure::Block)
         .conv_search(opts.conv_search)
-        .prefer_nhwc(opts.prefer_nhwc);
+        .prefer_nhwc(opts.prefer_nhwc)
+        .cuda_graph(opts.cuda_graph)
+        .post_wait(opts.post_wait)
+        .gpu_timestamps(opts.gpu_timestamps)
+        .spin_wait(opts.spin_wait);
     if let Some(p) = &opts.ort_library {
         b = b.ort_library(p);
     }
@@ -327,6 +360,32 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     }
     let host_total = ms_since(t);
 
+    if opts.diagnose && ctx.cuda_device().is_none() {
+        eprintln!("neural-frame: --diagnose measures the Vulkan/CUDA hand-off; skipped on the CPU backend");
+    }
+    let (sync_timeline, interference) = if opts.diagnose && ctx.cuda_device().is_some() {
+        let mut traces = Vec::with_capacity(frames);
+        for i in 0..frames {
+            traces.push(ctx.trace_frame(&inputs[i % inputs.len()], &outputs[0])?.1);
+            progress("sync timeline", i + 1, frames);
+        }
+        let m = |f: &dyn Fn(&FrameTrace) -> f64| median(&traces.iter().map(f).collect::<Vec<_>>());
+        let timeline = FrameTrace {
+            submitted_ms: m(&|t| t.submitted_ms),
+            input_ready_ms: m(&|t| t.input_ready_ms),
+            model_start_ms: m(&|t| t.model_start_ms),
+            model_end_ms: m(&|t| t.model_end_ms),
+            output_ready_ms: m(&|t| t.output_ready_ms),
+            frame_done_ms: m(&|t| t.frame_done_ms),
+        };
+        progress("interference", 0, 1);
+        let interference = ctx.interference(&inputs[0], &outputs[0], frames.min(100))?;
+        progress("interference", 1, 1);
+        (Some(timeline), Some(interference))
+    } else {
+        (None, None)
+    };
+
     let floor = median(&alone);
     let floor_fps = frames as f64 / (alone_total / 1e3);
     let host_median = median(&host);
@@ -363,6 +422,10 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
         enqueue_median_ms: median(&enqueue),
         enqueue_p99_ms: percentile(&enqueue, 99.0),
         model_median_ms: median(&pick(&|s| s.infer_ms)),
+        model_median_by_slot_ms: (0..ctx.slot_count())
+            .map(|i| median(&pipe_stats.iter().filter(|s| s.slot == i).map(|s| s.infer_ms).collect::<Vec<_>>()))
+            .collect(),
+        frames: pipe_stats.clone(),
     };
     let stage = |f: &dyn Fn(&FrameStats) -> f64| median(&stages.iter().map(f).collect::<Vec<_>>());
     Ok(BenchReport {
@@ -373,6 +436,10 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
         backend: ctx.report().clone(),
         conv_search: opts.conv_search,
         prefer_nhwc: opts.prefer_nhwc,
+        cuda_graph: opts.cuda_graph && ctx.cuda_device().is_some(),
+        post_wait: opts.post_wait,
+        gpu_timestamps: opts.gpu_timestamps,
+        spin_wait: opts.spin_wait,
         slots: ctx.slot_count(),
         warmup: opts.warmup,
         modes,
@@ -392,6 +459,8 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
         time_to_first_frame_ms,
         setup_ms,
         device_memory_used_mib,
+        sync_timeline,
+        interference,
     })
 }
 
@@ -494,8 +563,16 @@ pub fn render(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "conv search {:?}, prefer NHWC {}, {} slots, {} warm-up frames, {} timed frames per mode",
-        r.conv_search, r.prefer_nhwc, r.slots, r.warmup, r.modes[0].frames
+        "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, {} slots, {} warm-up frames, {} timed frames per mode",
+        r.conv_search,
+        r.prefer_nhwc,
+        r.cuda_graph,
+        r.post_wait,
+        r.gpu_timestamps,
+        r.spin_wait,
+        r.slots,
+        r.warmup,
+        r.modes[0].frames
     );
     let _ = writeln!(
         s,
@@ -538,6 +615,8 @@ pub fn render(r: &BenchReport) -> String {
         d.enqueue_p99_ms,
         d.model_median_ms
     );
+    let by_slot: Vec<String> = d.model_median_by_slot_ms.iter().map(|m| format!("{m:.3}")).collect();
+    let _ = writeln!(s, "pipelined: model by slot (medians) {} ms", by_slot.join(" / "));
     let _ = writeln!(
         s,
         "time to first frame {:.1} ms (set-up {:.1} ms); device memory in use {}",
@@ -545,6 +624,27 @@ pub fn render(r: &BenchReport) -> String {
         r.setup_ms,
         r.device_memory_used_mib.map_or("n/a (CPU backend)".to_string(), |m| format!("{m:.0} MiB (whole GPU)"))
     );
+    if let Some(t) = &r.sync_timeline {
+        let _ = writeln!(
+            s,
+            "sync frame, host-polled (medians, ms after submit): submit returned {:.3}, input_ready {:.3}, model start {:.3}, model end {:.3}, output_ready {:.3}, frame_done {:.3}",
+            t.submitted_ms, t.input_ready_ms, t.model_start_ms, t.model_end_ms, t.output_ready_ms, t.frame_done_ms
+        );
+        let _ = writeln!(
+            s,
+            "  → pre pass and hand-off to CUDA {:.3}, model {:.3}, hand-off back, post pass and host wake-up {:.3} ms",
+            t.model_start_ms,
+            t.model_end_ms - t.model_start_ms,
+            t.frame_done_ms - t.model_end_ms
+        );
+    }
+    if let Some(i) = &r.interference {
+        let _ = writeln!(s, "model on the GPU beside other work ({} runs back to back, CUDA events, medians):", i.runs);
+        let idle = i.cases.first().map_or(f64::NAN, |c| c.model_ms);
+        for c in &i.cases {
+            let _ = writeln!(s, "  {:<18} {:>8.3} ms ({:+.3})", format!("{:?}", c.load), c.model_ms, c.model_ms - idle);
+        }
+    }
     s
 }
 

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use neural_frame::image_io::Rgba8;
 use neural_frame::onnx::session::ConvSearch;
-use neural_frame::pipeline::{Backend, FrameStats, NeuralFrameContext};
+use neural_frame::pipeline::{Backend, FrameStats, NeuralFrameContext, PostWait};
 use neural_frame::preflight;
 use neural_frame::vulkan::{DeviceSelector, transfer};
 
@@ -39,6 +39,18 @@ struct ModelArgs {
     /// Ask the CUDA provider to prefer NHWC kernels.
     #[arg(long)]
     prefer_nhwc: bool,
+    /// Replay each slot's model run as a captured CUDA graph (CUDA backend).
+    #[arg(long)]
+    cuda_graph: bool,
+    /// Where the post pass waits for the model: on the GPU (semaphore) or, after the host saw it finish (CUDA backend).
+    #[arg(long, value_enum, default_value_t = PostWait::Gpu)]
+    post_wait: PostWait,
+    /// Leave out the Vulkan timestamp queries that time the pre and post passes.
+    #[arg(long)]
+    no_gpu_timestamps: bool,
+    /// Wait for frames by polling (a busy core) instead of sleeping in the driver.
+    #[arg(long)]
+    spin_wait: bool,
 }
 
 impl ModelArgs {
@@ -48,7 +60,11 @@ impl ModelArgs {
             .device(self.device)
             .frame_size(width, height)
             .conv_search(self.conv_search)
-            .prefer_nhwc(self.prefer_nhwc);
+            .prefer_nhwc(self.prefer_nhwc)
+            .cuda_graph(self.cuda_graph)
+            .post_wait(self.post_wait)
+            .gpu_timestamps(!self.no_gpu_timestamps)
+            .spin_wait(self.spin_wait);
         if let Some(p) = &self.ort_library {
             b = b.ort_library(p);
         }
@@ -111,6 +127,10 @@ enum Command {
         /// Leave out the host round trip (it takes most of the benchmark's own time).
         #[arg(long)]
         no_host_round_trip: bool,
+        /// Also measure where the time goes (CUDA backend): a host-polled timeline of
+        /// synchronous frames, and the model's GPU time while Vulkan is idle, waiting or busy.
+        #[arg(long)]
+        diagnose: bool,
         /// Also write the report as JSON to this file.
         #[arg(long)]
         json_file: Option<PathBuf>,
@@ -170,7 +190,19 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Bench { model, size, frames, warmup, slots, input, devices, no_host_round_trip, json_file, json } => {
+        Command::Bench {
+            model,
+            size,
+            frames,
+            warmup,
+            slots,
+            input,
+            devices,
+            no_host_round_trip,
+            diagnose,
+            json_file,
+            json,
+        } => {
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
             let options = neural_frame::bench::BenchOptions {
                 model: model.model.clone(),
@@ -182,9 +214,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 slots,
                 conv_search: model.conv_search,
                 prefer_nhwc: model.prefer_nhwc,
+                cuda_graph: model.cuda_graph,
+                post_wait: model.post_wait,
+                gpu_timestamps: !model.no_gpu_timestamps,
+                spin_wait: model.spin_wait,
                 ort_library: model.ort_library.clone(),
                 picture,
                 host_round_trip: !no_host_round_trip,
+                diagnose,
             };
             if let Some(list) = devices {
                 let selectors = if list == "all" {

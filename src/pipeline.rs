@@ -60,9 +60,37 @@ pub struct ContextBuilder {
     threads: Option<usize>,
     slots: usize,
     back_pressure: BackPressure,
+    cuda_graph: bool,
+    post_wait: PostWait,
+    gpu_timestamps: bool,
+    spin_wait: bool,
 }
 
 impl ContextBuilder {
+    /// Time the pre and post passes with Vulkan timestamp queries (default on;
+    /// off: [`FrameStats`]'s `pre_ms` and `post_ms` are NaN).
+    pub fn gpu_timestamps(mut self, on: bool) -> Self {
+        self.gpu_timestamps = on;
+        self
+    }
+    /// Wait for frames by polling on the host (a busy core) instead of sleeping
+    /// in the driver: lower latency on retirement (default off).
+    pub fn spin_wait(mut self, on: bool) -> Self {
+        self.spin_wait = on;
+        self
+    }
+    /// Replay each slot's model run as a CUDA graph captured from ONNX Runtime's
+    /// second run in that slot (CUDA backend; default off). The buffers of a slot
+    /// stay at fixed addresses, so one capture per slot and frame size holds.
+    pub fn cuda_graph(mut self, on: bool) -> Self {
+        self.cuda_graph = on;
+        self
+    }
+    /// Where the post pass waits for the model (CUDA backend; default [`PostWait::Gpu`]).
+    pub fn post_wait(mut self, wait: PostWait) -> Self {
+        self.post_wait = wait;
+        self
+    }
     /// Frames in flight: slots in the ring (default 3, at least 1).
     pub fn slots(mut self, n: usize) -> Self {
         self.slots = n.max(1);
@@ -151,6 +179,20 @@ pub enum BackPressure {
     Skip,
 }
 
+/// How the post pass of a frame learns that the model is done (CUDA backend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PostWait {
+    /// The post pass is submitted with the frame and waits on the GPU for the
+    /// `output_ready` semaphore: nothing on the host waits before retirement.
+    #[default]
+    Gpu,
+    /// The post pass is submitted only once the host has seen the model finish:
+    /// by the next `submit`, or by `wait` for that frame. No Vulkan submission
+    /// sits blocked on a semaphore while CUDA runs the model.
+    Host,
+}
+
 /// A frame in flight; [`NeuralFrameContext::wait`] retires it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Ticket(pub u64);
@@ -184,6 +226,103 @@ pub struct FrameStats {
     /// CUDA backend: idle time of the CUDA stream between the previous frame's model end and this
     /// frame's model start (NaN for the first frame and on the CPU backend).
     pub gpu_gap_ms: f64,
+    /// The ring slot the frame went through.
+    pub slot: usize,
+}
+
+/// What runs beside the model in [`NeuralFrameContext::interference`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Load {
+    /// Nothing: Vulkan idle.
+    Idle,
+    /// Nothing beside, but each run on the next slot's buffers (and graph), as the ring does.
+    RotateSlots,
+    /// One Vulkan submission with commands (a pre pass) that waits on the GPU, for
+    /// the whole time, on a semaphore CUDA signals after the last run.
+    WaitingCommands,
+    /// A semaphore signal and wait by the CUDA stream between runs (as each frame has).
+    CudaSemaphoreOps,
+    /// Per run: a Vulkan submission with no commands that signals an exported semaphore.
+    ExternalSignal,
+    /// Per run: the pre pass's dispatch alone.
+    PrePass,
+    /// Per run: the post pass's dispatch alone.
+    PostPass,
+    /// Per run: the pre pass as the pipeline records it (timestamps, barriers, release to CUDA).
+    PipelinePre,
+    /// Per run: the post pass as the pipeline records it (timestamps, acquire from CUDA, barriers).
+    PipelinePost,
+    /// Nothing beside, but each run is enqueued while the run before it executes
+    /// (the other loads enqueue every run before the first starts).
+    EnqueueAhead,
+    /// As `EnqueueAhead`, and each run waits for a Vulkan-signalled semaphore and
+    /// signals another one, as a frame in the ring does.
+    EnqueueAheadWithHandoff,
+}
+
+impl Load {
+    /// Every load, in the order measured.
+    pub const ALL: [Load; 11] = [
+        Load::Idle,
+        Load::RotateSlots,
+        Load::WaitingCommands,
+        Load::CudaSemaphoreOps,
+        Load::ExternalSignal,
+        Load::PrePass,
+        Load::PostPass,
+        Load::PipelinePre,
+        Load::PipelinePost,
+        Load::EnqueueAhead,
+        Load::EnqueueAheadWithHandoff,
+    ];
+    fn needs_two_slots(self) -> bool {
+        !matches!(
+            self,
+            Load::Idle
+                | Load::CudaSemaphoreOps
+                | Load::ExternalSignal
+                | Load::EnqueueAhead
+                | Load::EnqueueAheadWithHandoff
+        )
+    }
+}
+
+/// The model's GPU time under one load (median ms).
+#[derive(Debug, Clone, Serialize)]
+pub struct InterferenceCase {
+    /// What ran beside the model.
+    pub load: Load,
+    /// The model's GPU time (CUDA events, median over the runs).
+    pub model_ms: f64,
+}
+
+/// The model's GPU time while Vulkan does different things (CUDA events, medians
+/// over back-to-back runs on slot 0's buffers): [`NeuralFrameContext::interference`].
+#[derive(Debug, Clone, Serialize)]
+pub struct Interference {
+    /// Runs per case.
+    pub runs: usize,
+    /// One entry per load (loads that need a second slot are left out with one slot).
+    pub cases: Vec<InterferenceCase>,
+}
+
+/// Where one synchronous frame's time goes: when the host saw each step,
+/// in ms after `submit` began (spin-polled: microsecond resolution).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct FrameTrace {
+    /// `submit` returned.
+    pub submitted_ms: f64,
+    /// The pre pass signalled `input_ready`.
+    pub input_ready_ms: f64,
+    /// The model started on the CUDA stream (its start event completed).
+    pub model_start_ms: f64,
+    /// The model ended (its end event completed).
+    pub model_end_ms: f64,
+    /// CUDA signalled `output_ready`.
+    pub output_ready_ms: f64,
+    /// The post pass signalled `frame_done`.
+    pub frame_done_ms: f64,
 }
 
 /// The buffers of one frame size and their binding. Fields in teardown order:
@@ -211,16 +350,24 @@ struct InFlight {
     submitted: Instant,
     host_infer_ms: f64,
     enqueue_ms: f64,
+    /// [`PostWait::Host`]: the post pass is recorded but not yet submitted.
+    post_pending: bool,
     _keep: Option<(Arc<Image>, Arc<Image>)>,
 }
 
 /// One slot of the ring: its own buffers, binding, command buffers, queries and events.
 struct Slot {
+    /// The model run captured as a CUDA graph, for this slot's current buffers.
+    graph: Option<cuda::Graph>,
     bindings: HashMap<(u64, u64), ImageBindings>,
     frame: Option<Frame>,
     events: Option<(cuda::Event, cuda::Event)>,
     cmds: [vk::CommandBuffer; 2],
     in_flight: Option<InFlight>,
+    /// Model runs on this slot's current buffers.
+    runs: u32,
+    /// Run options: end-of-run sync disabled on the CUDA backend.
+    run_options: Option<ort::session::RunOptions>,
 }
 
 /// The CUDA side of the hand-off. The session runs on `stream`, so the session
@@ -233,7 +380,6 @@ struct CudaSync {
     input_ready: cuda::ExternalSemaphore,
     output_ready: cuda::ExternalSemaphore,
     stream: cuda::Stream,
-    run_options: ort::session::RunOptions,
 }
 
 /// The context's timeline semaphores: Vulkan signals `input_ready = n` after
@@ -311,6 +457,9 @@ pub struct NeuralFrameContext {
     next_slot: usize,
     back_pressure: BackPressure,
     skipped: u64,
+    cuda_graph: bool,
+    post_wait: PostWait,
+    spin_wait: bool,
 }
 
 const PRE_TYPES: [vk::DescriptorType; 2] = [vk::DescriptorType::SAMPLED_IMAGE, vk::DescriptorType::STORAGE_BUFFER];
@@ -366,6 +515,10 @@ impl NeuralFrameContext {
             threads: None,
             slots: 3,
             back_pressure: BackPressure::Block,
+            cuda_graph: false,
+            post_wait: PostWait::Gpu,
+            gpu_timestamps: true,
+            spin_wait: false,
         }
     }
 
@@ -435,9 +588,6 @@ impl NeuralFrameContext {
         };
         let cuda_sync = match &cuda_device {
             Some(c) => {
-                let mut run_options =
-                    ort::session::RunOptions::new().map_err(|e| Error::onnx("creating run options", e))?;
-                run_options.disable_device_sync().map_err(|e| Error::onnx("disabling the end-of-run sync", e))?;
                 let stream = cuda::Stream::new(c)?;
                 let reference = cuda::Event::new(c)?;
                 reference.record(&stream)?;
@@ -447,7 +597,6 @@ impl NeuralFrameContext {
                     input_ready: cuda::ExternalSemaphore::import_timeline(c, timelines.input_ready.export()?)?,
                     output_ready: cuda::ExternalSemaphore::import_timeline(c, timelines.output_ready.export()?)?,
                     stream,
-                    run_options,
                 })
             }
             None => None,
@@ -469,14 +618,22 @@ impl NeuralFrameContext {
         let post = ComputePass::new(&device, POST_SPIRV, entry(contract.output, false), &POST_TYPES, 16)?;
         let pool = CommandPool::new(&device)?;
         let n = b.slots.max(1);
-        let queries =
-            if device.timestamp_period_ns() > 0.0 { Some(TimestampPool::new(&device, 4 * n as u32)?) } else { None };
+        let queries = if b.gpu_timestamps && device.timestamp_period_ns() > 0.0 {
+            Some(TimestampPool::new(&device, 4 * n as u32)?)
+        } else {
+            None
+        };
         let cmds = pool.allocate(2 * n as u32)?;
         let mut slots = Vec::with_capacity(n);
         for i in 0..n {
-            let events = match &cuda_device {
-                Some(c) => Some((cuda::Event::new(c)?, cuda::Event::new(c)?)),
-                None => None,
+            let (events, run_options) = match &cuda_device {
+                Some(c) => {
+                    let mut options =
+                        ort::session::RunOptions::new().map_err(|e| Error::onnx("creating run options", e))?;
+                    options.disable_device_sync().map_err(|e| Error::onnx("disabling the end-of-run sync", e))?;
+                    (Some((cuda::Event::new(c)?, cuda::Event::new(c)?)), Some(options))
+                }
+                None => (None, None),
             };
             slots.push(Slot {
                 bindings: HashMap::new(),
@@ -484,8 +641,12 @@ impl NeuralFrameContext {
                 events,
                 cmds: [cmds[2 * i], cmds[2 * i + 1]],
                 in_flight: None,
+                graph: None,
+                runs: 0,
+                run_options,
             });
         }
+        let cuda_device_present = cuda_device.is_some();
         let report = BackendReport {
             requested: b.backend,
             backend: if cuda_device.is_some() { "cuda" } else { "cpu" },
@@ -516,6 +677,9 @@ impl NeuralFrameContext {
             next_slot: 0,
             back_pressure: b.back_pressure,
             skipped: 0,
+            cuda_graph: b.cuda_graph && cuda_device_present,
+            post_wait: b.post_wait,
+            spin_wait: b.spin_wait,
         };
         ctx.resize(b.size.0, b.size.1)?;
         Ok(ctx)
@@ -547,8 +711,10 @@ impl NeuralFrameContext {
         }
         self.retire_all()?;
         for i in 0..self.slots.len() {
-            // Old bindings refer to the old buffers: drop them first (teardown order).
+            // Old bindings and graphs refer to the old buffers: drop them first (teardown order).
             self.slots[i].bindings.clear();
+            self.slots[i].graph = None;
+            self.slots[i].runs = 0;
             self.slots[i].frame = None;
             let frame = self.make_frame(width, height)?;
             self.slots[i].frame = Some(frame);
@@ -777,8 +943,12 @@ impl NeuralFrameContext {
         let Some(value) = self.slots[i].in_flight.as_ref().map(|f| f.value) else {
             return Ok(true);
         };
+        self.submit_posts(if block { Some(value) } else { None })?;
+        if self.slots[i].in_flight.as_ref().is_some_and(|f| f.post_pending) {
+            return Ok(false); // not blocking, and the model is still running
+        }
         let done = if block {
-            self.timelines.frame_done.wait(value, FRAME_TIMEOUT.as_nanos() as u64)?
+            self.wait_value(&self.timelines.frame_done, value)?
         } else {
             self.timelines.frame_done.value()? >= value
         };
@@ -824,6 +994,7 @@ impl NeuralFrameContext {
             latency_ms: ms(f.submitted.elapsed()),
             enqueue_ms: f.enqueue_ms,
             gpu_gap_ms,
+            slot: i,
         };
         self.completed.insert(value, stats);
         Ok(true)
@@ -839,6 +1010,8 @@ impl NeuralFrameContext {
         self.check_images(input, output)?;
         self.resize(input.desc().width, input.desc().height)?;
         let i = self.next_slot;
+        // Hand Vulkan the post passes whose models are done (PostWait::Host).
+        self.submit_posts(None)?;
         if !self.retire(i, policy == BackPressure::Block)? {
             self.skipped += 1;
             return Ok(Submitted::Skipped);
@@ -874,7 +1047,25 @@ impl NeuralFrameContext {
                 // CUDA waits for the pre pass, runs the model on its stream, and signals.
                 sync.input_ready.wait(&sync.stream, n)?;
                 start.record(&sync.stream)?;
-                frame.bound.run(&self.session, Some(&sync.run_options))?;
+                let options = slot.run_options.as_ref();
+                if self.cuda_graph && slot.graph.is_none() && slot.runs >= 1 {
+                    // ONNX Runtime has run once on these buffers (its memory and algorithm
+                    // choices are settled): capture its next run, then replay that.
+                    let t = Instant::now();
+                    let graph = cuda::Graph::capture(&sync.stream, || frame.bound.run(&self.session, options))
+                        .map_err(|e| Error::InvalidArgument(format!("capturing the model as a CUDA graph: {e}")))?;
+                    trace!(
+                        "slot {i}: model captured as a CUDA graph of {} nodes in {:.3} ms",
+                        graph.nodes(),
+                        ms(t.elapsed())
+                    );
+                    slot.graph = Some(graph);
+                }
+                match &slot.graph {
+                    Some(graph) => graph.launch(&sync.stream)?,
+                    None => frame.bound.run(&self.session, options)?,
+                }
+                slot.runs += 1;
                 end.record(&sync.stream)?;
                 sync.output_ready.signal(&sync.stream, n)?;
             }
@@ -891,8 +1082,40 @@ impl NeuralFrameContext {
 
         let enqueue_ms = ms(t_enqueue.elapsed());
         self.record_post(i, key, output)?;
+        let on_cuda = self.cuda_sync.is_some();
+        let post_pending = on_cuda && self.post_wait == PostWait::Host;
+        if !post_pending {
+            self.submit_post(i, n)?;
+        }
+
+        self.slots[i].in_flight =
+            Some(InFlight { value: n, submitted, host_infer_ms, enqueue_ms, post_pending, _keep: keep });
+        self.next_slot = (i + 1) % self.slots.len();
+        Ok(Submitted::Frame(Ticket(n)))
+    }
+
+    /// Waits (bounded by [`FRAME_TIMEOUT`]) until `semaphore` reaches `value`: polling
+    /// with spin waits on, else in the driver. False on time-out.
+    fn wait_value(&self, semaphore: &TimelineSemaphore, value: u64) -> Result<bool> {
+        if self.spin_wait {
+            let deadline = Instant::now() + FRAME_TIMEOUT;
+            while Instant::now() < deadline {
+                if semaphore.value()? >= value {
+                    return Ok(true);
+                }
+                std::thread::yield_now();
+            }
+            return Ok(false);
+        }
+        semaphore.wait(value, FRAME_TIMEOUT.as_nanos() as u64)
+    }
+
+    /// Submits slot `i`'s recorded post pass for frame `n`: it waits for `output_ready = n`
+    /// on the GPU (CUDA backend) and signals `frame_done = n`.
+    fn submit_post(&self, i: usize, n: u64) -> Result<()> {
         let post_cmd = [self.slots[i].cmds[1]];
         let done = [self.timelines.frame_done.raw()];
+        let values = [n];
         let on_cuda = self.cuda_sync.is_some();
         let wait = [self.timelines.output_ready.raw()];
         let stages = [vk::PipelineStageFlags::COMPUTE_SHADER];
@@ -909,11 +1132,60 @@ impl NeuralFrameContext {
             .push_next(&mut timeline);
         // On its own queue where there is one: a post pass waiting for CUDA then
         // does not hold back the next frame's pre pass (submission order).
-        self.device.submit_to(if on_cuda { 1 } else { 0 }, &[submit], vk::Fence::null())?;
+        self.device.submit_to(if on_cuda { 1 } else { 0 }, &[submit], vk::Fence::null())
+    }
 
-        self.slots[i].in_flight = Some(InFlight { value: n, submitted, host_infer_ms, enqueue_ms, _keep: keep });
-        self.next_slot = (i + 1) % self.slots.len();
-        Ok(Submitted::Frame(Ticket(n)))
+    /// [`PostWait::Host`]: submits, in frame order, the pending post passes whose
+    /// model is done. With `until = Some(v)`, waits (bounded) for the models of
+    /// frames up to `v` first.
+    fn submit_posts(&mut self, until: Option<u64>) -> Result<()> {
+        let mut pending: Vec<(u64, usize)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.in_flight.as_ref().filter(|f| f.post_pending).map(|f| (f.value, i)))
+            .collect();
+        pending.sort();
+        for (value, i) in pending {
+            let ready = match until {
+                Some(v) if value <= v => self.model_done(i, value, true)?,
+                _ => self.model_done(i, value, false)?,
+            };
+            if !ready {
+                return Ok(()); // later frames wait behind this one: timeline values rise in order
+            }
+            self.submit_post(i, value)?;
+            if let Some(f) = self.slots[i].in_flight.as_mut() {
+                f.post_pending = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the model of frame `value` (in slot `i`) has finished and signalled
+    /// `output_ready`; with `block`, waits for it first (bounded by [`FRAME_TIMEOUT`]).
+    fn model_done(&self, i: usize, value: u64, block: bool) -> Result<bool> {
+        if self.timelines.output_ready.value()? >= value {
+            return Ok(true);
+        }
+        if !block {
+            return Ok(false);
+        }
+        // The model's end event completes just before the signal: wait for it on
+        // the host (CUDA's completion check, a short spin), then for the signal.
+        if let Some((_, end)) = &self.slots[i].events
+            && !end.wait_timeout(FRAME_TIMEOUT)?
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the model of frame {value} did not finish within {FRAME_TIMEOUT:?}"
+            )));
+        }
+        if !self.wait_value(&self.timelines.output_ready, value)? {
+            return Err(Error::InvalidArgument(format!(
+                "CUDA did not signal output_ready = {value} within {FRAME_TIMEOUT:?}"
+            )));
+        }
+        Ok(true)
     }
 
     fn begin(&self, cmd: vk::CommandBuffer) -> Result<()> {
@@ -1110,13 +1382,247 @@ impl NeuralFrameContext {
     }
 
     /// Runs ONNX Runtime alone on slot 0's bound buffers (no pre or post pass,
-    /// no hand-off) and waits for it: the floor of the pipeline. Milliseconds, host clock.
+    /// no hand-off) and waits for it: the floor of the pipeline. With CUDA graphs
+    /// on and slot 0's graph captured, the graph is what runs. Milliseconds, host clock.
     pub fn run_model_only(&mut self) -> Result<f64> {
         self.retire_all()?;
-        let frame = self.slots[0].frame.as_mut().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+        let slot = &mut self.slots[0];
+        let frame = slot.frame.as_mut().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
         let t = Instant::now();
-        frame.bound.run(&self.session, None)?;
+        match &self.cuda_sync {
+            Some(sync) => {
+                match &slot.graph {
+                    Some(graph) => graph.launch(&sync.stream)?,
+                    None => frame.bound.run(&self.session, slot.run_options.as_ref())?,
+                }
+                sync.stream.synchronize()?;
+            }
+            None => frame.bound.run(&self.session, None)?,
+        }
         Ok(ms(t.elapsed()))
+    }
+
+    /// Diagnostics (CUDA backend): the model's GPU time (CUDA events), `runs`
+    /// times back to back on slot 0's buffers, under each [`Load`] in turn: what
+    /// Vulkan (or the CUDA stream's semaphore operations) do to the model while it
+    /// runs. Per-run Vulkan work goes on the last slot's buffers and the caller's
+    /// images (the pre pass reads `input`, the post pass writes `output`).
+    pub fn interference(&mut self, input: &Image, output: &Image, runs: usize) -> Result<Interference> {
+        let Some(cuda_device) = self.cuda.clone() else {
+            return Err(Error::InvalidArgument("interference is measured on the CUDA backend".into()));
+        };
+        let runs = runs.max(2);
+        // Every slot has run (and captured its graph, if on) with these images.
+        for _ in 0..2 * self.slots.len() {
+            self.infer(input, output)?;
+        }
+        self.retire_all()?;
+        let events: Vec<cuda::Event> = (0..=runs).map(|_| cuda::Event::new(&cuda_device)).collect::<Result<_>>()?;
+        let mut cases = Vec::new();
+        for load in Load::ALL {
+            if load.needs_two_slots() && self.slots.len() < 2 {
+                continue;
+            }
+            let model_ms = self.model_under(load, input, output, &events, &cuda_device)?;
+            cases.push(InterferenceCase { load, model_ms });
+        }
+        Ok(Interference { runs, cases })
+    }
+
+    fn model_under(
+        &mut self,
+        load: Load,
+        input: &Image,
+        output: &Image,
+        events: &[cuda::Event],
+        cuda_device: &Arc<CudaDevice>,
+    ) -> Result<f64> {
+        let runs = events.len() - 1;
+        let key = (input.id(), output.id());
+        let last = self.slots.len() - 1;
+        // An exportable semaphore shared with CUDA, and a Vulkan-only one that counts probe submissions.
+        let shared = TimelineSemaphore::new(&self.device, 0, true)?;
+        let cu_shared = cuda::ExternalSemaphore::import_timeline(cuda_device, shared.export()?)?;
+        let probe_done = TimelineSemaphore::new(&self.device, 0, false)?;
+        let cmd = self._pool.allocate(1)?[0];
+        let stages = [vk::PipelineStageFlags::ALL_COMMANDS];
+        let submit = |ctx: &Self, cmds: &[vk::CommandBuffer], wait: Option<u64>, signal_shared: Option<u64>, k: u64| {
+            let mut signal = vec![probe_done.raw()];
+            let mut values = vec![k];
+            if let Some(v) = signal_shared {
+                signal.push(shared.raw());
+                values.push(v);
+            }
+            let wait_sem = [shared.raw()];
+            let wait_val = [wait.unwrap_or(0)];
+            let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+            let mut info = vk::SubmitInfo::default().command_buffers(cmds).signal_semaphores(&signal);
+            if wait.is_some() {
+                timeline = timeline.wait_semaphore_values(&wait_val);
+                info = info.wait_semaphores(&wait_sem).wait_dst_stage_mask(&stages);
+            }
+            let info = info.push_next(&mut timeline);
+            ctx.device.submit_to(if wait.is_some() { 1 } else { 0 }, &[info], vk::Fence::null())
+        };
+        let record_plain = |ctx: &Self, pre: bool| -> Result<()> {
+            let frame =
+                ctx.slots[last].frame.as_ref().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+            let (w, h, s) = (frame.width, frame.height, ctx.contract.scale);
+            ctx.begin(cmd)?;
+            let sets = &ctx.slots[last].bindings[&key];
+            if pre {
+                let items = match ctx.contract.input {
+                    TensorKind::NchwF16 => (3 * w as u64 * h as u64).div_ceil(2),
+                    _ => w as u64 * h as u64,
+                };
+                let (grid, row) = linear_grid(items, ctx.device.limits().max_compute_work_group_count[0]);
+                ctx.pre.record(cmd, &sets.pre, &words(&[w, h, 0, row]), grid);
+            } else {
+                let groups = [(w * s).div_ceil(8), (h * s).div_ceil(8), 1];
+                ctx.post.record(cmd, &sets.post, &words(&[w, h, w * s, h * s]), groups);
+            }
+            ctx.end(cmd)
+        };
+
+        // Enqueue the runs (with CUDA semaphore operations between them for that load).
+        let back = TimelineSemaphore::new(&self.device, 0, true)?;
+        let cu_back = cuda::ExternalSemaphore::import_timeline(cuda_device, back.export()?)?;
+        let enqueue_one = |ctx: &mut Self, k: usize| -> Result<()> {
+            let v = k as u64 + 1;
+            let sync = ctx.cuda_sync.as_ref().expect("CUDA backend");
+            if load == Load::EnqueueAheadWithHandoff {
+                // As a frame: Vulkan signals "input ready", CUDA waits for it, runs, signals "output ready".
+                submit(ctx, &[], None, Some(v), v)?;
+                cu_shared.wait(&sync.stream, v)?;
+            }
+            if load == Load::CudaSemaphoreOps {
+                cu_shared.signal(&sync.stream, 2 * v - 1)?;
+                cu_shared.wait(&sync.stream, 2 * v - 1)?;
+            }
+            events[k].record(&sync.stream)?;
+            let slot = &mut ctx.slots[if load == Load::RotateSlots { k % (last + 1) } else { 0 }];
+            let frame = slot.frame.as_mut().ok_or_else(|| Error::InvalidArgument("no frame buffers".into()))?;
+            match &slot.graph {
+                Some(graph) => graph.launch(&sync.stream)?,
+                None => frame.bound.run(&ctx.session, slot.run_options.as_ref())?,
+            }
+            if load == Load::EnqueueAheadWithHandoff {
+                cu_back.signal(&sync.stream, v)?;
+            }
+            if k + 1 == runs {
+                events[runs].record(&sync.stream)?;
+            }
+            Ok(())
+        };
+        if load == Load::WaitingCommands {
+            record_plain(self, true)?;
+            submit(self, &[cmd], Some(1), None, 1)?;
+        }
+        let ahead = matches!(load, Load::EnqueueAhead | Load::EnqueueAheadWithHandoff);
+        let mut enqueued = Ok(());
+        for k in 0..if ahead { runs.min(2) } else { runs } {
+            enqueued = enqueue_one(self, k);
+            if enqueued.is_err() {
+                break;
+            }
+        }
+        if load == Load::WaitingCommands {
+            let sync = self.cuda_sync.as_ref().expect("CUDA backend");
+            cu_shared.signal(&sync.stream, 1)?;
+        }
+        enqueued?;
+        if ahead {
+            // Each run is handed to CUDA while the one before it executes, as the ring does.
+            for k in 2..runs {
+                if !events[k - 1].wait_timeout(FRAME_TIMEOUT)? {
+                    return Err(Error::InvalidArgument("a model run did not start".into()));
+                }
+                enqueue_one(self, k)?;
+            }
+        }
+        // One piece of Vulkan work during each run.
+        let per_run = matches!(
+            load,
+            Load::ExternalSignal | Load::PrePass | Load::PostPass | Load::PipelinePre | Load::PipelinePost
+        );
+        if per_run {
+            for (k, e) in events[..runs].iter().enumerate() {
+                if !e.wait_timeout(FRAME_TIMEOUT)? {
+                    return Err(Error::InvalidArgument("a model run did not start".into()));
+                }
+                let k = k as u64 + 1;
+                if !probe_done.wait(k - 1, FRAME_TIMEOUT.as_nanos() as u64)? {
+                    return Err(Error::InvalidArgument("a probe submission did not finish".into()));
+                }
+                match load {
+                    Load::PrePass => record_plain(self, true)?,
+                    Load::PostPass => record_plain(self, false)?,
+                    Load::PipelinePre => self.record_pre(last, key, input)?,
+                    Load::PipelinePost => self.record_post(last, key, output)?,
+                    _ => {}
+                }
+                let cmds: &[vk::CommandBuffer] = match load {
+                    Load::PipelinePre => &self.slots[last].cmds[..1],
+                    Load::PipelinePost => &self.slots[last].cmds[1..],
+                    Load::ExternalSignal => &[],
+                    _ => std::slice::from_ref(&cmd),
+                };
+                submit(self, cmds, None, (load == Load::ExternalSignal).then_some(k), k)?;
+            }
+        }
+        if !events[runs].wait_timeout(FRAME_TIMEOUT)? {
+            return Err(Error::InvalidArgument("the model runs did not finish".into()));
+        }
+        self.device.wait_idle()?;
+        drop((cu_shared, cu_back));
+        // SAFETY: the device is idle; the buffer came from this pool.
+        unsafe { self.device.raw().free_command_buffers(self._pool.raw, &[cmd]) };
+        let mut t = Vec::with_capacity(runs);
+        for w in events.windows(2) {
+            t.push(w[1].elapsed_since(&w[0])? as f64);
+        }
+        t.sort_by(f64::total_cmp);
+        Ok(t[t.len() / 2])
+    }
+
+    /// Runs one frame like [`infer`](Self::infer) and spin-polls the host for when
+    /// each step of its hand-off happens (diagnostics; CUDA backend).
+    pub fn trace_frame(&mut self, input: &Image, output: &Image) -> Result<(FrameStats, FrameTrace)> {
+        if self.cuda_sync.is_none() {
+            return Err(Error::InvalidArgument("frames are traced on the CUDA backend".into()));
+        }
+        let t0 = Instant::now();
+        let Submitted::Frame(ticket) = self.submit_inner(input, output, None, BackPressure::Block)? else {
+            return Err(Error::InvalidArgument("a blocking submission was skipped".into()));
+        };
+        let mut trace = FrameTrace { submitted_ms: ms(t0.elapsed()), ..FrameTrace::default() };
+        let [mut a, mut b, mut c, mut d, mut e] = [f64::NAN; 5];
+        let i = (self.next_slot + self.slots.len() - 1) % self.slots.len();
+        let n = ticket.0;
+        while t0.elapsed() < FRAME_TIMEOUT {
+            let now = ms(t0.elapsed());
+            let (start, end) = self.slots[i].events.as_ref().expect("CUDA backend");
+            if a.is_nan() && self.timelines.input_ready.value()? >= n {
+                a = now;
+            }
+            if b.is_nan() && start.query()? {
+                b = now;
+            }
+            if c.is_nan() && end.query()? {
+                c = now;
+            }
+            if d.is_nan() && self.timelines.output_ready.value()? >= n {
+                d = now;
+                self.submit_posts(None)?;
+            }
+            if self.timelines.frame_done.value()? >= n {
+                e = now;
+                break;
+            }
+        }
+        (trace.input_ready_ms, trace.model_start_ms, trace.model_end_ms) = (a, b, c);
+        (trace.output_ready_ms, trace.frame_done_ms) = (d, e);
+        Ok((self.wait(ticket)?, trace))
     }
 
     /// The session, for runs outside the pipeline (the benchmark's host round trip).
@@ -1128,10 +1634,18 @@ impl NeuralFrameContext {
 impl Drop for NeuralFrameContext {
     fn drop(&mut self) {
         // Frames in flight finish before anything they use goes; bounded, so a
-        // lost signal cannot hang the drop.
+        // lost signal cannot hang the drop. Post passes still held back
+        // (PostWait::Host) are submitted once their model is done.
+        if let Err(e) = self.retire_all() {
+            eprintln!("neural-frame: retiring the frames in flight on drop: {e}");
+        }
         for slot in &self.slots {
+            let waited = match &slot.in_flight {
+                Some(f) if f.post_pending => &self.timelines.output_ready,
+                _ => &self.timelines.frame_done,
+            };
             if let Some(f) = &slot.in_flight
-                && !matches!(self.timelines.frame_done.wait(f.value, FRAME_TIMEOUT.as_nanos() as u64), Ok(true))
+                && !matches!(waited.wait(f.value, FRAME_TIMEOUT.as_nanos() as u64), Ok(true))
             {
                 eprintln!("neural-frame: frame {} did not finish before the context was dropped", f.value);
                 let _ = self.timelines.input_ready.signal_from_host(u64::MAX / 2);

@@ -80,3 +80,43 @@ fn several_contexts_run_at_once() {
     assert_eq!(devices.iter().map(|d| d["frames"].as_u64().unwrap_or(0)).sum::<u64>(), 10);
     assert!(r["total_fps"].as_f64().is_some_and(|v| v > 0.0));
 }
+
+#[test]
+fn cuda_only_options_are_reported_and_diagnostics_say_they_need_cuda() {
+    let o = neural_frame(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--model",
+            "models/test/tiny-x2-f32.onnx",
+            "--size",
+            "40x24",
+            "--frames",
+            "6",
+            "--warmup",
+            "1",
+            "--no-host-round-trip",
+            "--diagnose",
+            "--cuda-graph",
+            "--post-wait",
+            "host",
+            "--spin-wait",
+            "--no-gpu-timestamps",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("skipped on the CPU backend"), "{}", text(&o));
+    let r = json(&o);
+    assert_eq!(r["cuda_graph"], false, "no CUDA graphs on the CPU backend");
+    assert_eq!(r["spin_wait"], true);
+    assert_eq!(r["gpu_timestamps"], false);
+    assert!(r["sync_timeline"].is_null() && r["interference"].is_null());
+    assert!(r["stages"]["pre_ms"].is_null(), "no timestamps: the pass times are not numbers");
+    let frames = r["pipelined"]["frames"].as_array().expect("per-frame times");
+    assert_eq!(frames.len(), 6);
+    let modes: Vec<&str> = r["modes"].as_array().expect("modes").iter().filter_map(|m| m["mode"].as_str()).collect();
+    assert_eq!(modes, ["ort-alone", "zero-copy sync", "zero-copy pipelined"]);
+}

@@ -8,6 +8,7 @@ use neural_frame::pipeline::Backend;
 
 #[test]
 fn dropping_a_context_with_frames_in_flight_neither_hangs_nor_leaks() {
-    let (before, after) = common::pipeline::drop_in_flight("models/test/tiny-x2-f32.onnx", Backend::Cpu, 10);
+    let (before, after) =
+        common::pipeline::drop_in_flight("models/test/tiny-x2-f32.onnx", Backend::Cpu, common::pipeline::plain, 10);
     assert_eq!(before, after, "file descriptors leaked");
 }

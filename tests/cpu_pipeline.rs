@@ -157,14 +157,69 @@ fn unwritten_poisoned_output_would_be_detected() {
 
 #[test]
 fn ring_results_equal_the_synchronous_path() {
-    common::pipeline::ring_matches_sync("models/test/tiny-x2-f32.onnx", Backend::Cpu, 40, 24, 24);
-    common::pipeline::ring_matches_sync("models/test/tiny-x1-rgba-u8.onnx", Backend::Cpu, 33, 17, 12);
+    common::pipeline::ring_matches_sync(
+        "models/test/tiny-x2-f32.onnx",
+        Backend::Cpu,
+        common::pipeline::plain,
+        40,
+        24,
+        24,
+    );
+    common::pipeline::ring_matches_sync(
+        "models/test/tiny-x1-rgba-u8.onnx",
+        Backend::Cpu,
+        common::pipeline::plain,
+        33,
+        17,
+        12,
+    );
+}
+
+fn spin_without_timestamps(b: neural_frame::pipeline::ContextBuilder) -> neural_frame::pipeline::ContextBuilder {
+    b.spin_wait(true).gpu_timestamps(false)
+}
+
+#[test]
+fn ring_with_spin_waits_and_no_timestamps_equals_the_synchronous_path() {
+    common::pipeline::ring_matches_sync(
+        "models/test/tiny-x2-f32.onnx",
+        Backend::Cpu,
+        spin_without_timestamps,
+        40,
+        24,
+        16,
+    );
+    let (tensor, pixel) = common::pipeline::check_frames(
+        "models/test/tiny-x2-f32.onnx",
+        Backend::Cpu,
+        spin_without_timestamps,
+        37,
+        21,
+        5,
+        4,
+        common::pipeline::Tolerance::default(),
+    );
+    assert!(tensor < 1e-4 && pixel <= 1);
 }
 
 #[test]
 fn slow_consumer_meets_back_pressure() {
     use neural_frame::pipeline::BackPressure;
-    common::pipeline::slow_consumer("models/test/tiny-x2-f32.onnx", Backend::Cpu, BackPressure::Block, (96, 64), 12);
+    common::pipeline::slow_consumer(
+        "models/test/tiny-x2-f32.onnx",
+        Backend::Cpu,
+        common::pipeline::plain,
+        BackPressure::Block,
+        (96, 64),
+        12,
+    );
     // The CPU backend finishes the model inside submit, so skipping is possible but not certain here.
-    common::pipeline::slow_consumer("models/test/tiny-x2-f32.onnx", Backend::Cpu, BackPressure::Skip, (96, 64), 12);
+    common::pipeline::slow_consumer(
+        "models/test/tiny-x2-f32.onnx",
+        Backend::Cpu,
+        common::pipeline::plain,
+        BackPressure::Skip,
+        (96, 64),
+        12,
+    );
 }

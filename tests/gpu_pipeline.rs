@@ -5,9 +5,9 @@
 mod common;
 
 use common::gpu;
-use common::pipeline::{Tolerance, check_backend};
+use common::pipeline::{Tolerance, check_backend, check_frames};
 use neural_frame::error::format_uuid;
-use neural_frame::pipeline::{Backend, NeuralFrameContext};
+use neural_frame::pipeline::{Backend, ContextBuilder, NeuralFrameContext, PostWait};
 
 fn cuda(model: &str, w: u32, h: u32, seed: u32, tol: Tolerance) {
     let _ = gpu();
@@ -121,5 +121,69 @@ fn every_gpu_pairs_with_the_cuda_device_of_its_uuid() {
             cuda.info().ordinal,
             format_uuid(&cuda.info().uuid)
         );
+    }
+}
+
+fn graphs(b: ContextBuilder) -> ContextBuilder {
+    b.cuda_graph(true).slots(2)
+}
+
+fn graphs_host_post(b: ContextBuilder) -> ContextBuilder {
+    b.cuda_graph(true).post_wait(PostWait::Host).slots(2)
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_graph_replays_match_cpu_reference() {
+    let _ = gpu();
+    // 2 slots, 6 frames: each slot runs ONNX Runtime once, then captures, then replays,
+    // each frame a different picture compared with ORT's CPU provider (output poisoned first).
+    let fp32 = Tolerance { tensor: 5e-3, ..Tolerance::default() };
+    let fp16 = Tolerance { tensor_f16: 3e-2, pixel: 4, ..Tolerance::default() };
+    for (model, tol) in
+        [("models/upscale.onnx", fp32), ("models/upscale-fp16.onnx", fp16), ("models/test/tiny-x2-f32.onnx", fp32)]
+    {
+        for (name, tune) in [("graphs", graphs as common::pipeline::Tune), ("graphs, post on host", graphs_host_post)] {
+            let (t, p) = check_frames(model, Backend::Cuda, tune, 64, 36, 40, 6, tol);
+            println!("{model} with {name}: 6 frames, max |tensor diff| {t:.3e}, max pixel diff {p}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_graph_replays_u8_model() {
+    let _ = gpu();
+    let (t, p) =
+        check_frames("models/test/tiny-x1-rgba-u8.onnx", Backend::Cuda, graphs, 37, 53, 50, 6, Tolerance::default());
+    println!("tiny-x1-rgba-u8 with graphs: 6 frames, max |tensor diff| {t:.3e}, max pixel diff {p}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_graph_after_a_frame_size_change() {
+    let _ = gpu();
+    // Graphs hold buffer addresses: a resize must capture anew, never replay the old ones.
+    let mut ctx = graphs(NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx").backend(Backend::Cuda))
+        .frame_size(20, 10)
+        .build()
+        .expect("context");
+    for (w, h) in [(20u32, 10u32), (61, 7), (20, 10)] {
+        ctx.resize(w, h).expect("resize");
+        let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM).expect("input");
+        let output = ctx.create_output_image().expect("output");
+        for frame in 0..5 {
+            let rgba = common::pipeline::picture(w, h, 60 + frame);
+            neural_frame::vulkan::transfer::upload_image(&input, &rgba).expect("upload");
+            ctx.poison_output_tensor(common::pipeline::POISON).expect("poison");
+            ctx.infer(&input, &output).expect("infer");
+            let contract = ctx.contract().clone();
+            let path = std::path::Path::new("models/test/tiny-x2-f32.onnx");
+            let reference = common::pipeline::reference_output(path, &contract, &rgba, w, h);
+            let want = common::pipeline::expected_image(&contract, &reference, &rgba, w, h);
+            let got = neural_frame::vulkan::transfer::readback_image(&output).expect("readback");
+            let (d, x, y, c) = common::pipeline::max_diff(&got, &want, 2 * w);
+            assert!(d <= 1, "{w}×{h} frame {frame}: ({x}, {y}) ch {c} differs by {d}");
+        }
     }
 }

@@ -1,45 +1,80 @@
 //! The ring on the CUDA backend: frames handed Vulkan → CUDA → Vulkan through
-//! timeline semaphores, several in flight. Needs an NVIDIA GPU.
+//! timeline semaphores, several in flight, with each tuning option. Needs an NVIDIA GPU.
 
 mod common;
 
+use common::pipeline::{Tune, plain};
 use common::{gpu, open_fds};
-use neural_frame::pipeline::{BackPressure, Backend};
+use neural_frame::pipeline::{BackPressure, Backend, ContextBuilder, PostWait};
+
+fn graphs(b: ContextBuilder) -> ContextBuilder {
+    b.cuda_graph(true)
+}
+
+fn host_post(b: ContextBuilder) -> ContextBuilder {
+    b.post_wait(PostWait::Host)
+}
+
+fn every_option(b: ContextBuilder) -> ContextBuilder {
+    b.cuda_graph(true).post_wait(PostWait::Host).spin_wait(true).gpu_timestamps(false)
+}
+
+const TUNINGS: [(&str, Tune); 4] =
+    [("default", plain), ("CUDA graphs", graphs), ("post waits on host", host_post), ("all options", every_option)];
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn ring_equals_sync_for_100_varied_frames() {
     let _ = gpu();
-    common::pipeline::ring_matches_sync("models/upscale.onnx", Backend::Cuda, 96, 54, 100);
-    common::pipeline::ring_matches_sync("models/upscale-fp16.onnx", Backend::Cuda, 61, 37, 30);
+    for (name, tune) in TUNINGS {
+        println!("{name}:");
+        common::pipeline::ring_matches_sync("models/upscale.onnx", Backend::Cuda, tune, 96, 54, 100);
+        common::pipeline::ring_matches_sync("models/upscale-fp16.onnx", Backend::Cuda, tune, 61, 37, 30);
+    }
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn slow_consumer_blocks_or_skips() {
     let _ = gpu();
-    let skipped =
-        common::pipeline::slow_consumer("models/upscale.onnx", Backend::Cuda, BackPressure::Block, (960, 540), 12);
-    assert_eq!(skipped, 0);
-    // A 960×540 frame keeps the GPU busy for milliseconds while a submission
-    // takes far less on the host: a consumer that never waits must see skips.
-    let skipped =
-        common::pipeline::slow_consumer("models/upscale.onnx", Backend::Cuda, BackPressure::Skip, (960, 540), 30);
-    println!("skip policy: {skipped} of 30 frames skipped");
-    assert!(skipped > 0, "no frame was skipped although the consumer never waited");
+    for (name, tune) in [TUNINGS[0], TUNINGS[2]] {
+        let skipped = common::pipeline::slow_consumer(
+            "models/upscale.onnx",
+            Backend::Cuda,
+            tune,
+            BackPressure::Block,
+            (960, 540),
+            12,
+        );
+        assert_eq!(skipped, 0);
+        // A 960×540 frame keeps the GPU busy for milliseconds while a submission
+        // takes far less on the host: a consumer that never waits must see skips.
+        let skipped = common::pipeline::slow_consumer(
+            "models/upscale.onnx",
+            Backend::Cuda,
+            tune,
+            BackPressure::Skip,
+            (960, 540),
+            30,
+        );
+        println!("{name}: skip policy: {skipped} of 30 frames skipped");
+        assert!(skipped > 0, "no frame was skipped although the consumer never waited");
+    }
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn dropping_with_frames_in_flight_neither_hangs_nor_leaks() {
     let (_, cuda_device) = gpu();
-    common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, 1); // first use loads kernels
-    let (free, _) = cuda_device.memory_info().expect("memory info");
-    let fds = open_fds();
-    let (_, _) = common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, 20);
-    let fds_after = open_fds();
-    let (free_after, _) = cuda_device.memory_info().expect("memory info");
-    println!("fds {fds} → {fds_after}; free device memory {free} → {free_after}");
-    assert_eq!(fds_after, fds, "file descriptors leaked");
-    assert!(free_after + (64 << 20) >= free, "device memory leaked: {} MiB", (free - free_after) >> 20);
+    for (name, tune) in TUNINGS {
+        common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, tune, 1); // first use loads kernels
+        let (free, _) = cuda_device.memory_info().expect("memory info");
+        let fds = open_fds();
+        let (_, _) = common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, tune, 20);
+        let fds_after = open_fds();
+        let (free_after, _) = cuda_device.memory_info().expect("memory info");
+        println!("{name}: fds {fds} → {fds_after}; free device memory {free} → {free_after}");
+        assert_eq!(fds_after, fds, "{name}: file descriptors leaked");
+        assert!(free_after + (64 << 20) >= free, "{name}: device memory leaked: {} MiB", (free - free_after) >> 20);
+    }
 }

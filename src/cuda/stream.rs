@@ -104,6 +104,18 @@ impl Event {
         }
     }
 
+    /// Whether the event has completed (no waiting).
+    pub fn query(&self) -> Result<bool> {
+        self.device.bind()?;
+        // SAFETY: the event is live.
+        let r = unsafe { sys::cuEventQuery(self.raw) };
+        if r == sys::CUresult::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        check("cuEventQuery", r)?;
+        Ok(true)
+    }
+
     /// Milliseconds from `start` to this event (both recorded and complete).
     pub fn elapsed_since(&self, start: &Event) -> Result<f32> {
         self.device.bind()?;

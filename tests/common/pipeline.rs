@@ -7,7 +7,7 @@ use std::path::Path;
 use ash::vk;
 use half::f16;
 use neural_frame::onnx::{ModelContract, TensorKind};
-use neural_frame::pipeline::{Backend, NeuralFrameContext};
+use neural_frame::pipeline::{Backend, ContextBuilder, NeuralFrameContext};
 use neural_frame::vulkan::transfer;
 
 /// How close the pipeline must come to the reference.
@@ -176,22 +176,63 @@ pub const POISON: u32 = 0x7fc0_dead; // a NaN in f32, odd values in f16 and u8
 /// the output tensor (read through Vulkan after poisoning) and the output image
 /// with ONNX Runtime's CPU provider run directly on the same picture.
 pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, seed: u32, tol: Tolerance) -> (f32, u8) {
-    let model = Path::new(model);
-    let mut ctx = NeuralFrameContext::builder(model)
-        .backend(backend)
-        .frame_size(width, height)
+    check_frames(model, backend, plain, width, height, seed, 1, tol)
+}
+
+/// Options applied to a context's builder by a test.
+pub type Tune = fn(ContextBuilder) -> ContextBuilder;
+
+/// The builder as it is.
+pub fn plain(b: ContextBuilder) -> ContextBuilder {
+    b
+}
+
+/// Like [`check_backend`] for `frames` different pictures in a row through one
+/// context (every slot of the ring is used more than once), with `tune` applied;
+/// returns the worst differences.
+#[allow(clippy::too_many_arguments)]
+pub fn check_frames(
+    model: &str,
+    backend: Backend,
+    tune: Tune,
+    width: u32,
+    height: u32,
+    seed: u32,
+    frames: u32,
+    tol: Tolerance,
+) -> (f32, u8) {
+    let path = Path::new(model);
+    let mut ctx = tune(NeuralFrameContext::builder(path).backend(backend).frame_size(width, height))
         .build()
-        .unwrap_or_else(|e| panic!("{}: {e}", model.display()));
-    let contract = ctx.contract().clone();
-    let rgba = picture(width, height, seed);
+        .unwrap_or_else(|e| panic!("{model}: {e}"));
     let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input image");
     let output = ctx.create_output_image().expect("output image");
-    transfer::upload_image(&input, &rgba).expect("upload");
+    let mut worst = (0f32, 0u8);
+    for frame in 0..frames {
+        let (t, p) = check_frame(&mut ctx, path, &input, &output, seed + 7 * frame, tol);
+        worst = (worst.0.max(t), worst.1.max(p));
+    }
+    worst
+}
+
+fn check_frame(
+    ctx: &mut NeuralFrameContext,
+    model: &Path,
+    input: &neural_frame::vulkan::Image,
+    output: &neural_frame::vulkan::Image,
+    seed: u32,
+    tol: Tolerance,
+) -> (f32, u8) {
+    let backend = ctx.report().requested;
+    let contract = ctx.contract().clone();
+    let (width, height) = ctx.frame_size();
+    let rgba = picture(width, height, seed);
+    transfer::upload_image(input, &rgba).expect("upload");
     let (ow, oh) = ctx.output_size();
-    transfer::upload_image(&output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison output image");
+    transfer::upload_image(output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison output image");
     ctx.poison_output_tensor(POISON).expect("poison output tensor");
 
-    ctx.infer(&input, &output).expect("infer");
+    ctx.infer(input, output).expect("infer");
 
     // The pre pass wrote exactly the tensor the host computes.
     let got_in = values(contract.input, &ctx.read_input_tensor().expect("input tensor"));
@@ -213,23 +254,22 @@ pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, see
     );
 
     // The post pass made the image: ≤ 1/255 per channel, every pixel written.
-    let image = transfer::readback_image(&output).expect("readback");
+    let image = transfer::readback_image(output).expect("readback");
     let want = expected_image(&contract, &reference, &rgba, width, height);
     let (d, x, y, c) = max_diff(&image, &want, ow);
     assert!(d <= tol.pixel, "{} {width}×{height}: pixel ({x}, {y}) channel {c} differs by {d}", model.display());
-    assert_eq!(ctx.backend_name(), if backend == Backend::Cuda { "cuda" } else { "cpu" });
+    if backend != Backend::Auto {
+        assert_eq!(ctx.backend_name(), if backend == Backend::Cuda { "cuda" } else { "cpu" });
+    }
     (worst_out, d)
 }
 
 /// Runs `frames` varied frames through the ring (several in flight, outputs
 /// read back as each retires) and through the synchronous path, and checks that
 /// every frame's output image is identical.
-pub fn ring_matches_sync(model: &str, backend: Backend, width: u32, height: u32, frames: u32) {
+pub fn ring_matches_sync(model: &str, backend: Backend, tune: Tune, width: u32, height: u32, frames: u32) {
     use std::sync::Arc;
-    let mut ctx = NeuralFrameContext::builder(model)
-        .backend(backend)
-        .frame_size(width, height)
-        .slots(3)
+    let mut ctx = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(width, height).slots(3))
         .build()
         .unwrap_or_else(|e| panic!("{model}: {e}"));
     let (ow, oh) = ctx.output_size();
@@ -280,14 +320,13 @@ pub fn ring_matches_sync(model: &str, backend: Backend, width: u32, height: u32,
 pub fn slow_consumer(
     model: &str,
     backend: Backend,
+    tune: Tune,
     policy: neural_frame::pipeline::BackPressure,
     (width, height): (u32, u32),
     submissions: u32,
 ) -> u64 {
     use std::sync::Arc;
-    let mut ctx = NeuralFrameContext::builder(model)
-        .backend(backend)
-        .frame_size(width, height)
+    let mut ctx = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(width, height))
         .slots(2)
         .back_pressure(policy)
         .build()
@@ -313,13 +352,10 @@ pub fn slow_consumer(
 
 /// Drops contexts with frames in flight, `rounds` times: nothing may hang or leak.
 /// Returns the open fds before and after.
-pub fn drop_in_flight(model: &str, backend: Backend, rounds: u32) -> (usize, usize) {
+pub fn drop_in_flight(model: &str, backend: Backend, tune: Tune, rounds: u32) -> (usize, usize) {
     use std::sync::Arc;
     let round = || {
-        let mut ctx = NeuralFrameContext::builder(model)
-            .backend(backend)
-            .frame_size(64, 48)
-            .slots(3)
+        let mut ctx = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(64, 48).slots(3))
             .build()
             .unwrap_or_else(|e| panic!("{model}: {e}"));
         let input = Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input"));
