@@ -209,21 +209,9 @@ impl Device {
         unsafe { self.raw.queue_submit(*queue, submits, fence) }.call("vkQueueSubmit")
     }
 
-    /// Records commands with `record`, submits them and waits for completion.
-    /// For set-up and tests, not for the per-frame path.
+    /// Records commands with `record`, submits them and waits for completion
+    /// (bounded). For set-up and tests, not for the per-frame path.
     pub fn one_shot(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<()> {
-        self.one_shot_with(&[], &[], &[], &[], record)
-    }
-
-    /// Like [`Device::one_shot`], with timeline semaphore waits and signals.
-    pub fn one_shot_with(
-        &self,
-        wait: &[vk::Semaphore],
-        wait_values: &[u64],
-        signal: &[vk::Semaphore],
-        signal_values: &[u64],
-        record: impl FnOnce(vk::CommandBuffer),
-    ) -> Result<()> {
         let shot = self.one_shot.lock().map_err(|_| Error::InvalidArgument("command pool lock poisoned".into()))?;
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(shot.pool)
@@ -239,19 +227,10 @@ impl Device {
             // SAFETY: cmd is recording.
             unsafe { self.raw.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
             let cmds = [cmd];
-            let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait.len()];
-            let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-                .wait_semaphore_values(wait_values)
-                .signal_semaphore_values(signal_values);
-            let submit = vk::SubmitInfo::default()
-                .command_buffers(&cmds)
-                .wait_semaphores(wait)
-                .wait_dst_stage_mask(&stages)
-                .signal_semaphores(signal)
-                .push_next(&mut timeline);
+            let submit = vk::SubmitInfo::default().command_buffers(&cmds);
             self.submit(&[submit], shot.fence)?;
             // SAFETY: the fence belongs to this device and was just submitted.
-            // Bounded: work that waits on a semaphore nobody signals must fail, not hang.
+            // Bounded: a lost device must fail, not hang.
             unsafe { self.raw.wait_for_fences(&[shot.fence], true, ONE_SHOT_TIMEOUT_NS) }.call("vkWaitForFences")?;
             // SAFETY: the fence is signalled and no longer in use.
             unsafe { self.raw.reset_fences(&[shot.fence]) }.call("vkResetFences")
@@ -262,7 +241,7 @@ impl Device {
     }
 
     /// Submits a batch with no commands that waits for and signals timeline
-    /// values on the queue: how the hot path hands frames to and from CUDA.
+    /// values on the queue (pre-flight's semaphore hand-off).
     pub fn submit_timeline(
         &self,
         wait: &[(vk::Semaphore, u64)],
