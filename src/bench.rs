@@ -21,10 +21,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::image_io::Rgba8;
 use crate::onnx::TensorKind;
-use crate::onnx::session::ConvSearch;
 use crate::pipeline::{
-    BackPressure, Backend, BackendReport, FrameStats, FrameTrace, Interference, NeuralFrameContext, PostWait,
-    Submitted, Ticket,
+    BackPressure, Backend, BackendReport, FrameStats, FrameTrace, Interference, NeuralFrameContext, Submitted, Ticket,
+    Tuning,
 };
 use crate::vulkan::{DeviceSelector, Image, transfer};
 
@@ -45,18 +44,8 @@ pub struct BenchOptions {
     pub warmup: usize,
     /// Slots in the ring.
     pub slots: usize,
-    /// cuDNN algorithm search.
-    pub conv_search: ConvSearch,
-    /// CUDA provider prefers NHWC.
-    pub prefer_nhwc: bool,
-    /// Replay the model as captured CUDA graphs.
-    pub cuda_graph: bool,
-    /// Where the post pass waits for the model.
-    pub post_wait: PostWait,
-    /// Time the passes with Vulkan timestamp queries.
-    pub gpu_timestamps: bool,
-    /// Poll for frames instead of sleeping in the driver.
-    pub spin_wait: bool,
+    /// cuDNN search, NHWC, CUDA graphs, where the post pass waits, timestamps, spin waits.
+    pub tuning: Tuning,
     /// ONNX Runtime library.
     pub ort_library: Option<PathBuf>,
     /// The picture the frames are made from (varied per frame).
@@ -148,18 +137,9 @@ pub struct BenchReport {
     pub tensor: String,
     /// Backend and devices.
     pub backend: BackendReport,
-    /// cuDNN search.
-    pub conv_search: ConvSearch,
-    /// NHWC preference.
-    pub prefer_nhwc: bool,
-    /// Model replayed as captured CUDA graphs.
-    pub cuda_graph: bool,
-    /// Where the post pass waits for the model.
-    pub post_wait: PostWait,
-    /// Vulkan timestamp queries on.
-    pub gpu_timestamps: bool,
-    /// Frames waited for by polling.
-    pub spin_wait: bool,
+    /// The tuning in effect.
+    #[serde(flatten)]
+    pub tuning: Tuning,
     /// Ring slots.
     pub slots: usize,
     /// Warm-up frames.
@@ -230,12 +210,7 @@ fn context(opts: &BenchOptions) -> Result<NeuralFrameContext> {
         .frame_size(opts.size.0, opts.size.1)
         .slots(opts.slots)
         .back_pressure(BackPressure::Block)
-        .conv_search(opts.conv_search)
-        .prefer_nhwc(opts.prefer_nhwc)
-        .cuda_graph(opts.cuda_graph)
-        .post_wait(opts.post_wait)
-        .gpu_timestamps(opts.gpu_timestamps)
-        .spin_wait(opts.spin_wait);
+        .tuning(opts.tuning);
     if let Some(p) = &opts.ort_library {
         b = b.ort_library(p);
     }
@@ -434,12 +409,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
         output_size: (ow, oh),
         tensor: contract.input.describe().to_string(),
         backend: ctx.report().clone(),
-        conv_search: opts.conv_search,
-        prefer_nhwc: opts.prefer_nhwc,
-        cuda_graph: opts.cuda_graph && ctx.cuda_device().is_some(),
-        post_wait: opts.post_wait,
-        gpu_timestamps: opts.gpu_timestamps,
-        spin_wait: opts.spin_wait,
+        tuning: ctx.tuning(),
         slots: ctx.slot_count(),
         warmup: opts.warmup,
         modes,
@@ -564,12 +534,12 @@ pub fn render(r: &BenchReport) -> String {
     let _ = writeln!(
         s,
         "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, {} slots, {} warm-up frames, {} timed frames per mode",
-        r.conv_search,
-        r.prefer_nhwc,
-        r.cuda_graph,
-        r.post_wait,
-        r.gpu_timestamps,
-        r.spin_wait,
+        r.tuning.conv_search,
+        r.tuning.prefer_nhwc,
+        r.tuning.cuda_graph,
+        r.tuning.post_wait,
+        r.tuning.gpu_timestamps,
+        r.tuning.spin_wait,
         r.slots,
         r.warmup,
         r.modes[0].frames

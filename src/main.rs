@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use neural_frame::image_io::Rgba8;
 use neural_frame::onnx::session::ConvSearch;
-use neural_frame::pipeline::{Backend, FrameStats, NeuralFrameContext, PostWait};
+use neural_frame::pipeline::{Backend, FrameStats, NeuralFrameContext, PostWait, Tuning};
 use neural_frame::preflight;
 use neural_frame::vulkan::{DeviceSelector, transfer};
 
@@ -54,17 +54,23 @@ struct ModelArgs {
 }
 
 impl ModelArgs {
+    fn tuning(&self) -> Tuning {
+        Tuning {
+            conv_search: self.conv_search,
+            prefer_nhwc: self.prefer_nhwc,
+            cuda_graph: self.cuda_graph,
+            post_wait: self.post_wait,
+            gpu_timestamps: !self.no_gpu_timestamps,
+            spin_wait: self.spin_wait,
+        }
+    }
+
     fn context(&self, width: u32, height: u32) -> anyhow::Result<NeuralFrameContext> {
         let mut b = NeuralFrameContext::builder(&self.model)
             .backend(self.backend)
             .device(self.device)
             .frame_size(width, height)
-            .conv_search(self.conv_search)
-            .prefer_nhwc(self.prefer_nhwc)
-            .cuda_graph(self.cuda_graph)
-            .post_wait(self.post_wait)
-            .gpu_timestamps(!self.no_gpu_timestamps)
-            .spin_wait(self.spin_wait);
+            .tuning(self.tuning());
         if let Some(p) = &self.ort_library {
             b = b.ort_library(p);
         }
@@ -212,12 +218,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 frames,
                 warmup,
                 slots,
-                conv_search: model.conv_search,
-                prefer_nhwc: model.prefer_nhwc,
-                cuda_graph: model.cuda_graph,
-                post_wait: model.post_wait,
-                gpu_timestamps: !model.no_gpu_timestamps,
-                spin_wait: model.spin_wait,
+                tuning: model.tuning(),
                 ort_library: model.ort_library.clone(),
                 picture,
                 host_round_trip: !no_host_round_trip,

@@ -54,41 +54,72 @@ pub struct ContextBuilder {
     device: DeviceSelector,
     size: (u32, u32),
     ort_library: Option<PathBuf>,
-    conv_search: ConvSearch,
-    prefer_nhwc: bool,
+    tuning: Tuning,
     validation: bool,
     threads: Option<usize>,
     slots: usize,
     back_pressure: BackPressure,
-    cuda_graph: bool,
-    post_wait: PostWait,
-    gpu_timestamps: bool,
-    spin_wait: bool,
+}
+
+/// How a context runs the model and the hand-off. Each field has a
+/// [`ContextBuilder`] setter of the same name; the defaults are the builder's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tuning {
+    /// cuDNN's convolution algorithm search (CUDA backend).
+    pub conv_search: ConvSearch,
+    /// The CUDA provider prefers NHWC kernels.
+    pub prefer_nhwc: bool,
+    /// Each slot's model run is replayed as a captured CUDA graph (CUDA backend).
+    pub cuda_graph: bool,
+    /// Where the post pass waits for the model (CUDA backend).
+    pub post_wait: PostWait,
+    /// The pre and post passes are timed with Vulkan timestamp queries.
+    pub gpu_timestamps: bool,
+    /// Frames are waited for by polling instead of sleeping in the driver.
+    pub spin_wait: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            conv_search: ConvSearch::Heuristic,
+            prefer_nhwc: false,
+            cuda_graph: false,
+            post_wait: PostWait::Gpu,
+            gpu_timestamps: true,
+            spin_wait: false,
+        }
+    }
 }
 
 impl ContextBuilder {
+    /// Every tuning option at once.
+    pub fn tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
     /// Time the pre and post passes with Vulkan timestamp queries (default on;
     /// off: [`FrameStats`]'s `pre_ms` and `post_ms` are NaN).
     pub fn gpu_timestamps(mut self, on: bool) -> Self {
-        self.gpu_timestamps = on;
+        self.tuning.gpu_timestamps = on;
         self
     }
     /// Wait for frames by polling on the host (a busy core) instead of sleeping
     /// in the driver: lower latency on retirement (default off).
     pub fn spin_wait(mut self, on: bool) -> Self {
-        self.spin_wait = on;
+        self.tuning.spin_wait = on;
         self
     }
     /// Replay each slot's model run as a CUDA graph captured from ONNX Runtime's
     /// second run in that slot (CUDA backend; default off). The buffers of a slot
     /// stay at fixed addresses, so one capture per slot and frame size holds.
     pub fn cuda_graph(mut self, on: bool) -> Self {
-        self.cuda_graph = on;
+        self.tuning.cuda_graph = on;
         self
     }
     /// Where the post pass waits for the model (CUDA backend; default [`PostWait::Gpu`]).
     pub fn post_wait(mut self, wait: PostWait) -> Self {
-        self.post_wait = wait;
+        self.tuning.post_wait = wait;
         self
     }
     /// Frames in flight: slots in the ring (default 3, at least 1).
@@ -123,12 +154,12 @@ impl ContextBuilder {
     }
     /// cuDNN's convolution algorithm search (CUDA backend).
     pub fn conv_search(mut self, search: ConvSearch) -> Self {
-        self.conv_search = search;
+        self.tuning.conv_search = search;
         self
     }
     /// Ask the CUDA provider to prefer NHWC kernels.
     pub fn prefer_nhwc(mut self, on: bool) -> Self {
-        self.prefer_nhwc = on;
+        self.tuning.prefer_nhwc = on;
         self
     }
     /// Run Vulkan under the Khronos validation layer.
@@ -457,9 +488,7 @@ pub struct NeuralFrameContext {
     next_slot: usize,
     back_pressure: BackPressure,
     skipped: u64,
-    cuda_graph: bool,
-    post_wait: PostWait,
-    spin_wait: bool,
+    tuning: Tuning,
 }
 
 const PRE_TYPES: [vk::DescriptorType; 2] = [vk::DescriptorType::SAMPLED_IMAGE, vk::DescriptorType::STORAGE_BUFFER];
@@ -509,16 +538,11 @@ impl NeuralFrameContext {
             device: DeviceSelector::Auto,
             size: (0, 0),
             ort_library: None,
-            conv_search: ConvSearch::Heuristic,
-            prefer_nhwc: false,
+            tuning: Tuning::default(),
             validation: false,
             threads: None,
             slots: 3,
             back_pressure: BackPressure::Block,
-            cuda_graph: false,
-            post_wait: PostWait::Gpu,
-            gpu_timestamps: true,
-            spin_wait: false,
         }
     }
 
@@ -607,8 +631,8 @@ impl NeuralFrameContext {
         };
         let config = SessionConfig {
             provider,
-            conv_search: b.conv_search,
-            prefer_nhwc: b.prefer_nhwc,
+            conv_search: b.tuning.conv_search,
+            prefer_nhwc: b.tuning.prefer_nhwc,
             cuda_stream: cuda_sync.as_ref().map(|s| s.stream.raw() as usize),
             threads: b.threads,
         };
@@ -618,7 +642,7 @@ impl NeuralFrameContext {
         let post = ComputePass::new(&device, POST_SPIRV, entry(contract.output, false), &POST_TYPES, 16)?;
         let pool = CommandPool::new(&device)?;
         let n = b.slots.max(1);
-        let queries = if b.gpu_timestamps && device.timestamp_period_ns() > 0.0 {
+        let queries = if b.tuning.gpu_timestamps && device.timestamp_period_ns() > 0.0 {
             Some(TimestampPool::new(&device, 4 * n as u32)?)
         } else {
             None
@@ -677,9 +701,8 @@ impl NeuralFrameContext {
             next_slot: 0,
             back_pressure: b.back_pressure,
             skipped: 0,
-            cuda_graph: b.cuda_graph && cuda_device_present,
-            post_wait: b.post_wait,
-            spin_wait: b.spin_wait,
+            // CUDA graphs exist only on the CUDA backend: the tuning reports what runs.
+            tuning: Tuning { cuda_graph: b.tuning.cuda_graph && cuda_device_present, ..b.tuning },
         };
         ctx.resize(b.size.0, b.size.1)?;
         Ok(ctx)
@@ -836,6 +859,10 @@ impl NeuralFrameContext {
     /// The CUDA device, on the CUDA backend.
     pub fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
         self.cuda.as_ref()
+    }
+    /// The tuning in effect (CUDA graphs only on the CUDA backend).
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
     }
     /// Slots in the ring.
     pub fn slot_count(&self) -> usize {
@@ -1048,7 +1075,7 @@ impl NeuralFrameContext {
                 sync.input_ready.wait(&sync.stream, n)?;
                 start.record(&sync.stream)?;
                 let options = slot.run_options.as_ref();
-                if self.cuda_graph && slot.graph.is_none() && slot.runs >= 1 {
+                if self.tuning.cuda_graph && slot.graph.is_none() && slot.runs >= 1 {
                     // ONNX Runtime has run once on these buffers (its memory and algorithm
                     // choices are settled): capture its next run, then replay that.
                     let t = Instant::now();
@@ -1083,7 +1110,7 @@ impl NeuralFrameContext {
         let enqueue_ms = ms(t_enqueue.elapsed());
         self.record_post(i, key, output)?;
         let on_cuda = self.cuda_sync.is_some();
-        let post_pending = on_cuda && self.post_wait == PostWait::Host;
+        let post_pending = on_cuda && self.tuning.post_wait == PostWait::Host;
         if !post_pending {
             self.submit_post(i, n)?;
         }
@@ -1097,7 +1124,7 @@ impl NeuralFrameContext {
     /// Waits (bounded by [`FRAME_TIMEOUT`]) until `semaphore` reaches `value`: polling
     /// with spin waits on, else in the driver. False on time-out.
     fn wait_value(&self, semaphore: &TimelineSemaphore, value: u64) -> Result<bool> {
-        if self.spin_wait {
+        if self.tuning.spin_wait {
             let deadline = Instant::now() + FRAME_TIMEOUT;
             while Instant::now() < deadline {
                 if semaphore.value()? >= value {
