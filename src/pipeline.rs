@@ -1092,7 +1092,7 @@ impl NeuralFrameContext {
                     Some(graph) => graph.launch(&sync.stream)?,
                     None => frame.bound.run(&self.session, options)?,
                 }
-                slot.runs += 1;
+                slot.runs = slot.runs.saturating_add(1);
                 end.record(&sync.stream)?;
                 sync.output_ready.signal(&sync.stream, n)?;
             }
