@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use neural_frame::image_io::Rgba8;
+use neural_frame::image_io::{self, Rgba8};
 use neural_frame::onnx::session::ConvSearch;
 use neural_frame::pipeline::{Backend, FrameStats, NeuralFrameContext, PostWait, Tuning};
 use neural_frame::preflight;
@@ -164,7 +164,7 @@ enum Command {
         /// Trials of the GPU→CPU→GPU reference round trip.
         #[arg(long, default_value_t = 5)]
         trials: usize,
-        /// Image size as WIDTHxHEIGHT.
+        /// Image size as WIDTHxHEIGHT (at most the device's maxImageDimension2D a side).
         #[arg(long, default_value = "1920x1080", value_parser = parse_size)]
         size: (u32, u32),
         /// Change one byte after the import (to see a difference detected).
@@ -209,6 +209,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             json_file,
             json,
         } => {
+            image_io::check_picture_size(size.0, size.1).with_context(|| format!("--size {}x{}", size.0, size.1))?;
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
             let options = neural_frame::bench::BenchOptions {
                 model: model.model.clone(),
@@ -325,15 +326,19 @@ fn run_model(
     frames: usize,
     json: bool,
 ) -> anyhow::Result<()> {
+    // Sizes are checked before any large allocation: against the host budget
+    // first, then against the device's limits when the context is built,
+    // before the picture is resized.
+    if let Some((w, h)) = size {
+        image_io::check_picture_size(w, h).with_context(|| format!("--size {w}x{h}"))?;
+    }
     let input = input.unwrap_or_else(default_input);
     let picture = Rgba8::load(&input)?;
-    let picture = match size {
-        Some((w, h)) => picture.resized(w, h)?,
-        None => picture,
-    };
+    let (width, height) = size.unwrap_or((picture.width, picture.height));
     let t = std::time::Instant::now();
-    let mut ctx = args.context(picture.width, picture.height)?;
+    let mut ctx = args.context(width, height)?;
     let setup_ms = t.elapsed().as_secs_f64() * 1e3;
+    let picture = if size.is_some() { picture.resized(width, height)? } else { picture };
     let report = ctx.report().clone();
     if !json {
         let fallback = if report.fallback_reason.is_some() { " (automatic fallback, see above)" } else { "" };

@@ -347,12 +347,27 @@ fn pick_physical(instance: &Arc<Instance>, selector: DeviceSelector) -> Result<(
     Ok(list[index].clone())
 }
 
+/// Refuses an image size the device cannot create, before the pattern
+/// (`width × height × 4` bytes on the host) is made.
+fn check_size(device: &Device, options: &Options) -> Result<()> {
+    let max = device.limits().max_image_dimension2_d;
+    let (w, h) = (options.width, options.height);
+    if w == 0 || h == 0 || w > max || h > max {
+        return Err(Error::InvalidArgument(format!(
+            "a {w}×{h} image is beyond what \"{}\" allows (maxImageDimension2D = {max}); use a size from 1×1 to {max}×{max}",
+            device.info().name
+        )));
+    }
+    Ok(())
+}
+
 /// Stage 1: export from one VkDevice, import into another, compare.
 pub fn stage1(options: &Options) -> Result<Stage1> {
     let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
     let (physical, info) = pick_physical(&instance, options.device)?;
     let exporter = Device::on(&instance, physical, info.clone())?;
     let importer = Device::on(&instance, physical, info.clone())?;
+    check_size(&exporter, options)?;
     let desc = ImageDesc::rgba8(options.width, options.height);
     let expected = pattern::rgba8(desc.width, desc.height);
 
@@ -413,6 +428,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
     trace!("stage 2: Vulkan device {}", device.info());
     let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
     let stream = cuda::Stream::new(&cuda_device)?;
+    check_size(&device, options)?;
     let desc = ImageDesc::rgba8(options.width, options.height);
     let expected = pattern::rgba8(desc.width, desc.height);
     let len = expected.len();

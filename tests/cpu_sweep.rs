@@ -1,0 +1,154 @@
+//! A new user's bad-input sweep of `neural-frame run`, `preflight` and `bench`
+//! on the CPU backend: each bad input is refused early with a message that
+//! says what is wrong, nothing crashes, and no output or temporary file is
+//! left behind.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{json, neural_frame, text};
+
+const TINY: &str = "models/test/tiny-x2-f32.onnx";
+
+/// A fresh, empty directory for one test.
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpu_sweep").join(name);
+    if d.exists() {
+        make_writable(&d);
+        std::fs::remove_dir_all(&d).unwrap_or_else(|e| panic!("clearing {}: {e}", d.display()));
+    }
+    std::fs::create_dir_all(&d).expect("tmp dir");
+    d
+}
+
+fn make_writable(d: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755));
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 test path")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Temporary files of the output's naming (`.NAME.*.tmp`) beside it.
+fn temps(out: &Path) -> Vec<String> {
+    let prefix = format!(".{}.", out.file_name().expect("file name").to_string_lossy());
+    let mut v: Vec<String> = std::fs::read_dir(out.parent().expect("dir"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix) && n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `run` on the tiny model with `args`, writing to `out`.
+fn run(args: &[&str], out: &Path) -> Output {
+    let mut all = vec!["run", "--backend", "cpu", "--model", TINY];
+    all.extend_from_slice(args);
+    all.extend(["--output", s(out)]);
+    neural_frame(&all, &[])
+}
+
+/// Exit 1, every needle in stderr, no output and no temporary file.
+fn refused(o: &Output, out: &Path, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(1), "{}", text(o));
+    let e = stderr(o);
+    for n in needles {
+        assert!(e.contains(n), "{n:?} missing in:\n{}", text(o));
+    }
+    assert!(!out.exists(), "{} was written:\n{}", out.display(), text(o));
+    assert!(temps(out).is_empty(), "temporary files left: {:?}", temps(out));
+}
+
+/// The context is built (and inference can start) only after this line is printed.
+fn reached_the_context(o: &Output) -> bool {
+    stderr(o).contains("backend: ")
+}
+
+// ---- 1. large numbers ----
+
+#[test]
+fn run_refuses_a_huge_size_before_allocating() {
+    let out = dir("huge-size").join("out.png");
+    let o = run(&["--size", "100000x100000"], &out);
+    refused(&o, &out, &["--size 100000x100000", "too large", "1 GiB"]);
+    assert!(!reached_the_context(&o), "{}", text(&o));
+    // Within the host budget but beyond the device: the device's limit is named.
+    let o = run(&["--size", "16000x16000"], &out);
+    refused(&o, &out, &["maxImageDimension2D"]);
+}
+
+#[test]
+fn preflight_refuses_a_huge_size_naming_the_device_limit() {
+    let o = neural_frame(&["preflight", "--stage", "1", "--size", "100000x100000"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("FAILED") && t.contains("maxImageDimension2D") && t.contains("100000×100000"), "{}", text(&o));
+    let o = neural_frame(&["preflight", "--stage", "1", "--size", "1x100000", "--json"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let j = json(&o);
+    assert_eq!(j["stages"][0]["status"], "error", "{j}");
+    assert!(j["stages"][0]["reason"].as_str().is_some_and(|r| r.contains("maxImageDimension2D")), "{j}");
+}
+
+#[test]
+fn bench_refuses_a_huge_size() {
+    let o = neural_frame(&["bench", "--backend", "cpu", "--model", TINY, "--size", "100000x100000"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("too large"), "{}", text(&o));
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 == 1 { (c >> 1) ^ 0xedb8_8320 } else { c >> 1 };
+        }
+    }
+    !c
+}
+
+fn chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+    png.extend((data.len() as u32).to_be_bytes());
+    let mut body = kind.to_vec();
+    body.extend_from_slice(data);
+    png.extend_from_slice(&body);
+    png.extend(crc32(&body).to_be_bytes());
+}
+
+#[test]
+fn a_png_declaring_a_huge_size_is_refused_without_allocating() {
+    assert_eq!(crc32(b"IEND"), 0xae42_6082, "the CRC used to build the PNG");
+    let d = dir("huge-png");
+    let picture = d.join("huge.png");
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend(100_000u32.to_be_bytes());
+    ihdr.extend(100_000u32.to_be_bytes());
+    ihdr.extend([8, 6, 0, 0, 0]); // 8-bit RGBA, deflate, no filter, no interlace
+    chunk(&mut png, b"IHDR", &ihdr);
+    chunk(&mut png, b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]);
+    chunk(&mut png, b"IEND", &[]);
+    std::fs::write(&picture, &png).expect("write");
+    assert!(
+        image::ImageReader::open(&picture).expect("open").into_dimensions().expect("a valid header")
+            == (100_000, 100_000)
+    );
+
+    let out = d.join("out.png");
+    let o =
+        neural_frame(&["run", "--backend", "cpu", "--model", TINY, "--input", s(&picture), "--output", s(&out)], &[]);
+    refused(&o, &out, &[s(&picture), "100000×100000", "too large"]);
+    assert!(!reached_the_context(&o), "{}", text(&o));
+}
