@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use neural_frame::image_io::{self, Rgba8};
 use neural_frame::onnx::session::ConvSearch;
-use neural_frame::pipeline::{Backend, FrameStats, NeuralFrameContext, PostWait, Tuning};
+use neural_frame::pipeline::{Backend, NeuralFrameContext, PostWait, Tuning};
 use neural_frame::preflight;
 use neural_frame::vulkan::{DeviceSelector, transfer};
 
@@ -95,10 +95,10 @@ enum Command {
         #[arg(long, default_value = "upscaled.png")]
         output: PathBuf,
         /// Resize the input to WIDTHxHEIGHT first (e.g. 960x540).
-        #[arg(long, value_parser = parse_size)]
+        #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
         size: Option<(u32, u32)>,
-        /// Run the same frame N times and print per-stage medians.
-        #[arg(long, default_value_t = 1)]
+        /// Run the same frame N times (1 to 1000000) and print per-stage medians.
+        #[arg(long, default_value_t = 1, value_parser = count(1, MAX_RUN_FRAMES), allow_negative_numbers = true)]
         frames: usize,
         /// Print the summary as JSON.
         #[arg(long)]
@@ -112,16 +112,16 @@ enum Command {
         #[command(flatten)]
         model: ModelArgs,
         /// Input frame size WIDTHxHEIGHT.
-        #[arg(long, default_value = "960x540", value_parser = parse_size)]
+        #[arg(long, default_value = "960x540", value_parser = parse_size, allow_hyphen_values = true)]
         size: (u32, u32),
-        /// Timed frames per mode.
-        #[arg(long, default_value_t = 100)]
+        /// Timed frames per mode (1 to 100000).
+        #[arg(long, default_value_t = 100, value_parser = count(1, MAX_BENCH_FRAMES), allow_negative_numbers = true)]
         frames: usize,
-        /// Untimed frames first.
-        #[arg(long, default_value_t = 10)]
+        /// Untimed frames first (0 to 10000).
+        #[arg(long, default_value_t = 10, value_parser = count(0, MAX_WARMUP), allow_negative_numbers = true)]
         warmup: usize,
-        /// Slots in the ring (frames in flight).
-        #[arg(long, default_value_t = 3)]
+        /// Slots in the ring (frames in flight, 1 to 64).
+        #[arg(long, default_value_t = 3, value_parser = count(1, MAX_SLOTS), allow_negative_numbers = true)]
         slots: usize,
         /// The picture frames are made from (default: the bundled sample).
         #[arg(long)]
@@ -161,11 +161,11 @@ enum Command {
         /// Run under VK_LAYER_KHRONOS_validation; any validation error fails the stage.
         #[arg(long)]
         validation: bool,
-        /// Trials of the GPU→CPU→GPU reference round trip.
-        #[arg(long, default_value_t = 5)]
+        /// Trials of the GPU→CPU→GPU reference round trip (1 to 1000).
+        #[arg(long, default_value_t = 5, value_parser = count(1, MAX_TRIALS), allow_negative_numbers = true)]
         trials: usize,
         /// Image size as WIDTHxHEIGHT (at most the device's maxImageDimension2D a side).
-        #[arg(long, default_value = "1920x1080", value_parser = parse_size)]
+        #[arg(long, default_value = "1920x1080", value_parser = parse_size, allow_hyphen_values = true)]
         size: (u32, u32),
         /// Change one byte after the import (to see a difference detected).
         #[arg(long, hide = true)]
@@ -173,14 +173,38 @@ enum Command {
     },
 }
 
-fn parse_size(s: &str) -> Result<(u32, u32), String> {
-    let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT"))?;
-    let w: u32 = w.trim().parse().map_err(|_| format!("bad width in `{s}`"))?;
-    let h: u32 = h.trim().parse().map_err(|_| format!("bad height in `{s}`"))?;
-    if w == 0 || h == 0 {
-        return Err(format!("`{s}`: width and height must be at least 1"));
+/// `run --frames` at most: the per-frame timings are kept for the medians (40 bytes a frame).
+const MAX_RUN_FRAMES: usize = 1_000_000;
+/// `bench --frames` at most: the benchmark keeps every frame's statistics in its report.
+const MAX_BENCH_FRAMES: usize = 100_000;
+/// `bench --warmup` at most.
+const MAX_WARMUP: usize = 10_000;
+/// `bench --slots` at most: each slot holds its own input and output buffers.
+const MAX_SLOTS: usize = 64;
+/// `preflight --trials` at most.
+const MAX_TRIALS: usize = 1_000;
+
+/// A parser for a count option in `min..=max`, whose message names the range.
+fn count(min: usize, max: usize) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |s| {
+        let digits = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        match s.parse::<usize>() {
+            Ok(n) if digits && (min..=max).contains(&n) => Ok(n),
+            _ => Err(format!("must be a whole number from {min} to {max}, got `{s}`")),
+        }
     }
-    Ok((w, h))
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT (e.g. 960x540)"))?;
+    let side = |v: &str, what: &str| -> Result<u32, String> {
+        let v = v.trim();
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) || v.bytes().all(|b| b == b'0') {
+            return Err(format!("`{s}`: {what} must be a positive integer, got `{v}`"));
+        }
+        v.parse().map_err(|_| format!("`{s}`: {what} {v} is too large (at most {})", u32::MAX))
+    };
+    Ok((side(w, "width")?, side(h, "height")?))
 }
 
 fn main() -> ExitCode {
@@ -262,7 +286,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Run { model, input, output, size, frames, json } => {
-            run_model(&model, input, &output, size, frames.max(1), json)?;
+            run_model(&model, input, &output, size, frames, json)?;
             Ok(0)
         }
         Command::Preflight { stage, device, json, validation, trials, size, inject_fault } => {
@@ -367,7 +391,8 @@ fn run_model(
     let in_image = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
     let out_image = ctx.create_output_image()?;
     let (ow, oh) = ctx.output_size();
-    let mut stages: Vec<(FrameStats, f64, f64)> = Vec::with_capacity(frames);
+    // Per frame: upload, pre, infer, post, readback (ms). Grown as frames run, never reserved by the count.
+    let mut stages: Vec<[f64; 5]> = Vec::new();
     let mut result = Vec::new();
     let mut first_frame_ms = 0.0;
     let progress = (frames > 1 && !json).then(|| {
@@ -389,7 +414,7 @@ fn run_model(
         if i == 0 {
             first_frame_ms = setup_ms + upload + times.pre_ms + times.infer_ms + times.post_ms + readback;
         }
-        stages.push((times, upload, readback));
+        stages.push([upload, times.pre_ms, times.infer_ms, times.post_ms, readback]);
         if let Some(p) = &progress {
             p.inc(1);
         }
@@ -398,8 +423,8 @@ fn run_model(
         p.finish_and_clear();
     }
     Rgba8 { width: ow, height: oh, pixels: result }.save_png(output)?;
-    let pick = |f: &dyn Fn(&(FrameStats, f64, f64)) -> f64| {
-        let mut v: Vec<f64> = stages.iter().skip(usize::from(stages.len() > 1)).map(f).collect();
+    let pick = |k: usize| {
+        let mut v: Vec<f64> = stages.iter().skip(usize::from(stages.len() > 1)).map(|s| s[k]).collect();
         median(&mut v)
     };
     let summary = serde_json::json!({
@@ -412,11 +437,11 @@ fn run_model(
         "setup_ms": setup_ms,
         "time_to_first_frame_ms": first_frame_ms,
         "median_ms": {
-            "upload": pick(&|s| s.1),
-            "pre": pick(&|s| s.0.pre_ms),
-            "infer": pick(&|s| s.0.infer_ms),
-            "post": pick(&|s| s.0.post_ms),
-            "readback": pick(&|s| s.2),
+            "upload": pick(0),
+            "pre": pick(1),
+            "infer": pick(2),
+            "post": pick(3),
+            "readback": pick(4),
         },
     });
     if json {

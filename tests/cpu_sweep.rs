@@ -70,6 +70,16 @@ fn refused(o: &Output, out: &Path, needles: &[&str]) {
     assert!(temps(out).is_empty(), "temporary files left: {:?}", temps(out));
 }
 
+/// A clap usage error (exit 2) whose message contains every needle.
+fn usage_error(args: &[&str], needles: &[&str]) {
+    let o = neural_frame(args, &[]);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+    let e = stderr(&o);
+    for n in needles {
+        assert!(e.contains(n), "{args:?}: {n:?} missing in:\n{}", text(&o));
+    }
+}
+
 /// The context is built (and inference can start) only after this line is printed.
 fn reached_the_context(o: &Output) -> bool {
     stderr(o).contains("backend: ")
@@ -102,10 +112,47 @@ fn preflight_refuses_a_huge_size_naming_the_device_limit() {
 }
 
 #[test]
+fn frame_counts_out_of_range_are_usage_errors() {
+    for frames in ["0", "18446744073709551615", "1000000000000", "1000001", "-1", "many"] {
+        let mut args =
+            vec!["run", "--backend", "cpu", "--model", TINY, "--size", "8x8", "--output", "/nonexistent/x.png"];
+        args.extend(["--frames", frames]);
+        usage_error(&args, &["--frames"]);
+    }
+    usage_error(&["run", "--frames", "0"], &["must be a whole number from 1 to 1000000, got `0`"]);
+    usage_error(&["bench", "--backend", "cpu", "--frames", "0"], &["--frames", "from 1 to 100000"]);
+    usage_error(&["bench", "--backend", "cpu", "--frames", "18446744073709551615"], &["--frames"]);
+    usage_error(&["bench", "--backend", "cpu", "--warmup", "100000000"], &["--warmup", "from 0 to 10000"]);
+    usage_error(&["bench", "--backend", "cpu", "--slots", "0"], &["--slots", "from 1 to 64"]);
+    usage_error(&["preflight", "--trials", "0"], &["--trials", "from 1 to 1000"]);
+    usage_error(&["preflight", "--trials", "18446744073709551615"], &["--trials"]);
+}
+
+#[test]
 fn bench_refuses_a_huge_size() {
     let o = neural_frame(&["bench", "--backend", "cpu", "--model", TINY, "--size", "100000x100000"], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(stderr(&o).contains("too large"), "{}", text(&o));
+}
+
+// ---- 2. unclear errors ----
+
+#[test]
+fn negative_and_zero_sizes_are_reported_by_the_size_parser() {
+    for (size, needle) in [
+        ("-5x10", "width must be a positive integer"),
+        ("5x-10", "height must be a positive integer"),
+        ("0x10", "width must be a positive integer"),
+        ("10x", "height must be a positive integer"),
+        ("10", "is not WIDTHxHEIGHT"),
+        ("5000000000x2", "too large"),
+    ] {
+        usage_error(&["run", "--backend", "cpu", "--size", size], &[needle]);
+        usage_error(&["preflight", "--size", size], &[needle]);
+        usage_error(&["bench", "--backend", "cpu", "--size", size], &[needle]);
+    }
+    let o = neural_frame(&["run", "--size", "-5x10"], &[]);
+    assert!(!stderr(&o).contains("unexpected argument"), "{}", text(&o));
 }
 
 fn crc32(bytes: &[u8]) -> u32 {
