@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use neural_frame::image_io::{self, Rgba8};
-use neural_frame::onnx::session::ConvSearch;
+use neural_frame::onnx::session::{self, ConvSearch};
 use neural_frame::pipeline::{Backend, NeuralFrameContext, PostWait, Tuning};
 use neural_frame::preflight;
 use neural_frame::vulkan::{DeviceSelector, transfer};
@@ -65,7 +65,13 @@ impl ModelArgs {
         }
     }
 
+    /// Checks that `--model` names a readable file, with a message for each way it can fail.
+    fn check_model(&self) -> anyhow::Result<()> {
+        session::check_model_file(&self.model).context("checking --model")
+    }
+
     fn context(&self, width: u32, height: u32) -> anyhow::Result<NeuralFrameContext> {
+        self.check_model()?;
         let mut b = NeuralFrameContext::builder(&self.model)
             .backend(self.backend)
             .device(self.device)
@@ -234,6 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             json,
         } => {
             image_io::check_picture_size(size.0, size.1).with_context(|| format!("--size {}x{}", size.0, size.1))?;
+            model.check_model()?;
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
             let options = neural_frame::bench::BenchOptions {
                 model: model.model.clone(),
@@ -350,12 +357,13 @@ fn run_model(
     frames: usize,
     json: bool,
 ) -> anyhow::Result<()> {
-    // Sizes are checked before any large allocation: against the host budget
-    // first, then against the device's limits when the context is built,
-    // before the picture is resized.
+    // Everything that can be checked cheaply is, before any work: the size
+    // against the host budget, the model file, then the device's limits when
+    // the context is built, before the picture is resized.
     if let Some((w, h)) = size {
         image_io::check_picture_size(w, h).with_context(|| format!("--size {w}x{h}"))?;
     }
+    args.check_model()?;
     let input = input.unwrap_or_else(default_input);
     let picture = Rgba8::load(&input)?;
     let (width, height) = size.unwrap_or((picture.width, picture.height));

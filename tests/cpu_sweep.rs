@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
 
 use common::{json, neural_frame, text};
 
@@ -136,6 +136,68 @@ fn bench_refuses_a_huge_size() {
 }
 
 // ---- 2. unclear errors ----
+
+#[test]
+fn a_model_path_that_is_a_directory() {
+    let out = dir("model-dir").join("out.png");
+    let o =
+        neural_frame(&["run", "--backend", "cpu", "--model", "models/test", "--size", "8x8", "--output", s(&out)], &[]);
+    refused(&o, &out, &["models/test", "is a directory, not an ONNX model file"]);
+    assert!(!stderr(&o).contains("no such file"), "{}", text(&o));
+}
+
+/// Whether `setpriv` can run a command as `nobody` here (we are root with the tool installed).
+fn setpriv_nobody() -> bool {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn an_unreadable_model() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = dir("unreadable");
+    // Open to everyone, so that a run as `nobody` gets as far as the model.
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).expect("chmod 777");
+    let model = d.join("locked.onnx");
+    // Not a model either: read or not, the run must fail.
+    std::fs::write(&model, b"not a protobuf").expect("write");
+    std::fs::set_permissions(&model, std::fs::Permissions::from_mode(0o000)).expect("chmod 000");
+    let out = d.join("out.png");
+    let args = ["run", "--backend", "cpu", "--model", s(&model), "--size", "8x8", "--output", s(&out)];
+
+    let o = neural_frame(&args, &[]);
+    // Holds either way: exit 1, the model named, nothing written.
+    refused(&o, &out, &[s(&model)]);
+    let readable_here = std::fs::File::open(&model).is_ok();
+    if !readable_here {
+        refused(&o, &out, &["permission denied", "chmod"]);
+        assert!(!stderr(&o).contains("error number 13"), "{}", text(&o));
+        return;
+    }
+    // Root (or CAP_DAC_OVERRIDE) reads a chmod-000 file: the permission check
+    // cannot be seen from this process. Try as `nobody`.
+    refused(&o, &out, &["not an ONNX model"]);
+    if setpriv_nobody() {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_neural-frame")])
+            .args(args)
+            .output()
+            .expect("setpriv runs");
+        refused(&o, &out, &[s(&model), "permission denied", "chmod"]);
+        eprintln!(
+            "an_unreadable_model: this test runs as root; the permission check was exercised as `nobody` via setpriv"
+        );
+    } else {
+        eprintln!(
+            "an_unreadable_model: NOT EXERCISED: this process can read a chmod-000 file (root?) and setpriv cannot \
+             run as nobody; only the exit code and the absent output were checked"
+        );
+    }
+}
 
 #[test]
 fn negative_and_zero_sizes_are_reported_by_the_size_parser() {

@@ -61,13 +61,33 @@ impl Default for SessionConfig {
     }
 }
 
+/// Checks that `path` is a model file this process can read: it exists, is
+/// not a directory, and opens for reading. Each case has its own message.
+pub fn check_model_file(path: &Path) -> Result<()> {
+    let model_err = |message: String| Error::ModelContract { model: path.display().to_string(), message };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(model_err("no such file".into())),
+        Err(e) => return Err(model_err(format!("cannot be looked up: {e}"))),
+        Ok(m) if m.is_dir() => {
+            return Err(model_err("is a directory, not an ONNX model file; give the path of the .onnx file".into()));
+        }
+        Ok(m) if !m.is_file() => return Err(model_err("is not a regular file, so not an ONNX model file".into())),
+        Ok(_) => {}
+    }
+    match std::fs::File::open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(model_err(
+            "cannot be read: permission denied; make the file readable by this user (e.g. chmod a+r)".into(),
+        )),
+        Err(e) => Err(model_err(format!("cannot be opened: {e}"))),
+    }
+}
+
 /// Loads `path` with `config` and works out its contract.
 pub fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelContract)> {
     let shown = path.display().to_string();
     let model_err = |message: String| Error::ModelContract { model: shown.clone(), message };
-    if !path.is_file() {
-        return Err(model_err("no such file".into()));
-    }
+    check_model_file(path)?;
     let builder_err = |what: &str| {
         let what = what.to_string();
         move |e: ort::Error<ort::session::builder::SessionBuilder>| Error::onnx(what.clone(), e)
