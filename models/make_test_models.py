@@ -11,6 +11,9 @@
 - tiny-x1-rgba-u8.onnx: NHWC RGBA uint8, ×1 (a "denoiser"): RGB through a
   conv3x3 3→3, clipped and rounded; alpha passed through, inverted.
 - bad-one-channel.onnx: input [1, 1, H, W]; the pipeline must refuse it.
+- tiny-x2-f32-says-x3.onnx: tiny-x2-f32 with metadata scale=3, though it
+  upscales ×2: its dynamic shapes cannot contradict the metadata, so the
+  error shows only when a frame runs, and must name the metadata.
 All dynamic in H and W, with metadata scale.
 """
 import os
@@ -99,3 +102,4 @@ if __name__ == "__main__":
     save(tiny_x2(TensorProto.FLOAT16), "tiny-x2-f16.onnx", 2)
     save(tiny_rgba_u8(), "tiny-x1-rgba-u8.onnx", 1)
     save(bad_one_channel(), "bad-one-channel.onnx", 1)
+    save(tiny_x2(TensorProto.FLOAT), "tiny-x2-f32-says-x3.onnx", 3)

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use neural_frame::image_io::{self, Rgba8};
+use neural_frame::onnx::model::{ModelContract, ScaleSource};
 use neural_frame::onnx::session::{self, ConvSearch};
 use neural_frame::pipeline::{Backend, NeuralFrameContext, PostWait, Tuning};
 use neural_frame::preflight;
@@ -349,6 +350,19 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// What `run` was doing when a frame failed; where the model's scale is only
+/// its metadata's word, the metadata is the first suspect.
+fn frame_context(c: &ModelContract) -> String {
+    match c.scale_source {
+        ScaleSource::Metadata => format!(
+            "running the frame (the model's `scale` metadata says ×{}; check it against the model's real output \
+             size: a wrong `scale` makes the output tensor's shape differ from the one bound)",
+            c.scale
+        ),
+        ScaleSource::Shapes => "running the frame".into(),
+    }
+}
+
 fn run_model(
     args: &ModelArgs,
     input: Option<PathBuf>,
@@ -399,6 +413,7 @@ fn run_model(
     let in_image = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
     let out_image = ctx.create_output_image()?;
     let (ow, oh) = ctx.output_size();
+    let what = frame_context(ctx.contract());
     // Per frame: upload, pre, infer, post, readback (ms). Grown as frames run, never reserved by the count.
     let mut stages: Vec<[f64; 5]> = Vec::new();
     let mut result = Vec::new();
@@ -415,7 +430,7 @@ fn run_model(
         let t = std::time::Instant::now();
         transfer::upload_image(&in_image, &picture.pixels)?;
         let upload = t.elapsed().as_secs_f64() * 1e3;
-        let times = ctx.infer(&in_image, &out_image).context("running the frame")?;
+        let times = ctx.infer(&in_image, &out_image).with_context(|| what.clone())?;
         let t = std::time::Instant::now();
         result = transfer::readback_image(&out_image)?;
         let readback = t.elapsed().as_secs_f64() * 1e3;

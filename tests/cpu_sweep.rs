@@ -200,6 +200,29 @@ fn an_unreadable_model() {
 }
 
 #[test]
+fn a_wrong_scale_in_the_metadata_is_named() {
+    let out = dir("says-x3").join("out.png");
+    let o = neural_frame(
+        &[
+            "run",
+            "--backend",
+            "cpu",
+            "--model",
+            "models/test/tiny-x2-f32-says-x3.onnx",
+            "--size",
+            "8x8",
+            "--output",
+            s(&out),
+        ],
+        &[],
+    );
+    refused(&o, &out, &["`scale` metadata says ×3", "real output size"]);
+    // The same network with the right metadata runs.
+    let o = run(&["--size", "8x8"], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
 fn negative_and_zero_sizes_are_reported_by_the_size_parser() {
     for (size, needle) in [
         ("-5x10", "width must be a positive integer"),

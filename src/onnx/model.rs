@@ -62,6 +62,17 @@ impl TensorKind {
     }
 }
 
+/// Where a contract's scale came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScaleSource {
+    /// The input's and output's static height and width.
+    Shapes,
+    /// The model's `scale` (or `neural_frame.scale`) metadata entry, for dynamic shapes;
+    /// nothing checks it against the model's real output until a frame runs.
+    Metadata,
+}
+
 /// What the pipeline needs to know about a model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModelContract {
@@ -75,6 +86,8 @@ pub struct ModelContract {
     pub output: TensorKind,
     /// Output size = input size × scale.
     pub scale: u32,
+    /// Where `scale` came from.
+    pub scale_source: ScaleSource,
     /// The only frame size the model takes, when its input shape is static.
     pub fixed_size: Option<(u32, u32)>,
 }
@@ -140,17 +153,19 @@ pub fn contract_from(
     }
     let static_scale = (ih > 0 && iw > 0 && oh > 0 && ow > 0)
         .then(|| if oh % ih == 0 && ow % iw == 0 && oh / ih == ow / iw { Some((oh / ih) as u32) } else { None });
-    let scale = match (static_scale, metadata_scale) {
-        (Some(Some(s)), _) => s,
+    let (scale, scale_source) = match (static_scale, metadata_scale) {
+        (Some(Some(s)), _) => (s, ScaleSource::Shapes),
         (Some(None), _) => {
             return Err(err(format!("output {ow}×{oh} is not an integer multiple of input {iw}×{ih}")));
         }
-        (None, Some(text)) => text
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|s| (1..=16).contains(s))
-            .ok_or_else(|| err(format!("metadata scale `{text}` is not an integer from 1 to 16")))?,
+        (None, Some(text)) => (
+            text.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|s| (1..=16).contains(s))
+                .ok_or_else(|| err(format!("metadata scale `{text}` is not an integer from 1 to 16")))?,
+            ScaleSource::Metadata,
+        ),
         (None, None) => {
             return Err(err(
                 "has dynamic height/width and no `scale` in its metadata, so its output size is unknown; \
@@ -166,6 +181,7 @@ pub fn contract_from(
         input,
         output,
         scale,
+        scale_source,
         fixed_size,
     })
 }
@@ -204,6 +220,7 @@ mod tests {
         )
         .expect("supported");
         assert_eq!((c.input, c.output, c.scale, c.fixed_size), (TensorKind::NchwF32, TensorKind::NchwF32, 4, None));
+        assert_eq!(c.scale_source, ScaleSource::Metadata);
         assert_eq!(TensorKind::NchwF16.shape(37, 53), [1, 3, 53, 37]);
         assert_eq!(TensorKind::NchwF16.buffer_bytes(37, 53), (37 * 53 * 6u64).div_ceil(4) * 4);
     }
@@ -218,6 +235,7 @@ mod tests {
         )
         .expect("supported");
         assert_eq!((c.scale, c.fixed_size, c.input), (2, Some((40, 50)), TensorKind::NhwcU8));
+        assert_eq!(c.scale_source, ScaleSource::Shapes);
     }
 
     #[test]
