@@ -1,6 +1,7 @@
 //! Reading and writing image files (PNG, JPEG) as tightly packed RGBA8.
 
-use std::path::Path;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -76,34 +77,186 @@ impl Rgba8 {
     }
 
     /// Writes a PNG: to a temporary file beside `path`, then renamed into place,
-    /// so a failure never leaves a half-written file.
+    /// so a failure never leaves a half-written file. See [`PngOutput`] to
+    /// check the path before the picture exists.
     pub fn save_png(&self, path: &Path) -> Result<()> {
-        let err = |message: String| Error::ImageFile { path: path.display().to_string(), message };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| err(format!("creating {}: {e}", dir.display())))?;
-        }
-        let name = path.file_name().ok_or_else(|| err("not a file name".into()))?.to_string_lossy();
-        let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-        let result = image::save_buffer_with_format(
-            &tmp,
-            &self.pixels,
-            self.width,
-            self.height,
-            image::ExtendedColorType::Rgba8,
-            image::ImageFormat::Png,
-        )
-        .map_err(|e| err(e.to_string()))
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| err(e.to_string())));
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        PngOutput::create(path)?.write(self)
     }
+}
+
+/// A temporary file left beside an output by a process that no longer runs,
+/// found (and removed, or not) by [`PngOutput::create`].
+#[derive(Debug)]
+pub struct StaleTemp {
+    /// The file.
+    pub path: PathBuf,
+    /// The process id in its name.
+    pub pid: u32,
+    /// Whether removing it worked.
+    pub removed: std::io::Result<()>,
+}
+
+/// A PNG output that is checked and opened before the picture exists.
+///
+/// [`PngOutput::create`] creates the temporary file `.NAME.PID.tmp` beside
+/// `path` at once, so that a path that cannot be written fails before any
+/// work is done; [`PngOutput::write`] writes the picture into it and renames
+/// it into place. Dropped without `write` (an error on the way), the
+/// temporary file is removed. A process killed before either leaves the
+/// temporary file behind: the next `create` for the same output removes it
+/// (see [`PngOutput::stale`]).
+#[derive(Debug)]
+pub struct PngOutput {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<std::fs::File>,
+    stale: Vec<StaleTemp>,
+}
+
+impl PngOutput {
+    /// Checks `path` and creates its temporary file (and any missing parent
+    /// directories). Removes stale temporary files of this naming first.
+    pub fn create(path: &Path) -> Result<Self> {
+        let shown = path.display().to_string();
+        let err = |message: String| Error::ImageFile { path: shown.clone(), message };
+        if path.is_dir() {
+            return Err(err("is a directory; give a file name for the output PNG (such as DIR/out.png)".into()));
+        }
+        let name = path
+            .file_name()
+            .ok_or_else(|| err("does not end in a file name; give a file name for the output PNG".into()))?
+            .to_string_lossy()
+            .into_owned();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| err(format!("cannot create its directory {}: {e}", dir.display())))?;
+        }
+        let stale = remove_stale_temps(path, &name);
+        let tmp = path.with_file_name(temp_name(&name, std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| err(format!("cannot create the temporary file {} beside it: {e}", tmp.display())))?;
+        Ok(Self { path: path.to_path_buf(), tmp, file: Some(file), stale })
+    }
+
+    /// The output's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stale temporary files `create` found beside the output: named
+    /// `.NAME.PID.tmp` for this output's NAME, with a PID that is not this
+    /// process and has no `/proc/PID` (the process is gone). Nothing else is
+    /// touched; where `/proc` is not mounted none are looked for.
+    pub fn stale(&self) -> &[StaleTemp] {
+        &self.stale
+    }
+
+    /// Encodes `picture` into the temporary file and renames it into place.
+    pub fn write(mut self, picture: &Rgba8) -> Result<()> {
+        let err = |message: String| Error::ImageFile { path: self.path.display().to_string(), message };
+        let Some(file) = self.file.take() else {
+            return Err(err("already written".into()));
+        };
+        let mut out = BufWriter::new(file);
+        let encoder = image::codecs::png::PngEncoder::new(&mut out);
+        image::ImageEncoder::write_image(
+            encoder,
+            &picture.pixels,
+            picture.width,
+            picture.height,
+            image::ExtendedColorType::Rgba8,
+        )
+        .map_err(|e| err(format!("writing {}: {e}", self.tmp.display())))?;
+        let file = out.into_inner().map_err(|e| err(format!("writing {}: {}", self.tmp.display(), e.error())))?;
+        file.sync_all().map_err(|e| err(format!("writing {}: {e}", self.tmp.display())))?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.path)
+            .map_err(|e| err(format!("renaming {} into place: {e}", self.tmp.display())))?;
+        self.tmp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for PngOutput {
+    fn drop(&mut self) {
+        drop(self.file.take());
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+fn temp_name(name: &str, pid: u32) -> String {
+    format!(".{name}.{pid}.tmp")
+}
+
+/// The PID in `file`, when `file` is exactly `.NAME.PID.tmp` for `name`.
+fn temp_pid(file: &str, name: &str) -> Option<u32> {
+    let digits = file.strip_prefix('.')?.strip_prefix(name)?.strip_prefix('.')?.strip_suffix(".tmp")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let pid: u32 = digits.parse().ok()?;
+    // Written by `temp_name`: no leading zeros, never 0.
+    (pid != 0 && temp_name(name, pid) == file).then_some(pid)
+}
+
+fn remove_stale_temps(path: &Path, name: &str) -> Vec<StaleTemp> {
+    if !Path::new("/proc/self").exists() {
+        return Vec::new();
+    }
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file.to_str().and_then(|f| temp_pid(f, name)) else {
+            continue;
+        };
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if pid == me || !is_file || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let p = entry.path();
+        let removed = std::fs::remove_file(&p);
+        found.push(StaleTemp { path: p, pid, removed });
+    }
+    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temp_names_are_matched_exactly() {
+        assert_eq!(temp_pid(".out.png.123.tmp", "out.png"), Some(123));
+        assert_eq!(temp_pid(&temp_name("a.b.png", 42), "a.b.png"), Some(42));
+        for other in [
+            ".out.png.tmp",
+            ".out.png..tmp",
+            ".out.png.12a.tmp",
+            ".out.png.0123.tmp",
+            ".out.png.0.tmp",
+            ".out.png.+12.tmp",
+            "out.png.12.tmp",
+            ".other.png.12.tmp",
+            ".out.png.12.tmp.bak",
+            ".out.png.99999999999.tmp",
+        ] {
+            assert_eq!(temp_pid(other, "out.png"), None, "{other}");
+        }
+    }
 
     #[test]
     fn picture_size_limits_are_named() {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use neural_frame::image_io::{self, Rgba8};
+use neural_frame::image_io::{self, PngOutput, Rgba8};
 use neural_frame::onnx::model::{ModelContract, ScaleSource};
 use neural_frame::onnx::session::{self, ConvSearch};
 use neural_frame::pipeline::{Backend, NeuralFrameContext, PostWait, Tuning};
@@ -371,9 +371,25 @@ fn run_model(
     frames: usize,
     json: bool,
 ) -> anyhow::Result<()> {
-    // Everything that can be checked cheaply is, before any work: the size
-    // against the host budget, the model file, then the device's limits when
-    // the context is built, before the picture is resized.
+    // Everything that can be checked cheaply is, before any work: the output
+    // path (its temporary file is created now and written at the end), the
+    // size against the host budget, the model file, then the device's limits
+    // when the context is built, before the picture is resized.
+    let out_file = PngOutput::create(output).context("checking --output")?;
+    for stale in out_file.stale() {
+        match &stale.removed {
+            Ok(()) => eprintln!(
+                "neural-frame: removed {}, left by process {} (no longer running)",
+                stale.path.display(),
+                stale.pid
+            ),
+            Err(e) => eprintln!(
+                "neural-frame: warning: could not remove {}, left by process {} (no longer running): {e}",
+                stale.path.display(),
+                stale.pid
+            ),
+        }
+    }
     if let Some((w, h)) = size {
         image_io::check_picture_size(w, h).with_context(|| format!("--size {w}x{h}"))?;
     }
@@ -445,7 +461,7 @@ fn run_model(
     if let Some(p) = progress {
         p.finish_and_clear();
     }
-    Rgba8 { width: ow, height: oh, pixels: result }.save_png(output)?;
+    out_file.write(&Rgba8 { width: ow, height: oh, pixels: result })?;
     let pick = |k: usize| {
         let mut v: Vec<f64> = stages.iter().skip(usize::from(stages.len() > 1)).map(|s| s[k]).collect();
         median(&mut v)

@@ -7,6 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use common::{json, neural_frame, text};
 
@@ -238,6 +239,187 @@ fn negative_and_zero_sizes_are_reported_by_the_size_parser() {
     }
     let o = neural_frame(&["run", "--size", "-5x10"], &[]);
     assert!(!stderr(&o).contains("unexpected argument"), "{}", text(&o));
+}
+
+#[test]
+fn a_bad_output_path_fails_before_the_model_runs() {
+    let d = dir("bad-output");
+    // A directory.
+    let o = run(&["--size", "8x8"], &d);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains(&format!("{}: is a directory", d.display())), "{}", text(&o));
+    assert!(!reached_the_context(&o), "{}", text(&o));
+    assert!(std::fs::read_dir(&d).expect("dir").next().is_none(), "something was written into {}", d.display());
+    // A directory that cannot be made (under /proc nothing can be created, even by root).
+    let out = Path::new("/proc/neural-frame-sweep/out.png");
+    let o = run(&["--size", "8x8"], out);
+    refused(&o, out, &["/proc/neural-frame-sweep/out.png", "cannot create its directory"]);
+    assert!(!reached_the_context(&o), "{}", text(&o));
+    // A file name ending in `..`.
+    let o = run(&["--size", "8x8"], &d.join(".."));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(!reached_the_context(&o), "{}", text(&o));
+}
+
+// ---- 3. leftover temporary files ----
+
+/// A process id that is certainly not running: one that has run and been waited for.
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().expect("spawn `true`");
+    let pid = child.id();
+    child.wait().expect("wait");
+    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "pid {pid} was reused already");
+    pid
+}
+
+#[test]
+fn stale_temporary_files_of_dead_processes_are_removed_and_nothing_else() {
+    let d = dir("stale");
+    let out = d.join("out.png");
+    let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .expect("/proc/sys/kernel/pid_max")
+        .trim()
+        .parse()
+        .expect("a number");
+    let beyond = format!(".out.png.{}.tmp", pid_max + 1);
+    let waited = format!(".out.png.{}.tmp", dead_pid());
+    let live = format!(".out.png.{}.tmp", std::process::id());
+    let keep = [
+        live.clone(),
+        ".out.png.tmp".to_string(),
+        ".out.png.0.tmp".to_string(),
+        format!(".out.png.0{}.tmp", pid_max + 1),
+        format!(".out.png.{}.tmp.bak", pid_max + 1),
+        format!(".other.png.{}.tmp", pid_max + 1),
+        format!("out.png.{}.tmp", pid_max + 1),
+    ];
+    for f in keep.iter().chain([&beyond, &waited]) {
+        std::fs::write(d.join(f), b"x").expect("write");
+    }
+    // A directory of the naming is not ours to remove either.
+    let dir_like = format!(".out.png.{}.tmp", pid_max + 2);
+    std::fs::create_dir(d.join(&dir_like)).expect("mkdir");
+
+    let o = run(&["--size", "8x8"], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(out.is_file());
+    for gone in [&beyond, &waited] {
+        assert!(!d.join(gone).exists(), "{gone} survived:\n{}", text(&o));
+        assert!(stderr(&o).contains(&format!("removed {}", d.join(gone).display())), "{}", text(&o));
+    }
+    for k in &keep {
+        assert!(d.join(k).is_file(), "{k} was removed:\n{}", text(&o));
+    }
+    assert!(d.join(&dir_like).is_dir(), "{dir_like} was removed");
+}
+
+/// A child process that is killed if the test fails while it runs.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn kill_9_mid_run_leaves_no_output_and_the_next_run_cleans_up() {
+    let d = dir("kill");
+    let out = d.join("out.png");
+    // Far more frames than run in the time before the kill.
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_neural-frame"))
+            .args(["run", "--backend", "cpu", "--model", TINY, "--size", "64x36", "--frames", "1000000"])
+            .args(["--output", s(&out)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn"),
+    );
+    let tmp = d.join(format!(".out.png.{}.tmp", child.0.id()));
+    let t = Instant::now();
+    while !tmp.exists() {
+        assert!(t.elapsed() < Duration::from_secs(60), "{} never appeared", tmp.display());
+        assert!(child.0.try_wait().expect("try_wait").is_none(), "the run ended before it was killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(child.0.try_wait().expect("try_wait").is_none(), "the run ended before it was killed");
+    child.0.kill().expect("SIGKILL");
+    let status = child.0.wait().expect("wait");
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status:?}");
+    assert!(!out.exists(), "a killed run left {}", out.display());
+    assert!(tmp.exists(), "the killed run's temporary file is expected to remain until the next run");
+
+    let o = run(&["--size", "8x8"], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(out.is_file());
+    assert!(temps(&out).is_empty(), "temporary files survived the next run: {:?}\n{}", temps(&out), text(&o));
+}
+
+// ---- what already holds ----
+
+#[test]
+fn concurrent_runs_write_identical_pngs() {
+    let d = dir("concurrent");
+    let single = d.join("single.png");
+    let o = run(&["--size", "48x27"], &single);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let reference = std::fs::read(&single).expect("read");
+    let outs: Vec<PathBuf> = (0..4).map(|i| d.join(format!("c{i}.png"))).collect();
+    let children: Vec<_> = outs
+        .iter()
+        .map(|out| {
+            Command::new(env!("CARGO_BIN_EXE_neural-frame"))
+                .args(["run", "--backend", "cpu", "--model", TINY, "--size", "48x27", "--output", s(out)])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for (child, out) in children.into_iter().zip(&outs) {
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let bytes = std::fs::read(out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+        assert!(bytes == reference, "{} differs from the single run's PNG", out.display());
+        assert!(temps(out).is_empty(), "{:?}", temps(out));
+    }
+}
+
+#[test]
+fn a_full_disk_gives_a_clean_error_and_no_output() {
+    let d = dir("full");
+    let out = d.join("out.png");
+    // At most one block may be written; SIGXFSZ is ignored, so the write fails with EFBIG.
+    let o = Command::new("sh")
+        .args(["-c", r#"ulimit -f 1; trap "" XFSZ; exec "$0" "$@""#, env!("CARGO_BIN_EXE_neural-frame")])
+        .args(["run", "--backend", "cpu", "--model", TINY, "--size", "64x36", "--output", s(&out)])
+        .output()
+        .expect("sh runs");
+    refused(&o, &out, &[s(&out), "File too large"]);
+}
+
+#[test]
+fn a_read_only_directory_gives_a_clean_error() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = dir("read-only");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o555)).expect("chmod 555");
+    let probe = d.join("probe");
+    let mode_bits_hold = std::fs::write(&probe, b"x").is_err();
+    let _ = std::fs::remove_file(&probe);
+    let out = if mode_bits_hold {
+        d.join("out.png")
+    } else {
+        // Root ignores mode bits; creating a file under /proc fails even for root.
+        eprintln!("a_read_only_directory_gives_a_clean_error: mode bits do not hold here (root); using /proc instead");
+        PathBuf::from("/proc/neural-frame-sweep.png")
+    };
+    let o = run(&["--size", "8x8"], &out);
+    make_writable(&d);
+    refused(&o, &out, &[s(&out), "cannot create the temporary file"]);
+    assert!(!reached_the_context(&o), "{}", text(&o));
 }
 
 fn crc32(bytes: &[u8]) -> u32 {
