@@ -350,6 +350,14 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The peak resident set size of this process (`VmHWM` in `/proc/self/status`), in MiB.
+fn max_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: f64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib / 1024.0)
+}
+
 /// What `run` was doing when a frame failed; where the model's scale is only
 /// its metadata's word, the metadata is the first suspect.
 fn frame_context(c: &ModelContract) -> String {
@@ -482,6 +490,7 @@ fn run_model(
             "post": pick(3),
             "readback": pick(4),
         },
+        "max_rss_mib": max_rss_mib(),
     });
     if json {
         println!("{}", serde_json::to_string_pretty(&summary)?);

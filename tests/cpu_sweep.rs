@@ -466,3 +466,19 @@ fn a_png_declaring_a_huge_size_is_refused_without_allocating() {
     refused(&o, &out, &[s(&picture), "100000×100000", "too large"]);
     assert!(!reached_the_context(&o), "{}", text(&o));
 }
+
+#[test]
+fn memory_stays_flat_over_many_frames() {
+    let out = dir("rss").join("out.png");
+    let rss = |frames: &str| -> f64 {
+        let o = run(&["--size", "64x36", "--frames", frames, "--json"], &out);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let j = json(&o);
+        assert_eq!(j["frames"].as_u64(), frames.parse().ok(), "{j}");
+        j["max_rss_mib"].as_f64().unwrap_or_else(|| panic!("no max_rss_mib: {j}"))
+    };
+    let (a, b, c) = (rss("30"), rss("120"), rss("480"));
+    eprintln!("peak RSS: 30 frames {a:.1} MiB, 120 frames {b:.1} MiB, 480 frames {c:.1} MiB");
+    assert!(a > 1.0, "{a} MiB is not a plausible peak RSS");
+    assert!(b <= a + 16.0 && c <= a + 16.0, "peak RSS grows with frames: {a:.1} → {b:.1} → {c:.1} MiB");
+}
