@@ -1,10 +1,61 @@
-//! The library's error type. Each message names the stage that failed, what
-//! was missing and, where there is one, what the user can do about it.
+//! The library's error type. Each message names what failed, why and, where
+//! there is one, what to do about it, in the library's own terms (builder
+//! methods, backends); the command line maps kinds to its flags.
+//!
+//! Control flow matches [`Error::kind`], never message text:
+//!
+//! ```
+//! use neural_frame::{Error, ErrorKind};
+//! fn retry_later(e: &Error) -> bool {
+//!     matches!(e.kind(), ErrorKind::Timeout)
+//! }
+//! let e = Error::Timeout { what: "frame 7".into(), waited: std::time::Duration::from_millis(5) };
+//! assert!(retry_later(&e));
+//! ```
+
+use std::time::Duration;
 
 use ash::vk;
 
-/// Every failure the library reports.
+/// What kind of failure an [`Error`] is: stable across messages, for control flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A size, handle, format or parameter the caller passed is not acceptable.
+    InvalidArgument,
+    /// The device, driver or build lacks something that is needed; the message
+    /// says what is missing and what would satisfy it.
+    Unsupported,
+    /// A bounded wait ran out (a frame, a semaphore value that never arrived).
+    Timeout,
+    /// The GPU was lost or a kernel faulted (`VK_ERROR_DEVICE_LOST`,
+    /// `CUDA_ERROR_LAUNCH_FAILED`, …): the context cannot be used any more.
+    DeviceLost,
+    /// No Vulkan loader, driver or device matching what was asked for.
+    NoDevice,
+    /// CUDA or ONNX Runtime's CUDA execution provider cannot be used here.
+    ProviderUnavailable,
+    /// ONNX Runtime itself could not be found or loaded.
+    RuntimeMissing,
+    /// The model does not fit what the pipeline supports.
+    ModelContract,
+    /// An image file could not be read or written.
+    Image,
+    /// A Vulkan call failed.
+    Vulkan,
+    /// A CUDA driver call failed.
+    Cuda,
+    /// ONNX Runtime failed.
+    OnnxRuntime,
+    /// Reading or writing a file failed.
+    Io,
+    /// The resource is in use by frames in flight.
+    Busy,
+}
+
+/// Every failure the library reports. Match on [`Error::kind`] for control flow.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The Vulkan loader library could not be loaded.
     #[error(
@@ -41,20 +92,20 @@ pub enum Error {
     Unsupported {
         /// The device's name.
         device: String,
-        /// What is missing (an extension name, a feature, a format capability).
+        /// What is missing (an extension name, a feature, a format capability, a limit).
         what: String,
         /// What would satisfy the requirement.
         remedy: String,
     },
-    /// No device matches what the user asked for.
+    /// No device matches what the caller asked for.
     #[error("no Vulkan device matches {wanted} (devices: {seen})")]
     NoSuchDevice {
-        /// The selector the user gave.
+        /// The selector that was given.
         wanted: String,
         /// Every device seen, with index and UUID.
         seen: String,
     },
-    /// The CUDA driver library is not present.
+    /// The CUDA driver library is not present, or the build has no CUDA.
     #[error("CUDA is not available: {reason}")]
     CudaUnavailable {
         /// Why (no libcuda, no device, init failed).
@@ -74,8 +125,8 @@ pub enum Error {
     },
     /// No CUDA device has the Vulkan device's UUID.
     #[error(
-        "no CUDA device has the Vulkan device's UUID {vulkan_uuid} (seen: {seen}); pass --device \
-         to choose another Vulkan device, or use --backend cpu"
+        "no CUDA device has the Vulkan device's UUID {vulkan_uuid} (seen: {seen}); choose another \
+         Vulkan device (ContextBuilder::device) or the CPU backend (Backend::Cpu)"
     )]
     DeviceMismatch {
         /// The Vulkan deviceUUID.
@@ -86,11 +137,22 @@ pub enum Error {
     /// No ONNX Runtime library could be found or loaded.
     #[error(
         "ONNX Runtime not found or not loadable: {reason}. Get it from PyPI: `pip install onnxruntime-gpu==1.31.1` \
-         (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU), then point ORT_DYLIB_PATH (or --ort-library) at \
-         its onnxruntime/capi/libonnxruntime.so.1.31.1; `scripts/setup.sh` does this into .runtime/"
+         (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU), then point ORT_DYLIB_PATH (or \
+         ContextBuilder::ort_library) at its onnxruntime/capi/libonnxruntime.so.1.31.1; `scripts/setup.sh` does \
+         this into .runtime/"
     )]
     OnnxRuntimeMissing {
         /// Where it looked and what failed.
+        reason: String,
+    },
+    /// ONNX Runtime's CUDA execution provider failed to register.
+    #[error(
+        "ONNX Runtime's CUDA execution provider failed to register: {reason}. The onnxruntime-gpu 1.31.1 \
+         build needs CUDA 13 with cuBLAS 13, cuRAND 10, cuFFT 12 and cuDNN 9 on the library path; or use \
+         the CPU backend (Backend::Cpu)"
+    )]
+    ProviderUnavailable {
+        /// ONNX Runtime's message.
         reason: String,
     },
     /// ONNX Runtime failed.
@@ -117,9 +179,20 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A size or parameter is outside what the device or the pipeline allows.
+    /// A size, handle or parameter is outside what the device or the pipeline allows.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A bounded wait ran out.
+    #[error("{what} did not happen within {waited:?}")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        waited: Duration,
+    },
+    /// A resource is in use by frames in flight.
+    #[error("{0}")]
+    Busy(String),
     /// File input/output.
     #[error("{what}: {source}")]
     Io {
@@ -130,10 +203,53 @@ pub enum Error {
     },
 }
 
+/// `CUresult` codes after which the CUDA context is unusable (sticky errors).
+const CUDA_DEVICE_LOST: [u32; 8] = [
+    700, // CUDA_ERROR_ILLEGAL_ADDRESS
+    702, // CUDA_ERROR_LAUNCH_TIMEOUT
+    714, // CUDA_ERROR_HARDWARE_STACK_ERROR
+    715, // CUDA_ERROR_ILLEGAL_INSTRUCTION
+    716, // CUDA_ERROR_MISALIGNED_ADDRESS
+    718, // CUDA_ERROR_INVALID_PC
+    719, // CUDA_ERROR_LAUNCH_FAILED
+    999, // CUDA_ERROR_UNKNOWN
+];
+
 impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::VulkanLoader { .. } | Error::NoVulkanDriver { .. } | Error::NoSuchDevice { .. } => {
+                ErrorKind::NoDevice
+            }
+            Error::Vulkan { result: vk::Result::ERROR_DEVICE_LOST, .. } => ErrorKind::DeviceLost,
+            Error::Vulkan { .. } => ErrorKind::Vulkan,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::CudaUnavailable { .. } | Error::DeviceMismatch { .. } | Error::ProviderUnavailable { .. } => {
+                ErrorKind::ProviderUnavailable
+            }
+            Error::Cuda { code, .. } if CUDA_DEVICE_LOST.contains(code) => ErrorKind::DeviceLost,
+            Error::Cuda { .. } => ErrorKind::Cuda,
+            Error::OnnxRuntimeMissing { .. } => ErrorKind::RuntimeMissing,
+            Error::Onnx { .. } => ErrorKind::OnnxRuntime,
+            Error::ModelContract { .. } => ErrorKind::ModelContract,
+            Error::ImageFile { .. } => ErrorKind::Image,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Busy(_) => ErrorKind::Busy,
+            Error::Io { .. } => ErrorKind::Io,
+        }
+    }
+
     /// An [`Error::Onnx`] from an `ort` error.
     pub(crate) fn onnx(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
         Self::Onnx { what: what.into(), message: e.to_string() }
+    }
+
+    /// An [`Error::InvalidArgument`] for a broken internal invariant: a bug in
+    /// the library, reported instead of a panic.
+    pub(crate) fn internal(what: impl std::fmt::Display) -> Self {
+        Self::InvalidArgument(format!("internal error in neural-frame: {what}; please report it"))
     }
 }
 
@@ -152,12 +268,23 @@ impl<T> VkResultExt<T> for std::result::Result<T, vk::Result> {
 }
 
 /// Formats a 16-byte UUID the way `nvidia-smi` and Vulkan tools do.
+///
+/// ```
+/// let u = [0x73, 0xca, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0x77];
+/// assert_eq!(neural_frame::format_uuid(&u), "73ca0102-0304-0506-0708-090a0b0c0d77");
+/// ```
 pub fn format_uuid(uuid: &[u8; 16]) -> String {
     let h: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
     format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// Parses a UUID written as 32 hex digits, with or without dashes (and an optional `GPU-` prefix).
+///
+/// ```
+/// let u = neural_frame::parse_uuid("GPU-73ca0102-0304-0506-0708-090a0b0c0d77").unwrap();
+/// assert_eq!(u[0], 0x73);
+/// assert!(neural_frame::parse_uuid("73ca").is_none());
+/// ```
 pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     let t = text.trim();
     let t = t.strip_prefix("GPU-").unwrap_or(t);
@@ -187,5 +314,29 @@ mod tests {
         assert_eq!(parse_uuid(&s.replace('-', "")), Some(u));
         assert_eq!(parse_uuid("73ca"), None);
         assert!(parse_uuid("zz").is_none());
+    }
+
+    #[test]
+    fn kinds_classify_device_loss() {
+        let lost = Error::Vulkan { call: "vkQueueSubmit", result: vk::Result::ERROR_DEVICE_LOST };
+        assert_eq!(lost.kind(), ErrorKind::DeviceLost);
+        let other = Error::Vulkan { call: "vkQueueSubmit", result: vk::Result::ERROR_OUT_OF_DEVICE_MEMORY };
+        assert_eq!(other.kind(), ErrorKind::Vulkan);
+        let cuda = |code| Error::Cuda { call: "cuGraphLaunch", code, name: "x".into(), context: String::new() };
+        assert_eq!(cuda(719).kind(), ErrorKind::DeviceLost);
+        assert_eq!(cuda(2).kind(), ErrorKind::Cuda);
+        assert_eq!(Error::ProviderUnavailable { reason: "x".into() }.kind(), ErrorKind::ProviderUnavailable);
+    }
+
+    #[test]
+    fn library_messages_name_no_command_line_flags() {
+        let texts = [
+            Error::DeviceMismatch { vulkan_uuid: "a".into(), seen: "b".into() }.to_string(),
+            Error::OnnxRuntimeMissing { reason: "r".into() }.to_string(),
+            Error::ProviderUnavailable { reason: "r".into() }.to_string(),
+        ];
+        for t in texts {
+            assert!(!t.contains("--"), "{t}");
+        }
     }
 }

@@ -5,87 +5,145 @@
 //! pixels never pass through system memory.
 //!
 //! ```text
-//!  renderer VkImage (RGBA8 / BGRA8 / RGBA16F, optimal tiling)
-//!    │ Vulkan compute "pre" pass: de-tile, NHWC→NCHW, u8→f32/f16
+//!  renderer VkImage or buffer (RGBA8 / BGRA8 / RGBA16F)
+//!    │ Vulkan compute "pre" pass: de-tile, NHWC→NCHW, u8→f32/f16, alpha kept aside
 //!    ▼
 //!  exported input VkBuffer ──(OPAQUE_FD, imported once)──► CUDA device pointer
-//!    │ timeline semaphore "input ready = n"
+//!    │ timeline semaphore: the model may start
 //!    ▼
 //!  ONNX Runtime, CUDA EP, bound by pointer
 //!    ▼
 //!  exported output VkBuffer ◄──(OPAQUE_FD, imported once)── CUDA device pointer
-//!    │ timeline semaphore "output ready = n"
+//!    │ timeline semaphore: the model is done
 //!    ▼
-//!  Vulkan compute "post" pass ─► output VkImage
+//!  Vulkan compute "post" pass ─► output VkImage or buffer
 //! ```
 //!
-//! ## Use
+//! ## A renderer's own frames
+//!
+//! A renderer registers the images (or buffers) it rotates through once, then
+//! submits each frame with the semaphore value it signalled after drawing, and
+//! gets back two semaphore values to put in its own `vkQueueSubmit`: "input
+//! consumed" (it may draw the next frame into that image) and "output ready"
+//! (it may read the result). Nothing on that path waits on the host.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use ash::vk;
-//! use neural_frame::pipeline::{Backend, NeuralFrameContext, Submitted};
+//! use neural_frame::{CallerDevice, CallerImage, Frame, NeuralFrameContext, Submitted};
+//!
+//! # fn renderer(device: CallerDevice, images: &[vk::Image], outputs: &[vk::Image], rendered: vk::Semaphore)
+//! # -> neural_frame::Result<()> {
+//! // Bring your own device: the context records and submits on the renderer's device and queue.
+//! // SAFETY: the handles are valid and outlive the context; the queue is shared by the stated rule.
+//! let mut ctx = unsafe { NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build_on(device) }?;
+//! let (ow, oh) = ctx.output_size();
+//! let describe = |image, format, width, height, usage| CallerImage {
+//!     image, format, width, height, usage, tiling: vk::ImageTiling::OPTIMAL, layout: vk::ImageLayout::GENERAL,
+//! };
+//! let mut ring = Vec::new();
+//! for (&input, &output) in images.iter().zip(outputs) {
+//!     // SAFETY: images of the renderer's device, alive while registered.
+//!     let i = unsafe { ctx.register_input_image(describe(input, vk::Format::B8G8R8A8_UNORM, 960, 540, vk::ImageUsageFlags::SAMPLED)) }?;
+//!     let o = unsafe { ctx.register_output_image(describe(output, vk::Format::R8G8B8A8_UNORM, ow, oh, vk::ImageUsageFlags::STORAGE)) }?;
+//!     ring.push((i, o));
+//! }
+//! // SAFETY: a timeline semaphore of the renderer's device.
+//! let rendered = unsafe { ctx.register_timeline(rendered) }?;
+//! for n in 1..=100u64 {
+//!     let (input, output) = ring[n as usize % ring.len()];
+//!     // ... the renderer draws into `input` and signals `rendered = n` ...
+//!     if let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output).wait_for(rendered, n))? {
+//!         let _ready = ticket.output_ready(); // wait for this in the renderer's next vkQueueSubmit
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The other way in, import by file descriptor, keeps the renderer's device to
+//! itself: see [`ImageImport`], [`BufferImport`] and [`SemaphoreImport`], and
+//! `examples/foreign_renderer.rs` for both ways end to end.
+//!
+//! ## One frame from a tool
+//!
+//! ```no_run
+//! use ash::vk;
+//! use neural_frame::{Backend, NeuralFrameContext};
 //!
 //! let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
 //!     .backend(Backend::Auto) // CUDA where possible, else the CPU backend, announced
 //!     .frame_size(960, 540)
-//!     .slots(3)
 //!     .build()?;
-//! let input = Arc::new(ctx.create_input_image(vk::Format::B8G8R8A8_UNORM)?);
-//! let output = Arc::new(ctx.create_output_image()?);
-//! // One frame, waited for:
-//! let stats = ctx.infer(&input, &output)?;
-//! println!("model {:.2} ms on the {} backend", stats.infer_ms, ctx.backend_name());
-//! // Several in flight: submit returns at once, wait retires.
-//! if let Submitted::Frame(ticket) = ctx.submit(&input, &output)? {
-//!     ctx.wait(ticket)?;
-//! }
+//! let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+//! let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+//! ctx.upload(input, &vec![128; 960 * 540 * 4])?;
+//! let stats = ctx.infer(input, output)?;
+//! let upscaled = ctx.readback(output)?; // 3840×2160 RGBA8
 //! # Ok::<(), neural_frame::Error>(())
 //! ```
+//!
+//! ## Errors and logging
+//!
+//! Every failure is an [`Error`]; [`Error::kind`] classifies it for control
+//! flow. The library never prints: it logs through the [`log`] facade (target
+//! `neural_frame`, and `vulkan` for validation messages), so a renderer's
+//! logger — `log`'s or `tracing`'s through `tracing-log` — shows what it does.
 //!
 //! ## Ownership
 //!
 //! Every Vulkan or CUDA object has exactly one owning Rust value whose `Drop`
-//! releases it. Children hold an `Arc` of their parent (an image holds its
-//! [`vulkan::Device`], a device its [`vulkan::Instance`]), so a parent outlives
-//! its children. CUDA mappings own their import ([`cuda::ExternalMemory`] is
-//! moved into a mapping), so a mapping cannot outlive what it maps, and a
-//! struct owning several objects declares its fields in teardown order:
-//! ONNX Runtime values → CUDA mappings → CUDA imports → Vulkan objects →
-//! device → instance → `ash::Entry`.
+//! releases it; children hold an `Arc` of their parent; structs declare their
+//! fields in teardown order: ONNX Runtime values → CUDA mappings → CUDA imports
+//! → Vulkan objects → device → instance → `ash::Entry`. Objects of the caller
+//! (bring your own device) are borrowed, never destroyed.
 
 #![warn(missing_docs)]
 
-/// Prints a step to stderr when `NEURAL_FRAME_TRACE` is set (diagnosing stalls on a GPU machine).
-macro_rules! trace {
-    ($($t:tt)*) => {
-        if $crate::trace_enabled() {
-            eprintln!("[neural-frame {:>9.3} ms] {}", $crate::trace_clock_ms(), format_args!($($t)*));
-        }
-    };
-}
-
-static TRACE_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-
-/// Whether `NEURAL_FRAME_TRACE` is set.
-pub fn trace_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("NEURAL_FRAME_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
-}
-
-#[doc(hidden)]
-pub fn trace_clock_ms() -> f64 {
-    TRACE_START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e3
-}
-
-pub mod bench;
-pub mod cuda;
-pub mod error;
+mod context;
+mod cuda;
+mod error;
 pub mod image_io;
-pub mod onnx;
-pub mod pipeline;
+mod interop;
+mod onnx;
 pub mod preflight;
-pub mod vulkan;
+mod vulkan;
 
-pub use error::{Error, Result};
-pub use pipeline::{Backend, NeuralFrameContext};
+pub use ash;
+pub use context::builder::DEFAULT_FRAME_TIMEOUT;
+pub use context::foreign::{
+    BufferImport, CallerBuffer, CallerDevice, CallerImage, DeviceIdentity, ImageImport, ImportError, MemoryImport,
+    PixelLayout, SemaphoreImport,
+};
+pub use context::register::{INPUT_FORMATS, INPUT_USAGE, OUTPUT_BUFFER_FORMATS, OUTPUT_IMAGE_FORMATS, OUTPUT_USAGE};
+pub use context::registry::{InputId, OutputId, TimelineId};
+pub use context::setup::{BackendReport, suitable_devices};
+pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};
+pub use context::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, PostWait, Tuning};
+pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
+pub use onnx::model::ScaleSource;
+pub use onnx::session::check_model_file;
+pub use onnx::{ConvSearch, ModelContract, RuntimeInfo, TensorKind};
+pub use vulkan::{AdapterInfo, DeviceSelector};
+
+/// The benchmark's probes and the tests' hooks (cargo feature `diagnostics`, on by default).
+#[cfg(feature = "diagnostics")]
+pub mod diagnostics {
+    pub use crate::context::diagnostics::{FrameTrace, HostParts, Interference, InterferenceCase, Load};
+}
+
+/// Loads ONNX Runtime (once per process) the way contexts do: `explicit`, then
+/// `ORT_DYLIB_PATH`, `.runtime/`, the Python package. What was loaded.
+///
+/// ```no_run
+/// let rt = neural_frame::load_onnx_runtime(None)?;
+/// println!("ONNX Runtime {} with {}", rt.version, rt.providers.join(", "));
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+pub fn load_onnx_runtime(explicit: Option<&std::path::Path>) -> Result<RuntimeInfo> {
+    onnx::runtime::load(explicit).cloned()
+}
+
+/// The environment of the ONNX Runtime that neural-frame loaded, for sessions of
+/// the caller's own beside the context's (a CPU reference run, say).
+pub fn ort_environment() -> Result<&'static ort::environment::Environment> {
+    onnx::runtime::environment()
+}

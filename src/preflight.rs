@@ -422,10 +422,10 @@ pub fn stage1(options: &Options) -> Result<Stage1> {
 /// semaphore handed Vulkan → CUDA → Vulkan.
 pub fn stage2(options: &Options) -> Result<Stage2> {
     cuda::init()?;
-    trace!("stage 2: CUDA driver loaded");
+    log::debug!("stage 2: CUDA driver loaded");
     let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
     let device = Device::new(&instance, options.device)?;
-    trace!("stage 2: Vulkan device {}", device.info());
+    log::debug!("stage 2: Vulkan device {}", device.info());
     let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
     let stream = cuda::Stream::new(&cuda_device)?;
     check_size(&device, options)?;
@@ -439,7 +439,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
     transfer::release_to_external(&image)?;
     let exported = image.export()?;
     let image_dedicated = exported.info.dedicated;
-    trace!("stage 2: image exported ({:?})", exported.info);
+    log::debug!("stage 2: image exported ({:?})", exported.info);
     let dst = cuda::DeviceBuffer::new(&cuda_device, len)?;
     let image_copy = {
         let t = Instant::now();
@@ -447,7 +447,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
         let import_ms = ms_since(t);
         let t = Instant::now();
         let array = memory.map_rgba8_array(desc.width, desc.height)?;
-        trace!("stage 2: image imported and mapped as a mipmapped array");
+        log::debug!("stage 2: image imported and mapped as a mipmapped array");
         let map_ms = ms_since(t);
         dst.fill(0xcd, &stream)?;
         stream.synchronize()?;
@@ -471,8 +471,8 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
     // Linear buffer: device pointer → device buffer, and CUDA writing into it.
     let usage =
         vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST | vk::BufferUsageFlags::STORAGE_BUFFER;
-    let mut buffer = Buffer::exportable(&device, len as u64, usage, BufferMemory::DeviceLocal)?;
-    transfer::upload_buffer(&mut buffer, &expected)?;
+    let buffer = Buffer::exportable(&device, len as u64, usage, BufferMemory::DeviceLocal)?;
+    transfer::upload_buffer(&buffer, &expected)?;
     let exported = buffer.export()?;
     let (buffer_copy, buffer_written_by_cuda) = {
         let t = Instant::now();
@@ -480,7 +480,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
         let import_ms = ms_since(t);
         let t = Instant::now();
         let mapped = memory.map_buffer(0, len as u64)?;
-        trace!("stage 2: buffer imported and mapped");
+        log::debug!("stage 2: buffer imported and mapped");
         let map_ms = ms_since(t);
         dst.fill(0xcd, &stream)?;
         stream.synchronize()?;
@@ -507,9 +507,9 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
         )
     };
 
-    trace!("stage 2: image and buffer checked; semaphore hand-off");
+    log::debug!("stage 2: image and buffer checked; semaphore hand-off");
     let semaphore = semaphore_handoff(&device, &cuda_device, 20)?;
-    trace!("stage 2: semaphore hand-off done (ok={})", semaphore.ok);
+    log::debug!("stage 2: semaphore hand-off done (ok={})", semaphore.ok);
     drop(stream);
     drop(dst);
     drop(buffer);
@@ -551,7 +551,7 @@ fn timed_copy(stream: &cuda::Stream, enqueue: impl Fn() -> Result<()>) -> Result
 /// signals n on a second semaphore, a Vulkan submission waits for that and
 /// signals a third, which the host waits for. Every wait is bounded: a signal
 /// that never arrives is an error, not a hang.
-pub fn semaphore_handoff(
+pub(crate) fn semaphore_handoff(
     device: &Arc<Device>,
     cuda_device: &Arc<cuda::CudaDevice>,
     rounds: u64,
@@ -573,14 +573,16 @@ pub fn semaphore_handoff(
         // The signal goes first: a semaphore signal waits for every earlier
         // submission on the queue, so submitting the waiting batch first deadlocks.
         let t = Instant::now();
-        device.submit_timeline(&[], &[(to_cuda.raw(), n)], vk::Fence::null())?;
-        device.submit_timeline(&[(to_vulkan.raw(), n)], &[(done.raw(), n)], vk::Fence::null())?;
+        // SAFETY: the three semaphores are live timelines of this device.
+        unsafe { device.submit_timeline(&[], &[(to_cuda.raw(), n)], vk::Fence::null()) }?;
+        // SAFETY: as above.
+        unsafe { device.submit_timeline(&[(to_vulkan.raw(), n)], &[(done.raw(), n)], vk::Fence::null()) }?;
         if !passed.wait_timeout(LIMIT)? {
             failure = Some(format!("round {n}: CUDA did not see Vulkan's signal within {LIMIT:?}"));
             break;
         }
         let t_cuda = ms_since(t);
-        if !done.wait(n, LIMIT.as_nanos() as u64)? {
+        if !done.wait(n, LIMIT)? {
             failure = Some(format!("round {n}: Vulkan did not see CUDA's signal within {LIMIT:?}"));
             break;
         }
@@ -597,7 +599,7 @@ pub fn semaphore_handoff(
         // Release whatever still waits, so that teardown cannot hang.
         let _ = to_cuda.signal_from_host(rounds + 1);
         let _ = to_vulkan.signal_from_host(rounds + 1);
-        eprintln!("neural-frame: semaphore hand-off failed: {why}");
+        log::error!("semaphore hand-off failed: {why}");
     }
     if !stream_idle(&stream, LIMIT)? {
         return Err(Error::InvalidArgument("the CUDA stream did not drain after the semaphore hand-off".into()));

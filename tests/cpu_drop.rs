@@ -4,7 +4,7 @@
 
 mod common;
 
-use neural_frame::pipeline::Backend;
+use neural_frame::Backend;
 
 #[test]
 fn dropping_a_context_with_frames_in_flight_neither_hangs_nor_leaks() {

@@ -8,8 +8,7 @@ use std::path::Path;
 
 use ash::vk;
 use common::pipeline::{Tolerance, check_backend, expected_image, max_diff, picture, reference_output};
-use neural_frame::pipeline::{Backend, NeuralFrameContext};
-use neural_frame::vulkan::transfer;
+use neural_frame::{Backend, ErrorKind, NeuralFrameContext};
 
 fn check(model: &str, width: u32, height: u32, seed: u32) {
     check_backend(model, Backend::Cpu, width, height, seed, Tolerance::default());
@@ -54,39 +53,32 @@ fn frame_size_change_recreates_buffers_and_keeps_the_session() {
         .frame_size(20, 10)
         .build()
         .expect("context");
+    let old = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let old_out = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
     for (w, h) in [(20, 10), (33, 7), (20, 10)] {
+        ctx.resize(w, h).expect("resize");
         let rgba = picture(w, h, w + h);
-        let device = ctx.device().clone();
-        let desc = |w, h, usage| neural_frame::vulkan::ImageDesc {
-            width: w,
-            height: h,
-            format: vk::Format::R8G8B8A8_UNORM,
-            usage,
-        };
-        let input = neural_frame::vulkan::Image::new(
-            &device,
-            desc(w, h, vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST),
-        )
-        .expect("input");
-        let output = neural_frame::vulkan::Image::new(
-            &device,
-            desc(
-                2 * w,
-                2 * h,
-                vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST,
-            ),
-        )
-        .expect("output");
-        transfer::upload_image(&input, &rgba).expect("upload");
-        ctx.infer(&input, &output).expect("infer after resize");
+        let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+        let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+        ctx.upload(input, &rgba).expect("upload");
+        ctx.infer(input, output).expect("infer after resize");
         assert_eq!(ctx.frame_size(), (w, h));
         let contract = ctx.contract().clone();
         let reference = reference_output(Path::new("models/test/tiny-x2-f32.onnx"), &contract, &rgba, w, h);
         let want = expected_image(&contract, &reference, &rgba, w, h);
-        let got = transfer::readback_image(&output).expect("readback");
+        let got = ctx.readback(output).expect("readback");
         let (d, x, y, c) = max_diff(&got, &want, 2 * w);
         assert!(d <= 1, "{w}×{h}: ({x}, {y}) ch {c} differs by {d}");
+        if (w, h) != (20, 10) {
+            // A resize is explicit: registrations of the old size are refused, never reallocated.
+            let e = ctx.infer(old, old_out).expect_err("old size");
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.to_string().contains("resize"), "{e}");
+        }
     }
+    // Back at 20×10, the old registrations fit again (their passes are recorded anew).
+    ctx.upload(old, &picture(20, 10, 3)).expect("upload");
+    ctx.infer(old, old_out).expect("the first size again");
 }
 
 #[test]
@@ -98,30 +90,64 @@ fn input_formats_bgra_srgb_and_half_give_the_same_frame() {
         .build()
         .expect("context");
     let rgba = picture(w, h, 11);
-    let output = ctx.create_output_image().expect("output");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
     let mut results = Vec::new();
     for format in [
         vk::Format::R8G8B8A8_UNORM,
         vk::Format::B8G8R8A8_UNORM,
         vk::Format::R8G8B8A8_SRGB,
+        vk::Format::B8G8R8A8_SRGB,
         vk::Format::R16G16B16A16_SFLOAT,
     ] {
         let input = ctx.create_input_image(format).expect("input image");
         let texels: Vec<u8> = match format {
-            vk::Format::B8G8R8A8_UNORM => rgba.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect(),
+            vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB => {
+                rgba.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect()
+            }
             vk::Format::R16G16B16A16_SFLOAT => {
                 rgba.iter().flat_map(|v| half::f16::from_f32(*v as f32 / 255.0).to_le_bytes()).collect()
             }
             _ => rgba.clone(), // sRGB: the stored bytes are the same; the pass re-encodes what the view decodes
         };
-        transfer::upload_image(&input, &texels).expect("upload");
-        ctx.infer(&input, &output).expect("infer");
-        results.push((format, transfer::readback_image(&output).expect("readback")));
+        ctx.upload(input, &texels).expect("upload");
+        ctx.infer(input, output).expect("infer");
+        results.push((format, ctx.readback(output).expect("readback")));
     }
     for (format, got) in &results[1..] {
         let (d, x, y, c) = max_diff(got, &results[0].1, 2 * w);
         assert!(d <= 1, "{format:?}: ({x}, {y}) ch {c} differs by {d} from RGBA8");
     }
+}
+
+#[test]
+fn half_float_output_image_holds_the_model_output() {
+    let (w, h) = (23, 9);
+    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cpu)
+        .frame_size(w, h)
+        .build()
+        .expect("context");
+    let rgba = picture(w, h, 12);
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let output = ctx.create_output_image(vk::Format::R16G16B16A16_SFLOAT).expect("half output");
+    ctx.upload(input, &rgba).expect("upload");
+    ctx.upload_output(output, &vec![0xff; (4 * w * h * 8) as usize]).expect("poison: NaN halves");
+    ctx.infer(input, output).expect("infer");
+    let got = ctx.readback(output).expect("readback");
+    let contract = ctx.contract().clone();
+    let reference = reference_output(Path::new("models/test/tiny-x2-f32.onnx"), &contract, &rgba, w, h);
+    let want = common::pipeline::values(contract.output, &reference);
+    let (ow, oh) = (2 * w as usize, 2 * h as usize);
+    let plane = ow * oh;
+    let mut worst = 0f32;
+    for i in 0..plane {
+        for c in 0..3 {
+            let b = &got[(i * 4 + c) * 2..(i * 4 + c) * 2 + 2];
+            let v = half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+            worst = worst.max(common::pipeline::abs_diff(v, want[c * plane + i]));
+        }
+    }
+    assert!(worst <= 2e-3, "RGBA16F output differs from ORT's tensor by {worst} (unclamped, half precision)");
 }
 
 #[test]
@@ -131,13 +157,16 @@ fn wrong_images_are_refused_with_reasons() {
         .frame_size(8, 8)
         .build()
         .expect("context");
+    let e = ctx.create_input_image(vk::Format::R32_SFLOAT).expect_err("unsupported input format");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("R32_SFLOAT") && e.to_string().contains("B8G8R8A8_UNORM"), "{e}");
+    let e = ctx.create_output_image(vk::Format::B8G8R8A8_SRGB).expect_err("unsupported output format");
+    assert!(e.to_string().contains("R16G16B16A16_SFLOAT"), "{e}");
+    // The context is still usable after refusals.
     let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
-    let small = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("another input");
-    let e = ctx.infer(&input, &small).expect_err("output of the wrong size and usage");
-    assert!(e.to_string().contains("STORAGE"), "{e}");
-    let output = ctx.create_output_image().expect("output");
-    let e = ctx.infer(&output, &output).expect_err("output as input");
-    assert!(e.to_string().contains("SAMPLED") || e.to_string().contains("needs"), "{e}");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    ctx.upload(input, &picture(8, 8, 1)).expect("upload");
+    ctx.infer(input, output).expect("infer");
 }
 
 #[test]
@@ -175,7 +204,7 @@ fn ring_results_equal_the_synchronous_path() {
     );
 }
 
-fn spin_without_timestamps(b: neural_frame::pipeline::ContextBuilder) -> neural_frame::pipeline::ContextBuilder {
+fn spin_without_timestamps(b: neural_frame::ContextBuilder) -> neural_frame::ContextBuilder {
     b.spin_wait(true).gpu_timestamps(false)
 }
 
@@ -204,7 +233,7 @@ fn ring_with_spin_waits_and_no_timestamps_equals_the_synchronous_path() {
 
 #[test]
 fn slow_consumer_meets_back_pressure() {
-    use neural_frame::pipeline::BackPressure;
+    use neural_frame::BackPressure;
     common::pipeline::slow_consumer(
         "models/test/tiny-x2-f32.onnx",
         Backend::Cpu,

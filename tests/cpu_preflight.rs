@@ -4,7 +4,7 @@
 mod common;
 
 use common::{json, neural_frame, text};
-use neural_frame::vulkan::{Device, DeviceSelector, Instance, InstanceOptions, TimelineSemaphore};
+use neural_frame::{Backend, ErrorKind, NeuralFrameContext, SyncMode};
 
 #[test]
 fn stage1_exports_imports_and_compares_every_byte() {
@@ -75,19 +75,25 @@ fn missing_vulkan_loader_exits_1_and_says_so() {
 
 #[test]
 fn missing_extension_is_named() {
-    // Semaphore export needs VK_KHR_external_semaphore_fd. Where the driver
-    // lacks it (lavapipe), the error must name it; where it has it, export works.
-    let instance = Instance::new(&InstanceOptions::default()).expect("a Vulkan instance");
-    let device = Device::new(&instance, DeviceSelector::Auto).expect("a Vulkan device");
-    match TimelineSemaphore::new(&device, 0, true) {
-        Ok(sem) => {
-            assert!(device.info().external_semaphore_fd);
-            sem.export().expect("export of an exportable semaphore");
-        }
+    // Semaphore sharing needs VK_KHR_external_semaphore_fd. Where the driver lacks
+    // it (lavapipe), the context runs in host-signalled mode and exporting its
+    // timelines names the extension; where it has it, export works.
+    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cpu)
+        .frame_size(8, 8)
+        .build()
+        .expect("a context");
+    let has = ctx.report().vulkan_device.external_semaphore_fd;
+    match ctx.export_timelines() {
+        Ok(_) => assert!(has && ctx.sync_mode() == SyncMode::Gpu),
         Err(e) => {
-            assert!(!device.info().external_semaphore_fd);
+            assert!(!has && ctx.sync_mode() == SyncMode::Host);
+            assert_eq!(e.kind(), ErrorKind::Unsupported);
             let msg = e.to_string();
-            assert!(msg.contains("VK_KHR_external_semaphore_fd") && msg.contains(&device.info().name), "{msg}");
+            assert!(
+                msg.contains("VK_KHR_external_semaphore_fd") && msg.contains(&ctx.report().vulkan_device.name),
+                "{msg}"
+            );
         }
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use common::pipeline::{Tune, plain};
 use common::{gpu, open_fds};
-use neural_frame::pipeline::{BackPressure, Backend, ContextBuilder, PostWait};
+use neural_frame::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, PostWait};
 
 fn graphs(b: ContextBuilder) -> ContextBuilder {
     b.cuda_graph(true)
@@ -25,7 +25,7 @@ const TUNINGS: [(&str, Tune); 4] =
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn ring_equals_sync_for_100_varied_frames() {
-    let _ = gpu();
+    gpu();
     for (name, tune) in TUNINGS {
         println!("{name}:");
         common::pipeline::ring_matches_sync("models/upscale.onnx", Backend::Cuda, tune, 96, 54, 100);
@@ -36,7 +36,7 @@ fn ring_equals_sync_for_100_varied_frames() {
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn slow_consumer_blocks_or_skips() {
-    let _ = gpu();
+    gpu();
     for (name, tune) in [TUNINGS[0], TUNINGS[2]] {
         let skipped = common::pipeline::slow_consumer(
             "models/upscale.onnx",
@@ -65,14 +65,21 @@ fn slow_consumer_blocks_or_skips() {
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn dropping_with_frames_in_flight_neither_hangs_nor_leaks() {
-    let (_, cuda_device) = gpu();
+    gpu();
+    // A context kept alive to read the device's free memory.
+    let probe = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cuda)
+        .frame_size(8, 8)
+        .build()
+        .expect("context");
+    let free_memory = || probe.cuda_memory().expect("memory info").expect("CUDA backend").0;
     for (name, tune) in TUNINGS {
         common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, tune, 1); // first use loads kernels
-        let (free, _) = cuda_device.memory_info().expect("memory info");
+        let free = free_memory();
         let fds = open_fds();
         let (_, _) = common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, tune, 20);
         let fds_after = open_fds();
-        let (free_after, _) = cuda_device.memory_info().expect("memory info");
+        let free_after = free_memory();
         println!("{name}: fds {fds} → {fds_after}; free device memory {free} → {free_after}");
         assert_eq!(fds_after, fds, "{name}: file descriptors leaked");
         assert!(free_after + (64 << 20) >= free, "{name}: device memory leaked: {} MiB", (free - free_after) >> 20);

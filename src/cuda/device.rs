@@ -64,11 +64,6 @@ impl CudaDevice {
         &self.info
     }
 
-    /// The raw context.
-    pub fn context(&self) -> sys::CUcontext {
-        self.ctx
-    }
-
     /// Free and total device memory in bytes.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         self.bind()?;
@@ -91,7 +86,7 @@ impl Drop for CudaDevice {
         // SAFETY: every child holds an Arc<CudaDevice>; the context was retained once.
         let r = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.dev) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuDevicePrimaryCtxRelease failed: {r:?}");
+            log::error!("cuDevicePrimaryCtxRelease failed: {r:?}");
         }
     }
 }
@@ -110,6 +105,6 @@ mod tests {
         let err = match_uuid(&list, &[0x73; 16]).expect_err("no match").to_string();
         assert!(err.contains(&format_uuid(&[0x73; 16])), "{err}");
         assert!(err.contains(&format_uuid(&[1; 16])) && err.contains(&format_uuid(&[2; 16])), "{err}");
-        assert!(err.contains("--backend cpu"), "{err}");
+        assert!(err.contains("Backend::Cpu"), "{err}");
     }
 }

@@ -79,7 +79,7 @@ impl Drop for Graph {
         // SAFETY: destroyed once; launches already made complete first (driver semantics).
         let r = unsafe { sys::cuGraphExecDestroy(self.exec) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuGraphExecDestroy failed: {r:?}");
+            log::error!("cuGraphExecDestroy failed: {r:?}");
         }
     }
 }

@@ -53,11 +53,6 @@ impl ExternalMemory {
         Ok(Self { raw, size: info.size, device: Arc::clone(device) })
     }
 
-    /// The allocation's size.
-    pub fn size(&self) -> u64 {
-        self.size
-    }
-
     /// Maps `len` bytes at `offset` as a linear device buffer (readable and writable).
     pub fn map_buffer(self, offset: u64, len: u64) -> Result<MappedBuffer> {
         if offset + len > self.size {
@@ -121,7 +116,7 @@ impl Drop for ExternalMemory {
         // SAFETY: every mapping of this import owned it and is gone.
         let r = unsafe { sys::cuDestroyExternalMemory(self.raw) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuDestroyExternalMemory failed: {r:?}");
+            log::error!("cuDestroyExternalMemory failed: {r:?}");
         }
     }
 }
@@ -142,16 +137,13 @@ impl MappedBuffer {
     pub fn len(&self) -> u64 {
         self.len
     }
-    /// Never true: mappings have a length.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     /// The CUDA device.
     pub fn device(&self) -> &Arc<CudaDevice> {
         &self.memory.device
     }
 
     /// Reads the first `len` bytes to the host (blocking; verification).
+    #[cfg(test)]
     pub fn to_host(&self, len: usize) -> Result<Vec<u8>> {
         check_len(len, self.len as usize)?;
         // SAFETY: the mapping covers self.len >= len bytes.
@@ -179,7 +171,7 @@ impl Drop for MappedBuffer {
         // SAFETY: a mapped external buffer is released with cuMemFree (CUDA docs).
         let r = unsafe { sys::cuMemFree_v2(self.ptr) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuMemFree of an external mapping failed: {r:?}");
+            log::error!("cuMemFree of an external mapping failed: {r:?}");
         }
     }
 }
@@ -214,7 +206,7 @@ impl Drop for MappedArray {
         // SAFETY: level 0 belongs to the mipmapped array, which is destroyed once.
         let r = unsafe { sys::cuMipmappedArrayDestroy(self.mipmapped) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuMipmappedArrayDestroy failed: {r:?}");
+            log::error!("cuMipmappedArrayDestroy failed: {r:?}");
         }
     }
 }
@@ -244,19 +236,6 @@ impl DeviceBuffer {
         )?;
         Ok(Self { ptr, len, device: Arc::clone(device) })
     }
-    /// The device pointer.
-    pub fn ptr(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Never true.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Enqueues a fill of the whole buffer with `value` (poisoning).
     pub fn fill(&self, value: u8, stream: &Stream) -> Result<()> {
         // SAFETY: the allocation holds self.len bytes.
@@ -292,7 +271,7 @@ impl Drop for DeviceBuffer {
         // SAFETY: ptr came from cuMemAlloc and is freed once.
         let r = unsafe { sys::cuMemFree_v2(self.ptr) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuMemFree failed: {r:?}");
+            log::error!("cuMemFree failed: {r:?}");
         }
     }
 }

@@ -74,7 +74,7 @@ impl Drop for ExternalSemaphore {
         // SAFETY: destroyed once; callers retire stream work using it first.
         let r = unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuDestroyExternalSemaphore failed: {r:?}");
+            log::error!("cuDestroyExternalSemaphore failed: {r:?}");
         }
     }
 }

@@ -52,7 +52,7 @@ impl Drop for Stream {
         // SAFETY: the stream is destroyed once; pending work completes first (driver semantics).
         let r = unsafe { sys::cuStreamDestroy_v2(self.raw) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuStreamDestroy failed: {r:?}");
+            log::error!("cuStreamDestroy failed: {r:?}");
         }
     }
 }
@@ -132,7 +132,7 @@ impl Drop for Event {
         // SAFETY: the event is destroyed once.
         let r = unsafe { sys::cuEventDestroy_v2(self.raw) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            eprintln!("neural-frame: cuEventDestroy failed: {r:?}");
+            log::error!("cuEventDestroy failed: {r:?}");
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Binding memory that lives elsewhere (a mapped Vulkan buffer, an imported
-//! CUDA pointer) as a session's input and output, through ONNX Runtime's C API.
+//! CUDA pointer, the caller's own buffer) as a session's input and output,
+//! through ONNX Runtime's C API.
 //!
 //! `ort`'s safe `IoBinding::bind_input` deep-copies a tensor made over borrowed
 //! memory (and that copy deadlocks in rc.15), so this binds `OrtValue`s made
@@ -16,7 +17,7 @@ use ort::session::Session;
 use ort::sys::{OrtIoBinding, OrtStatusPtr, OrtValue};
 
 use crate::error::{Error, Result};
-use crate::onnx::model::{ModelContract, TensorKind};
+use crate::onnx::model::TensorKind;
 
 /// Turns an `OrtStatus` into `Ok` or [`Error::Onnx`], releasing it.
 pub(crate) fn status(what: &str, s: OrtStatusPtr) -> Result<()> {
@@ -33,7 +34,7 @@ pub(crate) fn status(what: &str, s: OrtStatusPtr) -> Result<()> {
 
 /// Where bound memory lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     /// Host memory (the host backend: mapped host-visible Vulkan buffers).
     Host,
     /// CUDA device memory on the device with this ordinal.
@@ -52,130 +53,138 @@ impl Placement {
     }
 }
 
-/// An `OrtValue` over memory owned elsewhere.
-struct RawValue(NonNull<OrtValue>);
+/// An `OrtValue` over memory owned elsewhere: a `kind` tensor of one W×H image.
+/// Fields in teardown order: the value, then its memory info.
+pub(crate) struct TensorValue {
+    raw: NonNull<OrtValue>,
+    _info: MemoryInfo<'static>,
+    id: u64,
+}
 
-impl Drop for RawValue {
+// SAFETY: an OrtValue is a plain handle; it is only used through &self by one
+// thread at a time (the context's), and ONNX Runtime allows that from any thread.
+unsafe impl Send for TensorValue {}
+
+impl TensorValue {
+    /// A tensor over `len` bytes at `data` for a W×H image of `kind`.
+    ///
+    /// # Safety
+    /// `data` must point to at least `len` bytes of memory of the given
+    /// placement that stay valid (not freed or remapped) for as long as the
+    /// value, or any binding it is bound to, may be used in a run.
+    pub(crate) unsafe fn new(
+        placement: Placement,
+        kind: TensorKind,
+        width: u32,
+        height: u32,
+        data: *mut c_void,
+        len: u64,
+    ) -> Result<Self> {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let info = placement.memory_info()?;
+        let shape = kind.shape(width, height);
+        let bytes = kind.bytes(width, height);
+        if len < bytes {
+            return Err(Error::internal(format!(
+                "{len} bytes of memory for a {} tensor of {width}×{height} ({bytes} bytes)",
+                kind.describe()
+            )));
+        }
+        let mut out: *mut OrtValue = std::ptr::null_mut();
+        // SAFETY: data covers at least the tensor's bytes for the value's lifetime (caller's
+        // contract); shape and out are valid for the call.
+        status("creating a tensor over external memory", unsafe {
+            (ort::api().CreateTensorWithDataAsOrtValue)(
+                info.ptr(),
+                data,
+                bytes as usize,
+                shape.as_ptr(),
+                shape.len(),
+                kind.element(),
+                &mut out,
+            )
+        })?;
+        let raw = NonNull::new(out).ok_or_else(|| Error::onnx("creating a tensor", "null value"))?;
+        Ok(Self { raw, _info: info, id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed) })
+    }
+}
+
+impl Drop for TensorValue {
     fn drop(&mut self) {
         // SAFETY: the value was created by CreateTensorWithDataAsOrtValue and is released once;
         // releasing it does not free the memory it points at.
-        unsafe { (ort::api().ReleaseValue)(self.0.as_ptr()) };
+        unsafe { (ort::api().ReleaseValue)(self.raw.as_ptr()) };
     }
 }
 
-/// A session's input and output bound to external memory. Fields are in
-/// teardown order: the binding, then the values, then their memory info.
-pub struct BoundTensors {
-    binding: NonNull<OrtIoBinding>,
-    _input: RawValue,
-    _output: RawValue,
-    _info: MemoryInfo<'static>,
-    placement: Placement,
+/// A session's IoBinding, with the ids of the values bound to it.
+pub(crate) struct Binding {
+    raw: NonNull<OrtIoBinding>,
+    input_name: CString,
+    output_name: CString,
+    bound: (u64, u64),
 }
 
-// SAFETY: the binding and values are plain handles; ONNX Runtime allows using them from any thread
-// as long as calls are not concurrent, which &mut self / single ownership ensures.
-unsafe impl Send for BoundTensors {}
+// SAFETY: the binding is a plain handle; &mut self serialises its use, and ONNX Runtime
+// allows using it from any thread as long as calls are not concurrent.
+unsafe impl Send for Binding {}
 
-fn value(
-    info: &MemoryInfo,
-    kind: TensorKind,
-    width: u32,
-    height: u32,
-    data: *mut c_void,
-    len: u64,
-) -> Result<RawValue> {
-    let shape = kind.shape(width, height);
-    if len < kind.bytes(width, height) {
-        return Err(Error::InvalidArgument(format!(
-            "{len} bytes of memory for a {} tensor of {width}×{height} ({} bytes)",
-            kind.describe(),
-            kind.bytes(width, height)
-        )));
-    }
-    let mut out: *mut OrtValue = std::ptr::null_mut();
-    // SAFETY: data covers at least the tensor's bytes for the value's lifetime (the caller's
-    // contract in BoundTensors::new); shape and out are valid for the call.
-    status("creating a tensor over external memory", unsafe {
-        (ort::api().CreateTensorWithDataAsOrtValue)(
-            info.ptr(),
-            data,
-            kind.bytes(width, height) as usize,
-            shape.as_ptr(),
-            shape.len(),
-            kind.element(),
-            &mut out,
-        )
-    })?;
-    NonNull::new(out).map(RawValue).ok_or_else(|| Error::onnx("creating a tensor", "null value"))
-}
-
-impl BoundTensors {
-    /// Binds `input` and `output` (device or host addresses, as `placement` says)
-    /// as the session's input and output for a W×H frame.
-    ///
-    /// # Safety
-    /// `input` must point to `input_len` bytes and `output` to `output_len`
-    /// bytes of memory of the given placement, valid (and not freed or
-    /// remapped) for as long as the returned value lives.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn new(
-        session: &Session,
-        contract: &ModelContract,
-        width: u32,
-        height: u32,
-        placement: Placement,
-        input: *mut c_void,
-        input_len: u64,
-        output: *mut c_void,
-        output_len: u64,
-    ) -> Result<Self> {
-        let info = placement.memory_info()?;
-        let s = contract.scale;
-        let in_value = value(&info, contract.input, width, height, input, input_len)?;
-        let out_value = value(&info, contract.output, width * s, height * s, output, output_len)?;
-        let api = ort::api();
-        let mut binding: *mut OrtIoBinding = std::ptr::null_mut();
-        // SAFETY: the session is live; binding is a valid out pointer.
-        status("creating an IoBinding", unsafe { (api.CreateIoBinding)(session.ptr().cast_mut(), &mut binding) })?;
-        let binding = NonNull::new(binding).ok_or_else(|| Error::onnx("creating an IoBinding", "null binding"))?;
-        let bound = Self { binding, _input: in_value, _output: out_value, _info: info, placement };
+impl Binding {
+    /// An empty IoBinding of `session` for the named input and output.
+    pub(crate) fn new(session: &Session, input: &str, output: &str) -> Result<Self> {
         let name =
             |n: &str| CString::new(n).map_err(|_| Error::InvalidArgument(format!("tensor name {n:?} has a NUL")));
-        let in_name = name(&contract.input_name)?;
-        let out_name = name(&contract.output_name)?;
-        // SAFETY: binding and value are live; BindInput does not copy a value already on the
-        // session's device (checked by the pipeline tests).
-        status("binding the input", unsafe {
-            (api.BindInput)(bound.binding.as_ptr(), in_name.as_ptr(), bound._input.0.as_ptr())
-        })?;
-        // SAFETY: as above; a pre-allocated output is written in place.
-        status("binding the output", unsafe {
-            (api.BindOutput)(bound.binding.as_ptr(), out_name.as_ptr(), bound._output.0.as_ptr())
-        })?;
-        Ok(bound)
+        let (input_name, output_name) = (name(input)?, name(output)?);
+        let mut raw: *mut OrtIoBinding = std::ptr::null_mut();
+        // SAFETY: the session is live; raw is a valid out pointer.
+        status("creating an IoBinding", unsafe { (ort::api().CreateIoBinding)(session.ptr().cast_mut(), &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::onnx("creating an IoBinding", "null binding"))?;
+        Ok(Self { raw, input_name, output_name, bound: (0, 0) })
     }
 
-    /// Runs the session on the bound memory. With the CUDA EP the run is
+    /// Binds `input` and `output` (a cheap map update in ONNX Runtime; nothing is
+    /// copied: a value already on the session's device is used in place, and a
+    /// pre-allocated output is written in place).
+    pub(crate) fn bind(&mut self, input: &TensorValue, output: &TensorValue) -> Result<()> {
+        if self.bound == (input.id, output.id) {
+            return Ok(());
+        }
+        let api = ort::api();
+        self.bound = (0, 0);
+        // SAFETY: binding and value are live; BindInput keeps its own reference to the value.
+        status("binding the input", unsafe {
+            (api.BindInput)(self.raw.as_ptr(), self.input_name.as_ptr(), input.raw.as_ptr())
+        })?;
+        // SAFETY: as above.
+        status("binding the output", unsafe {
+            (api.BindOutput)(self.raw.as_ptr(), self.output_name.as_ptr(), output.raw.as_ptr())
+        })?;
+        self.bound = (input.id, output.id);
+        Ok(())
+    }
+
+    /// Runs the session on the bound values. With the CUDA EP the run is
     /// enqueued on the EP's stream; unless `options` disable it, ONNX Runtime
     /// synchronises that stream before returning.
-    pub fn run(&mut self, session: &Session, options: Option<&ort::session::RunOptions>) -> Result<()> {
+    ///
+    /// # Safety
+    /// The memory behind the bound values must still be valid, and no other
+    /// work may write the input or touch the output while the run executes.
+    pub(crate) unsafe fn run(&mut self, session: &Session, options: Option<&ort::session::RunOptions>) -> Result<()> {
+        if self.bound == (0, 0) {
+            return Err(Error::internal("a run with nothing bound"));
+        }
         let options = options.map_or(std::ptr::null(), |o| o.ptr());
-        // SAFETY: session, binding and options are live; &mut self serialises runs of this binding.
+        // SAFETY: session, binding and options are live; the bound memory is valid (caller's contract).
         status("running the model", unsafe {
-            (ort::api().RunWithBinding)(session.ptr().cast_mut(), options, self.binding.as_ptr())
+            (ort::api().RunWithBinding)(session.ptr().cast_mut(), options, self.raw.as_ptr())
         })
-    }
-
-    /// Where the bound memory lives.
-    pub fn placement(&self) -> Placement {
-        self.placement
     }
 }
 
-impl Drop for BoundTensors {
+impl Drop for Binding {
     fn drop(&mut self) {
-        // SAFETY: released once; the values it refers to are released after it (field order).
-        unsafe { (ort::api().ReleaseIoBinding)(self.binding.as_ptr()) };
+        // SAFETY: released once; the values it refers to keep their own references.
+        unsafe { (ort::api().ReleaseIoBinding)(self.raw.as_ptr()) };
     }
 }

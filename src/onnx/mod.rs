@@ -1,11 +1,13 @@
 //! The ONNX Runtime side: finding the runtime, the model contract, sessions
-//! with the chosen execution provider, and binding external memory.
+//! with the chosen execution provider, and binding external memory. Sealed:
+//! the crate's face re-exports the contract types and the runtime's report.
 
-pub mod binding;
-pub mod model;
-pub mod runtime;
-pub mod session;
+pub(crate) mod binding;
+pub(crate) mod model;
+pub(crate) mod runtime;
+pub(crate) mod session;
 
-pub use binding::{BoundTensors, Placement};
+pub(crate) use binding::{Binding, Placement, TensorValue};
 pub use model::{ModelContract, TensorKind};
 pub use runtime::RuntimeInfo;
+pub use session::ConvSearch;

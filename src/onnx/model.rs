@@ -43,7 +43,7 @@ impl TensorKind {
     }
 
     /// ONNX Runtime's element type.
-    pub fn element(self) -> ort::sys::ONNXTensorElementDataType {
+    pub(crate) fn element(self) -> ort::sys::ONNXTensorElementDataType {
         use ort::sys::ONNXTensorElementDataType as T;
         match self {
             Self::NchwF32 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
@@ -121,7 +121,7 @@ fn kind_of(name: &str, ty: &ValueType, role: &str) -> std::result::Result<(Tenso
 }
 
 /// Works out the contract from a model's inputs, outputs and `scale` metadata.
-pub fn contract_from(
+pub(crate) fn contract_from(
     model: &str,
     inputs: &[(String, ValueType)],
     outputs: &[(String, ValueType)],
@@ -187,7 +187,7 @@ pub fn contract_from(
 }
 
 /// The contract of a loaded session.
-pub fn contract(session: &ort::session::Session, model: &str) -> Result<ModelContract> {
+pub(crate) fn contract(session: &ort::session::Session, model: &str) -> Result<ModelContract> {
     let inputs: Vec<_> = session.inputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
     let outputs: Vec<_> = session.outputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
     let scale = session.metadata().ok().and_then(|m| m.custom("scale").or_else(|| m.custom("neural_frame.scale")));

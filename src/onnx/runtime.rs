@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// The ONNX Runtime minor version the crate is built against (`ort` feature `api-31`).
-pub const REQUIRED_MINOR: u32 = 31;
+pub(crate) const REQUIRED_MINOR: u32 = 31;
 
 /// The loaded runtime.
 #[derive(Debug, Clone, Serialize)]
@@ -37,7 +37,7 @@ static RUNTIME: OnceLock<std::result::Result<Loaded, String>> = OnceLock::new();
 
 /// Loads ONNX Runtime once per process and returns what was loaded. Later
 /// calls return the same runtime; asking for another library then is an error.
-pub fn load(explicit: Option<&Path>) -> Result<&'static RuntimeInfo> {
+pub(crate) fn load(explicit: Option<&Path>) -> Result<&'static RuntimeInfo> {
     // A failure is kept as the reason alone (for a missing runtime) or as text, so
     // that reporting it again does not wrap the message twice.
     let loaded = RUNTIME.get_or_init(|| {
@@ -85,7 +85,7 @@ fn load_inner(explicit: Option<&Path>) -> Result<Loaded> {
 }
 
 /// The environment of the loaded runtime ([`load`] first).
-pub fn environment() -> Result<&'static ort::environment::Environment> {
+pub(crate) fn environment() -> Result<&'static ort::environment::Environment> {
     match RUNTIME.get() {
         Some(Ok(l)) => Ok(&l._env),
         Some(Err(reason)) => Err(Error::OnnxRuntimeMissing { reason: reason.clone() }),
@@ -94,13 +94,15 @@ pub fn environment() -> Result<&'static ort::environment::Environment> {
 }
 
 /// Where the library would be loaded from, without loading it.
-pub fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
+pub(crate) fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
     let mut tried = Vec::new();
     if let Some(p) = explicit {
         if p.is_file() {
-            return Ok((p.to_path_buf(), "--ort-library".into()));
+            return Ok((p.to_path_buf(), "the path given (ContextBuilder::ort_library)".into()));
         }
-        return Err(Error::OnnxRuntimeMissing { reason: format!("--ort-library {}: no such file", p.display()) });
+        return Err(Error::OnnxRuntimeMissing {
+            reason: format!("the ONNX Runtime library given, {}, does not exist", p.display()),
+        });
     }
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);

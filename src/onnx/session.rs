@@ -1,5 +1,6 @@
 //! Creating a session for a model with the chosen execution provider.
 
+use std::ffi::c_void;
 use std::path::Path;
 
 use ort::ep;
@@ -10,8 +11,15 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::onnx::model::{self, ModelContract};
 
-/// How cuDNN picks convolution algorithms (CUDA EP only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+/// How cuDNN picks convolution algorithms (CUDA backend only).
+///
+/// ```
+/// use neural_frame::{ConvSearch, NeuralFrameContext};
+/// let builder = NeuralFrameContext::builder("models/upscale.onnx").conv_search(ConvSearch::Exhaustive);
+/// # let _ = builder;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ConvSearch {
     /// Fast start: cuDNN's heuristics.
     #[default]
@@ -24,7 +32,7 @@ pub enum ConvSearch {
 
 /// Which execution provider runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Provider {
+pub(crate) enum Provider {
     /// ONNX Runtime's CPU provider.
     Cpu,
     /// The CUDA provider on this CUDA device ordinal.
@@ -36,29 +44,17 @@ pub enum Provider {
 
 /// Session options.
 #[derive(Debug, Clone)]
-pub struct SessionConfig {
+pub(crate) struct SessionConfig {
     /// The execution provider.
-    pub provider: Provider,
+    pub(crate) provider: Provider,
     /// cuDNN algorithm search.
-    pub conv_search: ConvSearch,
+    pub(crate) conv_search: ConvSearch,
     /// Ask the CUDA EP to prefer NHWC kernels.
-    pub prefer_nhwc: bool,
-    /// A CUDA stream for the EP to run on (as a raw `CUstream`), if any.
-    pub cuda_stream: Option<usize>,
+    pub(crate) prefer_nhwc: bool,
+    /// A CUDA stream (a raw `CUstream`) for the CUDA EP to run on, if any.
+    pub(crate) cuda_stream: Option<*mut c_void>,
     /// CPU threads for the CPU provider (ONNX Runtime's default when None).
-    pub threads: Option<usize>,
-}
-
-impl Default for SessionConfig {
-    fn default() -> Self {
-        Self {
-            provider: Provider::Cpu,
-            conv_search: ConvSearch::Heuristic,
-            prefer_nhwc: false,
-            cuda_stream: None,
-            threads: None,
-        }
-    }
+    pub(crate) threads: Option<usize>,
 }
 
 /// Checks that `path` is a model file this process can read: it exists, is
@@ -84,7 +80,11 @@ pub fn check_model_file(path: &Path) -> Result<()> {
 }
 
 /// Loads `path` with `config` and works out its contract.
-pub fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelContract)> {
+///
+/// # Safety
+/// A `config.cuda_stream` must be a live CUDA stream of the device the
+/// provider runs on, and must outlive the session.
+pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelContract)> {
     let shown = path.display().to_string();
     let model_err = |message: String| Error::ModelContract { model: shown.clone(), message };
     check_model_file(path)?;
@@ -114,16 +114,12 @@ pub fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelCont
                 .with_conv_algorithm_search(search)
                 .with_prefer_nhwc(config.prefer_nhwc);
             if let Some(stream) = config.cuda_stream {
-                // SAFETY: the pipeline owns the stream and drops the session before it.
-                cuda = unsafe { cuda.with_compute_stream(stream as *mut ()) };
+                // SAFETY: the stream outlives the session (caller's contract).
+                cuda = unsafe { cuda.with_compute_stream(stream.cast()) };
             }
-            builder = builder.with_execution_providers([cuda.build().error_on_failure()]).map_err(|e| Error::Onnx {
-                what: "registering the CUDA execution provider".into(),
-                message: format!(
-                    "{e}. The onnxruntime-gpu 1.31.1 build needs CUDA 13 with cuBLAS 13, cuRAND 10, cuFFT 12 and \
-                     cuDNN 9 on the library path; or use --backend cpu"
-                ),
-            })?;
+            builder = builder
+                .with_execution_providers([cuda.build().error_on_failure()])
+                .map_err(|e| Error::ProviderUnavailable { reason: e.to_string() })?;
         }
     }
     let session = builder.commit_from_file(path).map_err(|e| {

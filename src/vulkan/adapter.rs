@@ -11,9 +11,9 @@ use crate::error::{Error, Result, VkResultExt, format_uuid, parse_uuid};
 use crate::vulkan::instance::{Instance, version_string};
 
 /// Device extensions the pipeline cannot work without.
-pub const REQUIRED_EXTENSIONS: &[&CStr] = &[ash::khr::external_memory_fd::NAME];
+pub(crate) const REQUIRED_EXTENSIONS: &[&CStr] = &[ash::khr::external_memory_fd::NAME];
 /// Device extensions used when present (semaphore sharing with CUDA).
-pub const OPTIONAL_EXTENSIONS: &[&CStr] = &[ash::khr::external_semaphore_fd::NAME];
+pub(crate) const OPTIONAL_EXTENSIONS: &[&CStr] = &[ash::khr::external_semaphore_fd::NAME];
 
 /// What a physical device is, as the user sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -35,6 +35,12 @@ pub struct AdapterInfo {
     /// `deviceUUID` as bytes.
     #[serde(skip)]
     pub uuid_bytes: [u8; 16],
+    /// `driverUUID` as text: with the deviceUUID, what an importer checks before
+    /// it accepts memory or semaphores from another device.
+    pub driver_uuid: String,
+    /// `driverUUID` as bytes.
+    #[serde(skip)]
+    pub driver_uuid_bytes: [u8; 16],
     /// The `vk::PhysicalDeviceType`, for selection.
     #[serde(skip)]
     pub kind: vk::PhysicalDeviceType,
@@ -88,7 +94,7 @@ impl fmt::Display for DeviceSelector {
 }
 
 /// Picks a device from `candidates`. Pure, so it can be tested with any list.
-pub fn select(candidates: &[AdapterInfo], selector: DeviceSelector) -> Result<usize> {
+pub(crate) fn select(candidates: &[AdapterInfo], selector: DeviceSelector) -> Result<usize> {
     let seen = || {
         if candidates.is_empty() {
             "none".to_string()
@@ -129,14 +135,14 @@ pub fn select(candidates: &[AdapterInfo], selector: DeviceSelector) -> Result<us
         return Err(Error::Unsupported {
             device: candidates[index].name.clone(),
             what: why.clone(),
-            remedy: "choose another device with --device, or update the driver".into(),
+            remedy: "choose another device (ContextBuilder::device), or update the driver".into(),
         });
     }
     Ok(index)
 }
 
 /// Lists the physical devices with their properties and suitability.
-pub fn enumerate(instance: &Instance) -> Result<Vec<(vk::PhysicalDevice, AdapterInfo)>> {
+pub(crate) fn enumerate(instance: &Instance) -> Result<Vec<(vk::PhysicalDevice, AdapterInfo)>> {
     // SAFETY: the instance is valid for the duration of the call.
     let devices = match unsafe { instance.raw().enumerate_physical_devices() } {
         Ok(d) => d,
@@ -155,7 +161,7 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<(vk::PhysicalDevice, Adapter
     devices.into_iter().enumerate().map(|(index, pd)| Ok((pd, describe(instance, pd, index)?))).collect()
 }
 
-fn describe(instance: &Instance, pd: vk::PhysicalDevice, index: usize) -> Result<AdapterInfo> {
+pub(crate) fn describe(instance: &Instance, pd: vk::PhysicalDevice, index: usize) -> Result<AdapterInfo> {
     let mut id = vk::PhysicalDeviceIDProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
     let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id).push_next(&mut driver);
@@ -184,6 +190,8 @@ fn describe(instance: &Instance, pd: vk::PhysicalDevice, index: usize) -> Result
         api_version: version_string(p.api_version),
         uuid: format_uuid(&id.device_uuid),
         uuid_bytes: id.device_uuid,
+        driver_uuid: format_uuid(&id.driver_uuid),
+        driver_uuid_bytes: id.driver_uuid,
         kind: p.device_type,
         unsuitable,
         external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
@@ -205,6 +213,8 @@ mod tests {
             api_version: "1.3.0".into(),
             uuid: format_uuid(&uuid_bytes),
             uuid_bytes,
+            driver_uuid: format_uuid(&[9; 16]),
+            driver_uuid_bytes: [9; 16],
             kind,
             unsuitable: unsuitable.map(str::to_string),
             external_semaphore_fd: true,

@@ -7,26 +7,24 @@ use ash::vk;
 
 use crate::error::{Error, Result, VkResultExt};
 use crate::vulkan::device::Device;
-use crate::vulkan::memory::{Buffer, Image};
-
-/// SPIR-V of the pre pass (src/shaders/pre.wgsl, compiled by build.rs).
-pub const PRE_SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/pre.spv"));
-/// SPIR-V of the post pass (src/shaders/post.wgsl).
-pub const POST_SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/post.spv"));
 
 /// A view of a whole 2D colour image.
-pub struct ImageView {
+pub(crate) struct ImageView {
     raw: vk::ImageView,
     device: Arc<Device>,
 }
 
 impl ImageView {
-    /// A view of `image` in its own format.
-    pub fn new(image: &Image) -> Result<Self> {
+    /// A view of `image` (of `device`) in `format`.
+    ///
+    /// # Safety
+    /// `image` must be a live 2D colour image of `device`, created with `format`
+    /// and a usage that allows views, and must outlive the view.
+    pub(crate) unsafe fn new(device: &Arc<Device>, image: vk::Image, format: vk::Format) -> Result<Self> {
         let info = vk::ImageViewCreateInfo::default()
-            .image(image.raw())
+            .image(image)
             .view_type(vk::ImageViewType::TYPE_2D)
-            .format(image.desc().format)
+            .format(format)
             .subresource_range(vk::ImageSubresourceRange {
                 aspect_mask: vk::ImageAspectFlags::COLOR,
                 base_mip_level: 0,
@@ -34,14 +32,13 @@ impl ImageView {
                 base_array_layer: 0,
                 layer_count: 1,
             });
-        let device = image.device();
-        // SAFETY: the image is live and was created with a usage that allows views.
+        // SAFETY: the image is live and was created with a usage that allows views (caller's contract).
         let raw = unsafe { device.raw().create_image_view(&info, None) }.call("vkCreateImageView")?;
         Ok(Self { raw, device: Arc::clone(device) })
     }
 
     /// The raw view.
-    pub fn raw(&self) -> vk::ImageView {
+    pub(crate) fn raw(&self) -> vk::ImageView {
         self.raw
     }
 }
@@ -54,17 +51,28 @@ impl Drop for ImageView {
 }
 
 /// What a descriptor set binds, in binding order.
-pub enum Resource<'a> {
-    /// A sampled image read with `textureLoad`, in `GENERAL` layout.
-    SampledImage(&'a ImageView),
+#[derive(Clone, Copy)]
+pub(crate) enum Resource {
+    /// A sampled image read with `textureLoad`, in the given layout.
+    SampledImage(vk::ImageView, vk::ImageLayout),
     /// A storage image, in `GENERAL` layout.
-    StorageImage(&'a ImageView),
-    /// A whole storage buffer.
-    StorageBuffer(&'a Buffer),
+    StorageImage(vk::ImageView),
+    /// A storage buffer: the first `range` bytes.
+    StorageBuffer(vk::Buffer, u64),
+}
+
+impl Resource {
+    fn ty(self) -> vk::DescriptorType {
+        match self {
+            Resource::SampledImage(..) => vk::DescriptorType::SAMPLED_IMAGE,
+            Resource::StorageImage(_) => vk::DescriptorType::STORAGE_IMAGE,
+            Resource::StorageBuffer(..) => vk::DescriptorType::STORAGE_BUFFER,
+        }
+    }
 }
 
 /// One compute entry point with its layouts.
-pub struct ComputePass {
+pub(crate) struct ComputePass {
     pipeline: vk::Pipeline,
     layout: vk::PipelineLayout,
     set_layout: vk::DescriptorSetLayout,
@@ -76,7 +84,7 @@ pub struct ComputePass {
 impl ComputePass {
     /// Builds the pipeline for `entry` in `spirv`, whose set 0 has `types` at bindings 0.., with
     /// `push_size` bytes of push constants.
-    pub fn new(
+    pub(crate) fn new(
         device: &Arc<Device>,
         spirv: &[u8],
         entry: &CStr,
@@ -146,9 +154,13 @@ impl ComputePass {
     }
 
     /// A descriptor set for this pass, bound to `resources`.
-    pub fn bind(&self, resources: &[Resource<'_>]) -> Result<DescriptorSet> {
-        if resources.len() != self.types.len() {
-            return Err(Error::InvalidArgument("descriptor count does not match the pass".into()));
+    ///
+    /// # Safety
+    /// Every handle must be a live object of this pass's device, and stay alive
+    /// while command buffers that use the set may run.
+    pub(crate) unsafe fn bind(&self, resources: &[Resource]) -> Result<DescriptorSet> {
+        if resources.len() != self.types.len() || resources.iter().zip(&self.types).any(|(r, t)| r.ty() != *t) {
+            return Err(Error::internal("descriptors do not match the pass's layout"));
         }
         let raw = self.device.raw();
         let sizes: Vec<_> = self.types.iter().map(|t| vk::DescriptorPoolSize { ty: *t, descriptor_count: 1 }).collect();
@@ -169,19 +181,20 @@ impl ComputePass {
         set.set = sets[0];
         let images: Vec<[vk::DescriptorImageInfo; 1]> = resources
             .iter()
-            .map(|r| match r {
-                Resource::SampledImage(v) | Resource::StorageImage(v) => {
-                    [vk::DescriptorImageInfo::default().image_view(v.raw()).image_layout(vk::ImageLayout::GENERAL)]
+            .map(|r| match *r {
+                Resource::SampledImage(v, layout) => {
+                    [vk::DescriptorImageInfo::default().image_view(v).image_layout(layout)]
                 }
-                Resource::StorageBuffer(_) => [vk::DescriptorImageInfo::default()],
+                Resource::StorageImage(v) => {
+                    [vk::DescriptorImageInfo::default().image_view(v).image_layout(vk::ImageLayout::GENERAL)]
+                }
+                Resource::StorageBuffer(..) => [vk::DescriptorImageInfo::default()],
             })
             .collect();
         let buffers: Vec<[vk::DescriptorBufferInfo; 1]> = resources
             .iter()
-            .map(|r| match r {
-                Resource::StorageBuffer(b) => {
-                    [vk::DescriptorBufferInfo::default().buffer(b.raw()).range(vk::WHOLE_SIZE)]
-                }
+            .map(|r| match *r {
+                Resource::StorageBuffer(b, range) => [vk::DescriptorBufferInfo::default().buffer(b).range(range)],
                 _ => [vk::DescriptorBufferInfo::default()],
             })
             .collect();
@@ -194,7 +207,7 @@ impl ComputePass {
                     .dst_binding(i as u32)
                     .descriptor_type(self.types[i]);
                 match r {
-                    Resource::StorageBuffer(_) => w.buffer_info(&buffers[i]),
+                    Resource::StorageBuffer(..) => w.buffer_info(&buffers[i]),
                     _ => w.image_info(&images[i]),
                 }
             })
@@ -205,16 +218,22 @@ impl ComputePass {
     }
 
     /// Records: bind pipeline and set, push constants, dispatch.
-    pub fn record(&self, cmd: vk::CommandBuffer, set: &DescriptorSet, push: &[u8], groups: [u32; 3]) {
+    ///
+    /// # Safety
+    /// `cmd` must be in the recording state on this pass's device, `set` must
+    /// come from [`ComputePass::bind`] of this pass, and both must outlive the
+    /// command buffer's execution.
+    pub(crate) unsafe fn record(&self, cmd: vk::CommandBuffer, set: &DescriptorSet, push: &[u8], groups: [u32; 3]) {
         debug_assert_eq!(push.len() as u32, self.push_size);
         let raw = self.device.raw();
-        // SAFETY: cmd is recording on this device; pipeline, layout and set are live and compatible.
-        unsafe {
-            raw.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline);
-            raw.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[set.set], &[]);
-            raw.cmd_push_constants(cmd, self.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
-            raw.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
-        }
+        // SAFETY: cmd is recording on this device (caller's contract); the pipeline and layout are live.
+        unsafe { raw.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline) };
+        // SAFETY: the set was made for this pass's layout and is live (caller's contract).
+        unsafe { raw.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[set.set], &[]) };
+        // SAFETY: the range lies within the layout's push-constant range (size checked above).
+        unsafe { raw.cmd_push_constants(cmd, self.layout, vk::ShaderStageFlags::COMPUTE, 0, push) };
+        // SAFETY: pipeline and set are bound.
+        unsafe { raw.cmd_dispatch(cmd, groups[0], groups[1], groups[2]) };
     }
 }
 
@@ -231,7 +250,7 @@ impl Drop for ComputePass {
 }
 
 /// A descriptor set with its own pool.
-pub struct DescriptorSet {
+pub(crate) struct DescriptorSet {
     pool: vk::DescriptorPool,
     set: vk::DescriptorSet,
     device: Arc<Device>,
@@ -244,13 +263,15 @@ impl Drop for DescriptorSet {
     }
 }
 
-/// A 2D grid of 64-wide workgroups covering `items` work items, and the row width
-/// (work items per grid row) the shader needs to number them linearly.
-pub fn linear_grid(items: u64, max_groups_x: u32) -> ([u32; 3], u32) {
-    let groups = items.div_ceil(64).max(1);
-    let x = groups.min(max_groups_x as u64) as u32;
-    let y = groups.div_ceil(x as u64) as u32;
-    ([x, y, 1], x * 64)
+/// A 2D grid of `width`-wide workgroups covering `items` work items, and the row
+/// width (work items per grid row) the shader needs to number them linearly;
+/// None when the grid would exceed `max` (`maxComputeWorkGroupCount`).
+pub(crate) fn linear_grid(items: u64, width: u32, max: [u32; 3]) -> Option<([u32; 3], u32)> {
+    let groups = items.div_ceil(width as u64).max(1);
+    let x = groups.min(max[0] as u64);
+    let y = groups.div_ceil(x);
+    let row = u32::try_from(x * width as u64).ok()?;
+    (y <= max[1] as u64).then_some(([x as u32, y as u32, 1], row))
 }
 
 #[cfg(test)]
@@ -259,11 +280,14 @@ mod tests {
 
     #[test]
     fn grid_covers_every_item() {
+        let max = [65535, 65535, 65535];
         for items in [1u64, 63, 64, 65, 37 * 53, 3 * 3840 * 2160, 1 << 30] {
-            let (g, row) = linear_grid(items, 65535);
+            let (g, row) = linear_grid(items, 64, max).expect("fits");
             assert!(g[0] <= 65535 && g[1] <= 65535);
             assert!(g[0] as u64 * g[1] as u64 * 64 >= items, "{items}");
             assert_eq!(row, g[0] * 64);
         }
+        assert!(linear_grid(1 << 40, 64, max).is_none(), "more groups than the device allows");
+        assert!(linear_grid(1 << 20, 64, [16, 16, 1]).is_none());
     }
 }

@@ -3,7 +3,7 @@
 use ash::vk;
 
 /// Bytes per texel of the colour formats neural-frame handles, or `None`.
-pub fn bytes_per_pixel(format: vk::Format) -> Option<u32> {
+pub(crate) fn bytes_per_pixel(format: vk::Format) -> Option<u32> {
     match format {
         vk::Format::R8G8B8A8_UNORM
         | vk::Format::R8G8B8A8_SRGB
@@ -16,7 +16,7 @@ pub fn bytes_per_pixel(format: vk::Format) -> Option<u32> {
 }
 
 /// The name of an external memory feature set, for reports.
-pub fn external_features(f: vk::ExternalMemoryFeatureFlags) -> String {
+pub(crate) fn external_features(f: vk::ExternalMemoryFeatureFlags) -> String {
     let mut parts = Vec::new();
     if f.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
         parts.push("exportable");

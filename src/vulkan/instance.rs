@@ -9,7 +9,7 @@ use ash::vk;
 use crate::error::{Error, Result, VkResultExt};
 
 /// The Khronos validation layer's name.
-pub const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+pub(crate) const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
 /// Options for [`Instance::new`].
 #[derive(Debug, Clone, Default)]
@@ -24,14 +24,16 @@ struct Messages {
     errors: AtomicUsize,
 }
 
-/// A headless Vulkan instance. Fields are in teardown order: the debug
-/// messenger, then the instance, then the loader (`ash::Entry`) last.
+/// A headless Vulkan instance, or the caller's (borrowed: see
+/// [`Instance::borrowed`]). Fields are in teardown order: the debug messenger,
+/// then the instance, then the loader (`ash::Entry`) last.
 pub struct Instance {
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     raw: ash::Instance,
     messages: Box<Messages>,
     entry: ash::Entry,
-    api_version: u32,
+    /// Whether this value created the instance and destroys it.
+    owned: bool,
 }
 
 unsafe extern "system" fn on_message(
@@ -52,7 +54,11 @@ unsafe extern "system" fn on_message(
         // SAFETY: p_message is a NUL-terminated string per the Vulkan spec.
         .map(|d| unsafe { CStr::from_ptr(d.p_message) }.to_string_lossy().into_owned())
         .unwrap_or_default();
-    eprintln!("[vulkan {severity:?}] {message}");
+    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+        log::error!(target: "vulkan", "{message}");
+    } else {
+        log::warn!(target: "vulkan", "{message}");
+    }
     vk::FALSE
 }
 
@@ -113,7 +119,7 @@ impl Instance {
             result => Error::Vulkan { call: "vkCreateInstance", result },
         })?;
         let messages = Box::new(Messages { errors: AtomicUsize::new(0) });
-        let mut instance = Instance { messenger: None, raw, messages, entry, api_version };
+        let mut instance = Instance { messenger: None, raw, messages, entry, owned: true };
         if options.validation {
             let loader = ash::ext::debug_utils::Instance::new(&instance.entry, &instance.raw);
             let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
@@ -133,19 +139,28 @@ impl Instance {
         Ok(Arc::new(instance))
     }
 
+    /// Wraps the caller's instance without taking it over: dropping the value
+    /// leaves the instance alive.
+    ///
+    /// # Safety
+    /// `raw` must be a live instance created from `entry` for at least
+    /// `api_version` (1.2 or newer), and it must outlive the returned value and
+    /// every object made from it.
+    pub unsafe fn borrowed(entry: ash::Entry, raw: ash::Instance, api_version: u32) -> Result<Arc<Self>> {
+        if api_version < vk::API_VERSION_1_2 {
+            return Err(Error::Unsupported {
+                device: "the caller's Vulkan instance".into(),
+                what: format!("Vulkan 1.2 (the instance was created for {})", version_string(api_version)),
+                remedy: "create the instance with apiVersion 1.2 or newer (timeline semaphores)".into(),
+            });
+        }
+        let messages = Box::new(Messages { errors: AtomicUsize::new(0) });
+        Ok(Arc::new(Instance { messenger: None, raw, messages, entry, owned: false }))
+    }
+
     /// The raw `ash` instance.
     pub fn raw(&self) -> &ash::Instance {
         &self.raw
-    }
-
-    /// The loader entry points.
-    pub fn entry(&self) -> &ash::Entry {
-        &self.entry
-    }
-
-    /// The API version the instance was created for.
-    pub fn api_version(&self) -> u32 {
-        self.api_version
     }
 
     /// Validation errors reported so far (0 when validation is off).
@@ -165,8 +180,10 @@ impl Drop for Instance {
             // SAFETY: the messenger was created from this instance and is destroyed once.
             unsafe { loader.destroy_debug_utils_messenger(messenger, None) };
         }
-        // SAFETY: every child object holds an Arc<Instance>, so none is alive here.
-        unsafe { self.raw.destroy_instance(None) };
+        if self.owned {
+            // SAFETY: every child object holds an Arc<Instance>, so none is alive here.
+            unsafe { self.raw.destroy_instance(None) };
+        }
     }
 }
 
@@ -197,6 +214,6 @@ fn load_entry() -> Result<ash::Entry> {
 }
 
 /// Formats a packed Vulkan version.
-pub fn version_string(v: u32) -> String {
+pub(crate) fn version_string(v: u32) -> String {
     format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ash::vk;
 
 use crate::error::{Error, Result, VkResultExt};
+use crate::vulkan::caps::{self, buffer_export_support, image_export_support};
 use crate::vulkan::conv;
 use crate::vulkan::device::Device;
 
@@ -14,7 +15,7 @@ const HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFl
 
 /// How an allocation was made: what an importer must repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AllocationInfo {
+pub(crate) struct AllocationInfo {
     /// `allocationSize` of the `VkDeviceMemory`.
     pub size: u64,
     /// The memory type it came from.
@@ -24,40 +25,49 @@ pub struct AllocationInfo {
 }
 
 /// An exported file descriptor and what the importer needs to know about it.
+/// Made only by exporting ([`Image::export`], [`Buffer::export`]) or from a
+/// caller's description that the context checked.
 #[derive(Debug)]
-pub struct ExportedMemory {
+pub(crate) struct ExportedMemory {
     /// The descriptor. Whoever imports it successfully takes ownership (Linux rules).
-    pub fd: OwnedFd,
+    pub(crate) fd: OwnedFd,
     /// The allocation behind it.
-    pub info: AllocationInfo,
+    pub(crate) info: AllocationInfo,
 }
 
 /// What an image is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageDesc {
+pub(crate) struct ImageDesc {
     /// Width in pixels.
-    pub width: u32,
+    pub(crate) width: u32,
     /// Height in pixels.
-    pub height: u32,
+    pub(crate) height: u32,
     /// Texel format.
-    pub format: vk::Format,
+    pub(crate) format: vk::Format,
     /// Usage flags.
-    pub usage: vk::ImageUsageFlags,
+    pub(crate) usage: vk::ImageUsageFlags,
+    /// Optimal (the default) or linear.
+    pub(crate) tiling: vk::ImageTiling,
 }
 
 impl ImageDesc {
+    /// A 2D optimal-tiling image.
+    pub(crate) fn new(width: u32, height: u32, format: vk::Format, usage: vk::ImageUsageFlags) -> Self {
+        Self { width, height, format, usage, tiling: vk::ImageTiling::OPTIMAL }
+    }
+
     /// A 2D RGBA8 image usable for transfers and as a storage image.
-    pub fn rgba8(width: u32, height: u32) -> Self {
-        Self {
+    pub(crate) fn rgba8(width: u32, height: u32) -> Self {
+        Self::new(
             width,
             height,
-            format: vk::Format::R8G8B8A8_UNORM,
-            usage: vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::STORAGE,
-        }
+            vk::Format::R8G8B8A8_UNORM,
+            vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::STORAGE,
+        )
     }
 
     /// Bytes of a tightly packed copy of the image.
-    pub fn packed_len(&self) -> usize {
+    pub(crate) fn packed_len(&self) -> usize {
         self.width as usize * self.height as usize * conv::bytes_per_pixel(self.format).unwrap_or(4) as usize
     }
 
@@ -69,99 +79,11 @@ impl ImageDesc {
             .mip_levels(1)
             .array_layers(1)
             .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
+            .tiling(self.tiling)
             .usage(self.usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .initial_layout(vk::ImageLayout::UNDEFINED)
     }
-}
-
-/// What the driver says about exporting memory for a given image or buffer.
-#[derive(Debug, Clone, Copy)]
-pub struct ExternalSupport {
-    /// The external memory features.
-    pub features: vk::ExternalMemoryFeatureFlags,
-}
-
-impl ExternalSupport {
-    /// Whether the driver only exports dedicated allocations.
-    pub fn dedicated_only(&self) -> bool {
-        self.features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
-    }
-}
-
-fn check_features(device: &Device, what: &str, features: vk::ExternalMemoryFeatureFlags) -> Result<ExternalSupport> {
-    let need = vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE;
-    if !features.contains(need) {
-        return Err(Error::Unsupported {
-            device: device.info().name.clone(),
-            what: format!(
-                "exporting and importing {what} as OPAQUE_FD (driver reports: {})",
-                conv::external_features(features)
-            ),
-            remedy: "use another format or usage, or a driver with VK_KHR_external_memory_fd for it".into(),
-        });
-    }
-    Ok(ExternalSupport { features })
-}
-
-/// Checks that an image with this description can be exported and imported as `OPAQUE_FD`.
-pub fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<ExternalSupport> {
-    let mut external_info = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(HANDLE);
-    let info = vk::PhysicalDeviceImageFormatInfo2::default()
-        .format(desc.format)
-        .ty(vk::ImageType::TYPE_2D)
-        .tiling(vk::ImageTiling::OPTIMAL)
-        .usage(desc.usage)
-        .push_next(&mut external_info);
-    let mut external_props = vk::ExternalImageFormatProperties::default();
-    let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
-    // SAFETY: the physical device belongs to the instance; the chains live until the call returns.
-    let r = unsafe {
-        device.instance().raw().get_physical_device_image_format_properties2(device.physical(), &info, &mut props)
-    };
-    let what = format!("{:?} images with usage {:?}", desc.format, desc.usage);
-    match r {
-        Ok(()) => {}
-        Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
-            return Err(Error::Unsupported {
-                device: device.info().name.clone(),
-                what: format!("external {what}"),
-                remedy: "use another format or usage".into(),
-            });
-        }
-        Err(result) => {
-            return Err(Error::Vulkan { call: "vkGetPhysicalDeviceImageFormatProperties2", result });
-        }
-    }
-    let max = props.image_format_properties.max_extent;
-    if desc.width > max.width || desc.height > max.height || desc.width == 0 || desc.height == 0 {
-        return Err(Error::InvalidArgument(format!(
-            "a {}×{} image is outside what \"{}\" allows for {:?} (1×1 to {}×{})",
-            desc.width,
-            desc.height,
-            device.info().name,
-            desc.format,
-            max.width,
-            max.height
-        )));
-    }
-    check_features(device, &what, external_props.external_memory_properties.external_memory_features)
-}
-
-/// Checks that a buffer with this usage can be exported and imported as `OPAQUE_FD`.
-pub fn buffer_export_support(device: &Device, usage: vk::BufferUsageFlags) -> Result<ExternalSupport> {
-    let info = vk::PhysicalDeviceExternalBufferInfo::default().usage(usage).handle_type(HANDLE);
-    let mut props = vk::ExternalBufferProperties::default();
-    // SAFETY: the physical device belongs to the instance.
-    unsafe {
-        device.instance().raw().get_physical_device_external_buffer_properties(device.physical(), &info, &mut props)
-    };
-    check_features(
-        device,
-        &format!("buffers with usage {usage:?}"),
-        props.external_memory_properties.external_memory_features,
-    )
 }
 
 enum Dedicated {
@@ -198,14 +120,27 @@ fn allocate(
             (req.size, index, dedicated_wanted)
         }
     };
-    if let Source::Import(m) = &source
-        && (req.memory_type_bits & (1 << type_index) == 0 || m.info.size < req.size)
-    {
-        return Err(Error::InvalidArgument(format!(
-            "imported memory (type {type_index}, {} bytes) does not fit the resource (types {:#b}, {} bytes): \
-             the importer must describe the same resource on the same physical device",
-            m.info.size, req.memory_type_bits, req.size
-        )));
+    if let Source::Import(m) = &source {
+        if type_index >= device.memory_type_count() {
+            return Err(Error::InvalidArgument(format!(
+                "imported memory names memory type {type_index}, but \"{}\" has {} memory types",
+                device.info().name,
+                device.memory_type_count()
+            )));
+        }
+        if req.memory_type_bits & (1 << type_index) == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "imported memory of type {type_index} cannot back this resource (allowed types {:#b}): \
+                 describe the same resource the exporter allocated, on the same physical device",
+                req.memory_type_bits
+            )));
+        }
+        if m.info.size < req.size {
+            return Err(Error::InvalidArgument(format!(
+                "imported memory of {} bytes is smaller than the {} bytes the described resource needs",
+                m.info.size, req.size
+            )));
+        }
     }
     let mut info = vk::MemoryAllocateInfo::default().allocation_size(size).memory_type_index(type_index);
     let mut dedicated_info = match dedicated {
@@ -226,7 +161,13 @@ fn allocate(
         }
     }
     // SAFETY: info and its chain are valid for the call; on success an imported fd belongs to Vulkan.
-    let memory = unsafe { device.raw().allocate_memory(&info, None) }.call("vkAllocateMemory")?;
+    let memory = unsafe { device.raw().allocate_memory(&info, None) }.map_err(|result| match result {
+        vk::Result::ERROR_INVALID_EXTERNAL_HANDLE => Error::InvalidArgument(format!(
+            "the driver refused the file descriptor ({result}): it is not memory exported as OPAQUE_FD by a \
+             device of the same driver, or its size or memory type differ from the description"
+        )),
+        result => Error::Vulkan { call: "vkAllocateMemory", result },
+    })?;
     if let Source::Import(m) = source {
         // Success: the driver owns the descriptor now (VK_KHR_external_memory_fd).
         let _ = m.fd.into_raw_fd();
@@ -235,22 +176,18 @@ fn allocate(
 }
 
 fn export_fd(device: &Device, memory: vk::DeviceMemory, info: AllocationInfo) -> Result<ExportedMemory> {
+    let loader =
+        device.memory_fd.as_ref().ok_or_else(|| Error::internal("export without VK_KHR_external_memory_fd"))?;
     let get = vk::MemoryGetFdInfoKHR::default().memory(memory).handle_type(HANDLE);
     // SAFETY: memory was allocated with ExportMemoryAllocateInfo for OPAQUE_FD.
-    let raw = unsafe { device.memory_fd.get_memory_fd(&get) }.call("vkGetMemoryFdKHR")?;
+    let raw = unsafe { loader.get_memory_fd(&get) }.call("vkGetMemoryFdKHR")?;
     // SAFETY: vkGetMemoryFdKHR returns a new descriptor owned by the caller.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     Ok(ExportedMemory { fd, info })
 }
 
-fn next_image_id() -> u64 {
-    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 /// A 2D image with its own memory. Destroys the image, then frees the memory.
-pub struct Image {
-    id: u64,
+pub(crate) struct Image {
     raw: vk::Image,
     memory: vk::DeviceMemory,
     desc: ImageDesc,
@@ -261,26 +198,36 @@ pub struct Image {
 
 impl Image {
     /// An image that is not shared.
-    pub fn new(device: &Arc<Device>, desc: ImageDesc) -> Result<Self> {
+    pub(crate) fn new(device: &Arc<Device>, desc: ImageDesc) -> Result<Self> {
         Self::create(device, desc, Source::Plain, false)
     }
 
     /// An image whose memory can be exported with [`Image::export`].
-    pub fn exportable(device: &Arc<Device>, desc: ImageDesc) -> Result<Self> {
+    pub(crate) fn exportable(device: &Arc<Device>, desc: ImageDesc) -> Result<Self> {
+        caps::check_image_size(device, desc.width, desc.height)?;
         let support = image_export_support(device, &desc)?;
         Self::create(device, desc, Source::Export, support.dedicated_only())
     }
 
     /// An image over memory exported elsewhere (same description, same physical device).
-    pub fn import(device: &Arc<Device>, desc: ImageDesc, memory: ExportedMemory) -> Result<Self> {
-        image_export_support(device, &desc)?;
+    /// On success the descriptor belongs to the image; on failure it is closed.
+    pub(crate) fn import(device: &Arc<Device>, desc: ImageDesc, memory: ExportedMemory) -> Result<Self> {
+        caps::check_image_size(device, desc.width, desc.height)?;
+        let support = image_export_support(device, &desc)?;
+        if support.dedicated_only() && !memory.info.dedicated {
+            return Err(Error::InvalidArgument(format!(
+                "\"{}\" shares {:?} images only as dedicated allocations, but the memory is described as not \
+                 dedicated",
+                device.info().name,
+                desc.format
+            )));
+        }
         Self::create(device, desc, Source::Import(memory), false)
     }
 
     fn create(device: &Arc<Device>, desc: ImageDesc, source: Source, dedicated_only: bool) -> Result<Self> {
-        if conv::bytes_per_pixel(desc.format).is_none() {
-            return Err(Error::InvalidArgument(format!("image format {:?} is not supported", desc.format)));
-        }
+        caps::texel_bytes(desc.format)?;
+        caps::check_image_size(device, desc.width, desc.height)?;
         let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE);
         let mut info = desc.create_info();
         let shared = !matches!(source, Source::Plain);
@@ -313,15 +260,9 @@ impl Image {
                     }
                 });
         match allocated {
-            Ok((memory, allocation)) => Ok(Self {
-                id: next_image_id(),
-                raw,
-                memory,
-                desc,
-                allocation,
-                exportable: shared,
-                device: Arc::clone(device),
-            }),
+            Ok((memory, allocation)) => {
+                Ok(Self { raw, memory, desc, allocation, exportable: shared, device: Arc::clone(device) })
+            }
             Err(e) => {
                 // SAFETY: the image has no memory bound and is unused.
                 unsafe { device.raw().destroy_image(raw, None) };
@@ -331,31 +272,23 @@ impl Image {
     }
 
     /// Exports the image's memory as a new `OPAQUE_FD`.
-    pub fn export(&self) -> Result<ExportedMemory> {
+    pub(crate) fn export(&self) -> Result<ExportedMemory> {
         if !self.exportable {
-            return Err(Error::InvalidArgument("this image was not created exportable".into()));
+            return Err(Error::internal("export of an image that was not created exportable"));
         }
         export_fd(&self.device, self.memory, self.allocation)
     }
 
     /// The raw image.
-    pub fn raw(&self) -> vk::Image {
+    pub(crate) fn raw(&self) -> vk::Image {
         self.raw
     }
-    /// A process-unique id (Vulkan handles can be reused after destruction; ids are not).
-    pub fn id(&self) -> u64 {
-        self.id
-    }
     /// What the image is.
-    pub fn desc(&self) -> &ImageDesc {
+    pub(crate) fn desc(&self) -> &ImageDesc {
         &self.desc
     }
-    /// Its allocation.
-    pub fn allocation(&self) -> AllocationInfo {
-        self.allocation
-    }
     /// The device it lives on.
-    pub fn device(&self) -> &Arc<Device> {
+    pub(crate) fn device(&self) -> &Arc<Device> {
         &self.device
     }
 }
@@ -372,7 +305,7 @@ impl Drop for Image {
 
 /// Where a buffer's memory lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BufferMemory {
+pub(crate) enum BufferMemory {
     /// Device-local (the CUDA backend's shared buffers).
     DeviceLocal,
     /// Host-visible and coherent, mapped for its lifetime (staging, the host backend).
@@ -380,11 +313,12 @@ pub enum BufferMemory {
 }
 
 /// A buffer with its own memory; host-visible ones stay mapped.
-pub struct Buffer {
+pub(crate) struct Buffer {
     raw: vk::Buffer,
     memory: vk::DeviceMemory,
     mapped: *mut u8,
     len: u64,
+    usage: vk::BufferUsageFlags,
     allocation: AllocationInfo,
     exportable: bool,
     device: Arc<Device>,
@@ -398,12 +332,17 @@ unsafe impl Sync for Buffer {}
 
 impl Buffer {
     /// A buffer that is not shared.
-    pub fn new(device: &Arc<Device>, len: u64, usage: vk::BufferUsageFlags, memory: BufferMemory) -> Result<Self> {
+    pub(crate) fn new(
+        device: &Arc<Device>,
+        len: u64,
+        usage: vk::BufferUsageFlags,
+        memory: BufferMemory,
+    ) -> Result<Self> {
         Self::create(device, len, usage, memory, Source::Plain, false)
     }
 
     /// A buffer whose memory can be exported with [`Buffer::export`].
-    pub fn exportable(
+    pub(crate) fn exportable(
         device: &Arc<Device>,
         len: u64,
         usage: vk::BufferUsageFlags,
@@ -413,15 +352,27 @@ impl Buffer {
         Self::create(device, len, usage, memory, Source::Export, support.dedicated_only())
     }
 
-    /// A buffer over memory exported elsewhere.
-    pub fn import(
+    /// A buffer over memory exported elsewhere; mapped when its memory type is
+    /// host-visible. On success the descriptor belongs to the buffer; on failure it is closed.
+    pub(crate) fn import(
         device: &Arc<Device>,
         len: u64,
         usage: vk::BufferUsageFlags,
-        memory: BufferMemory,
         exported: ExportedMemory,
     ) -> Result<Self> {
-        buffer_export_support(device, usage)?;
+        let support = buffer_export_support(device, usage)?;
+        if support.dedicated_only() && !exported.info.dedicated {
+            return Err(Error::InvalidArgument(format!(
+                "\"{}\" shares buffers only as dedicated allocations, but the memory is described as not dedicated",
+                device.info().name
+            )));
+        }
+        let flags = device.memory_type_flags(exported.info.memory_type_index);
+        let memory = if flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT) {
+            BufferMemory::HostVisible
+        } else {
+            BufferMemory::DeviceLocal
+        };
         Self::create(device, len, usage, memory, Source::Import(exported), false)
     }
 
@@ -435,6 +386,13 @@ impl Buffer {
     ) -> Result<Self> {
         if len == 0 {
             return Err(Error::InvalidArgument("a buffer of 0 bytes was asked for".into()));
+        }
+        if len > device.max_allocation() {
+            return Err(Error::Unsupported {
+                device: device.info().name.clone(),
+                what: format!("a buffer of {len} bytes (maxMemoryAllocationSize = {} bytes)", device.max_allocation()),
+                remedy: "use a smaller frame".into(),
+            });
         }
         let shared = !matches!(source, Source::Plain);
         let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(HANDLE);
@@ -480,7 +438,7 @@ impl Buffer {
             });
         match result {
             Ok((memory, allocation, mapped)) => {
-                Ok(Self { raw, memory, mapped, len, allocation, exportable: shared, device: Arc::clone(device) })
+                Ok(Self { raw, memory, mapped, len, usage, allocation, exportable: shared, device: Arc::clone(device) })
             }
             Err(e) => {
                 // SAFETY: the buffer is unused.
@@ -491,49 +449,51 @@ impl Buffer {
     }
 
     /// Exports the buffer's memory as a new `OPAQUE_FD`.
-    pub fn export(&self) -> Result<ExportedMemory> {
+    pub(crate) fn export(&self) -> Result<ExportedMemory> {
         if !self.exportable {
-            return Err(Error::InvalidArgument("this buffer was not created exportable".into()));
+            return Err(Error::internal("export of a buffer that was not created exportable"));
         }
         export_fd(&self.device, self.memory, self.allocation)
     }
 
     /// The raw buffer.
-    pub fn raw(&self) -> vk::Buffer {
+    pub(crate) fn raw(&self) -> vk::Buffer {
         self.raw
     }
     /// Its length in bytes as asked for.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
-    /// Whether the buffer has zero length (never: creation refuses that).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// Its allocation.
-    pub fn allocation(&self) -> AllocationInfo {
-        self.allocation
+    /// The usage it was created with.
+    pub(crate) fn usage(&self) -> vk::BufferUsageFlags {
+        self.usage
     }
     /// The device it lives on.
-    pub fn device(&self) -> &Arc<Device> {
+    pub(crate) fn device(&self) -> &Arc<Device> {
         &self.device
     }
 
-    /// The mapped bytes of a host-visible buffer. Callers make sure the GPU is
-    /// not writing it at the same time (fence or semaphore wait).
-    pub fn mapped(&self) -> Option<&[u8]> {
+    /// The mapped bytes of a host-visible buffer.
+    ///
+    /// # Safety
+    /// No GPU work may write the buffer while the slice is used (a fence or
+    /// semaphore wait has shown the last write complete).
+    pub(crate) unsafe fn mapped(&self) -> Option<&[u8]> {
         // SAFETY: mapped covers `len` bytes for the buffer's lifetime (HOST_COHERENT).
         (!self.mapped.is_null()).then(|| unsafe { std::slice::from_raw_parts(self.mapped, self.len as usize) })
     }
 
     /// The mapped bytes, writable.
-    pub fn mapped_mut(&mut self) -> Option<&mut [u8]> {
+    ///
+    /// # Safety
+    /// No GPU work may read or write the buffer while the slice is used.
+    pub(crate) unsafe fn mapped_mut(&mut self) -> Option<&mut [u8]> {
         // SAFETY: as in `mapped`; &mut self gives exclusive access on the host side.
         (!self.mapped.is_null()).then(|| unsafe { std::slice::from_raw_parts_mut(self.mapped, self.len as usize) })
     }
 
     /// The mapped pointer (null for device-local buffers), for binding as a host tensor.
-    pub fn mapped_ptr(&self) -> *mut u8 {
+    pub(crate) fn mapped_ptr(&self) -> *mut u8 {
         self.mapped
     }
 }

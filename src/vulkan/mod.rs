@@ -1,19 +1,23 @@
-//! The Vulkan side: a headless instance, device selection, exportable memory,
-//! transfers and synchronisation objects.
+//! The Vulkan side: a headless instance (or the caller's), device selection,
+//! capability checks, exportable and imported memory, transfers, timeline
+//! semaphores, command recording, compute passes and timestamp queries.
+//! Sealed: the crate's face re-exports what a user needs.
 
-pub mod adapter;
-pub mod compute;
-pub mod conv;
-pub mod device;
-pub mod instance;
-pub mod memory;
-pub mod pattern;
-pub mod query;
-pub mod sync;
-pub mod transfer;
+pub(crate) mod adapter;
+pub(crate) mod caps;
+pub(crate) mod command;
+pub(crate) mod compute;
+pub(crate) mod conv;
+pub(crate) mod device;
+pub(crate) mod instance;
+pub(crate) mod memory;
+pub(crate) mod pattern;
+pub(crate) mod query;
+pub(crate) mod sync;
+pub(crate) mod transfer;
 
 pub use adapter::{AdapterInfo, DeviceSelector};
-pub use device::Device;
-pub use instance::{Instance, InstanceOptions};
-pub use memory::{Buffer, BufferMemory, ExportedMemory, Image, ImageDesc};
-pub use sync::TimelineSemaphore;
+pub(crate) use device::Device;
+pub(crate) use instance::{Instance, InstanceOptions};
+pub(crate) use memory::{Buffer, BufferMemory, ExportedMemory, Image, ImageDesc};
+pub(crate) use sync::TimelineSemaphore;

@@ -1,7 +1,7 @@
 //! The deterministic test pattern of the pre-flight checks. No unsafe.
 
 /// RGBA8 pattern: R = x & 0xFF, G = y & 0xFF, B = (x ^ y) & 0xFF, A = 0xFF.
-pub fn rgba8(width: u32, height: u32) -> Vec<u8> {
+pub(crate) fn rgba8(width: u32, height: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(width as usize * height as usize * 4);
     for y in 0..height {
         for x in 0..width {
@@ -12,7 +12,7 @@ pub fn rgba8(width: u32, height: u32) -> Vec<u8> {
 }
 
 /// The first differing byte of two equal-length slices, as (pixel x, pixel y, channel, expected, got).
-pub fn first_difference(expected: &[u8], got: &[u8], width: u32) -> Option<(u32, u32, usize, u8, u8)> {
+pub(crate) fn first_difference(expected: &[u8], got: &[u8], width: u32) -> Option<(u32, u32, usize, u8, u8)> {
     if expected.len() != got.len() {
         return Some((0, 0, 0, 0, 0));
     }

@@ -1,76 +1,81 @@
-//! Timeline semaphores, optionally exportable as `OPAQUE_FD` for CUDA.
+//! Timeline semaphores: the context's own (optionally exportable as
+//! `OPAQUE_FD`), imported from a file descriptor, or the caller's, borrowed.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ash::vk;
 
 use crate::error::{Error, Result, VkResultExt};
+use crate::vulkan::caps::timeline_export_support;
 use crate::vulkan::device::Device;
 
 const HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
 
-/// Checks that timeline semaphores can be exported and imported as `OPAQUE_FD`.
-pub fn timeline_export_support(device: &Device) -> Result<()> {
-    let unsupported = |what: String| Error::Unsupported {
-        device: device.info().name.clone(),
-        what,
-        remedy: "semaphore sharing with CUDA needs VK_KHR_external_semaphore_fd with timeline semaphores \
-                 (NVIDIA drivers have it; Mesa's lavapipe does not)"
-            .into(),
-    };
-    if !device.can_export_semaphores() {
-        return Err(unsupported("the device extension VK_KHR_external_semaphore_fd".into()));
-    }
-    let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
-    let info = vk::PhysicalDeviceExternalSemaphoreInfo::default().handle_type(HANDLE).push_next(&mut ty);
-    let mut props = vk::ExternalSemaphoreProperties::default();
-    // SAFETY: the physical device belongs to the instance; the chain lives until the call returns.
-    unsafe {
-        device.instance().raw().get_physical_device_external_semaphore_properties(device.physical(), &info, &mut props)
-    };
-    let need = vk::ExternalSemaphoreFeatureFlags::EXPORTABLE | vk::ExternalSemaphoreFeatureFlags::IMPORTABLE;
-    if !props.external_semaphore_features.contains(need) {
-        return Err(unsupported(format!(
-            "exporting timeline semaphores as OPAQUE_FD (features: {:?})",
-            props.external_semaphore_features
-        )));
-    }
-    Ok(())
-}
-
-/// A timeline semaphore.
-pub struct TimelineSemaphore {
+/// A timeline semaphore. Destroyed in `Drop` unless borrowed.
+pub(crate) struct TimelineSemaphore {
     raw: vk::Semaphore,
     exportable: bool,
+    owned: bool,
     device: Arc<Device>,
 }
 
 impl TimelineSemaphore {
     /// A timeline semaphore starting at `initial`; exportable when asked (checked first).
-    pub fn new(device: &Arc<Device>, initial: u64, exportable: bool) -> Result<Self> {
+    pub(crate) fn new(device: &Arc<Device>, initial: u64, exportable: bool) -> Result<Self> {
         if exportable {
             timeline_export_support(device)?;
         }
-        let mut ty =
-            vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(initial);
-        let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE);
-        let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut ty);
-        if exportable {
-            info = info.push_next(&mut export);
+        let raw = create(device, initial, exportable)?;
+        Ok(Self { raw, exportable, owned: true, device: Arc::clone(device) })
+    }
+
+    /// A semaphore whose payload is the timeline exported as `fd` by another
+    /// device (or another process). On success the descriptor belongs to the
+    /// semaphore; on failure it is closed.
+    pub(crate) fn import(device: &Arc<Device>, fd: OwnedFd) -> Result<Self> {
+        timeline_export_support(device)?;
+        let loader = device
+            .semaphore_fd
+            .as_ref()
+            .ok_or_else(|| Error::internal("import without VK_KHR_external_semaphore_fd"))?;
+        let raw = create(device, 0, false)?;
+        let info = vk::ImportSemaphoreFdInfoKHR::default().semaphore(raw).handle_type(HANDLE).fd(fd.as_raw_fd());
+        // SAFETY: raw is a fresh timeline semaphore of this device; on success the fd belongs to the driver.
+        match unsafe { loader.import_semaphore_fd(&info) } {
+            Ok(()) => {
+                let _ = fd.into_raw_fd();
+                Ok(Self { raw, exportable: false, owned: true, device: Arc::clone(device) })
+            }
+            Err(result) => {
+                // SAFETY: the semaphore is unused.
+                unsafe { device.raw().destroy_semaphore(raw, None) };
+                Err(match result {
+                    vk::Result::ERROR_INVALID_EXTERNAL_HANDLE => Error::InvalidArgument(format!(
+                        "the driver refused the semaphore file descriptor ({result}): it is not a timeline \
+                         semaphore exported as OPAQUE_FD by a device of the same driver (binary semaphores \
+                         cannot be used)"
+                    )),
+                    result => Error::Vulkan { call: "vkImportSemaphoreFdKHR", result },
+                })
+            }
         }
-        // SAFETY: info is valid; export support was checked.
-        let raw = unsafe { device.raw().create_semaphore(&info, None) }.call("vkCreateSemaphore")?;
-        Ok(Self { raw, exportable, device: Arc::clone(device) })
+    }
+
+    /// Wraps the caller's timeline semaphore without taking it over.
+    ///
+    /// # Safety
+    /// `raw` must be a timeline semaphore of `device` that outlives the returned value.
+    pub(crate) unsafe fn borrowed(device: &Arc<Device>, raw: vk::Semaphore) -> Self {
+        Self { raw, exportable: false, owned: false, device: Arc::clone(device) }
     }
 
     /// Exports the semaphore as a new `OPAQUE_FD`.
-    pub fn export(&self) -> Result<OwnedFd> {
+    pub(crate) fn export(&self) -> Result<OwnedFd> {
         let loader = match (&self.device.semaphore_fd, self.exportable) {
             (Some(l), true) => l,
-            _ => {
-                return Err(Error::InvalidArgument("this semaphore was not created exportable".into()));
-            }
+            _ => return Err(Error::internal("export of a semaphore that was not created exportable")),
         };
         let info = vk::SemaphoreGetFdInfoKHR::default().semaphore(self.raw).handle_type(HANDLE);
         // SAFETY: the semaphore was created with ExportSemaphoreCreateInfo for OPAQUE_FD.
@@ -80,24 +85,30 @@ impl TimelineSemaphore {
     }
 
     /// The raw semaphore.
-    pub fn raw(&self) -> vk::Semaphore {
+    pub(crate) fn raw(&self) -> vk::Semaphore {
         self.raw
     }
 
+    /// Whether it can be exported.
+    pub(crate) fn is_exportable(&self) -> bool {
+        self.exportable
+    }
+
     /// The current counter value.
-    pub fn value(&self) -> Result<u64> {
+    pub(crate) fn value(&self) -> Result<u64> {
         // SAFETY: the semaphore is a live timeline semaphore of this device.
         unsafe { self.device.raw().get_semaphore_counter_value(self.raw) }.call("vkGetSemaphoreCounterValue")
     }
 
-    /// Waits on the host until the counter reaches `value`, or `timeout_ns` passes.
+    /// Waits on the host until the counter reaches `value`, or `timeout` passes.
     /// Returns false on time-out.
-    pub fn wait(&self, value: u64, timeout_ns: u64) -> Result<bool> {
+    pub(crate) fn wait(&self, value: u64, timeout: Duration) -> Result<bool> {
         let semaphores = [self.raw];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+        let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         // SAFETY: the semaphore is live; the arrays outlive the call.
-        match unsafe { self.device.raw().wait_semaphores(&info, timeout_ns) } {
+        match unsafe { self.device.raw().wait_semaphores(&info, ns) } {
             Ok(()) => Ok(true),
             Err(vk::Result::TIMEOUT) => Ok(false),
             Err(result) => Err(Error::Vulkan { call: "vkWaitSemaphores", result }),
@@ -105,17 +116,36 @@ impl TimelineSemaphore {
     }
 
     /// Signals `value` from the host. Slow to release a CUDA waiter (~10 ms
-    /// measured): the hot path signals from queue submissions instead.
-    pub fn signal_from_host(&self, value: u64) -> Result<()> {
+    /// measured on NVIDIA): the hot path signals from queue submissions instead.
+    /// Values at or below the current one are ignored (a timeline only rises).
+    pub(crate) fn signal_from_host(&self, value: u64) -> Result<()> {
+        if self.value()? >= value {
+            return Ok(());
+        }
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
-        // SAFETY: the semaphore is live and value is larger than the current one (caller's contract).
+        // SAFETY: the semaphore is live and value is larger than the current one (checked above;
+        // only this process signals from the host).
         unsafe { self.device.raw().signal_semaphore(&info) }.call("vkSignalSemaphore")
     }
 }
 
+fn create(device: &Device, initial: u64, exportable: bool) -> Result<vk::Semaphore> {
+    let mut ty =
+        vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(initial);
+    let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE);
+    let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut ty);
+    if exportable {
+        info = info.push_next(&mut export);
+    }
+    // SAFETY: info is valid; export support was checked by the caller.
+    unsafe { device.raw().create_semaphore(&info, None) }.call("vkCreateSemaphore")
+}
+
 impl Drop for TimelineSemaphore {
     fn drop(&mut self) {
-        // SAFETY: owners retire all work that uses the semaphore before dropping it.
-        unsafe { self.device.raw().destroy_semaphore(self.raw, None) };
+        if self.owned {
+            // SAFETY: owners retire all work that uses the semaphore before dropping it.
+            unsafe { self.device.raw().destroy_semaphore(self.raw, None) };
+        }
     }
 }

@@ -21,7 +21,7 @@ const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
 };
 
 /// An image barrier over the whole colour image.
-pub fn image_barrier(
+pub(crate) fn image_barrier(
     image: vk::Image,
     old: vk::ImageLayout,
     new: vk::ImageLayout,
@@ -39,8 +39,10 @@ pub fn image_barrier(
         .subresource_range(COLOR)
 }
 
-fn barrier(device: &Device, cmd: vk::CommandBuffer, b: vk::ImageMemoryBarrier<'_>) {
-    // SAFETY: cmd is recording on this device; the barrier names a live image.
+/// # Safety
+/// `cmd` must be recording on `device`; the barrier must name a live image of it.
+unsafe fn barrier(device: &Device, cmd: vk::CommandBuffer, b: vk::ImageMemoryBarrier<'_>) {
+    // SAFETY: cmd is recording on this device; the barrier names a live image (caller's contract).
     unsafe {
         device.raw().cmd_pipeline_barrier(
             cmd,
@@ -75,29 +77,54 @@ fn staging(device: &Arc<Device>, len: usize) -> Result<Buffer> {
     )
 }
 
+fn fill_staging(stage: &mut Buffer, data: &[u8]) -> Result<()> {
+    // SAFETY: the staging buffer is new; no GPU work uses it yet.
+    let mapped = unsafe { stage.mapped_mut() }.ok_or_else(|| Error::internal("staging buffer not mapped"))?;
+    mapped[..data.len()].copy_from_slice(data);
+    Ok(())
+}
+
+fn read_staging(stage: &Buffer, len: usize) -> Result<Vec<u8>> {
+    // SAFETY: the one-shot copy into the staging buffer has completed (its fence was waited for).
+    let mapped = unsafe { stage.mapped() }.ok_or_else(|| Error::internal("staging buffer not mapped"))?;
+    Ok(mapped[..len].to_vec())
+}
+
 /// Uploads tightly packed texels into `image` (previous contents discarded);
-/// the image ends in `GENERAL` layout.
-pub fn upload_image(image: &Image, data: &[u8]) -> Result<()> {
+/// the image ends in `GENERAL` layout. Work already submitted to queue 0 that
+/// uses the image finishes first (the first barrier waits for it).
+pub(crate) fn upload_image(image: &Image, data: &[u8]) -> Result<()> {
     let len = image.desc().packed_len();
     if data.len() != len {
-        return Err(Error::InvalidArgument(format!("upload of {} bytes into an image of {len} bytes", data.len())));
+        return Err(Error::InvalidArgument(format!(
+            "upload of {} bytes into a {}×{} {:?} image, which takes {len}",
+            data.len(),
+            image.desc().width,
+            image.desc().height,
+            image.desc().format
+        )));
     }
     let device = image.device();
     let mut stage = staging(device, len)?;
-    stage.mapped_mut().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.copy_from_slice(data);
-    device.one_shot(|cmd| {
-        barrier(
-            device,
-            cmd,
-            image_barrier(
-                image.raw(),
-                vk::ImageLayout::UNDEFINED,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                vk::AccessFlags::empty(),
-                vk::AccessFlags::TRANSFER_WRITE,
-            ),
+    fill_staging(&mut stage, data)?;
+    let record = |cmd: vk::CommandBuffer| {
+        let to_dst = image_barrier(
+            image.raw(),
+            vk::ImageLayout::UNDEFINED,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            vk::AccessFlags::empty(),
+            vk::AccessFlags::TRANSFER_WRITE,
         );
-        // SAFETY: cmd is recording; the staging buffer holds `len` bytes.
+        let to_general = image_barrier(
+            image.raw(),
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::TRANSFER_WRITE,
+            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+        );
+        // SAFETY: one_shot records into cmd on this device; the barrier names the live image.
+        unsafe { barrier(device, cmd, to_dst) };
+        // SAFETY: cmd is recording; the staging buffer holds `len` bytes, the image's packed size.
         unsafe {
             device.raw().cmd_copy_buffer_to_image(
                 cmd,
@@ -107,37 +134,28 @@ pub fn upload_image(image: &Image, data: &[u8]) -> Result<()> {
                 &[region(image)],
             )
         };
-        barrier(
-            device,
-            cmd,
-            image_barrier(
-                image.raw(),
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                vk::ImageLayout::GENERAL,
-                vk::AccessFlags::TRANSFER_WRITE,
-                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-            ),
-        );
-    })
+        // SAFETY: as for the first barrier.
+        unsafe { barrier(device, cmd, to_general) };
+    };
+    // SAFETY: the commands use the image and the staging buffer, both alive until the call returns.
+    unsafe { device.one_shot(record) }
 }
 
 /// Reads an image in `GENERAL` layout back into tightly packed texels.
-pub fn readback_image(image: &Image) -> Result<Vec<u8>> {
+pub(crate) fn readback_image(image: &Image) -> Result<Vec<u8>> {
     let len = image.desc().packed_len();
     let device = image.device();
     let stage = staging(device, len)?;
-    device.one_shot(|cmd| {
-        barrier(
-            device,
-            cmd,
-            image_barrier(
-                image.raw(),
-                vk::ImageLayout::GENERAL,
-                vk::ImageLayout::GENERAL,
-                vk::AccessFlags::MEMORY_WRITE,
-                vk::AccessFlags::TRANSFER_READ,
-            ),
+    let record = |cmd: vk::CommandBuffer| {
+        let to_read = image_barrier(
+            image.raw(),
+            vk::ImageLayout::GENERAL,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::MEMORY_WRITE,
+            vk::AccessFlags::TRANSFER_READ,
         );
+        // SAFETY: one_shot records into cmd on this device; the barrier names the live image.
+        unsafe { barrier(device, cmd, to_read) };
         // SAFETY: cmd is recording; the staging buffer holds `len` bytes.
         unsafe {
             device.raw().cmd_copy_image_to_buffer(
@@ -148,31 +166,50 @@ pub fn readback_image(image: &Image) -> Result<Vec<u8>> {
                 &[region(image)],
             )
         };
-    })?;
-    Ok(stage.mapped().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.to_vec())
+    };
+    // SAFETY: the commands use the image and the staging buffer, both alive until the call returns.
+    unsafe { device.one_shot(record) }?;
+    read_staging(&stage, len)
 }
 
-/// Writes `data` at pixel (x, y) of an image in `GENERAL` layout (tests, fault injection).
-pub fn write_pixel(image: &Image, x: u32, y: u32, data: &[u8]) -> Result<()> {
+/// Writes one texel (`data`: exactly one texel's bytes) at pixel (x, y) of an
+/// image in `GENERAL` layout (tests, fault injection).
+pub(crate) fn write_pixel(image: &Image, x: u32, y: u32, data: &[u8]) -> Result<()> {
+    let d = image.desc();
+    if x >= d.width || y >= d.height {
+        return Err(Error::InvalidArgument(format!("pixel ({x}, {y}) is outside the {}×{} image", d.width, d.height)));
+    }
+    let texel = crate::vulkan::caps::texel_bytes(d.format)? as usize;
+    if data.len() != texel {
+        return Err(Error::InvalidArgument(format!("a {:?} texel is {texel} bytes, not {}", d.format, data.len())));
+    }
     let device = image.device();
-    let mut stage = staging(device, data.len().max(4))?;
-    stage.mapped_mut().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?[..data.len()]
-        .copy_from_slice(data);
+    let mut stage = staging(device, texel)?;
+    fill_staging(&mut stage, data)?;
     let r = region(image).image_offset(vk::Offset3D { x: x as i32, y: y as i32, z: 0 }).image_extent(vk::Extent3D {
         width: 1,
         height: 1,
         depth: 1,
     });
-    device.one_shot(|cmd| {
-        // SAFETY: cmd is recording; the region lies inside the image (caller's contract).
+    let record = |cmd: vk::CommandBuffer| {
+        // SAFETY: cmd is recording; the region lies inside the image (checked above).
         unsafe { device.raw().cmd_copy_buffer_to_image(cmd, stage.raw(), image.raw(), vk::ImageLayout::GENERAL, &[r]) };
-    })
+    };
+    // SAFETY: the commands use the image and the staging buffer, both alive until the call returns.
+    unsafe { device.one_shot(record) }
+}
+
+fn ownership(image: &Image, b: vk::ImageMemoryBarrier<'_>) -> Result<()> {
+    let device = image.device();
+    // SAFETY: one_shot records into cmd on this device; the barrier names the live image.
+    let record = |cmd: vk::CommandBuffer| unsafe { barrier(device, cmd, b) };
+    // SAFETY: the command uses the image, alive until the call returns.
+    unsafe { device.one_shot(record) }
 }
 
 /// Releases an image in `GENERAL` layout to `VK_QUEUE_FAMILY_EXTERNAL`, so another
 /// device or API may use its memory.
-pub fn release_to_external(image: &Image) -> Result<()> {
-    let device = image.device();
+pub(crate) fn release_to_external(image: &Image) -> Result<()> {
     let b = image_barrier(
         image.raw(),
         vk::ImageLayout::GENERAL,
@@ -180,15 +217,14 @@ pub fn release_to_external(image: &Image) -> Result<()> {
         vk::AccessFlags::MEMORY_WRITE,
         vk::AccessFlags::empty(),
     )
-    .src_queue_family_index(device.queue_family())
+    .src_queue_family_index(image.device().queue_family())
     .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL);
-    device.one_shot(|cmd| barrier(device, cmd, b))
+    ownership(image, b)
 }
 
 /// Acquires an image from `VK_QUEUE_FAMILY_EXTERNAL`; its contents were left in
 /// `GENERAL` layout by the other side, and stay there.
-pub fn acquire_from_external(image: &Image) -> Result<()> {
-    let device = image.device();
+pub(crate) fn acquire_from_external(image: &Image) -> Result<()> {
     let b = image_barrier(
         image.raw(),
         vk::ImageLayout::GENERAL,
@@ -197,52 +233,90 @@ pub fn acquire_from_external(image: &Image) -> Result<()> {
         vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
     )
     .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-    .dst_queue_family_index(device.queue_family());
-    device.one_shot(|cmd| barrier(device, cmd, b))
+    .dst_queue_family_index(image.device().queue_family());
+    ownership(image, b)
 }
 
-/// Copies bytes into a buffer at offset 0 (through staging unless it is mapped).
-pub fn upload_buffer(buffer: &mut Buffer, data: &[u8]) -> Result<()> {
+/// Copies bytes into a buffer at offset 0 through a staging buffer, on queue 0
+/// (ordered after work already submitted there that uses the buffer).
+pub(crate) fn upload_buffer(buffer: &Buffer, data: &[u8]) -> Result<()> {
     if data.len() as u64 > buffer.len() {
         return Err(Error::InvalidArgument(format!("{} bytes do not fit a buffer of {}", data.len(), buffer.len())));
     }
-    if let Some(m) = buffer.mapped_mut() {
-        m[..data.len()].copy_from_slice(data);
-        return Ok(());
-    }
+    need_usage(buffer, vk::BufferUsageFlags::TRANSFER_DST)?;
     let device = Arc::clone(buffer.device());
     let mut stage = staging(&device, data.len())?;
-    stage.mapped_mut().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.copy_from_slice(data);
+    fill_staging(&mut stage, data)?;
     let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: data.len() as u64 };
-    device.one_shot(|cmd| {
-        // SAFETY: both buffers hold at least `size` bytes.
+    let record = |cmd: vk::CommandBuffer| {
+        // SAFETY: one_shot records into cmd on this device.
+        unsafe { full_barrier(&device, cmd) };
+        // SAFETY: both buffers hold at least `size` bytes (checked above).
         unsafe { device.raw().cmd_copy_buffer(cmd, stage.raw(), buffer.raw(), &[copy]) };
-    })
+    };
+    // SAFETY: the commands use both buffers, alive until the call returns.
+    unsafe { device.one_shot(record) }
 }
 
-/// Reads the first `len` bytes of a buffer.
-pub fn readback_buffer(buffer: &Buffer, len: usize) -> Result<Vec<u8>> {
+/// Reads the first `len` bytes of a buffer through a staging buffer, on queue 0.
+pub(crate) fn readback_buffer(buffer: &Buffer, len: usize) -> Result<Vec<u8>> {
     if len as u64 > buffer.len() {
         return Err(Error::InvalidArgument(format!("read of {len} bytes from a buffer of {}", buffer.len())));
     }
-    if let Some(m) = buffer.mapped() {
-        return Ok(m[..len].to_vec());
-    }
+    need_usage(buffer, vk::BufferUsageFlags::TRANSFER_SRC)?;
     let device = buffer.device();
     let stage = staging(device, len)?;
     let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: len as u64 };
-    device.one_shot(|cmd| {
-        // SAFETY: both buffers hold at least `size` bytes.
+    let record = |cmd: vk::CommandBuffer| {
+        // SAFETY: one_shot records into cmd on this device.
+        unsafe { full_barrier(device, cmd) };
+        // SAFETY: both buffers hold at least `size` bytes (checked above).
         unsafe { device.raw().cmd_copy_buffer(cmd, buffer.raw(), stage.raw(), &[copy]) };
-    })?;
-    Ok(stage.mapped().ok_or_else(|| Error::InvalidArgument("staging buffer not mapped".into()))?.to_vec())
+    };
+    // SAFETY: the commands use both buffers, alive until the call returns.
+    unsafe { device.one_shot(record) }?;
+    read_staging(&stage, len)
 }
 
 /// Fills a buffer with a repeated 32-bit word (poisoning output memory in tests).
-pub fn fill_buffer(buffer: &Buffer, word: u32) -> Result<()> {
+pub(crate) fn fill_buffer(buffer: &Buffer, word: u32) -> Result<()> {
+    need_usage(buffer, vk::BufferUsageFlags::TRANSFER_DST)?;
     let device = buffer.device();
-    device.one_shot(|cmd| {
-        // SAFETY: the buffer was created with TRANSFER_DST by callers that fill it.
+    let record = |cmd: vk::CommandBuffer| {
+        // SAFETY: one_shot records into cmd on this device.
+        unsafe { full_barrier(device, cmd) };
+        // SAFETY: the buffer has TRANSFER_DST usage (checked above).
         unsafe { device.raw().cmd_fill_buffer(cmd, buffer.raw(), 0, vk::WHOLE_SIZE, word) };
-    })
+    };
+    // SAFETY: the command uses the buffer, alive until the call returns.
+    unsafe { device.one_shot(record) }
+}
+
+fn need_usage(buffer: &Buffer, usage: vk::BufferUsageFlags) -> Result<()> {
+    if buffer.usage().contains(usage) {
+        return Ok(());
+    }
+    Err(Error::internal(format!("a transfer on a buffer without {usage:?} usage")))
+}
+
+/// A memory barrier between everything before and everything after on the queue.
+///
+/// # Safety
+/// `cmd` must be recording on `device`.
+unsafe fn full_barrier(device: &Device, cmd: vk::CommandBuffer) {
+    let all = vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
+        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+    // SAFETY: cmd is recording on this device (caller's contract).
+    unsafe {
+        device.raw().cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::DependencyFlags::empty(),
+            &[all],
+            &[],
+            &[],
+        )
+    };
 }

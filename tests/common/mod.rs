@@ -33,20 +33,26 @@ pub fn open_fds() -> usize {
 /// The reason every GPU test carries in its `#[ignore]`.
 pub const GPU: &str = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored";
 
-/// A Vulkan device and the CUDA device with its UUID. When there is none, the
-/// test fails with the pre-flight report (it never passes without running).
-pub fn gpu() -> (std::sync::Arc<neural_frame::vulkan::Device>, std::sync::Arc<neural_frame::cuda::CudaDevice>) {
-    use neural_frame::{cuda, preflight, vulkan};
-    let attempt = || -> neural_frame::Result<_> {
-        cuda::init()?;
-        let instance = vulkan::Instance::new(&vulkan::InstanceOptions::default())?;
-        let device = vulkan::Device::new(&instance, vulkan::DeviceSelector::Auto)?;
-        let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
-        Ok((device, cuda_device))
-    };
-    attempt().unwrap_or_else(|e| {
+/// Checks that the CUDA backend runs here: a tiny context on it builds. When it
+/// does not, the test fails with the pre-flight report (it never passes without running).
+pub fn gpu() {
+    use neural_frame::{Backend, NeuralFrameContext, preflight};
+    let attempt =
+        NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx").backend(Backend::Cuda).frame_size(8, 8).build();
+    if let Err(e) = attempt {
         let options = preflight::Options { width: 64, height: 64, trials: 1, ..Default::default() };
         let report = preflight::run(&[], &options);
         panic!("no GPU for this test ({e}); pre-flight says:\n{}", preflight::render(&report))
-    })
+    }
+}
+
+/// Resident memory of this process (`VmRSS`), in KiB.
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }

@@ -1,22 +1,52 @@
-//! The `neural-frame` command line.
+//! The `neural-frame` command line: `run`, `bench` and `preflight`. Clap, the
+//! logger, progress bars and image files live here; the library takes plain values.
+
+mod bench;
+mod logger;
+mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, Parser, Subcommand};
-use neural_frame::image_io::{self, PngOutput, Rgba8};
-use neural_frame::onnx::model::{ModelContract, ScaleSource};
-use neural_frame::onnx::session::{self, ConvSearch};
-use neural_frame::pipeline::{Backend, NeuralFrameContext, PostWait, Tuning};
-use neural_frame::preflight;
-use neural_frame::vulkan::{DeviceSelector, transfer};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use neural_frame::image_io::{self, Rgba8};
+use neural_frame::{Backend, ConvSearch, DeviceSelector, ErrorKind, NeuralFrameContext, PostWait, Tuning, preflight};
 
 #[derive(Parser)]
 #[command(name = "neural-frame", version, about = "Zero-copy neural inference on Vulkan frames")]
 struct Cli {
+    /// Say what the library does (-v), in more detail (-vv), or everything (-vvv).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Print errors only.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendArg {
+    Auto,
+    Cuda,
+    Cpu,
+}
+
+/// `--conv-search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ConvSearchArg {
+    Heuristic,
+    Exhaustive,
+    Default,
+}
+
+/// `--post-wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PostWaitArg {
+    Gpu,
+    Host,
 }
 
 /// Options shared by `run` and `bench`.
@@ -26,8 +56,8 @@ struct ModelArgs {
     #[arg(long, default_value = "models/upscale.onnx")]
     model: PathBuf,
     /// `auto`: CUDA where available, else the CPU backend (announced); `cuda` or `cpu` to insist.
-    #[arg(long, value_enum, default_value_t = Backend::Auto)]
-    backend: Backend,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
     /// Vulkan device: `auto`, an index, or a UUID. The CUDA device is found by UUID.
     #[arg(long, default_value = "auto")]
     device: DeviceSelector,
@@ -35,8 +65,8 @@ struct ModelArgs {
     #[arg(long)]
     ort_library: Option<PathBuf>,
     /// cuDNN convolution algorithm search (CUDA backend).
-    #[arg(long, value_enum, default_value_t = ConvSearch::Heuristic)]
-    conv_search: ConvSearch,
+    #[arg(long, value_enum, default_value_t = ConvSearchArg::Heuristic)]
+    conv_search: ConvSearchArg,
     /// Ask the CUDA provider to prefer NHWC kernels.
     #[arg(long)]
     prefer_nhwc: bool,
@@ -44,8 +74,8 @@ struct ModelArgs {
     #[arg(long)]
     cuda_graph: bool,
     /// Where the post pass waits for the model: on the GPU (semaphore) or, after the host saw it finish (CUDA backend).
-    #[arg(long, value_enum, default_value_t = PostWait::Gpu)]
-    post_wait: PostWait,
+    #[arg(long, value_enum, default_value_t = PostWaitArg::Gpu)]
+    post_wait: PostWaitArg,
     /// Leave out the Vulkan timestamp queries that time the pre and post passes.
     #[arg(long)]
     no_gpu_timestamps: bool,
@@ -55,12 +85,27 @@ struct ModelArgs {
 }
 
 impl ModelArgs {
+    fn backend(&self) -> Backend {
+        match self.backend {
+            BackendArg::Auto => Backend::Auto,
+            BackendArg::Cuda => Backend::Cuda,
+            BackendArg::Cpu => Backend::Cpu,
+        }
+    }
+
     fn tuning(&self) -> Tuning {
         Tuning {
-            conv_search: self.conv_search,
+            conv_search: match self.conv_search {
+                ConvSearchArg::Heuristic => ConvSearch::Heuristic,
+                ConvSearchArg::Exhaustive => ConvSearch::Exhaustive,
+                ConvSearchArg::Default => ConvSearch::Default,
+            },
             prefer_nhwc: self.prefer_nhwc,
             cuda_graph: self.cuda_graph,
-            post_wait: self.post_wait,
+            post_wait: match self.post_wait {
+                PostWaitArg::Gpu => PostWait::Gpu,
+                PostWaitArg::Host => PostWait::Host,
+            },
             gpu_timestamps: !self.no_gpu_timestamps,
             spin_wait: self.spin_wait,
         }
@@ -68,20 +113,27 @@ impl ModelArgs {
 
     /// Checks that `--model` names a readable file, with a message for each way it can fail.
     fn check_model(&self) -> anyhow::Result<()> {
-        session::check_model_file(&self.model).context("checking --model")
+        neural_frame::check_model_file(&self.model).context("checking --model")
     }
 
-    fn context(&self, width: u32, height: u32) -> anyhow::Result<NeuralFrameContext> {
-        self.check_model()?;
+    /// A builder with these options.
+    fn builder(&self, width: u32, height: u32) -> neural_frame::ContextBuilder {
         let mut b = NeuralFrameContext::builder(&self.model)
-            .backend(self.backend)
+            .backend(self.backend())
             .device(self.device)
             .frame_size(width, height)
             .tuning(self.tuning());
         if let Some(p) = &self.ort_library {
             b = b.ort_library(p);
         }
-        b.build().with_context(|| format!("setting up {} on the {:?} backend", self.model.display(), self.backend))
+        b
+    }
+
+    fn context(&self, width: u32, height: u32) -> anyhow::Result<NeuralFrameContext> {
+        self.check_model()?;
+        self.builder(width, height)
+            .build()
+            .with_context(|| format!("setting up {} on the {:?} backend", self.model.display(), self.backend))
     }
 }
 
@@ -216,17 +268,37 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    logger::init(cli.verbose, cli.quiet);
+    match dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("neural-frame: error: {e:#}");
+            if let Some(hint) = hint(&e) {
+                eprintln!("neural-frame: hint: {hint}");
+            }
             ExitCode::from(1)
         }
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<u8> {
-    match cli.command {
+/// What the command line's flags can do about an error of the library, by its kind.
+fn hint(e: &anyhow::Error) -> Option<&'static str> {
+    let kind = e.chain().find_map(|c| c.downcast_ref::<neural_frame::Error>())?.kind();
+    Some(match kind {
+        ErrorKind::ProviderUnavailable => {
+            "`--backend cpu` runs on the CPU; `--device` picks another Vulkan device; `neural-frame preflight` checks \
+             the Vulkan → CUDA chain"
+        }
+        ErrorKind::NoDevice => "`--device auto|INDEX|UUID` picks the Vulkan device; `neural-frame preflight` lists it",
+        ErrorKind::RuntimeMissing => "`--ort-library PATH` names the library; `scripts/setup.sh` installs it",
+        ErrorKind::Unsupported | ErrorKind::InvalidArgument => return None,
+        ErrorKind::Timeout => "a frame did not finish in time; `-vv` shows each step",
+        _ => return None,
+    })
+}
+
+fn dispatch(command: Command) -> anyhow::Result<u8> {
+    match command {
         Command::Bench {
             model,
             size,
@@ -243,32 +315,31 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             image_io::check_picture_size(size.0, size.1).with_context(|| format!("--size {}x{}", size.0, size.1))?;
             model.check_model()?;
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
-            let options = neural_frame::bench::BenchOptions {
-                model: model.model.clone(),
-                backend: model.backend,
-                device: model.device,
+            let options = bench::BenchOptions {
+                model: model.clone(),
                 size,
                 frames,
                 warmup,
                 slots,
-                tuning: model.tuning(),
-                ort_library: model.ort_library.clone(),
                 picture,
                 host_round_trip: !no_host_round_trip,
                 diagnose,
             };
             if let Some(list) = devices {
                 let selectors = if list == "all" {
-                    neural_frame::bench::all_devices(model.backend)?
+                    neural_frame::suitable_devices(model.backend())?
+                        .into_iter()
+                        .map(|d| DeviceSelector::Uuid(d.uuid_bytes))
+                        .collect()
                 } else {
                     list.split(',')
                         .map(|d| d.trim().parse::<DeviceSelector>().map_err(|e| anyhow::anyhow!(e)))
                         .collect::<anyhow::Result<Vec<_>>>()?
                 };
-                let report = neural_frame::bench::run_multi(&options, &selectors).with_context(|| {
+                let report = bench::run_multi(&options, &selectors).with_context(|| {
                     format!("benchmarking {} on {} device(s)", model.model.display(), selectors.len())
                 })?;
-                emit(&report, json, json_file.as_deref(), || neural_frame::bench::render_multi(&report))?;
+                emit(&report, json, json_file.as_deref(), || bench::render_multi(&report))?;
                 return Ok(0);
             }
             let bar = (!json).then(|| {
@@ -279,7 +350,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 );
                 bar
             });
-            let report = neural_frame::bench::run(&options, |mode, done, total| {
+            let report = bench::run(&options, |mode, done, total| {
                 if let Some(b) = &bar {
                     b.set_message(mode.to_string());
                     b.set_length(total as u64);
@@ -290,11 +361,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
-            emit(&report, json, json_file.as_deref(), || neural_frame::bench::render(&report))?;
+            emit(&report, json, json_file.as_deref(), || bench::render(&report))?;
             Ok(0)
         }
         Command::Run { model, input, output, size, frames, json } => {
-            run_model(&model, input, &output, size, frames, json)?;
+            run::run_model(&model, input, &output, size, frames, json)?;
             Ok(0)
         }
         Command::Preflight { stage, device, json, validation, trials, size, inject_fault } => {
@@ -312,7 +383,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 }
 
 /// Prints a report as JSON or as text, and writes the JSON to `json_file` when given.
-fn emit(
+pub(crate) fn emit(
     report: &impl serde::Serialize,
     json: bool,
     json_file: Option<&std::path::Path>,
@@ -330,7 +401,7 @@ fn emit(
     Ok(())
 }
 
-fn default_input() -> PathBuf {
+pub(crate) fn default_input() -> PathBuf {
     let rel = PathBuf::from("models/coffee.png");
     if rel.is_file() {
         return rel;
@@ -339,185 +410,4 @@ fn default_input() -> PathBuf {
         .ok()
         .and_then(|exe| exe.ancestors().skip(1).map(|a| a.join(&rel)).find(|p| p.is_file()))
         .unwrap_or(rel)
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-/// The peak resident set size of this process (`VmHWM` in `/proc/self/status`), in MiB.
-fn max_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
-    let kib: f64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
-    Some(kib / 1024.0)
-}
-
-/// What `run` was doing when a frame failed; where the model's scale is only
-/// its metadata's word, the metadata is the first suspect.
-fn frame_context(c: &ModelContract) -> String {
-    match c.scale_source {
-        ScaleSource::Metadata => format!(
-            "running the frame (the model's `scale` metadata says ×{}; check it against the model's real output \
-             size: a wrong `scale` makes the output tensor's shape differ from the one bound)",
-            c.scale
-        ),
-        ScaleSource::Shapes => "running the frame".into(),
-    }
-}
-
-fn run_model(
-    args: &ModelArgs,
-    input: Option<PathBuf>,
-    output: &std::path::Path,
-    size: Option<(u32, u32)>,
-    frames: usize,
-    json: bool,
-) -> anyhow::Result<()> {
-    // Everything that can be checked cheaply is, before any work: the output
-    // path (its temporary file is created now and written at the end), the
-    // size against the host budget, the model file, then the device's limits
-    // when the context is built, before the picture is resized.
-    let out_file = PngOutput::create(output).context("checking --output")?;
-    for stale in out_file.stale() {
-        match &stale.removed {
-            Ok(()) => eprintln!(
-                "neural-frame: removed {}, left by process {} (no longer running)",
-                stale.path.display(),
-                stale.pid
-            ),
-            Err(e) => eprintln!(
-                "neural-frame: warning: could not remove {}, left by process {} (no longer running): {e}",
-                stale.path.display(),
-                stale.pid
-            ),
-        }
-    }
-    if let Some((w, h)) = size {
-        image_io::check_picture_size(w, h).with_context(|| format!("--size {w}x{h}"))?;
-    }
-    args.check_model()?;
-    let input = input.unwrap_or_else(default_input);
-    let picture = Rgba8::load(&input)?;
-    let (width, height) = size.unwrap_or((picture.width, picture.height));
-    let t = std::time::Instant::now();
-    let mut ctx = args.context(width, height)?;
-    let setup_ms = t.elapsed().as_secs_f64() * 1e3;
-    let picture = if size.is_some() { picture.resized(width, height)? } else { picture };
-    let report = ctx.report().clone();
-    if !json {
-        let fallback = if report.fallback_reason.is_some() { " (automatic fallback, see above)" } else { "" };
-        eprintln!("backend: {}{fallback}", report.backend);
-        eprintln!("Vulkan device: {}", report.vulkan_device);
-        if let Some(c) = &report.cuda_device {
-            eprintln!("CUDA device:   {c} (paired by UUID)");
-        }
-        eprintln!(
-            "ONNX Runtime {} ({}), providers: {}",
-            report.runtime.version,
-            report.runtime.library.display(),
-            report.runtime.providers.join(", ")
-        );
-        let c = ctx.contract();
-        eprintln!(
-            "model: {} — {} `{}` → {} `{}`, ×{}",
-            args.model.display(),
-            c.input.describe(),
-            c.input_name,
-            c.output.describe(),
-            c.output_name,
-            c.scale
-        );
-    }
-    let in_image = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
-    let out_image = ctx.create_output_image()?;
-    let (ow, oh) = ctx.output_size();
-    let what = frame_context(ctx.contract());
-    // Per frame: upload, pre, infer, post, readback (ms). Grown as frames run, never reserved by the count.
-    let mut stages: Vec<[f64; 5]> = Vec::new();
-    let mut result = Vec::new();
-    let mut first_frame_ms = 0.0;
-    let progress = (frames > 1 && !json).then(|| {
-        let bar = indicatif::ProgressBar::new(frames as u64);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames, {per_sec}, eta {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
-    for i in 0..frames {
-        let t = std::time::Instant::now();
-        transfer::upload_image(&in_image, &picture.pixels)?;
-        let upload = t.elapsed().as_secs_f64() * 1e3;
-        let times = ctx.infer(&in_image, &out_image).with_context(|| what.clone())?;
-        let t = std::time::Instant::now();
-        result = transfer::readback_image(&out_image)?;
-        let readback = t.elapsed().as_secs_f64() * 1e3;
-        if i == 0 {
-            first_frame_ms = setup_ms + upload + times.pre_ms + times.infer_ms + times.post_ms + readback;
-        }
-        stages.push([upload, times.pre_ms, times.infer_ms, times.post_ms, readback]);
-        if let Some(p) = &progress {
-            p.inc(1);
-        }
-    }
-    if let Some(p) = progress {
-        p.finish_and_clear();
-    }
-    out_file.write(&Rgba8 { width: ow, height: oh, pixels: result })?;
-    let pick = |k: usize| {
-        let mut v: Vec<f64> = stages.iter().skip(usize::from(stages.len() > 1)).map(|s| s[k]).collect();
-        median(&mut v)
-    };
-    let summary = serde_json::json!({
-        "input": input.display().to_string(),
-        "output": output.display().to_string(),
-        "input_size": [picture.width, picture.height],
-        "output_size": [ow, oh],
-        "frames": frames,
-        "backend": report,
-        "setup_ms": setup_ms,
-        "time_to_first_frame_ms": first_frame_ms,
-        "median_ms": {
-            "upload": pick(0),
-            "pre": pick(1),
-            "infer": pick(2),
-            "post": pick(3),
-            "readback": pick(4),
-        },
-        "max_rss_mib": max_rss_mib(),
-    });
-    if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        let m = &summary["median_ms"];
-        let f = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
-        println!(
-            "{} {}×{} → {} {}×{} ({} backend)",
-            input.display(),
-            picture.width,
-            picture.height,
-            output.display(),
-            ow,
-            oh,
-            report.backend
-        );
-        println!(
-            "median ms over {} frame(s){}: upload {:.3} | pre {:.3} | infer {:.3} | post {:.3} | readback {:.3}",
-            frames,
-            if frames > 1 { " (first excluded)" } else { "" },
-            f("upload"),
-            f("pre"),
-            f("infer"),
-            f("post"),
-            f("readback")
-        );
-        println!("set-up {setup_ms:.1} ms, time to first frame {first_frame_ms:.1} ms");
-    }
-    Ok(())
 }

@@ -10,158 +10,134 @@
 //!   to the host, build the tensor there, run ONNX Runtime with host tensors,
 //!   convert the result and upload it into the output image.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use ash::vk;
-use half::f16;
+use neural_frame::diagnostics::{FrameTrace, HostParts, Interference};
+use neural_frame::image_io::Rgba8;
+use neural_frame::{
+    BackPressure, BackendReport, DeviceSelector, Frame, FrameStats, InputId, NeuralFrameContext, OutputId, Submitted,
+    Ticket, Tuning,
+};
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::image_io::Rgba8;
-use crate::onnx::TensorKind;
-use crate::pipeline::{
-    BackPressure, Backend, BackendReport, FrameStats, FrameTrace, Interference, NeuralFrameContext, Submitted, Ticket,
-    Tuning,
-};
-use crate::vulkan::{DeviceSelector, Image, transfer};
+use crate::ModelArgs;
+
+type Result<T> = anyhow::Result<T>;
 
 /// What to measure.
-#[derive(Debug, Clone)]
-pub struct BenchOptions {
-    /// The model.
-    pub model: PathBuf,
-    /// Backend.
-    pub backend: Backend,
-    /// Vulkan device.
-    pub device: DeviceSelector,
+#[derive(Clone)]
+pub(crate) struct BenchOptions {
+    /// The model and how it runs (backend, device, tuning, ONNX Runtime).
+    pub(crate) model: ModelArgs,
     /// Input frame size.
-    pub size: (u32, u32),
+    pub(crate) size: (u32, u32),
     /// Timed frames per mode.
-    pub frames: usize,
+    pub(crate) frames: usize,
     /// Untimed frames first.
-    pub warmup: usize,
+    pub(crate) warmup: usize,
     /// Slots in the ring.
-    pub slots: usize,
-    /// cuDNN search, NHWC, CUDA graphs, where the post pass waits, timestamps, spin waits.
-    pub tuning: Tuning,
-    /// ONNX Runtime library.
-    pub ort_library: Option<PathBuf>,
+    pub(crate) slots: usize,
     /// The picture the frames are made from (varied per frame).
-    pub picture: Rgba8,
+    pub(crate) picture: Rgba8,
     /// Include the host round trip (slow: it dominates the benchmark's own run time).
-    pub host_round_trip: bool,
+    pub(crate) host_round_trip: bool,
     /// Also trace synchronous frames and measure the model under Vulkan load (CUDA backend).
-    pub diagnose: bool,
+    pub(crate) diagnose: bool,
 }
 
 /// One mode's numbers.
 #[derive(Debug, Clone, Serialize)]
-pub struct ModeResult {
+pub(crate) struct ModeResult {
     /// Mode name.
-    pub mode: &'static str,
+    pub(crate) mode: &'static str,
     /// Median time per frame (ms): latency for one-at-a-time modes, interval between retirements when pipelined.
-    pub median_ms: f64,
+    pub(crate) median_ms: f64,
     /// 99th percentile of the same.
-    pub p99_ms: f64,
+    pub(crate) p99_ms: f64,
     /// Frames per second over the whole timed run.
-    pub fps: f64,
+    pub(crate) fps: f64,
     /// Median minus ort-alone's median (ms).
-    pub overhead_vs_ort_ms: f64,
+    pub(crate) overhead_vs_ort_ms: f64,
     /// Throughput relative to ort-alone's.
-    pub throughput_vs_ort: f64,
+    pub(crate) throughput_vs_ort: f64,
     /// Host round trip's median over this mode's median.
-    pub speedup_vs_host: f64,
+    pub(crate) speedup_vs_host: f64,
     /// Timed frames.
-    pub frames: usize,
+    pub(crate) frames: usize,
 }
 
 /// Medians of the per-stage GPU times of the zero-copy sync mode (ms).
 #[derive(Debug, Clone, Serialize)]
-pub struct StageMedians {
+pub(crate) struct StageMedians {
     /// Pre pass (Vulkan timestamps).
-    pub pre_ms: f64,
+    pub(crate) pre_ms: f64,
     /// Model (CUDA events; host clock on the CPU backend).
-    pub infer_ms: f64,
+    pub(crate) infer_ms: f64,
     /// Post pass (Vulkan timestamps).
-    pub post_ms: f64,
+    pub(crate) post_ms: f64,
 }
 
 /// Where the pipelined mode's time goes (ms).
 #[derive(Debug, Clone, Serialize)]
-pub struct PipelineDiagnostics {
+pub(crate) struct PipelineDiagnostics {
     /// CUDA stream idle between one frame's model end and the next one's start: median.
-    pub gpu_gap_median_ms: f64,
+    pub(crate) gpu_gap_median_ms: f64,
     /// The same, 99th percentile.
-    pub gpu_gap_p99_ms: f64,
+    pub(crate) gpu_gap_p99_ms: f64,
     /// The same, mean.
-    pub gpu_gap_mean_ms: f64,
+    pub(crate) gpu_gap_mean_ms: f64,
     /// Host time of `submit`'s hand-off to CUDA and ONNX Runtime: median.
-    pub enqueue_median_ms: f64,
+    pub(crate) enqueue_median_ms: f64,
     /// The same, 99th percentile.
-    pub enqueue_p99_ms: f64,
+    pub(crate) enqueue_p99_ms: f64,
     /// Model time on the GPU (CUDA events): median.
-    pub model_median_ms: f64,
+    pub(crate) model_median_ms: f64,
     /// The same, per ring slot.
-    pub model_median_by_slot_ms: Vec<f64>,
+    pub(crate) model_median_by_slot_ms: Vec<f64>,
     /// Every timed frame's times, in order.
-    pub frames: Vec<FrameStats>,
-}
-
-/// Medians of the host round trip's parts (ms).
-#[derive(Debug, Clone, Serialize)]
-pub struct HostParts {
-    /// Image → host (copy to a staging buffer, wait, copy out).
-    pub readback_ms: f64,
-    /// RGBA8 → tensor on the CPU.
-    pub to_tensor_ms: f64,
-    /// ONNX Runtime with host tensors (copies in and out included).
-    pub run_ms: f64,
-    /// Tensor → RGBA8 on the CPU.
-    pub from_tensor_ms: f64,
-    /// Host → output image.
-    pub upload_ms: f64,
+    pub(crate) frames: Vec<FrameStats>,
 }
 
 /// The whole benchmark.
 #[derive(Debug, Clone, Serialize)]
-pub struct BenchReport {
+pub(crate) struct BenchReport {
     /// Model file.
-    pub model: String,
+    pub(crate) model: String,
     /// Input size.
-    pub input_size: (u32, u32),
+    pub(crate) input_size: (u32, u32),
     /// Output size.
-    pub output_size: (u32, u32),
+    pub(crate) output_size: (u32, u32),
     /// Model input kind.
-    pub tensor: String,
+    pub(crate) tensor: String,
     /// Backend and devices.
-    pub backend: BackendReport,
+    pub(crate) backend: BackendReport,
     /// The tuning in effect.
     #[serde(flatten)]
-    pub tuning: Tuning,
+    pub(crate) tuning: Tuning,
     /// Ring slots.
-    pub slots: usize,
+    pub(crate) slots: usize,
     /// Warm-up frames.
-    pub warmup: usize,
+    pub(crate) warmup: usize,
     /// Results per mode.
-    pub modes: Vec<ModeResult>,
+    pub(crate) modes: Vec<ModeResult>,
     /// GPU stage times (zero-copy sync).
-    pub stages: StageMedians,
+    pub(crate) stages: StageMedians,
     /// Host round trip's parts (absent when not run).
-    pub host_parts: Option<HostParts>,
+    pub(crate) host_parts: Option<HostParts>,
     /// Where the pipelined mode's time goes.
-    pub pipelined: PipelineDiagnostics,
+    pub(crate) pipelined: PipelineDiagnostics,
     /// From starting to build the context to the first frame retired (ms).
-    pub time_to_first_frame_ms: f64,
+    pub(crate) time_to_first_frame_ms: f64,
     /// Context set-up alone (ms).
-    pub setup_ms: f64,
+    pub(crate) setup_ms: f64,
     /// Device memory in use on the whole GPU after warm-up (MiB; CUDA backend).
-    pub device_memory_used_mib: Option<f64>,
+    pub(crate) device_memory_used_mib: Option<f64>,
     /// `--diagnose`: medians of host-polled timelines of synchronous frames.
-    pub sync_timeline: Option<FrameTrace>,
+    pub(crate) sync_timeline: Option<FrameTrace>,
     /// `--diagnose`: the model's GPU time while Vulkan is idle, waiting or busy.
-    pub interference: Option<Interference>,
+    pub(crate) interference: Option<Interference>,
 }
 
 fn percentile(v: &[f64], p: f64) -> f64 {
@@ -203,53 +179,47 @@ fn variants(p: &Rgba8) -> Vec<Vec<u8>> {
 }
 
 /// A context as the options describe, with blocking back-pressure.
-fn context(opts: &BenchOptions) -> Result<NeuralFrameContext> {
-    let mut b = NeuralFrameContext::builder(&opts.model)
-        .backend(opts.backend)
-        .device(opts.device)
-        .frame_size(opts.size.0, opts.size.1)
-        .slots(opts.slots)
-        .back_pressure(BackPressure::Block)
-        .tuning(opts.tuning);
-    if let Some(p) = &opts.ort_library {
-        b = b.ort_library(p);
+fn context(opts: &BenchOptions, device: Option<DeviceSelector>) -> Result<NeuralFrameContext> {
+    let mut b = opts.model.builder(opts.size.0, opts.size.1).slots(opts.slots).back_pressure(BackPressure::Block);
+    if let Some(d) = device {
+        b = b.device(d);
     }
-    b.build()
+    Ok(b.build()?)
+}
+
+/// Input images holding the picture's variants, and `lanes` output images.
+fn images(ctx: &mut NeuralFrameContext, picture: &Rgba8, lanes: usize) -> Result<(Vec<InputId>, Vec<OutputId>)> {
+    let mut inputs = Vec::new();
+    for pixels in variants(picture) {
+        let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+        ctx.upload(input, &pixels)?;
+        inputs.push(input);
+    }
+    let outputs =
+        (0..lanes).map(|_| ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)).collect::<neural_frame::Result<_>>()?;
+    Ok((inputs, outputs))
 }
 
 /// Runs every mode and reports. `progress(mode, done, total)` is called as frames complete.
-pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) -> Result<BenchReport> {
+pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) -> Result<BenchReport> {
     let (w, h) = opts.size;
     let picture = opts.picture.resized(w, h)?;
     let frames = opts.frames.max(1);
     let t0 = Instant::now();
-    let mut ctx = context(opts)?;
+    let mut ctx = context(opts, None)?;
     let setup_ms = ms_since(t0);
     let lanes = ctx.slot_count() + 1;
-    let inputs: Vec<Arc<Image>> = (0..variants(&picture).len())
-        .map(|_| ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).map(Arc::new))
-        .collect::<Result<_>>()?;
-    for (image, pixels) in inputs.iter().zip(variants(&picture)) {
-        transfer::upload_image(image, &pixels)?;
-    }
-    let outputs: Vec<Arc<Image>> =
-        (0..lanes).map(|_| ctx.create_output_image().map(Arc::new)).collect::<Result<_>>()?;
+    let (inputs, outputs) = images(&mut ctx, &picture, lanes)?;
     // Time to first frame counts from the start of set-up; the first frame's
     // upload is not part of it (a renderer's frame is already on the GPU).
     let t_first = Instant::now();
-    ctx.infer(&inputs[0], &outputs[0])?;
+    ctx.infer(inputs[0], outputs[0])?;
     let time_to_first_frame_ms = setup_ms + ms_since(t_first);
     for i in 0..opts.warmup {
-        ctx.infer(&inputs[i % inputs.len()], &outputs[0])?;
+        ctx.infer(inputs[i % inputs.len()], outputs[0])?;
         progress("warm-up", i + 1, opts.warmup);
     }
-    let device_memory_used_mib = match ctx.cuda_device() {
-        Some(c) => {
-            let (free, total) = c.memory_info()?;
-            Some((total - free) as f64 / (1024.0 * 1024.0))
-        }
-        None => None,
-    };
+    let device_memory_used_mib = ctx.cuda_memory()?.map(|(free, total)| (total - free) as f64 / (1024.0 * 1024.0));
 
     // ort-alone: the floor.
     let mut alone = Vec::with_capacity(frames);
@@ -266,7 +236,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     let t = Instant::now();
     for i in 0..frames {
         let ft = Instant::now();
-        let s = ctx.infer(&inputs[i % inputs.len()], &outputs[0])?;
+        let s = ctx.infer(inputs[i % inputs.len()], outputs[0])?;
         sync.push(ms_since(ft));
         stages.push(s);
         progress("zero-copy sync", i + 1, frames);
@@ -282,20 +252,20 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     let mut pipe_stats: Vec<FrameStats> = Vec::with_capacity(frames);
     for i in 0..frames {
         if pending.len() == ctx.slot_count() {
-            let ticket = pending.pop_front().ok_or_else(|| Error::InvalidArgument("ring bookkeeping".into()))?;
-            pipe_stats.push(ctx.wait(ticket)?);
+            let ticket = pending.pop_front().ok_or_else(|| anyhow::anyhow!("ring bookkeeping"))?;
+            pipe_stats.push(ctx.wait(&ticket)?);
             intervals.push(ms_since(last));
             last = Instant::now();
             retired += 1;
             progress("zero-copy pipelined", retired, frames);
         }
-        match ctx.submit(&inputs[i % inputs.len()], &outputs[i % lanes])? {
+        match ctx.submit(Frame::new(inputs[i % inputs.len()], outputs[i % lanes]))? {
             Submitted::Frame(ticket) => pending.push_back(ticket),
-            Submitted::Skipped => return Err(Error::InvalidArgument("a blocking ring skipped a frame".into())),
+            Submitted::Skipped => anyhow::bail!("a blocking ring skipped a frame"),
         }
     }
     while let Some(ticket) = pending.pop_front() {
-        pipe_stats.push(ctx.wait(ticket)?);
+        pipe_stats.push(ctx.wait(&ticket)?);
         intervals.push(ms_since(last));
         last = Instant::now();
         retired += 1;
@@ -305,43 +275,29 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     // The first interval includes filling the ring; leave it out of the distribution.
     let pipe_dist: Vec<f64> = intervals.iter().skip(1).copied().collect();
 
-    // host round trip.
+    // host round trip (the naive one: see neural_frame::diagnostics::HostParts).
     let contract = ctx.contract().clone();
     let (ow, oh) = ctx.output_size();
-    let mut host = Vec::with_capacity(frames);
-    let mut parts: [Vec<f64>; 5] = Default::default();
+    let mut host = Vec::new();
+    let mut parts: Vec<HostParts> = Vec::new();
     let t = Instant::now();
     let host_frames = if opts.host_round_trip { frames } else { 0 };
     for i in 0..host_frames {
         let ft = Instant::now();
-        let input = &inputs[i % inputs.len()];
-        let s = Instant::now();
-        let pixels = transfer::readback_image(input)?;
-        parts[0].push(ms_since(s));
-        let s = Instant::now();
-        let tensor = host_tensor(contract.input, &pixels, w, h);
-        parts[1].push(ms_since(s));
-        let s = Instant::now();
-        let out = run_host(ctx.session_mut(), &contract.input_name, contract.input, tensor, w, h)?;
-        parts[2].push(ms_since(s));
-        let s = Instant::now();
-        let rgba = host_image(contract.output, &out, &pixels, w, h, contract.scale);
-        parts[3].push(ms_since(s));
-        let s = Instant::now();
-        transfer::upload_image(&outputs[0], &rgba)?;
-        parts[4].push(ms_since(s));
+        parts.push(ctx.host_round_trip(inputs[i % inputs.len()], outputs[0])?);
         host.push(ms_since(ft));
         progress("host round trip", i + 1, frames);
     }
     let host_total = ms_since(t);
 
-    if opts.diagnose && ctx.cuda_device().is_none() {
+    let on_cuda = ctx.backend_name() == "cuda";
+    if opts.diagnose && !on_cuda {
         eprintln!("neural-frame: --diagnose measures the Vulkan/CUDA hand-off; skipped on the CPU backend");
     }
-    let (sync_timeline, interference) = if opts.diagnose && ctx.cuda_device().is_some() {
-        let mut traces = Vec::with_capacity(frames);
+    let (sync_timeline, interference) = if opts.diagnose && on_cuda {
+        let mut traces = Vec::new();
         for i in 0..frames {
-            traces.push(ctx.trace_frame(&inputs[i % inputs.len()], &outputs[0])?.1);
+            traces.push(ctx.trace_frame(inputs[i % inputs.len()], outputs[0])?.1);
             progress("sync timeline", i + 1, frames);
         }
         let m = |f: &dyn Fn(&FrameTrace) -> f64| median(&traces.iter().map(f).collect::<Vec<_>>());
@@ -354,7 +310,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
             frame_done_ms: m(&|t| t.frame_done_ms),
         };
         progress("interference", 0, 1);
-        let interference = ctx.interference(&inputs[0], &outputs[0], frames.min(100))?;
+        let interference = ctx.interference(inputs[0], outputs[0], frames.min(100))?;
         progress("interference", 1, 1);
         (Some(timeline), Some(interference))
     } else {
@@ -404,7 +360,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     };
     let stage = |f: &dyn Fn(&FrameStats) -> f64| median(&stages.iter().map(f).collect::<Vec<_>>());
     Ok(BenchReport {
-        model: opts.model.display().to_string(),
+        model: opts.model.model.display().to_string(),
         input_size: (w, h),
         output_size: (ow, oh),
         tensor: contract.input.describe().to_string(),
@@ -418,12 +374,15 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
             infer_ms: stage(&|s| s.infer_ms),
             post_ms: stage(&|s| s.post_ms),
         },
-        host_parts: opts.host_round_trip.then(|| HostParts {
-            readback_ms: median(&parts[0]),
-            to_tensor_ms: median(&parts[1]),
-            run_ms: median(&parts[2]),
-            from_tensor_ms: median(&parts[3]),
-            upload_ms: median(&parts[4]),
+        host_parts: opts.host_round_trip.then(|| {
+            let m = |f: fn(&HostParts) -> f64| median(&parts.iter().map(f).collect::<Vec<_>>());
+            HostParts {
+                readback_ms: m(|p| p.readback_ms),
+                to_tensor_ms: m(|p| p.to_tensor_ms),
+                run_ms: m(|p| p.run_ms),
+                from_tensor_ms: m(|p| p.from_tensor_ms),
+                upload_ms: m(|p| p.upload_ms),
+            }
         }),
         pipelined,
         time_to_first_frame_ms,
@@ -434,89 +393,8 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usize)) ->
     })
 }
 
-/// A host tensor, as a user without interop builds it.
-enum HostTensor {
-    F32(Vec<f32>),
-    F16(Vec<f16>),
-    U8(Vec<u8>),
-}
-
-fn host_tensor(kind: TensorKind, rgba: &[u8], w: u32, h: u32) -> HostTensor {
-    let plane = (w * h) as usize;
-    match kind {
-        TensorKind::NhwcU8 => HostTensor::U8(rgba.to_vec()),
-        TensorKind::NchwF32 | TensorKind::NchwF16 => {
-            let mut v = vec![0f32; 3 * plane];
-            for (i, px) in rgba.chunks_exact(4).enumerate() {
-                v[i] = px[0] as f32 / 255.0;
-                v[plane + i] = px[1] as f32 / 255.0;
-                v[2 * plane + i] = px[2] as f32 / 255.0;
-            }
-            if kind == TensorKind::NchwF32 {
-                HostTensor::F32(v)
-            } else {
-                HostTensor::F16(v.into_iter().map(f16::from_f32).collect())
-            }
-        }
-    }
-}
-
-fn run_host(
-    session: &mut ort::session::Session,
-    name: &str,
-    kind: TensorKind,
-    tensor: HostTensor,
-    w: u32,
-    h: u32,
-) -> Result<Vec<f32>> {
-    let shape = kind.shape(w, h).map(|d| d as usize);
-    let err = |e: ort::Error| Error::onnx("host round trip", e);
-    let outputs = match tensor {
-        HostTensor::F32(v) => {
-            session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?]).map_err(err)?
-        }
-        HostTensor::F16(v) => {
-            session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?]).map_err(err)?
-        }
-        HostTensor::U8(v) => {
-            session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?]).map_err(err)?
-        }
-    };
-    let value = &outputs[0];
-    let out = if let Ok((_, d)) = value.try_extract_tensor::<f32>() {
-        d.to_vec()
-    } else if let Ok((_, d)) = value.try_extract_tensor::<f16>() {
-        d.iter().map(|x| x.to_f32()).collect()
-    } else {
-        let (_, d) = value.try_extract_tensor::<u8>().map_err(err)?;
-        d.iter().map(|x| *x as f32).collect()
-    };
-    Ok(out)
-}
-
-fn host_image(kind: TensorKind, v: &[f32], input: &[u8], w: u32, h: u32, s: u32) -> Vec<u8> {
-    let (ow, oh) = ((w * s) as usize, (h * s) as usize);
-    let plane = ow * oh;
-    let mut out = vec![0u8; plane * 4];
-    let q = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
-    for y in 0..oh {
-        for x in 0..ow {
-            let i = y * ow + x;
-            let px = match kind {
-                TensorKind::NhwcU8 => [v[4 * i] as u8, v[4 * i + 1] as u8, v[4 * i + 2] as u8, v[4 * i + 3] as u8],
-                _ => {
-                    let src = (y / s as usize) * w as usize + x / s as usize;
-                    [q(v[i]), q(v[plane + i]), q(v[2 * plane + i]), input[4 * src + 3]]
-                }
-            };
-            out[4 * i..4 * i + 4].copy_from_slice(&px);
-        }
-    }
-    out
-}
-
 /// The report as a table.
-pub fn render(r: &BenchReport) -> String {
+pub(crate) fn render(r: &BenchReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(
@@ -620,59 +498,35 @@ pub fn render(r: &BenchReport) -> String {
 
 /// One GPU's share of a multi-GPU run.
 #[derive(Debug, Clone, Serialize)]
-pub struct GpuShare {
+pub(crate) struct GpuShare {
     /// Backend and the devices paired for this context.
-    pub backend: BackendReport,
+    pub(crate) backend: BackendReport,
     /// Frames this context ran.
-    pub frames: usize,
+    pub(crate) frames: usize,
     /// Its throughput over the common timed window.
-    pub fps: f64,
+    pub(crate) fps: f64,
     /// Its median interval between retirements (ms).
-    pub median_ms: f64,
+    pub(crate) median_ms: f64,
 }
 
 /// One context per device, frames distributed round-robin, all at once.
 #[derive(Debug, Clone, Serialize)]
-pub struct MultiReport {
+pub(crate) struct MultiReport {
     /// Model file.
-    pub model: String,
+    pub(crate) model: String,
     /// Input size.
-    pub input_size: (u32, u32),
+    pub(crate) input_size: (u32, u32),
     /// Per device.
-    pub devices: Vec<GpuShare>,
+    pub(crate) devices: Vec<GpuShare>,
     /// All frames over the wall time of the whole run.
-    pub total_fps: f64,
+    pub(crate) total_fps: f64,
     /// Timed frames in all.
-    pub frames: usize,
-}
-
-/// The Vulkan devices `--devices all` means: every suitable one (on the CUDA
-/// backend, every one with a CUDA device of the same UUID).
-pub fn all_devices(backend: Backend) -> Result<Vec<DeviceSelector>> {
-    let instance = crate::vulkan::Instance::new(&crate::vulkan::InstanceOptions::default())?;
-    let list = crate::vulkan::adapter::enumerate(&instance)?;
-    let cuda_uuids: Vec<[u8; 16]> = match backend {
-        Backend::Cpu => Vec::new(),
-        _ => crate::cuda::devices().map(|d| d.into_iter().map(|d| d.uuid).collect()).unwrap_or_default(),
-    };
-    let chosen: Vec<_> = list
-        .iter()
-        .filter(|(_, info)| info.unsuitable.is_none())
-        .filter(|(_, info)| backend == Backend::Cpu || cuda_uuids.is_empty() || cuda_uuids.contains(&info.uuid_bytes))
-        .map(|(_, info)| DeviceSelector::Uuid(info.uuid_bytes))
-        .collect();
-    if chosen.is_empty() {
-        return Err(Error::NoSuchDevice {
-            wanted: "a suitable device".into(),
-            seen: list.iter().map(|(_, i)| i.to_string()).collect::<Vec<_>>().join(", "),
-        });
-    }
-    Ok(chosen)
+    pub(crate) frames: usize,
 }
 
 /// Runs `frames` frames through one ring per device at the same time, frame k
 /// on device k mod n, and reports per-device and total throughput.
-pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<MultiReport> {
+pub(crate) fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<MultiReport> {
     let (w, h) = opts.size;
     let picture = opts.picture.resized(w, h)?;
     let n = devices.len().max(1);
@@ -683,28 +537,19 @@ pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<Mult
         .iter()
         .enumerate()
         .map(|(k, device)| {
-            let opts = BenchOptions { device: *device, ..opts.clone() };
+            let opts = opts.clone();
+            let device = *device;
             let picture = picture.clone();
             let (ready, go) = (Arc::clone(&ready), Arc::clone(&go));
             let share = (k..frames).step_by(n).count();
             std::thread::spawn(move || -> Result<(BackendReport, usize, f64, Vec<f64>)> {
                 // Built on its own thread: each GPU's context lives and dies there.
                 let prepared = (|| -> Result<_> {
-                    let mut ctx = context(&opts)?;
-                    let pixels = variants(&picture);
-                    let inputs: Vec<Arc<Image>> = pixels
-                        .iter()
-                        .map(|p| {
-                            let i = Arc::new(ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?);
-                            transfer::upload_image(&i, p)?;
-                            Ok(i)
-                        })
-                        .collect::<Result<_>>()?;
-                    let outputs: Vec<Arc<Image>> = (0..ctx.slot_count() + 1)
-                        .map(|_| ctx.create_output_image().map(Arc::new))
-                        .collect::<Result<_>>()?;
+                    let mut ctx = context(&opts, Some(device))?;
+                    let lanes = ctx.slot_count() + 1;
+                    let (inputs, outputs) = images(&mut ctx, &picture, lanes)?;
                     for i in 0..opts.warmup.max(1) {
-                        ctx.infer(&inputs[i % inputs.len()], &outputs[0])?;
+                        ctx.infer(inputs[i % inputs.len()], outputs[0])?;
                     }
                     Ok((ctx, inputs, outputs))
                 })();
@@ -719,18 +564,18 @@ pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<Mult
                     if pending.len() == ctx.slot_count()
                         && let Some(ticket) = pending.pop_front()
                     {
-                        ctx.wait(ticket)?;
+                        ctx.wait(&ticket)?;
                         intervals.push(ms_since(last));
                         last = Instant::now();
                     }
                     if let Submitted::Frame(ticket) =
-                        ctx.submit(&inputs[i % inputs.len()], &outputs[i % outputs.len()])?
+                        ctx.submit(Frame::new(inputs[i % inputs.len()], outputs[i % outputs.len()]))?
                     {
                         pending.push_back(ticket);
                     }
                 }
                 for ticket in pending {
-                    ctx.wait(ticket)?;
+                    ctx.wait(&ticket)?;
                     intervals.push(ms_since(last));
                     last = Instant::now();
                 }
@@ -744,13 +589,13 @@ pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<Mult
     let mut shares = Vec::new();
     for h in handles {
         let (backend, count, ms, intervals) =
-            h.join().map_err(|_| Error::InvalidArgument("a benchmark thread panicked".into()))??;
+            h.join().map_err(|_| anyhow::anyhow!("a benchmark thread panicked"))??;
         let dist: Vec<f64> = intervals.iter().skip(1).copied().collect();
         shares.push(GpuShare { backend, frames: count, fps: count as f64 / (ms / 1e3), median_ms: median(&dist) });
     }
     let wall = ms_since(t);
     Ok(MultiReport {
-        model: opts.model.display().to_string(),
+        model: opts.model.model.display().to_string(),
         input_size: (w, h),
         total_fps: frames as f64 / (wall / 1e3),
         frames,
@@ -759,7 +604,7 @@ pub fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Result<Mult
 }
 
 /// The multi-device report as text.
-pub fn render_multi(r: &MultiReport) -> String {
+pub(crate) fn render_multi(r: &MultiReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(

@@ -1,0 +1,116 @@
+//! The hop buffer → ONNX Runtime → buffer, as a type with two
+//! implementations: [`CudaEngine`] (imported device memory, the CUDA
+//! provider, GPU-side hand-offs) and [`HostEngine`] (mapped host-visible
+//! memory, the CPU provider, host waits). Everything else in the context is
+//! the same for both.
+
+pub(crate) mod cuda;
+pub(crate) mod host;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ort::session::Session;
+
+use crate::cuda::CudaDevice;
+use crate::error::Result;
+use crate::interop::SharedTimeline;
+use crate::onnx::{Binding, Placement};
+
+pub(crate) use cuda::CudaEngine;
+pub(crate) use host::HostEngine;
+
+/// The context's timelines. Vulkan signals `to_model = n` when frame n's input
+/// tensor is ready; the engine signals `model_done = n` when the model is done
+/// (CUDA only: the host engine submits the post pass itself afterwards);
+/// `input_consumed` and `output_ready` are what the caller waits for, signalled
+/// by the passes, or by the engine when the model reads or writes the caller's
+/// buffer itself.
+pub(crate) struct Timelines {
+    pub(crate) to_model: SharedTimeline,
+    pub(crate) model_done: SharedTimeline,
+    pub(crate) input_consumed: SharedTimeline,
+    pub(crate) output_ready: SharedTimeline,
+}
+
+/// One model run, as the submit path hands it to the engine.
+pub(crate) struct Run<'a> {
+    /// The ring slot.
+    pub(crate) slot: usize,
+    /// The frame's timeline value.
+    pub(crate) value: u64,
+    /// The binding to run (already bound to the frame's input and output).
+    pub(crate) binding: &'a mut Binding,
+    /// The binding holds the slot's own tensors (so a captured graph may replay it).
+    pub(crate) slot_tensors: bool,
+    /// The model reads the caller's buffer: the engine signals `input_consumed`.
+    pub(crate) direct_input: bool,
+    /// The model writes the caller's buffer: the engine signals `output_ready`
+    /// (otherwise `model_done`, for the post pass).
+    pub(crate) direct_output: bool,
+}
+
+/// The engine of a context.
+pub(crate) enum Engine {
+    Cuda(CudaEngine),
+    Host(HostEngine),
+}
+
+impl Engine {
+    /// The session.
+    pub(crate) fn session(&self) -> &Session {
+        match self {
+            Engine::Cuda(e) => &e.session,
+            Engine::Host(e) => &e.session,
+        }
+    }
+
+    /// The CUDA device, on the CUDA backend.
+    pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
+        match self {
+            Engine::Cuda(e) => Some(&e.device),
+            Engine::Host(_) => None,
+        }
+    }
+
+    /// Where the model's tensors live.
+    pub(crate) fn placement(&self) -> Placement {
+        match self {
+            Engine::Cuda(e) => Placement::Cuda(e.device.info().ordinal),
+            Engine::Host(_) => Placement::Host,
+        }
+    }
+
+    /// Hands a frame to the model: on CUDA enqueued behind `to_model = n` on the
+    /// stream, on the host waited for and run. Returns the host's model time (NaN on CUDA).
+    pub(crate) fn run(&mut self, run: Run<'_>, timelines: &Timelines, timeout: Duration) -> Result<f64> {
+        match self {
+            Engine::Cuda(e) => e.run(run, timelines).map(|()| f64::NAN),
+            Engine::Host(e) => e.run(run, timelines, timeout),
+        }
+    }
+
+    /// The model's GPU time of the frame `value` that ran in `slot`, and the
+    /// stream's idle time before it (CUDA; `None` on the host).
+    pub(crate) fn model_times(&mut self, slot: usize, value: u64) -> Result<Option<(f64, f64)>> {
+        match self {
+            Engine::Cuda(e) => e.model_times(slot, value).map(Some),
+            Engine::Host(_) => Ok(None),
+        }
+    }
+
+    /// Forgets what a slot captured for its old buffers (a new frame size).
+    pub(crate) fn reset_slot(&mut self, slot: usize) {
+        if let Engine::Cuda(e) = self {
+            e.reset_slot(slot);
+        }
+    }
+
+    /// Waits (bounded) for everything the engine enqueued.
+    pub(crate) fn drain(&self, timeout: Duration) -> Result<bool> {
+        match self {
+            Engine::Cuda(e) => e.drain(timeout),
+            Engine::Host(_) => Ok(true),
+        }
+    }
+}

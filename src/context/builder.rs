@@ -1,0 +1,250 @@
+//! [`ContextBuilder`]: everything a context is made with, and the choices it
+//! offers (backend, tuning, back-pressure).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::context::NeuralFrameContext;
+use crate::context::foreign::CallerDevice;
+use crate::error::Result;
+use crate::onnx::ConvSearch;
+use crate::vulkan::DeviceSelector;
+
+/// Which implementation carries frames between the Vulkan buffers and ONNX Runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// CUDA where the Vulkan device has a CUDA twin and ONNX Runtime's CUDA
+    /// provider registers; otherwise the CPU backend, announced in
+    /// [`BackendReport::fallback_reason`](crate::BackendReport::fallback_reason) and the log.
+    #[default]
+    Auto,
+    /// Vulkan memory imported into CUDA, ONNX Runtime's CUDA provider. Fails if unavailable.
+    Cuda,
+    /// Host-visible Vulkan buffers mapped into the process, ONNX Runtime's CPU provider.
+    Cpu,
+}
+
+/// What [`submit`](NeuralFrameContext::submit) does when every slot of the ring is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackPressure {
+    /// Wait on the host for the oldest frame to finish, then reuse its slot.
+    #[default]
+    Block,
+    /// Return [`Submitted::Skipped`](crate::Submitted::Skipped) at once and submit
+    /// nothing: the new frame is dropped (frames already on the GPU cannot be
+    /// recalled). For render loops that must never stall.
+    Skip,
+}
+
+/// How the post pass of a frame learns that the model is done (CUDA backend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PostWait {
+    /// The post pass is submitted with the frame and waits on the GPU for the
+    /// model: nothing on the host waits before retirement.
+    #[default]
+    Gpu,
+    /// The post pass is submitted only once the host has seen the model finish:
+    /// by the next `submit`, or by a wait for that frame. No Vulkan submission
+    /// sits blocked on a semaphore while CUDA runs the model.
+    Host,
+}
+
+/// How a context runs the model and the hand-off. Each field has a
+/// [`ContextBuilder`] setter of the same name; the defaults are the builder's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tuning {
+    /// cuDNN's convolution algorithm search (CUDA backend).
+    pub conv_search: ConvSearch,
+    /// The CUDA provider prefers NHWC kernels.
+    pub prefer_nhwc: bool,
+    /// Each slot's model run is replayed as a captured CUDA graph (CUDA backend).
+    pub cuda_graph: bool,
+    /// Where the post pass waits for the model (CUDA backend).
+    pub post_wait: PostWait,
+    /// The pre and post passes are timed with Vulkan timestamp queries.
+    pub gpu_timestamps: bool,
+    /// Frames are waited for by polling instead of sleeping in the driver.
+    pub spin_wait: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            conv_search: ConvSearch::Heuristic,
+            prefer_nhwc: false,
+            cuda_graph: false,
+            post_wait: PostWait::Gpu,
+            gpu_timestamps: true,
+            spin_wait: false,
+        }
+    }
+}
+
+/// The default bound on every host wait for a frame.
+pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Builds a [`NeuralFrameContext`].
+///
+/// ```no_run
+/// use neural_frame::{Backend, NeuralFrameContext};
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .backend(Backend::Auto)
+///     .frame_size(960, 540)
+///     .slots(3)
+///     .build()?;
+/// println!("{} ×{}", ctx.backend_name(), ctx.contract().scale);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ContextBuilder {
+    pub(crate) model: PathBuf,
+    pub(crate) backend: Backend,
+    pub(crate) device: DeviceSelector,
+    pub(crate) size: (u32, u32),
+    pub(crate) ort_library: Option<PathBuf>,
+    pub(crate) tuning: Tuning,
+    pub(crate) validation: bool,
+    pub(crate) threads: Option<usize>,
+    pub(crate) slots: usize,
+    pub(crate) back_pressure: BackPressure,
+    pub(crate) frame_timeout: Duration,
+}
+
+impl ContextBuilder {
+    pub(crate) fn new(model: &Path) -> Self {
+        Self {
+            model: model.to_path_buf(),
+            backend: Backend::Auto,
+            device: DeviceSelector::Auto,
+            size: (0, 0),
+            ort_library: None,
+            tuning: Tuning::default(),
+            validation: false,
+            threads: None,
+            slots: 3,
+            back_pressure: BackPressure::Block,
+            frame_timeout: DEFAULT_FRAME_TIMEOUT,
+        }
+    }
+
+    /// Every tuning option at once.
+    pub fn tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
+    /// Time the pre and post passes with Vulkan timestamp queries (default on;
+    /// off: [`FrameStats`](crate::FrameStats)'s `pre_ms` and `post_ms` are NaN).
+    pub fn gpu_timestamps(mut self, on: bool) -> Self {
+        self.tuning.gpu_timestamps = on;
+        self
+    }
+    /// Wait for frames by polling on the host (a busy core) instead of sleeping
+    /// in the driver: lower latency on retirement (default off).
+    pub fn spin_wait(mut self, on: bool) -> Self {
+        self.tuning.spin_wait = on;
+        self
+    }
+    /// Replay each slot's model run as a CUDA graph captured from ONNX Runtime's
+    /// second run in that slot (CUDA backend; default off). The buffers of a slot
+    /// stay at fixed addresses, so one capture per slot and frame size holds.
+    /// Frames whose model reads or writes the caller's buffer itself run without a graph.
+    pub fn cuda_graph(mut self, on: bool) -> Self {
+        self.tuning.cuda_graph = on;
+        self
+    }
+    /// Where the post pass waits for the model (CUDA backend; default [`PostWait::Gpu`]).
+    pub fn post_wait(mut self, wait: PostWait) -> Self {
+        self.tuning.post_wait = wait;
+        self
+    }
+    /// Frames in flight: slots in the ring (default 3, at least 1).
+    pub fn slots(mut self, n: usize) -> Self {
+        self.slots = n.max(1);
+        self
+    }
+    /// What [`NeuralFrameContext::submit`] does when every slot is busy (default: block).
+    pub fn back_pressure(mut self, policy: BackPressure) -> Self {
+        self.back_pressure = policy;
+        self
+    }
+    /// The bound on every host wait for a frame (default 30 s): a wait that runs
+    /// out is an [`ErrorKind::Timeout`](crate::ErrorKind::Timeout), never a hang.
+    pub fn frame_timeout(mut self, timeout: Duration) -> Self {
+        self.frame_timeout = timeout;
+        self
+    }
+    /// Which backend (default [`Backend::Auto`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+    /// Which Vulkan device the context creates its own device on (default: the
+    /// first suitable one; with import by file descriptor, the renderer's, by
+    /// [`DeviceSelector::Uuid`]). The CUDA device is always found by UUID.
+    pub fn device(mut self, device: DeviceSelector) -> Self {
+        self.device = device;
+        self
+    }
+    /// The frame size (width, height) of the input images.
+    pub fn frame_size(mut self, width: u32, height: u32) -> Self {
+        self.size = (width, height);
+        self
+    }
+    /// An explicit ONNX Runtime library (otherwise: `ORT_DYLIB_PATH`, `.runtime/`, Python).
+    pub fn ort_library(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ort_library = Some(path.into());
+        self
+    }
+    /// cuDNN's convolution algorithm search (CUDA backend).
+    pub fn conv_search(mut self, search: ConvSearch) -> Self {
+        self.tuning.conv_search = search;
+        self
+    }
+    /// Ask the CUDA provider to prefer NHWC kernels.
+    pub fn prefer_nhwc(mut self, on: bool) -> Self {
+        self.tuning.prefer_nhwc = on;
+        self
+    }
+    /// Run the context's own Vulkan instance under the Khronos validation layer
+    /// and count its errors ([`NeuralFrameContext::validation_errors`]). With
+    /// [`build_on`](Self::build_on), validation is the caller's instance's.
+    pub fn validation(mut self, on: bool) -> Self {
+        self.validation = on;
+        self
+    }
+    /// CPU threads for ONNX Runtime's CPU provider.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = Some(n);
+        self
+    }
+
+    /// Loads ONNX Runtime and the model, creates the context's own Vulkan
+    /// device, chooses the backend, and allocates the frame's buffers.
+    pub fn build(self) -> Result<NeuralFrameContext> {
+        NeuralFrameContext::new(self, None)
+    }
+
+    /// Like [`build`](Self::build), on the caller's Vulkan device and queue
+    /// ("bring your own device"): the context then takes the caller's images,
+    /// buffers and timeline semaphores by handle
+    /// ([`register_input_image`](NeuralFrameContext::register_input_image) and friends).
+    ///
+    /// # Safety
+    /// - Every handle in `device` is valid, `device.device` was created from
+    ///   `device.instance` on `device.physical_device` with the
+    ///   `timelineSemaphore` feature and the extensions its flags claim, and
+    ///   `device.queue` belongs to `device.queue_family_index`.
+    /// - The instance and device outlive the context, every registration made
+    ///   on it and every value it returns.
+    /// - The caller submits to `device.queue` only while holding
+    ///   `device.queue_lock` (or, without a lock, never while a call on the
+    ///   context runs).
+    pub unsafe fn build_on(self, device: CallerDevice) -> Result<NeuralFrameContext> {
+        NeuralFrameContext::new(self, Some(device))
+    }
+}

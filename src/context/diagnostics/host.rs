@@ -1,0 +1,147 @@
+//! The naive host round trip the benchmark compares with: what a user without
+//! interop writes in the simplest way (read the frame back with a staging
+//! buffer made per call, build the tensor on the CPU, run ONNX Runtime with
+//! host tensors, convert on the CPU, upload). Not a competent baseline: it is
+//! kept, and labelled, as the path users start from.
+
+use std::time::Instant;
+
+use half::f16;
+use serde::Serialize;
+
+use crate::context::NeuralFrameContext;
+use crate::context::backend::Engine;
+use crate::context::registry::{InputId, OutputId};
+use crate::error::{Error, Result};
+use crate::onnx::TensorKind;
+
+/// Medians of the host round trip's parts (ms), or one frame's parts.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct HostParts {
+    /// Image → host (copy to a staging buffer, wait, copy out).
+    pub readback_ms: f64,
+    /// RGBA8 → tensor on the CPU.
+    pub to_tensor_ms: f64,
+    /// ONNX Runtime with host tensors (copies in and out included).
+    pub run_ms: f64,
+    /// Tensor → RGBA8 on the CPU.
+    pub from_tensor_ms: f64,
+    /// Host → output image.
+    pub upload_ms: f64,
+}
+
+enum HostTensor {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    U8(Vec<u8>),
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn host_tensor(kind: TensorKind, rgba: &[u8], w: u32, h: u32) -> HostTensor {
+    let plane = (w * h) as usize;
+    match kind {
+        TensorKind::NhwcU8 => HostTensor::U8(rgba.to_vec()),
+        TensorKind::NchwF32 | TensorKind::NchwF16 => {
+            let mut v = vec![0f32; 3 * plane];
+            for (i, px) in rgba.chunks_exact(4).enumerate() {
+                v[i] = px[0] as f32 / 255.0;
+                v[plane + i] = px[1] as f32 / 255.0;
+                v[2 * plane + i] = px[2] as f32 / 255.0;
+            }
+            if kind == TensorKind::NchwF32 {
+                HostTensor::F32(v)
+            } else {
+                HostTensor::F16(v.into_iter().map(f16::from_f32).collect())
+            }
+        }
+    }
+}
+
+fn host_image(kind: TensorKind, v: &[f32], input: &[u8], w: u32, h: u32, s: u32) -> Vec<u8> {
+    let (ow, oh) = ((w * s) as usize, (h * s) as usize);
+    let plane = ow * oh;
+    let mut out = vec![0u8; plane * 4];
+    let q = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
+    for y in 0..oh {
+        for x in 0..ow {
+            let i = y * ow + x;
+            let px = match kind {
+                TensorKind::NhwcU8 => [v[4 * i] as u8, v[4 * i + 1] as u8, v[4 * i + 2] as u8, v[4 * i + 3] as u8],
+                _ => {
+                    let src = (y / s as usize) * w as usize + x / s as usize;
+                    [q(v[i]), q(v[plane + i]), q(v[2 * plane + i]), input[4 * src + 3]]
+                }
+            };
+            out[4 * i..4 * i + 4].copy_from_slice(&px);
+        }
+    }
+    out
+}
+
+impl NeuralFrameContext {
+    /// One frame through the naive host round trip, from `input` into `output`
+    /// (both made by the context), with the times of its parts.
+    pub fn host_round_trip(&mut self, input: InputId, output: OutputId) -> Result<HostParts> {
+        self.retire_all()?;
+        let mut parts = HostParts::default();
+        let (w, h) = self.frame_size();
+        let contract = self.contract.clone();
+        let t = Instant::now();
+        let pixels = self.readback_input(input)?;
+        parts.readback_ms = ms_since(t);
+        let t = Instant::now();
+        let tensor = host_tensor(contract.input, &pixels, w, h);
+        parts.to_tensor_ms = ms_since(t);
+        let t = Instant::now();
+        let session = match &mut self.res.engine {
+            Engine::Cuda(e) => &mut e.session,
+            Engine::Host(e) => &mut e.session,
+        };
+        let shape = contract.input.shape(w, h).map(|d| d as usize);
+        let err = |e: ort::Error| Error::onnx("host round trip", e);
+        let name = contract.input_name.as_str();
+        let outputs = match tensor {
+            HostTensor::F32(v) => {
+                session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
+            }
+            HostTensor::F16(v) => {
+                session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
+            }
+            HostTensor::U8(v) => {
+                session.run(ort::inputs![name => ort::value::Tensor::from_array((shape, v)).map_err(err)?])
+            }
+        }
+        .map_err(err)?;
+        let value = &outputs[0];
+        let out: Vec<f32> = if let Ok((_, d)) = value.try_extract_tensor::<f32>() {
+            d.to_vec()
+        } else if let Ok((_, d)) = value.try_extract_tensor::<f16>() {
+            d.iter().map(|x| x.to_f32()).collect()
+        } else {
+            let (_, d) = value.try_extract_tensor::<u8>().map_err(err)?;
+            d.iter().map(|x| *x as f32).collect()
+        };
+        drop(outputs);
+        parts.run_ms = ms_since(t);
+        let t = Instant::now();
+        let rgba = host_image(contract.output, &out, &pixels, w, h, contract.scale);
+        parts.from_tensor_ms = ms_since(t);
+        let t = Instant::now();
+        self.upload_output(output, &rgba)?;
+        parts.upload_ms = ms_since(t);
+        Ok(parts)
+    }
+
+    fn readback_input(&mut self, input: InputId) -> Result<Vec<u8>> {
+        let reg = self.res.registry.input(input)?;
+        match &reg.resource {
+            crate::context::registry::Resource::Image { owned: Some(image), .. } => {
+                crate::vulkan::transfer::readback_image(image)
+            }
+            _ => Err(Error::InvalidArgument("the host round trip reads images the context created".into())),
+        }
+    }
+}

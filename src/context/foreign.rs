@@ -1,0 +1,248 @@
+//! What a caller hands over: its Vulkan device (bring your own device), its
+//! images and buffers by handle, or exported memory and semaphores by file
+//! descriptor, each with the description the context checks before use.
+//!
+//! # Which way in
+//!
+//! - **Bring your own device** ([`ContextBuilder::build_on`](crate::ContextBuilder::build_on)):
+//!   the context records and submits on the caller's device and queue and uses
+//!   its `VkImage`/`VkBuffer` handles and timeline semaphores directly. No
+//!   memory or semaphore crosses a device boundary, so GPU-side sync works on
+//!   any driver with timeline semaphores (lavapipe too). Pick it when the
+//!   renderer can share its device and a queue.
+//! - **Import by file descriptor** ([`NeuralFrameContext::import_input_image`](crate::NeuralFrameContext::import_input_image)
+//!   and friends): the context keeps its own device on the same physical device
+//!   and imports the renderer's exported memory (`OPAQUE_FD`) and timeline
+//!   semaphores. The renderer's device stays untouched (no shared queue, no
+//!   shared lock), and the same descriptors can cross a process boundary. Pick
+//!   it when the renderer must not share its device, or lives in another process.
+//!
+//! # File descriptors
+//!
+//! A successful import owns the descriptor; a failed one leaves it with the
+//! caller: [`ImportError::into_fd`] gives it back (Vulkan's and CUDA's rule on Linux).
+
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex};
+
+use ash::vk;
+
+use crate::error::Error;
+
+/// The caller's Vulkan device and the queue the context may submit to
+/// (for [`ContextBuilder::build_on`](crate::ContextBuilder::build_on)).
+///
+/// The device must have been created with Vulkan 1.2's `timelineSemaphore`
+/// feature enabled. The CUDA backend also needs `VK_KHR_external_memory_fd`
+/// and `VK_KHR_external_semaphore_fd` enabled on it (to share the model's
+/// buffers and timelines with CUDA); without them, [`Backend::Auto`](crate::Backend::Auto)
+/// falls back to the CPU backend, announced.
+#[derive(Clone)]
+pub struct CallerDevice {
+    /// The loader the instance was created from.
+    pub entry: ash::Entry,
+    /// The caller's instance.
+    pub instance: ash::Instance,
+    /// The API version the instance was created for (1.2 or newer).
+    pub api_version: u32,
+    /// The physical device.
+    pub physical_device: vk::PhysicalDevice,
+    /// The caller's logical device.
+    pub device: ash::Device,
+    /// A queue family with compute support.
+    pub queue_family_index: u32,
+    /// A queue of that family the context submits its passes to.
+    pub queue: vk::Queue,
+    /// A lock the caller holds whenever it submits to `queue` itself; the
+    /// context holds it around each of its own submissions. `None`: the caller
+    /// never submits to this queue while a context call runs.
+    pub queue_lock: Option<Arc<Mutex<()>>>,
+    /// Whether the device was created with `VK_KHR_external_memory_fd`.
+    pub external_memory_fd: bool,
+    /// Whether the device was created with `VK_KHR_external_semaphore_fd`.
+    pub external_semaphore_fd: bool,
+}
+
+/// Which physical device and driver memory or a semaphore comes from:
+/// `VkPhysicalDeviceIDProperties::deviceUUID` and `driverUUID` of the exporter.
+/// Imports are refused unless both equal the context's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceIdentity {
+    /// `deviceUUID`.
+    pub device_uuid: [u8; 16],
+    /// `driverUUID`.
+    pub driver_uuid: [u8; 16],
+}
+
+/// How pixels lie in a linear buffer: `height` rows of `width` pixels,
+/// `row_pitch` bytes apart, starting at offset 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PixelLayout {
+    /// Pixels per row.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+    /// Bytes from one row to the next (a multiple of 4, at least width × bytes per pixel).
+    pub row_pitch: u64,
+    /// `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT`
+    /// (outputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM` or `R16G16B16A16_SFLOAT`).
+    pub format: vk::Format,
+}
+
+impl PixelLayout {
+    /// Tightly packed rows of `format`.
+    pub fn packed(width: u32, height: u32, format: vk::Format) -> Self {
+        let bpp = crate::vulkan::conv::bytes_per_pixel(format).unwrap_or(4) as u64;
+        Self { width, height, row_pitch: width as u64 * bpp, format }
+    }
+    /// Bytes the pixels span.
+    pub fn bytes(&self) -> u64 {
+        self.row_pitch.saturating_mul(self.height as u64)
+    }
+}
+
+/// An image of the caller's device, by handle (bring your own device).
+///
+/// The context reads an input in `layout` (`GENERAL` or
+/// `SHADER_READ_ONLY_OPTIMAL`), and leaves it so. It writes an output in
+/// `GENERAL`, discarding what it held, and leaves it in `layout`. The image
+/// must be used on the context's queue family (or created with concurrent
+/// sharing): the context records no queue family transfer for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerImage {
+    /// The image.
+    pub image: vk::Image,
+    /// Its format.
+    pub format: vk::Format,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The usage it was created with (inputs need `SAMPLED`, outputs `STORAGE`).
+    pub usage: vk::ImageUsageFlags,
+    /// Its tiling.
+    pub tiling: vk::ImageTiling,
+    /// The layout it is in when handed over (input) or comes back in (output).
+    pub layout: vk::ImageLayout,
+}
+
+/// A linear buffer of the caller's device, by handle (bring your own device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerBuffer {
+    /// The buffer.
+    pub buffer: vk::Buffer,
+    /// Its size in bytes (at least the layout's bytes).
+    pub size: u64,
+    /// The usage it was created with (`STORAGE_BUFFER` is needed).
+    pub usage: vk::BufferUsageFlags,
+    /// How the pixels lie in it.
+    pub layout: PixelLayout,
+}
+
+/// Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`), and how it
+/// was allocated: an importer must repeat the allocation size, memory type and
+/// dedicated-ness exactly.
+#[derive(Debug)]
+pub struct MemoryImport {
+    /// The descriptor (owned by the context once an import succeeds).
+    pub fd: OwnedFd,
+    /// `VkMemoryAllocateInfo::allocationSize`.
+    pub allocation_size: u64,
+    /// `VkMemoryAllocateInfo::memoryTypeIndex` (memory types are those of the
+    /// physical device, the same on every device made from it).
+    pub memory_type_index: u32,
+    /// Whether it was a dedicated allocation for the image or buffer.
+    pub dedicated: bool,
+    /// The exporter's device and driver.
+    pub origin: DeviceIdentity,
+}
+
+/// An image whose memory the caller exported. The context creates an image of
+/// the same description over it. Ownership moves through
+/// `VK_QUEUE_FAMILY_EXTERNAL`, in `GENERAL` layout on both sides: the caller
+/// releases an input to it after writing (old and new layout `GENERAL`) and
+/// acquires it back after "input consumed"; it releases an output before
+/// handing it over and acquires it after "output ready", likewise.
+#[derive(Debug)]
+pub struct ImageImport {
+    /// The memory.
+    pub memory: MemoryImport,
+    /// The image's format.
+    pub format: vk::Format,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The usage it was created with (inputs need `SAMPLED`, outputs `STORAGE`).
+    pub usage: vk::ImageUsageFlags,
+    /// Its tiling.
+    pub tiling: vk::ImageTiling,
+}
+
+/// A linear buffer whose memory the caller exported (the seed renderer's slots:
+/// device-local buffers it fills with `vkCmdCopyImageToBuffer`). Ownership moves
+/// through `VK_QUEUE_FAMILY_EXTERNAL` as for [`ImageImport`].
+///
+/// When the model takes the buffer exactly as it is — an NHWC uint8 RGBA input
+/// (or output) and a tightly packed `R8G8B8A8` buffer — the buffer itself is
+/// bound to ONNX Runtime and no pass runs: the literal zero-copy case.
+#[derive(Debug)]
+pub struct BufferImport {
+    /// The memory.
+    pub memory: MemoryImport,
+    /// The buffer's size (`VkBufferCreateInfo::size`).
+    pub size: u64,
+    /// The usage it was created with (`STORAGE_BUFFER` is needed for the passes).
+    pub usage: vk::BufferUsageFlags,
+    /// How the pixels lie in it.
+    pub layout: PixelLayout,
+}
+
+/// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`).
+#[derive(Debug)]
+pub struct SemaphoreImport {
+    /// The descriptor (owned by the context once an import succeeds).
+    pub fd: OwnedFd,
+    /// The exporter's device and driver.
+    pub origin: DeviceIdentity,
+}
+
+/// A failed import: what went wrong, and the caller's file descriptor back.
+#[derive(Debug)]
+pub struct ImportError {
+    error: Error,
+    fd: OwnedFd,
+}
+
+impl ImportError {
+    pub(crate) fn new(error: Error, fd: OwnedFd) -> Self {
+        Self { error, fd }
+    }
+    /// What went wrong.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+    /// The descriptor, still the caller's.
+    pub fn into_fd(self) -> OwnedFd {
+        self.fd
+    }
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.error)
+    }
+}
+
+impl std::error::Error for ImportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// `?` in a function returning [`Error`]: the descriptor is closed.
+impl From<ImportError> for Error {
+    fn from(e: ImportError) -> Self {
+        e.error
+    }
+}

@@ -1,0 +1,502 @@
+//! Submitting a frame and retiring it: the Vulkan batches around the engine's
+//! run, back-pressure, and the bounded host waits for frames.
+
+use std::time::{Duration, Instant};
+
+use ash::vk;
+
+use crate::context::backend::{Engine, Run};
+use crate::context::record::{Recorder, size_mismatch};
+use crate::context::registry::{InputId, OutputId};
+use crate::context::ring::{InFlight, Signaller, Status};
+use crate::context::sync::{Frame, FrameStats, Submission, Submitted, SyncMode, Ticket};
+use crate::context::{BackPressure, NeuralFrameContext, PostWait};
+use crate::error::{Error, Result};
+use crate::vulkan::TimelineSemaphore;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// A batch for `vkQueueSubmit`: command buffers, waits and signals on timelines.
+#[derive(Default)]
+struct Batch {
+    cmds: Vec<vk::CommandBuffer>,
+    wait: Vec<(vk::Semaphore, u64)>,
+    signal: Vec<(vk::Semaphore, u64)>,
+}
+
+impl NeuralFrameContext {
+    /// Runs the model on `input` into `output` and waits for it: [`submit`](Self::submit)
+    /// (blocking when the ring is full, whatever the back-pressure policy) and
+    /// [`wait`](Self::wait).
+    pub fn infer(&mut self, input: InputId, output: OutputId) -> Result<FrameStats> {
+        match self.submit_with(Frame::new(input, output), BackPressure::Block)? {
+            Submitted::Frame(t) => self.wait(&t),
+            Submitted::Skipped => Err(Error::internal("a blocking submission was skipped")),
+        }
+    }
+
+    /// Starts a frame without waiting for it. When every slot is busy, the
+    /// back-pressure policy decides: block on the oldest frame, or skip this one.
+    /// On the CUDA backend nothing here waits on the host: Vulkan and CUDA hand
+    /// the frame to each other through timeline semaphores, and the returned
+    /// ticket's [`input_consumed`](Ticket::input_consumed) and
+    /// [`output_ready`](Ticket::output_ready) are what the caller's GPU waits for.
+    pub fn submit(&mut self, frame: Frame) -> Result<Submitted> {
+        self.submit_with(frame, self.back_pressure)
+    }
+
+    pub(crate) fn submit_with(&mut self, frame: Frame, policy: BackPressure) -> Result<Submitted> {
+        let mut sub = self.resolve(frame)?;
+        let (direct_in, direct_out) = {
+            let r = &self.res.registry;
+            (r.input(frame.input)?.direct.is_some(), r.output(frame.output)?.direct.is_some())
+        };
+        let signallers = (
+            if direct_in { Signaller::Engine } else { Signaller::Vulkan },
+            if direct_out { Signaller::Engine } else { Signaller::Vulkan },
+        );
+        if self.ring.must_drain(signallers) {
+            self.retire_all()?;
+        }
+        // Hand Vulkan the post passes whose models are done (post waits on the host).
+        self.submit_posts(None)?;
+        let i = self.ring.next_slot();
+        if !self.retire(i, policy == BackPressure::Block)? {
+            self.ring.skip();
+            return Ok(Submitted::Skipped);
+        }
+        let generation = self.generation;
+        let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
+        if !on_cuda {
+            // The CPU backend runs the model inside this call: it waits for the caller's
+            // values on the host, bounded, before anything is submitted, so that a value
+            // that never arrives leaves nothing half-submitted behind.
+            for (sem, value) in [sub.wait.take(), sub.output_free.take()].into_iter().flatten() {
+                if !self.wait_raw(sem, value, self.frame_timeout)? {
+                    return Err(Error::Timeout {
+                        what: format!("the caller's timeline reaching {value}"),
+                        waited: self.frame_timeout,
+                    });
+                }
+            }
+        }
+        let kind = self.contract.input;
+        // Record what is not recorded yet: the slot is free, so nothing of it is pending.
+        let (pre, post) = {
+            let res = &mut *self.res;
+            let tensors = res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
+            let recorder = Recorder {
+                device: &res.device,
+                passes: &res.passes,
+                queries: res.queries.as_ref(),
+                pool: &res.pool,
+                on_cuda,
+            };
+            let pre = if direct_in {
+                None
+            } else {
+                let reg = res.registry.registration_mut(frame.input.0)?;
+                // SAFETY: slot i is free, so no submission of its command buffers is pending.
+                Some(unsafe { recorder.pre(i, reg, tensors, kind, generation) }?)
+            };
+            let post = if direct_out {
+                None
+            } else {
+                let reg = res.registry.registration_mut(frame.output.0)?;
+                // SAFETY: as above.
+                Some(unsafe { recorder.post(i, reg, tensors, generation) }?)
+            };
+            (pre, post)
+        };
+        // Bind what the model reads and writes this frame.
+        {
+            let res = &mut *self.res;
+            let slot = &mut res.slots[i];
+            let tensors = slot.tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
+            let input = match &res.registry.input(frame.input)?.direct {
+                Some(d) => &d.value,
+                None => &tensors.input_value,
+            };
+            let output = match &res.registry.output(frame.output)?.direct {
+                Some(d) => &d.value,
+                None => &tensors.output_value,
+            };
+            slot.binding.bind(input, output)?;
+        }
+
+        let n = self.ring.take_value();
+        let submitted = Instant::now();
+        let t = &self.res.timelines;
+        // 1. Vulkan: the pre pass (or, when the model reads the caller's buffer, an
+        // empty batch) waits for the caller and signals the model's start.
+        let mut first = Batch { cmds: pre.into_iter().collect(), ..Batch::default() };
+        first.wait.extend(sub.wait);
+        if direct_out {
+            first.wait.extend(sub.output_free);
+        }
+        first.signal.push((t.to_model.raw(), n));
+        if !direct_in {
+            first.signal.push((t.input_consumed.raw(), n));
+        }
+        self.queue_submit(0, &first)?;
+
+        // 2. The engine runs the model.
+        let t_enqueue = Instant::now();
+        let ran = {
+            let res = &mut *self.res;
+            let run = Run {
+                slot: i,
+                value: n,
+                binding: &mut res.slots[i].binding,
+                slot_tensors: !direct_in && !direct_out,
+                direct_input: direct_in,
+                direct_output: direct_out,
+            };
+            res.engine.run(run, &res.timelines, self.frame_timeout)
+        };
+        let host_infer_ms = match ran {
+            Ok(ms) => ms,
+            Err(e) => {
+                // Nothing signals this frame's output, and the values after it rise past it.
+                // Once the first batch has run, nothing of the slot is pending: the slot stays
+                // free and the context usable.
+                let _ = self.wait_value(self.res.timelines.to_model.vulkan(), n, self.frame_timeout);
+                return Err(e);
+            }
+        };
+        let enqueue_ms = ms(t_enqueue.elapsed());
+
+        // 3. Vulkan: the post pass waits for the model and signals "output ready".
+        let post_pending = post.is_some() && on_cuda && self.tuning.post_wait == PostWait::Host;
+        if let Some(cmd) = post
+            && !post_pending
+        {
+            self.submit_post(cmd, n, sub.output_free)?;
+        }
+        self.ring.occupy(
+            InFlight {
+                value: n,
+                submitted,
+                input: frame.input.0.index,
+                output: frame.output.0.index,
+                host_infer_ms,
+                enqueue_ms,
+                post_pending,
+                pre_pass: !direct_in,
+                post_pass: !direct_out,
+                post_cmd: post,
+                output_free: sub.output_free,
+            },
+            signallers,
+        );
+        Ok(Submitted::Frame(self.ticket(n)))
+    }
+
+    pub(crate) fn ticket(&self, value: u64) -> Ticket {
+        let t = &self.res.timelines;
+        Ticket { context: self.id, value, input_consumed: t.input_consumed.raw(), output_ready: t.output_ready.raw() }
+    }
+
+    /// Checks a frame's handles and resolves its sync points to semaphores.
+    fn resolve(&self, frame: Frame) -> Result<Submission> {
+        let r = &self.res.registry;
+        let (input, output) = (r.input(frame.input)?, r.output(frame.output)?);
+        let size = self.size.ok_or_else(|| Error::internal("a context without a frame size"))?;
+        if (input.width, input.height) != (size.width, size.height) {
+            return Err(size_mismatch("input", (input.width, input.height), (size.width, size.height)));
+        }
+        if (output.width, output.height) != (size.out_width, size.out_height) {
+            return Err(size_mismatch("output", (output.width, output.height), (size.out_width, size.out_height)));
+        }
+        let point = |p: Option<crate::SyncPoint>| -> Result<Option<(vk::Semaphore, u64)>> {
+            p.map(|p| r.timeline(p.timeline).map(|t| (t.raw(), p.value))).transpose()
+        };
+        if self.sync_mode == SyncMode::Host && (frame.wait.is_some() || frame.output_free.is_some()) {
+            return Err(Error::internal("a GPU wait in host-signalled mode"));
+        }
+        Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)? })
+    }
+
+    fn queue_submit(&self, queue: usize, batch: &Batch) -> Result<()> {
+        let wait: Vec<_> = batch.wait.iter().map(|w| w.0).collect();
+        let wait_values: Vec<_> = batch.wait.iter().map(|w| w.1).collect();
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait.len()];
+        let signal: Vec<_> = batch.signal.iter().map(|s| s.0).collect();
+        let signal_values: Vec<_> = batch.signal.iter().map(|s| s.1).collect();
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let info = vk::SubmitInfo::default()
+            .command_buffers(&batch.cmds)
+            .wait_semaphores(&wait)
+            .wait_dst_stage_mask(&stages)
+            .signal_semaphores(&signal)
+            .push_next(&mut timeline);
+        // SAFETY: the command buffers are executable and not pending (their slot was free);
+        // every semaphore is a live timeline of this device (the context's, or a registered
+        // one, which outlives the frames that wait on it); the resources they use live until
+        // the frame retires.
+        unsafe { self.res.device.submit_to(queue, &[info], vk::Fence::null()) }
+    }
+
+    /// Submits a frame's recorded post pass for frame `n`: on the CUDA backend it
+    /// waits for `model_done = n` on its own queue; it signals `output_ready = n`.
+    fn submit_post(&self, cmd: vk::CommandBuffer, n: u64, output_free: Option<(vk::Semaphore, u64)>) -> Result<()> {
+        let t = &self.res.timelines;
+        let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
+        let mut batch = Batch { cmds: vec![cmd], ..Batch::default() };
+        if on_cuda {
+            batch.wait.push((t.model_done.raw(), n));
+        }
+        batch.wait.extend(output_free);
+        batch.signal.push((t.output_ready.raw(), n));
+        // On its own queue where there is one: a post pass waiting for CUDA then
+        // does not hold back the next frame's pre pass (submission order). On the
+        // CPU backend it follows the pre pass on queue 0, which orders the alpha.
+        self.queue_submit(if on_cuda { 1 } else { 0 }, &batch)
+    }
+
+    /// Post waits on the host: submits, in frame order, the pending post passes
+    /// whose model is done. With `until = Some(v)`, waits (bounded) for the
+    /// models of frames up to `v` first.
+    pub(crate) fn submit_posts(&mut self, until: Option<u64>) -> Result<()> {
+        let pending: Vec<(u64, usize)> = self
+            .ring
+            .in_flight_ordered()
+            .into_iter()
+            .filter(|(_, i)| self.ring.slot(*i).is_some_and(|f| f.post_pending))
+            .collect();
+        for (value, i) in pending {
+            let block = until.is_some_and(|v| value <= v);
+            if !self.model_done(i, value, block)? {
+                return Ok(()); // later frames wait behind this one: timeline values rise in order
+            }
+            let (cmd, output_free) = match self.ring.slot(i) {
+                Some(InFlight { post_cmd: Some(cmd), output_free, .. }) => (*cmd, *output_free),
+                _ => continue,
+            };
+            self.submit_post(cmd, value, output_free)?;
+            if let Some(f) = self.ring.slot_mut(i) {
+                f.post_pending = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the model of frame `value` (slot `i`) has signalled `model_done`;
+    /// with `block`, waits for it first (bounded).
+    fn model_done(&self, i: usize, value: u64, block: bool) -> Result<bool> {
+        let done = &self.res.timelines.model_done;
+        if done.vulkan().value()? >= value {
+            return Ok(true);
+        }
+        if !block {
+            return Ok(false);
+        }
+        // The model's end event completes just before the signal: wait for it on
+        // the host (CUDA's completion check, a short spin), then for the signal.
+        if let Engine::Cuda(e) = &self.res.engine
+            && !e.model_finished(i, Some(self.frame_timeout))?
+        {
+            return Err(Error::Timeout { what: format!("the model of frame {value}"), waited: self.frame_timeout });
+        }
+        if !self.wait_value(done.vulkan(), value, self.frame_timeout)? {
+            return Err(Error::Timeout {
+                what: format!("CUDA's signal that frame {value}'s model is done"),
+                waited: self.frame_timeout,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Waits (bounded) on the host for one of the caller's timelines.
+    fn wait_raw(&self, semaphore: vk::Semaphore, value: u64, timeout: Duration) -> Result<bool> {
+        let semaphores = [semaphore];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+        let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: a registered timeline of the context's device, alive while registered.
+        match unsafe { self.res.device.raw().wait_semaphores(&info, ns) } {
+            Ok(()) => Ok(true),
+            Err(vk::Result::TIMEOUT) => Ok(false),
+            Err(result) => Err(Error::Vulkan { call: "vkWaitSemaphores", result }),
+        }
+    }
+
+    /// Waits (bounded) until `semaphore` reaches `value`: polling with spin waits
+    /// on, else in the driver. False on time-out.
+    pub(crate) fn wait_value(&self, semaphore: &TimelineSemaphore, value: u64, timeout: Duration) -> Result<bool> {
+        if self.tuning.spin_wait {
+            let deadline = Instant::now() + timeout;
+            while Instant::now() < deadline {
+                if semaphore.value()? >= value {
+                    return Ok(true);
+                }
+                std::thread::yield_now();
+            }
+            return Ok(semaphore.value()? >= value);
+        }
+        semaphore.wait(value, timeout)
+    }
+
+    /// Waits until `ticket`'s frame is done (its output written) and returns its
+    /// times; an [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) after the
+    /// builder's frame timeout (the frame stays in flight: wait again later).
+    /// Waiting for a frame that already retired returns at once (its times when
+    /// it is among the last 64, NaN otherwise).
+    pub fn wait(&mut self, ticket: &Ticket) -> Result<FrameStats> {
+        self.wait_timeout(ticket, self.frame_timeout)
+    }
+
+    /// [`wait`](Self::wait) with its own bound.
+    pub fn wait_timeout(&mut self, ticket: &Ticket, timeout: Duration) -> Result<FrameStats> {
+        match self.status(ticket)? {
+            Status::InFlight(i) => {
+                // Frames retire in order: the ones before this one first.
+                for (v, j) in self.ring.in_flight_ordered() {
+                    if v > ticket.value {
+                        break;
+                    }
+                    self.retire_within(j, timeout)?;
+                    if j == i {
+                        break;
+                    }
+                }
+                match self.ring.status(ticket.value) {
+                    Status::Retired(s) => Ok(s.unwrap_or(FrameStats::forgotten(ticket.value))),
+                    _ => Err(Error::internal("a waited frame did not retire")),
+                }
+            }
+            Status::Retired(s) => Ok(s.unwrap_or(FrameStats::forgotten(ticket.value))),
+            Status::Unknown => Err(Error::internal("a ticket of this context that it never issued")),
+        }
+    }
+
+    /// Whether `ticket`'s frame is done, without waiting: its times once it is,
+    /// `None` while it is in flight.
+    pub fn try_wait(&mut self, ticket: &Ticket) -> Result<Option<FrameStats>> {
+        self.submit_posts(None)?;
+        match self.status(ticket)? {
+            Status::InFlight(_) => {
+                for (v, j) in self.ring.in_flight_ordered() {
+                    if v > ticket.value || !self.retire(j, false)? {
+                        break;
+                    }
+                }
+                Ok(match self.ring.status(ticket.value) {
+                    Status::Retired(s) => Some(s.unwrap_or(FrameStats::forgotten(ticket.value))),
+                    _ => None,
+                })
+            }
+            Status::Retired(s) => Ok(Some(s.unwrap_or(FrameStats::forgotten(ticket.value)))),
+            Status::Unknown => Err(Error::internal("a ticket of this context that it never issued")),
+        }
+    }
+
+    /// Waits (bounded) until `ticket`'s input has been read: from then on the
+    /// caller may overwrite it. For host-signalled mode, and for tests.
+    pub fn wait_input_consumed(&mut self, ticket: &Ticket, timeout: Duration) -> Result<()> {
+        self.status(ticket)?;
+        let sem = self.res.timelines.input_consumed.vulkan();
+        if !self.wait_value(sem, ticket.value, timeout)? {
+            return Err(Error::Timeout {
+                what: format!("the input of frame {} being read", ticket.value),
+                waited: timeout,
+            });
+        }
+        Ok(())
+    }
+
+    fn status(&self, ticket: &Ticket) -> Result<Status> {
+        if ticket.context != self.id {
+            return Err(Error::InvalidArgument("the ticket belongs to another NeuralFrameContext".into()));
+        }
+        Ok(self.ring.status(ticket.value))
+    }
+
+    /// Waits for every frame in flight.
+    pub fn wait_all(&mut self) -> Result<()> {
+        self.retire_all()
+    }
+
+    pub(crate) fn retire_all(&mut self) -> Result<()> {
+        for (_, i) in self.ring.in_flight_ordered() {
+            self.retire(i, true)?;
+        }
+        Ok(())
+    }
+
+    /// Retires slot `i` if its frame is done (or, with `block`, once it is).
+    /// Returns whether the slot is free.
+    pub(crate) fn retire(&mut self, i: usize, block: bool) -> Result<bool> {
+        if block {
+            self.retire_within(i, self.frame_timeout)?;
+            return Ok(true);
+        }
+        let Some(value) = self.ring.slot(i).map(|f| f.value) else {
+            return Ok(true);
+        };
+        self.submit_posts(None)?;
+        if self.ring.slot(i).is_some_and(|f| f.post_pending) {
+            return Ok(false);
+        }
+        if self.res.timelines.output_ready.vulkan().value()? < value {
+            return Ok(false);
+        }
+        self.finish(i)?;
+        Ok(true)
+    }
+
+    fn retire_within(&mut self, i: usize, timeout: Duration) -> Result<()> {
+        let Some(value) = self.ring.slot(i).map(|f| f.value) else {
+            return Ok(());
+        };
+        self.submit_posts(Some(value))?;
+        if !self.wait_value(self.res.timelines.output_ready.vulkan(), value, timeout)? {
+            return Err(Error::Timeout {
+                what: format!(
+                    "frame {value} (output ready = {}, input consumed = {})",
+                    self.res.timelines.output_ready.vulkan().value()?,
+                    self.res.timelines.input_consumed.vulkan().value()?
+                ),
+                waited: timeout,
+            });
+        }
+        self.finish(i)
+    }
+
+    /// Frees slot `i`, whose frame is done, and records its times.
+    fn finish(&mut self, i: usize) -> Result<()> {
+        let Some(f) = self.ring.slot(i).cloned() else {
+            return Ok(());
+        };
+        let period = self.res.device.timestamp_period_ns() as f64 * 1e-6;
+        let pair = |first: u32, ran: bool| -> Result<f64> {
+            let ticks = match (&self.res.queries, ran) {
+                (Some(q), true) => q.read(first, 2)?,
+                _ => None,
+            };
+            Ok(ticks.map_or(f64::NAN, |t| t[1].wrapping_sub(t[0]) as f64 * period))
+        };
+        let pre_ms = pair(4 * i as u32, f.pre_pass)?;
+        let post_ms = pair(4 * i as u32 + 2, f.post_pass)?;
+        let (infer_ms, gpu_gap_ms) = self.res.engine.model_times(i, f.value)?.unwrap_or((f.host_infer_ms, f64::NAN));
+        let stats = FrameStats {
+            ticket: f.value,
+            pre_ms,
+            infer_ms,
+            post_ms,
+            latency_ms: ms(f.submitted.elapsed()),
+            enqueue_ms: f.enqueue_ms,
+            gpu_gap_ms,
+            slot: i,
+            pre_pass: f.pre_pass,
+            post_pass: f.post_pass,
+        };
+        self.ring.retire(i, stats);
+        self.free_buried();
+        Ok(())
+    }
+}

@@ -1,0 +1,364 @@
+//! [`NeuralFrameContext`]: a model on a Vulkan device, and everything a frame
+//! needs on its way input → pre pass → ONNX Runtime → post pass → output.
+//!
+//! The parts, each in a file of its own: [`builder`] (what a context is made
+//! with), [`setup`] (instance, device, backend choice), [`ring`] (the slot
+//! state machine, pure), [`slots`] (a slot's buffers and device limits),
+//! [`registry`] and [`register`] (registered inputs, outputs and timelines),
+//! [`record`] (one frame's commands), [`frame`] (submit, retire, waits),
+//! [`passes`] (the compute pipelines), [`backend`] (CUDA or host), and, behind
+//! the `diagnostics` feature, the benchmark's probes.
+
+pub(crate) mod backend;
+pub(crate) mod builder;
+#[cfg(feature = "diagnostics")]
+pub(crate) mod diagnostics;
+pub(crate) mod foreign;
+pub(crate) mod frame;
+pub(crate) mod passes;
+pub(crate) mod record;
+pub(crate) mod register;
+pub(crate) mod registry;
+pub(crate) mod ring;
+pub(crate) mod setup;
+pub(crate) mod slots;
+pub(crate) mod sync;
+
+use std::ffi::c_void;
+use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::context::backend::{CudaEngine, Engine, HostEngine, Timelines};
+use crate::context::passes::Passes;
+use crate::context::registry::Registry;
+use crate::context::ring::Ring;
+use crate::context::setup::BackendReport;
+use crate::context::slots::{FrameSize, Slot, SlotTensors};
+use crate::context::sync::SyncMode;
+use crate::cuda;
+use crate::error::{Error, ErrorKind, Result};
+use crate::interop::SharedTimeline;
+use crate::onnx::session::{Provider, SessionConfig};
+use crate::onnx::{Binding, ModelContract, session};
+use crate::vulkan::command::CommandPool;
+use crate::vulkan::query::TimestampPool;
+use crate::vulkan::{Device, Instance};
+
+pub use builder::{BackPressure, Backend, ContextBuilder, PostWait, Tuning};
+use foreign::CallerDevice;
+
+/// Everything that holds GPU objects, in teardown order: registrations (views,
+/// descriptor sets, the caller's imported memory and its CUDA mappings), the
+/// slots (ONNX Runtime bindings and tensor values, then their buffers and CUDA
+/// mappings), the engine (the session before the CUDA stream it runs on), the
+/// timelines (CUDA imports before the Vulkan semaphores), queries, the command
+/// pool, the passes, then the device and the instance.
+struct Resources {
+    registry: Registry,
+    slots: Vec<Slot>,
+    engine: Engine,
+    timelines: Timelines,
+    queries: Option<TimestampPool>,
+    pool: CommandPool,
+    passes: Passes,
+    device: Arc<Device>,
+    _instance: Arc<Instance>,
+}
+
+/// A model on a Vulkan device for one frame size: turns registered inputs into
+/// registered outputs through a ring of slots (frames in flight).
+///
+/// Build one with [`NeuralFrameContext::builder`]. Register what frames come
+/// from and go to once (images the context creates, the caller's images and
+/// buffers by handle on its own device, or its exported memory by file
+/// descriptor), then [`submit`](Self::submit) frames by handle and hand the
+/// returned ticket's semaphores to the renderer, or [`infer`](Self::infer) one
+/// frame and wait.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{Backend, NeuralFrameContext};
+///
+/// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .backend(Backend::Auto) // CUDA where possible, else the CPU backend, announced
+///     .frame_size(960, 540)
+///     .build()?;
+/// let input = ctx.create_input_image(vk::Format::B8G8R8A8_UNORM)?;
+/// let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+/// ctx.upload(input, &vec![200; 960 * 540 * 4])?;
+/// let stats = ctx.infer(input, output)?;
+/// println!("model {:.2} ms on the {} backend", stats.infer_ms, ctx.backend_name());
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+///
+/// The context is `Send`: it may move to another thread, and is used from one
+/// thread at a time (`&mut self`).
+pub struct NeuralFrameContext {
+    res: ManuallyDrop<Resources>,
+    ring: Ring,
+    contract: ModelContract,
+    report: BackendReport,
+    model: PathBuf,
+    tuning: Tuning,
+    back_pressure: BackPressure,
+    frame_timeout: Duration,
+    sync_mode: SyncMode,
+    size: Option<FrameSize>,
+    /// Counts re-allocations of the slot buffers: recorded passes of an older one are stale.
+    generation: u64,
+    id: u64,
+}
+
+// SAFETY: every GPU object the context holds is owned by it alone and used only
+// through `&mut self` (or `&self` for read-only queries that Vulkan and CUDA allow
+// from any thread): Vulkan handles may be used from any thread with external
+// synchronisation, which `&mut self` gives (queues are additionally locked); CUDA
+// calls bind the context's CUDA context to the calling thread first; ONNX Runtime
+// sessions, bindings and values may be used from any thread one call at a time.
+unsafe impl Send for NeuralFrameContext {}
+
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl NeuralFrameContext {
+    /// Starts building a context for the ONNX model at `model`.
+    pub fn builder(model: impl AsRef<Path>) -> ContextBuilder {
+        ContextBuilder::new(model.as_ref())
+    }
+
+    fn new(b: ContextBuilder, caller: Option<CallerDevice>) -> Result<Self> {
+        // SAFETY: a caller device comes from build_on, whose contract the caller accepted.
+        match unsafe { Self::create(&b, caller.as_ref(), b.backend) } {
+            // The CUDA provider can still fail when the session is created (a CUDA
+            // library missing): `auto` then falls back too, announced.
+            Err(e) if b.backend == Backend::Auto && e.kind() == ErrorKind::ProviderUnavailable => {
+                let reason = e.to_string();
+                log::warn!("CUDA backend unavailable ({reason}); falling back to the CPU backend");
+                // SAFETY: as above.
+                let mut ctx = unsafe { Self::create(&b, caller.as_ref(), Backend::Cpu) }?;
+                ctx.report.requested = Backend::Auto;
+                ctx.report.fallback_reason = Some(reason);
+                Ok(ctx)
+            }
+            other => other,
+        }
+    }
+
+    /// # Safety
+    /// A `caller` device must satisfy [`ContextBuilder::build_on`]'s contract.
+    unsafe fn create(b: &ContextBuilder, caller: Option<&CallerDevice>, backend: Backend) -> Result<Self> {
+        if b.size.0 == 0 || b.size.1 == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a frame size of {}×{} is empty: set one with ContextBuilder::frame_size",
+                b.size.0, b.size.1
+            )));
+        }
+        session::check_model_file(&b.model)?;
+        // SAFETY: passed on from the caller.
+        let base = unsafe { setup::base(b, caller, backend) }?;
+        let device = base.device;
+        let sync_mode =
+            if !device.is_owned() || device.can_share_semaphores() { SyncMode::Gpu } else { SyncMode::Host };
+        let cuda = base.cuda.as_ref();
+        let share = device.can_share_semaphores();
+        let timelines = Timelines {
+            to_model: SharedTimeline::new(&device, cuda, false)?,
+            model_done: SharedTimeline::new(&device, cuda, false)?,
+            input_consumed: SharedTimeline::new(&device, cuda, share)?,
+            output_ready: SharedTimeline::new(&device, cuda, share)?,
+        };
+        let n = b.slots.max(1);
+        let mut config = SessionConfig {
+            provider: Provider::Cpu,
+            conv_search: b.tuning.conv_search,
+            prefer_nhwc: b.tuning.prefer_nhwc,
+            cuda_stream: None,
+            threads: b.threads,
+        };
+        let (engine, contract) = match cuda {
+            Some(c) => {
+                let stream = cuda::Stream::new(c)?;
+                config.provider = Provider::Cuda { ordinal: c.info().ordinal };
+                config.cuda_stream = Some(stream.raw() as *mut c_void);
+                // SAFETY: the stream goes into the engine with the session, which drops the session first.
+                let (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                let engine = CudaEngine::new(session, stream, Arc::clone(c), n, b.tuning.cuda_graph)?;
+                (Engine::Cuda(engine), contract)
+            }
+            None => {
+                // SAFETY: no CUDA stream is involved.
+                let (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                (Engine::Host(HostEngine { session }), contract)
+            }
+        };
+        log::debug!("model {}: {:?}", b.model.display(), contract);
+        let passes = Passes::new(&device, contract.input, contract.output)?;
+        let pool = CommandPool::new(&device)?;
+        let queries = if b.tuning.gpu_timestamps && device.timestamp_period_ns() > 0.0 {
+            Some(TimestampPool::new(&device, 4 * n as u32)?)
+        } else {
+            None
+        };
+        let slots = (0..n)
+            .map(|_| {
+                let binding = Binding::new(engine.session(), &contract.input_name, &contract.output_name)?;
+                Ok(Slot { binding, tensors: None })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let id = next_id();
+        let on_cuda = cuda.is_some();
+        let mut ctx = Self {
+            res: ManuallyDrop::new(Resources {
+                registry: Registry::new(id),
+                slots,
+                engine,
+                timelines,
+                queries,
+                pool,
+                passes,
+                device,
+                _instance: base.instance,
+            }),
+            ring: Ring::new(n),
+            contract,
+            report: base.report,
+            model: b.model.clone(),
+            // CUDA graphs exist only on the CUDA backend: the tuning reports what runs.
+            tuning: Tuning { cuda_graph: b.tuning.cuda_graph && on_cuda, ..b.tuning },
+            back_pressure: b.back_pressure,
+            frame_timeout: b.frame_timeout,
+            sync_mode,
+            size: None,
+            generation: 0,
+            id,
+        };
+        ctx.resize(b.size.0, b.size.1)?;
+        Ok(ctx)
+    }
+
+    /// Re-creates every slot's buffers for a new input size (after the frames in
+    /// flight finish); the session stays. Registrations of the old size are
+    /// refused by `submit` from then on: register resources of the new size.
+    pub fn resize(&mut self, width: u32, height: u32) -> Result<()> {
+        if self.size.is_some_and(|s| (s.width, s.height) == (width, height)) {
+            return Ok(());
+        }
+        if let Some((fw, fh)) = self.contract.fixed_size
+            && (fw, fh) != (width, height)
+        {
+            return Err(Error::ModelContract {
+                model: self.model.display().to_string(),
+                message: format!("takes only {fw}×{fh} frames (static input shape); got {width}×{height}"),
+            });
+        }
+        let size = FrameSize::new(&self.contract, width, height)?;
+        size.check(&self.res.device, self.ring.len(), self.res.engine.placement())?;
+        passes::pre_grid(
+            &self.res.device,
+            self.res.passes.pre(passes::Source::Image),
+            self.contract.input,
+            width,
+            height,
+        )?;
+        passes::post_grid(
+            &self.res.device,
+            self.res.passes.post(passes::Target::Image8),
+            size.out_width,
+            size.out_height,
+        )?;
+        self.retire_all()?;
+        self.generation += 1;
+        self.size = None;
+        let res = &mut *self.res;
+        for (i, slot) in res.slots.iter_mut().enumerate() {
+            // Old graphs and values refer to the old buffers: drop them first (teardown order).
+            res.engine.reset_slot(i);
+            slot.tensors = None;
+        }
+        for slot in res.slots.iter_mut() {
+            slot.tensors = Some(SlotTensors::new(&res.device, res.engine.cuda_device(), &self.contract, size)?);
+        }
+        self.size = Some(size);
+        Ok(())
+    }
+
+    /// Current input frame size.
+    pub fn frame_size(&self) -> (u32, u32) {
+        self.size.map_or((0, 0), |s| (s.width, s.height))
+    }
+    /// Current output size (frame size × scale).
+    pub fn output_size(&self) -> (u32, u32) {
+        self.size.map_or((0, 0), |s| (s.out_width, s.out_height))
+    }
+    /// The model's contract.
+    pub fn contract(&self) -> &ModelContract {
+        &self.contract
+    }
+    /// How the backend was chosen and what runs.
+    pub fn report(&self) -> &BackendReport {
+        &self.report
+    }
+    /// `"cuda"` or `"cpu"`.
+    pub fn backend_name(&self) -> &'static str {
+        self.report.backend
+    }
+    /// The tuning in effect (CUDA graphs only on the CUDA backend).
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
+    }
+    /// How frames are handed over with the caller: on the GPU, or through the host.
+    pub fn sync_mode(&self) -> SyncMode {
+        self.sync_mode
+    }
+    /// Slots in the ring.
+    pub fn slot_count(&self) -> usize {
+        self.ring.len()
+    }
+    /// Frames in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.ring.in_flight()
+    }
+    /// Frames dropped by [`BackPressure::Skip`] so far.
+    pub fn skipped(&self) -> u64 {
+        self.ring.skipped()
+    }
+    /// Errors the validation layer reported so far (context's own instance,
+    /// with [`ContextBuilder::validation`]; 0 otherwise).
+    pub fn validation_errors(&self) -> usize {
+        self.res._instance.validation_errors()
+    }
+    /// Free and total memory of the CUDA device, in bytes (CUDA backend).
+    pub fn cuda_memory(&self) -> Result<Option<(usize, usize)>> {
+        self.res.engine.cuda_device().map(|c| c.memory_info()).transpose()
+    }
+}
+
+impl Drop for NeuralFrameContext {
+    fn drop(&mut self) {
+        // Frames in flight finish before anything they use goes; bounded, so a
+        // signal that never arrives cannot hang the drop.
+        let retired = self.retire_all();
+        let drained = retired.is_ok() && matches!(self.res.engine.drain(self.frame_timeout), Ok(true));
+        if !drained {
+            // The GPU may still use these objects (a caller's semaphore that never
+            // reached its value holds a pass back): destroying them would be a use after
+            // free on the GPU. They are leaked instead, and said so.
+            log::error!(
+                "dropping a NeuralFrameContext whose frames did not finish ({}): its Vulkan and CUDA objects are \
+                 leaked rather than destroyed while in use",
+                retired.err().map_or("the CUDA stream did not drain".to_string(), |e| e.to_string())
+            );
+            return;
+        }
+        let entries = self.res.registry.drain();
+        for entry in entries {
+            self.free_entry(entry);
+        }
+        // SAFETY: dropped once, here; nothing of it is used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.res) };
+    }
+}

@@ -1,0 +1,256 @@
+//! Registered inputs, outputs and timelines: each checked once when it is
+//! registered, then submitted by handle. A registration keeps what the passes
+//! need for it (view, descriptor sets and command buffers per ring slot,
+//! recorded once), and is freed only when no frame in flight uses it.
+
+use ash::vk;
+
+use crate::context::passes::{Source, Target};
+use crate::cuda::MappedBuffer;
+use crate::error::{Error, Result};
+use crate::onnx::TensorValue;
+use crate::vulkan::compute::{DescriptorSet, ImageView};
+use crate::vulkan::{Buffer, Image, TimelineSemaphore};
+
+/// A registration's place in its context's table. Copy handles name it with the
+/// table's generation, so a handle outliving its registration is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    pub(crate) context: u64,
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+/// A registered input (image or buffer). Made only by the context's
+/// `create_input_image`, `register_input_*` and `import_input_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct InputId(pub(crate) Key);
+
+/// A registered output (image or buffer). Made only by the context's
+/// `create_output_image`, `register_output_*` and `import_output_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OutputId(pub(crate) Key);
+
+/// A registered timeline semaphore of the caller's, to wait on in
+/// [`Frame::wait_for`](crate::Frame::wait_for). Made only by the context's
+/// `register_timeline` and `import_timeline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimelineId(pub(crate) Key);
+
+/// Who the memory belongs to, which decides the barriers around its use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Allocated by the context (`create_*_image`): `GENERAL` layout, uploads and readbacks allowed.
+    Owned,
+    /// The caller's, on the context's device (bring your own device): used in its
+    /// declared layout, no queue family transfer.
+    Caller,
+    /// The caller's exported memory imported into the context's device: moved
+    /// to and from `VK_QUEUE_FAMILY_EXTERNAL` around every use, in `GENERAL` layout.
+    Imported,
+}
+
+/// The resource itself.
+pub(crate) enum Resource {
+    /// An image, with the view the passes use.
+    Image {
+        view: ImageView,
+        raw: vk::Image,
+        format: vk::Format,
+        /// The layout it is handed over in (inputs) or given back in (outputs).
+        layout: vk::ImageLayout,
+        /// The image, when the context created or imported it.
+        owned: Option<Image>,
+    },
+    /// A linear buffer of pixels.
+    Buffer {
+        raw: vk::Buffer,
+        format: vk::Format,
+        /// Row pitch in bytes.
+        pitch: u64,
+        /// Bytes the pixels span.
+        bytes: u64,
+        /// The buffer, when the context imported it (None: the caller's handle,
+        /// or memory only CUDA sees).
+        _owned: Option<Buffer>,
+    },
+}
+
+/// The model reads or writes the caller's buffer itself: no pass runs (the
+/// literal zero-copy case). Fields in teardown order: the value, then the
+/// CUDA mapping it points into.
+pub(crate) struct Direct {
+    pub(crate) value: TensorValue,
+    pub(crate) _cuda: Option<MappedBuffer>,
+}
+
+/// A pass recorded for one (slot, registration): resubmitted as it is.
+pub(crate) struct Recorded {
+    pub(crate) cmd: vk::CommandBuffer,
+    pub(crate) _set: DescriptorSet,
+    /// The slot buffers' generation the descriptors point at.
+    pub(crate) generation: u64,
+}
+
+/// One registered input or output. Fields in teardown order: recorded passes
+/// (their command buffers are freed by the context's pool), the direct binding,
+/// the resource.
+pub(crate) struct Registration {
+    pub(crate) recorded: Vec<Option<Recorded>>,
+    pub(crate) direct: Option<Direct>,
+    pub(crate) resource: Resource,
+    pub(crate) origin: Origin,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+}
+
+impl Registration {
+    /// What the pre pass reads it as.
+    pub(crate) fn source(&self) -> Source {
+        match self.resource {
+            Resource::Image { .. } => Source::Image,
+            Resource::Buffer { .. } => Source::Buffer,
+        }
+    }
+
+    /// What the post pass writes it as.
+    pub(crate) fn target(&self) -> Target {
+        match self.resource {
+            Resource::Image { format: vk::Format::R16G16B16A16_SFLOAT, .. } => Target::Image16,
+            Resource::Image { .. } => Target::Image8,
+            Resource::Buffer { .. } => Target::Buffer,
+        }
+    }
+
+    /// The command buffers recorded for it, to free before it goes.
+    pub(crate) fn command_buffers(&self) -> Vec<vk::CommandBuffer> {
+        self.recorded.iter().flatten().map(|r| r.cmd).collect()
+    }
+}
+
+/// What a table entry holds.
+pub(crate) enum Entry {
+    Input(Registration),
+    Output(Registration),
+    Timeline(TimelineSemaphore),
+}
+
+struct Cell {
+    generation: u32,
+    entry: Option<Entry>,
+}
+
+/// Registrations awaiting the end of frames that use them.
+struct Zombie {
+    until: u64,
+    entry: Entry,
+}
+
+/// The context's registrations.
+pub(crate) struct Registry {
+    cells: Vec<Cell>,
+    zombies: Vec<Zombie>,
+    context: u64,
+}
+
+impl Registry {
+    pub(crate) fn new(context: u64) -> Self {
+        Self { cells: Vec::new(), zombies: Vec::new(), context }
+    }
+
+    /// Adds an entry and returns its key.
+    pub(crate) fn insert(&mut self, entry: Entry) -> Key {
+        let index = match self.cells.iter().position(|c| c.entry.is_none()) {
+            Some(i) => i,
+            None => {
+                self.cells.push(Cell { generation: 0, entry: None });
+                self.cells.len() - 1
+            }
+        };
+        let cell = &mut self.cells[index];
+        cell.generation = cell.generation.wrapping_add(1);
+        cell.entry = Some(entry);
+        Key { context: self.context, index: index as u32, generation: cell.generation }
+    }
+
+    fn cell(&self, key: Key) -> Result<&Entry> {
+        if key.context != self.context {
+            return Err(Error::InvalidArgument("the handle belongs to another NeuralFrameContext".into()));
+        }
+        self.cells
+            .get(key.index as usize)
+            .filter(|c| c.generation == key.generation)
+            .and_then(|c| c.entry.as_ref())
+            .ok_or_else(|| Error::InvalidArgument("the handle was unregistered".into()))
+    }
+
+    fn cell_mut(&mut self, key: Key) -> Result<&mut Entry> {
+        if key.context != self.context {
+            return Err(Error::InvalidArgument("the handle belongs to another NeuralFrameContext".into()));
+        }
+        self.cells
+            .get_mut(key.index as usize)
+            .filter(|c| c.generation == key.generation)
+            .and_then(|c| c.entry.as_mut())
+            .ok_or_else(|| Error::InvalidArgument("the handle was unregistered".into()))
+    }
+
+    /// An input's registration.
+    pub(crate) fn input(&self, id: InputId) -> Result<&Registration> {
+        match self.cell(id.0)? {
+            Entry::Input(r) => Ok(r),
+            _ => Err(Error::internal("an input handle naming something else")),
+        }
+    }
+
+    /// An output's registration.
+    pub(crate) fn output(&self, id: OutputId) -> Result<&Registration> {
+        match self.cell(id.0)? {
+            Entry::Output(r) => Ok(r),
+            _ => Err(Error::internal("an output handle naming something else")),
+        }
+    }
+
+    /// A registration by key (input or output), writable.
+    pub(crate) fn registration_mut(&mut self, key: Key) -> Result<&mut Registration> {
+        match self.cell_mut(key)? {
+            Entry::Input(r) | Entry::Output(r) => Ok(r),
+            Entry::Timeline(_) => Err(Error::internal("a timeline where a registration was expected")),
+        }
+    }
+
+    /// A timeline.
+    pub(crate) fn timeline(&self, id: TimelineId) -> Result<&TimelineSemaphore> {
+        match self.cell(id.0)? {
+            Entry::Timeline(t) => Ok(t),
+            _ => Err(Error::internal("a timeline handle naming something else")),
+        }
+    }
+
+    /// Takes an entry out of the table; the handle is invalid from now on.
+    pub(crate) fn remove(&mut self, key: Key) -> Result<Entry> {
+        self.cell(key)?;
+        self.cells[key.index as usize].entry.take().ok_or_else(|| Error::internal("entry vanished"))
+    }
+
+    /// Keeps an entry until the frame of value `until` has retired.
+    pub(crate) fn bury(&mut self, entry: Entry, until: u64) {
+        self.zombies.push(Zombie { until, entry });
+    }
+
+    /// The buried entries whose frames have all retired (`retired`: every frame
+    /// up to this value is done), for the context to free.
+    pub(crate) fn exhume(&mut self, retired: u64) -> Vec<Entry> {
+        let (done, keep): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.zombies).into_iter().partition(|z| z.until <= retired);
+        self.zombies = keep;
+        done.into_iter().map(|z| z.entry).collect()
+    }
+
+    /// Every entry, live and buried, to free on drop.
+    pub(crate) fn drain(&mut self) -> Vec<Entry> {
+        let mut all: Vec<Entry> = self.cells.iter_mut().filter_map(|c| c.entry.take()).collect();
+        all.extend(self.zombies.drain(..).map(|z| z.entry));
+        all
+    }
+}

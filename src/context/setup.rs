@@ -1,0 +1,158 @@
+//! Choosing what a context runs on: the Vulkan instance and device (its own
+//! or the caller's), ONNX Runtime, and the backend, with `auto` falling back
+//! to the CPU backend on a typed error kind, announced.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::context::builder::{Backend, ContextBuilder};
+use crate::context::foreign::CallerDevice;
+use crate::cuda::{self, CudaDevice};
+use crate::error::{Error, Result, format_uuid};
+use crate::onnx::RuntimeInfo;
+use crate::onnx::runtime;
+use crate::vulkan::device::BorrowedDevice;
+use crate::vulkan::{AdapterInfo, Device, Instance, InstanceOptions};
+
+/// How the backend was chosen, for reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendReport {
+    /// What was asked for.
+    pub requested: Backend,
+    /// What runs: `"cuda"` or `"cpu"`.
+    pub backend: &'static str,
+    /// Why CUDA is not used, when `auto` fell back to the CPU backend.
+    pub fallback_reason: Option<String>,
+    /// The Vulkan device.
+    pub vulkan_device: AdapterInfo,
+    /// Whether the Vulkan device is the caller's (bring your own device).
+    pub caller_device: bool,
+    /// The CUDA device paired with it by UUID, when CUDA runs.
+    pub cuda_device: Option<String>,
+    /// The loaded ONNX Runtime.
+    pub runtime: RuntimeInfo,
+}
+
+/// What a context is built on.
+pub(crate) struct Base {
+    pub(crate) cuda: Option<Arc<CudaDevice>>,
+    pub(crate) device: Arc<Device>,
+    pub(crate) instance: Arc<Instance>,
+    pub(crate) report: BackendReport,
+}
+
+/// Loads ONNX Runtime, makes (or wraps) the Vulkan device and picks the backend.
+///
+/// # Safety
+/// A `caller` device must satisfy [`ContextBuilder::build_on`]'s contract.
+pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, backend: Backend) -> Result<Base> {
+    let runtime = runtime::load(b.ort_library.as_deref())?.clone();
+    log::debug!("ONNX Runtime {} from {}", runtime.version, runtime.library.display());
+    let (instance, device) = match caller {
+        None => {
+            let instance = Instance::new(&InstanceOptions { validation: b.validation })?;
+            let device = Device::new(&instance, b.device)?;
+            (instance, device)
+        }
+        Some(c) => {
+            // SAFETY: the caller's instance outlives the context (build_on's contract).
+            let instance = unsafe { Instance::borrowed(c.entry.clone(), c.instance.clone(), c.api_version) }?;
+            let borrowed = BorrowedDevice {
+                raw: c.device.handle(),
+                physical: c.physical_device,
+                queue_family: c.queue_family_index,
+                queue: c.queue,
+                external_memory_fd: c.external_memory_fd,
+                external_semaphore_fd: c.external_semaphore_fd,
+            };
+            // SAFETY: build_on's contract covers the device, the queue and the lock.
+            let device = unsafe { Device::borrowed(&instance, borrowed, c.queue_lock.clone()) }?;
+            (instance, device)
+        }
+    };
+    log::debug!("Vulkan device {} ({} queue(s))", device.info(), device.queue_count());
+    let (cuda, fallback_reason) = match backend {
+        Backend::Cpu => (None, None),
+        Backend::Cuda => (Some(pair_cuda(&device, &runtime)?), None),
+        Backend::Auto => match pair_cuda(&device, &runtime) {
+            Ok(c) => (Some(c), None),
+            // Whatever stops CUDA here (no driver, no twin, no provider, a failing
+            // driver call) makes `auto` fall back, announced.
+            Err(e) => {
+                let reason = e.to_string();
+                log::warn!("CUDA backend unavailable ({reason}); falling back to the CPU backend");
+                (None, Some(reason))
+            }
+        },
+    };
+    let report = BackendReport {
+        requested: backend,
+        backend: if cuda.is_some() { "cuda" } else { "cpu" },
+        fallback_reason,
+        vulkan_device: device.info().clone(),
+        caller_device: caller.is_some(),
+        cuda_device: cuda
+            .as_ref()
+            .map(|c| format!("CUDA {} \"{}\" (UUID {})", c.info().ordinal, c.info().name, format_uuid(&c.info().uuid))),
+        runtime,
+    };
+    Ok(Base { cuda, device, instance, report })
+}
+
+/// The CUDA device paired with `device` by UUID, where everything the CUDA
+/// backend needs is there; otherwise an error of kind `ProviderUnavailable`
+/// that says what is missing.
+fn pair_cuda(device: &Arc<Device>, runtime: &RuntimeInfo) -> Result<Arc<CudaDevice>> {
+    cuda::init()?;
+    let cuda_device = CudaDevice::by_uuid(&device.info().uuid_bytes)?;
+    if !runtime.providers.iter().any(|p| p == "CUDAExecutionProvider") {
+        return Err(Error::CudaUnavailable {
+            reason: format!(
+                "the ONNX Runtime at {} has no CUDA execution provider (providers: {}); install onnxruntime-gpu 1.31.1",
+                runtime.library.display(),
+                runtime.providers.join(", ")
+            ),
+        });
+    }
+    let unavailable = |e: Error| Error::CudaUnavailable {
+        reason: format!("the Vulkan device cannot share memory and semaphores with CUDA: {e}"),
+    };
+    crate::vulkan::caps::timeline_export_support(device).map_err(unavailable)?;
+    if !device.can_share_memory() {
+        return Err(unavailable(Error::InvalidArgument("VK_KHR_external_memory_fd is not enabled".into())));
+    }
+    Ok(cuda_device)
+}
+
+/// The Vulkan devices a context can run on with `backend`: every suitable one,
+/// and on the CUDA backend (and `auto`, where CUDA is present) only those with a
+/// CUDA device of the same UUID. For running one context per GPU.
+///
+/// ```no_run
+/// for d in neural_frame::suitable_devices(neural_frame::Backend::Cuda)? {
+///     println!("{d}");
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+pub fn suitable_devices(backend: Backend) -> Result<Vec<AdapterInfo>> {
+    let instance = Instance::new(&InstanceOptions::default())?;
+    let list = crate::vulkan::adapter::enumerate(&instance)?;
+    let cuda_uuids: Vec<[u8; 16]> = match backend {
+        Backend::Cpu => Vec::new(),
+        _ => cuda::devices().map(|d| d.into_iter().map(|d| d.uuid).collect()).unwrap_or_default(),
+    };
+    let chosen: Vec<AdapterInfo> = list
+        .iter()
+        .filter(|(_, info)| info.unsuitable.is_none())
+        .filter(|(_, info)| backend == Backend::Cpu || cuda_uuids.is_empty() || cuda_uuids.contains(&info.uuid_bytes))
+        .map(|(_, info)| info.clone())
+        .collect();
+    if chosen.is_empty() {
+        return Err(Error::NoSuchDevice {
+            wanted: "a suitable device".into(),
+            seen: list.iter().map(|(_, i)| i.to_string()).collect::<Vec<_>>().join(", "),
+        });
+    }
+    Ok(chosen)
+}

@@ -1,0 +1,141 @@
+//! A ring slot's own memory: the model's input and output tensors (shared with
+//! the engine) and the frame's alpha, sized for one frame size, with every
+//! device limit checked before anything is allocated.
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::cuda::CudaDevice;
+use crate::error::{Error, Result};
+use crate::interop::SharedBuffer;
+use crate::onnx::{Binding, ModelContract, Placement, TensorKind, TensorValue};
+use crate::vulkan::{Buffer, BufferMemory, Device};
+
+/// Sizes of one frame's buffers, derived with checked arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameSize {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) out_width: u32,
+    pub(crate) out_height: u32,
+    pub(crate) input_bytes: u64,
+    pub(crate) output_bytes: u64,
+    pub(crate) alpha_bytes: u64,
+}
+
+impl FrameSize {
+    /// The sizes for a `width × height` input, or an error naming what overflows.
+    pub(crate) fn new(contract: &ModelContract, width: u32, height: u32) -> Result<Self> {
+        let s = contract.scale;
+        let too_big = || {
+            Error::InvalidArgument(format!(
+                "a {width}×{height} frame at ×{s} gives an output whose size does not fit in 32 bits"
+            ))
+        };
+        if width == 0 || height == 0 {
+            return Err(Error::InvalidArgument(format!("a frame of {width}×{height} pixels is empty")));
+        }
+        let out_width = width.checked_mul(s).ok_or_else(too_big)?;
+        let out_height = height.checked_mul(s).ok_or_else(too_big)?;
+        Ok(Self {
+            width,
+            height,
+            out_width,
+            out_height,
+            input_bytes: contract.input.buffer_bytes(width, height),
+            output_bytes: contract.output.buffer_bytes(out_width, out_height),
+            alpha_bytes: 4 * width as u64 * height as u64,
+        })
+    }
+
+    /// Checks the sizes against the device: image dimensions, the storage
+    /// buffer range the passes address, the largest allocation, and the heap
+    /// that `slots` slots draw from. The error names the limit.
+    pub(crate) fn check(&self, device: &Device, slots: usize, placement: Placement) -> Result<()> {
+        crate::vulkan::caps::check_image_size(device, self.width, self.height)?;
+        crate::vulkan::caps::check_image_size(device, self.out_width, self.out_height).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "a {}×{} frame gives a {}×{} output, beyond what \"{}\" allows (maxImageDimension2D = {})",
+                self.width,
+                self.height,
+                self.out_width,
+                self.out_height,
+                device.info().name,
+                device.limits().max_image_dimension2_d
+            ))
+        })?;
+        let range = device.limits().max_storage_buffer_range as u64;
+        let limit = |what: &str, bytes: u64, limit: u64, name: &str| -> Result<()> {
+            if bytes <= limit {
+                return Ok(());
+            }
+            Err(Error::Unsupported {
+                device: device.info().name.clone(),
+                what: format!(
+                    "the {what} of a {}×{} frame: {bytes} bytes, over {name} = {limit} bytes",
+                    self.width, self.height
+                ),
+                remedy: "use a smaller frame (tiling is not available yet)".into(),
+            })
+        };
+        limit("model's input tensor", self.input_bytes, range, "maxStorageBufferRange")?;
+        limit("model's output tensor", self.output_bytes, range, "maxStorageBufferRange")?;
+        limit("model's output tensor", self.output_bytes, device.max_allocation(), "maxMemoryAllocationSize")?;
+        let flags = match placement {
+            Placement::Cuda(_) => vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            Placement::Host => vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+        };
+        if let Some(t) = device.memory_type(u32::MAX, flags) {
+            let total = (self.input_bytes + self.output_bytes + self.alpha_bytes).saturating_mul(slots as u64);
+            limit(&format!("buffers of {slots} slots"), total, device.heap_size(t), "the memory heap's size")?;
+        }
+        Ok(())
+    }
+}
+
+/// A slot's buffers for one frame size. Fields in teardown order: the tensor
+/// values, then the memory they point at.
+pub(crate) struct SlotTensors {
+    pub(crate) input_value: TensorValue,
+    pub(crate) output_value: TensorValue,
+    pub(crate) input: SharedBuffer,
+    pub(crate) output: SharedBuffer,
+    pub(crate) alpha: Buffer,
+    pub(crate) size: FrameSize,
+}
+
+/// One ring slot: the session's binding for it and its buffers.
+pub(crate) struct Slot {
+    pub(crate) binding: Binding,
+    pub(crate) tensors: Option<SlotTensors>,
+}
+
+const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
+);
+
+impl SlotTensors {
+    /// Allocates a slot's buffers (checked by [`FrameSize::check`] first).
+    pub(crate) fn new(
+        device: &Arc<Device>,
+        cuda: Option<&Arc<CudaDevice>>,
+        contract: &ModelContract,
+        size: FrameSize,
+    ) -> Result<Self> {
+        let input = SharedBuffer::new(device, cuda, size.input_bytes, USAGE)?;
+        let output = SharedBuffer::new(device, cuda, size.output_bytes, USAGE)?;
+        let alpha = Buffer::new(device, size.alpha_bytes, USAGE, BufferMemory::DeviceLocal)?;
+        let value = |buffer: &SharedBuffer, kind: TensorKind, w: u32, h: u32, len: u64| -> Result<TensorValue> {
+            let (placement, ptr) = buffer.tensor_memory()?;
+            // SAFETY: ptr is the buffer's CUDA mapping or host mapping of `len` bytes, which lives
+            // in this struct after the value (field order), so it outlives it.
+            unsafe { TensorValue::new(placement, kind, w, h, ptr, len) }
+        };
+        let input_value = value(&input, contract.input, size.width, size.height, size.input_bytes)?;
+        let output_value = value(&output, contract.output, size.out_width, size.out_height, size.output_bytes)?;
+        Ok(Self { input_value, output_value, input, output, alpha, size })
+    }
+}

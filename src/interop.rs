@@ -1,0 +1,201 @@
+//! Where Vulkan and CUDA meet, and nowhere else: timelines that both APIs
+//! signal and wait on, buffers that both read and write, and the caller's
+//! memory seen by CUDA. Each type declares its fields in teardown order: the
+//! CUDA import goes before the Vulkan object it imports.
+
+use std::ffi::c_void;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::cuda::{self, CudaDevice, MappedBuffer};
+use crate::error::{Error, Result};
+use crate::onnx::Placement;
+use crate::vulkan::{Buffer, BufferMemory, Device, ExportedMemory, TimelineSemaphore};
+
+/// A Vulkan timeline semaphore and, on the CUDA backend, its CUDA import.
+pub(crate) struct SharedTimeline {
+    cuda: Option<cuda::ExternalSemaphore>,
+    vulkan: TimelineSemaphore,
+}
+
+impl SharedTimeline {
+    /// A timeline starting at 0: imported into CUDA when `cuda` is given, and
+    /// exportable to the caller when `exportable` (both need semaphore fds).
+    pub(crate) fn new(device: &Arc<Device>, cuda: Option<&Arc<CudaDevice>>, exportable: bool) -> Result<Self> {
+        let vulkan = TimelineSemaphore::new(device, 0, exportable || cuda.is_some())?;
+        let cuda = match cuda {
+            Some(c) => Some(cuda::ExternalSemaphore::import_timeline(c, vulkan.export()?)?),
+            None => None,
+        };
+        Ok(Self { cuda, vulkan })
+    }
+
+    /// The Vulkan side.
+    pub(crate) fn vulkan(&self) -> &TimelineSemaphore {
+        &self.vulkan
+    }
+
+    /// The raw Vulkan semaphore.
+    pub(crate) fn raw(&self) -> vk::Semaphore {
+        self.vulkan.raw()
+    }
+
+    /// The CUDA side (the CUDA backend only).
+    pub(crate) fn cuda(&self) -> Result<&cuda::ExternalSemaphore> {
+        self.cuda.as_ref().ok_or_else(|| Error::internal("a timeline without its CUDA import"))
+    }
+
+    /// A new file descriptor for the caller to import.
+    pub(crate) fn export(&self) -> Result<OwnedFd> {
+        self.vulkan.export()
+    }
+}
+
+/// A buffer the model reads or writes: device-local and mapped into CUDA on
+/// the CUDA backend, host-visible and mapped into the process on the CPU backend.
+pub(crate) struct SharedBuffer {
+    cuda: Option<MappedBuffer>,
+    buffer: Buffer,
+}
+
+impl SharedBuffer {
+    /// `len` bytes with `usage`, shared with `cuda` when given.
+    pub(crate) fn new(
+        device: &Arc<Device>,
+        cuda: Option<&Arc<CudaDevice>>,
+        len: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<Self> {
+        match cuda {
+            Some(c) => {
+                let buffer = Buffer::exportable(device, len, usage, BufferMemory::DeviceLocal)?;
+                let mapped = cuda::ExternalMemory::import(c, buffer.export()?)?.map_buffer(0, len)?;
+                Ok(Self { cuda: Some(mapped), buffer })
+            }
+            None => Ok(Self { cuda: None, buffer: Buffer::new(device, len, usage, BufferMemory::HostVisible)? }),
+        }
+    }
+
+    /// The Vulkan buffer.
+    pub(crate) fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+
+    /// Where ONNX Runtime finds the memory, and its address there.
+    pub(crate) fn tensor_memory(&self) -> Result<(Placement, *mut c_void)> {
+        tensor_memory(self.cuda.as_ref(), Some(&self.buffer))
+    }
+}
+
+/// The caller's exported memory imported into CUDA and mapped as `len` bytes
+/// (the literal zero-copy path on the CUDA backend). On failure the descriptor is closed.
+pub(crate) fn import_into_cuda(cuda: &Arc<CudaDevice>, memory: ExportedMemory, len: u64) -> Result<MappedBuffer> {
+    cuda::ExternalMemory::import(cuda, memory)?.map_buffer(0, len)
+}
+
+/// Where ONNX Runtime finds memory that is mapped into CUDA, or else into the
+/// process through a host-visible Vulkan buffer.
+pub(crate) fn tensor_memory(cuda: Option<&MappedBuffer>, host: Option<&Buffer>) -> Result<(Placement, *mut c_void)> {
+    if let Some(m) = cuda {
+        return Ok((Placement::Cuda(m.device().info().ordinal), m.ptr() as *mut c_void));
+    }
+    match host.map(Buffer::mapped_ptr) {
+        Some(p) if !p.is_null() => Ok((Placement::Host, p.cast())),
+        _ => Err(Error::internal("tensor memory that is neither in CUDA nor mapped")),
+    }
+}
+
+/// Interop on a real NVIDIA GPU, with the crate's own types. Run with
+/// `cargo test --lib -- --include-ignored --test-threads=1` (the fd count is process-wide).
+#[cfg(test)]
+mod gpu_tests {
+    use super::*;
+    use crate::vulkan::{DeviceSelector, Image, ImageDesc, Instance, InstanceOptions, pattern, transfer};
+
+    const GPU: &str = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored";
+
+    fn gpu() -> (Arc<Device>, Arc<CudaDevice>) {
+        let attempt = || -> Result<_> {
+            cuda::init()?;
+            let instance = Instance::new(&InstanceOptions::default())?;
+            let device = Device::new(&instance, DeviceSelector::Auto)?;
+            let cuda_device = CudaDevice::by_uuid(&device.info().uuid_bytes)?;
+            Ok((device, cuda_device))
+        };
+        attempt().unwrap_or_else(|e| {
+            let options = crate::preflight::Options { width: 64, height: 64, trials: 1, ..Default::default() };
+            let report = crate::preflight::run(&[], &options);
+            panic!("no GPU for this test ({e}); {GPU}; pre-flight says:\n{}", crate::preflight::render(&report))
+        })
+    }
+
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+    fn wrong_uuid_fails_listing_every_cuda_uuid() {
+        let _ = gpu();
+        let wrong = [0x73u8, 0xca, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x77];
+        let err = CudaDevice::by_uuid(&wrong).err().expect("no CUDA device has this UUID");
+        let msg = err.to_string();
+        assert!(msg.contains("73ca0000-0000-0000-0000-000000000077"), "{msg}");
+        for d in cuda::devices().expect("CUDA devices") {
+            assert!(msg.contains(&crate::format_uuid(&d.uuid)), "{msg}");
+        }
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+    fn timeline_semaphore_round_trip() {
+        let (device, cuda_device) = gpu();
+        let h = crate::preflight::semaphore_handoff(&device, &cuda_device, 100).expect("hand-off runs");
+        assert!(h.ok, "{h:?}");
+        assert_eq!(h.round_trip.trials, 100);
+        println!(
+            "semaphore Vulkan→CUDA→Vulkan: median {:.3} ms (Vulkan→CUDA {:.3}, CUDA→Vulkan {:.3}), min {:.3} ms",
+            h.round_trip.median_ms, h.vulkan_to_cuda.median_ms, h.cuda_to_vulkan.median_ms, h.round_trip.min_ms
+        );
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+    fn import_map_release_200_times_leaks_neither_fds_nor_memory() {
+        let (device, cuda_device) = gpu();
+        let desc = ImageDesc::rgba8(256, 256);
+        let data = pattern::rgba8(256, 256);
+        let usage = vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST
+            | vk::BufferUsageFlags::STORAGE_BUFFER;
+        let round = || {
+            let image = Image::exportable(&device, desc).expect("image");
+            transfer::upload_image(&image, &data).expect("upload");
+            let array = cuda::ExternalMemory::import(&cuda_device, image.export().expect("export"))
+                .expect("import image")
+                .map_rgba8_array(256, 256)
+                .expect("map array");
+            let shared = SharedBuffer::new(&device, Some(&cuda_device), 4 << 20, usage).expect("shared buffer");
+            transfer::upload_buffer(shared.buffer(), &data).expect("upload");
+            let got = shared.cuda.as_ref().expect("mapped").to_host(data.len()).expect("read");
+            assert_eq!(got, data);
+            drop((array, shared)); // CUDA first, then Vulkan
+            drop(image);
+        };
+        round(); // warm-up: first-use allocations of the driver
+        device.wait_idle().expect("idle");
+        let fds = open_fds();
+        let (free, _) = cuda_device.memory_info().expect("memory info");
+        for _ in 0..200 {
+            round();
+        }
+        device.wait_idle().expect("idle");
+        let fds_after = open_fds();
+        let (free_after, _) = cuda_device.memory_info().expect("memory info");
+        println!("fds {fds} → {fds_after}; free device memory {free} → {free_after}");
+        assert_eq!(fds_after, fds, "file descriptors leaked");
+        assert!(free_after + (2 << 20) >= free, "device memory leaked: {} bytes", free - free_after);
+    }
+}

@@ -1,0 +1,229 @@
+//! What the device can do, decided in one place: external memory and semaphore
+//! support, format features and size limits. Each check fails with an error
+//! that names what is missing and what would satisfy it.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
+use ash::vk;
+
+use crate::error::{Error, Result};
+use crate::vulkan::conv;
+use crate::vulkan::device::Device;
+use crate::vulkan::memory::ImageDesc;
+
+const MEMORY_HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+const SEMAPHORE_HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+
+/// What the driver says about sharing memory for a given image or buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ExternalSupport {
+    /// The external memory features.
+    pub(crate) features: vk::ExternalMemoryFeatureFlags,
+}
+
+impl ExternalSupport {
+    /// Whether the driver only exports and imports dedicated allocations.
+    pub(crate) fn dedicated_only(&self) -> bool {
+        self.features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
+    }
+}
+
+fn check_features(device: &Device, what: &str, features: vk::ExternalMemoryFeatureFlags) -> Result<ExternalSupport> {
+    let need = vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE;
+    if !features.contains(need) {
+        return Err(Error::Unsupported {
+            device: device.info().name.clone(),
+            what: format!(
+                "exporting and importing {what} as OPAQUE_FD (driver reports: {})",
+                conv::external_features(features)
+            ),
+            remedy: "use another format or usage, or a driver with VK_KHR_external_memory_fd for it".into(),
+        });
+    }
+    Ok(ExternalSupport { features })
+}
+
+fn need_memory_fd(device: &Device) -> Result<()> {
+    if device.can_share_memory() {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        device: device.info().name.clone(),
+        what: "the device extension VK_KHR_external_memory_fd (not enabled on this device)".into(),
+        remedy: "enable VK_KHR_external_memory_fd when creating the device".into(),
+    })
+}
+
+/// Checks that a `width × height` 2D image fits the device (`maxImageDimension2D`), before anything is allocated.
+pub(crate) fn check_image_size(device: &Device, width: u32, height: u32) -> Result<()> {
+    let max = device.limits().max_image_dimension2_d;
+    if width == 0 || height == 0 || width > max || height > max {
+        return Err(Error::InvalidArgument(format!(
+            "a {width}×{height} image is outside what \"{}\" allows (1 to maxImageDimension2D = {max} per side)",
+            device.info().name
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that an image with this description can be exported and imported as `OPAQUE_FD`.
+pub(crate) fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<ExternalSupport> {
+    need_memory_fd(device)?;
+    let mut external_info = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(MEMORY_HANDLE);
+    let info = vk::PhysicalDeviceImageFormatInfo2::default()
+        .format(desc.format)
+        .ty(vk::ImageType::TYPE_2D)
+        .tiling(desc.tiling)
+        .usage(desc.usage)
+        .push_next(&mut external_info);
+    let mut external_props = vk::ExternalImageFormatProperties::default();
+    let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
+    // SAFETY: the physical device belongs to the instance; the chains live until the call returns.
+    let r = unsafe {
+        device.instance().raw().get_physical_device_image_format_properties2(device.physical(), &info, &mut props)
+    };
+    let what = format!("{:?} {:?}-tiled images with usage {:?}", desc.format, desc.tiling, desc.usage);
+    match r {
+        Ok(()) => {}
+        Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
+            return Err(Error::Unsupported {
+                device: device.info().name.clone(),
+                what: format!("external {what}"),
+                remedy: "use another format, tiling or usage".into(),
+            });
+        }
+        Err(result) => {
+            return Err(Error::Vulkan { call: "vkGetPhysicalDeviceImageFormatProperties2", result });
+        }
+    }
+    let max = props.image_format_properties.max_extent;
+    if desc.width > max.width || desc.height > max.height || desc.width == 0 || desc.height == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "a {}×{} image is outside what \"{}\" allows for {what} (1×1 to {}×{})",
+            desc.width,
+            desc.height,
+            device.info().name,
+            max.width,
+            max.height
+        )));
+    }
+    check_features(device, &what, external_props.external_memory_properties.external_memory_features)
+}
+
+/// Checks that a buffer with this usage can be exported and imported as `OPAQUE_FD`.
+pub(crate) fn buffer_export_support(device: &Device, usage: vk::BufferUsageFlags) -> Result<ExternalSupport> {
+    need_memory_fd(device)?;
+    let info = vk::PhysicalDeviceExternalBufferInfo::default().usage(usage).handle_type(MEMORY_HANDLE);
+    let mut props = vk::ExternalBufferProperties::default();
+    // SAFETY: the physical device belongs to the instance.
+    unsafe {
+        device.instance().raw().get_physical_device_external_buffer_properties(device.physical(), &info, &mut props)
+    };
+    check_features(
+        device,
+        &format!("buffers with usage {usage:?}"),
+        props.external_memory_properties.external_memory_features,
+    )
+}
+
+/// Checks that timeline semaphores can be exported and imported as `OPAQUE_FD`.
+pub(crate) fn timeline_export_support(device: &Device) -> Result<()> {
+    let unsupported = |what: String| Error::Unsupported {
+        device: device.info().name.clone(),
+        what,
+        remedy: "sharing semaphores (with CUDA or another device) needs VK_KHR_external_semaphore_fd with \
+                 timeline semaphores (NVIDIA drivers have it; Mesa's lavapipe does not): without it, frames \
+                 are handed over in host-signalled mode"
+            .into(),
+    };
+    if !device.can_share_semaphores() {
+        return Err(unsupported("the device extension VK_KHR_external_semaphore_fd".into()));
+    }
+    let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+    let info = vk::PhysicalDeviceExternalSemaphoreInfo::default().handle_type(SEMAPHORE_HANDLE).push_next(&mut ty);
+    let mut props = vk::ExternalSemaphoreProperties::default();
+    // SAFETY: the physical device belongs to the instance; the chain lives until the call returns.
+    unsafe {
+        device.instance().raw().get_physical_device_external_semaphore_properties(device.physical(), &info, &mut props)
+    };
+    let need = vk::ExternalSemaphoreFeatureFlags::EXPORTABLE | vk::ExternalSemaphoreFeatureFlags::IMPORTABLE;
+    if !props.external_semaphore_features.contains(need) {
+        return Err(unsupported(format!(
+            "exporting timeline semaphores as OPAQUE_FD (features: {:?})",
+            props.external_semaphore_features
+        )));
+    }
+    Ok(())
+}
+
+/// The format features of `format` with `tiling`.
+pub(crate) fn format_features(device: &Device, format: vk::Format, tiling: vk::ImageTiling) -> vk::FormatFeatureFlags {
+    // SAFETY: the physical device belongs to the instance.
+    let props = unsafe { device.instance().raw().get_physical_device_format_properties(device.physical(), format) };
+    match tiling {
+        vk::ImageTiling::LINEAR => props.linear_tiling_features,
+        _ => props.optimal_tiling_features,
+    }
+}
+
+/// Checks that `format` with `tiling` has `needed` features (sampling for inputs,
+/// storage for outputs), naming what is missing.
+pub(crate) fn need_format_features(
+    device: &Device,
+    format: vk::Format,
+    tiling: vk::ImageTiling,
+    needed: vk::FormatFeatureFlags,
+    role: &str,
+) -> Result<()> {
+    let have = format_features(device, format, tiling);
+    if have.contains(needed) {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        device: device.info().name.clone(),
+        what: format!("{needed:?} for {tiling:?}-tiled {format:?} images ({role}; the driver offers {have:?})"),
+        remedy: "use another format or tiling".into(),
+    })
+}
+
+/// Checks what can be checked about a file descriptor said to be exported
+/// memory of `size` bytes, before a driver sees it: that it is open, that it
+/// is not a pipe, socket or directory, and, where the kernel knows its size
+/// (memory files, as Mesa exports), that it is at least `size` bytes.
+pub(crate) fn check_memory_fd(fd: BorrowedFd<'_>, size: u64) -> Result<()> {
+    let raw = fd.as_fd().as_raw_fd();
+    let meta = std::fs::File::from(fd.try_clone_to_owned().map_err(|e| {
+        Error::InvalidArgument(format!("fd {raw} cannot be duplicated ({e}): it is not an open file descriptor"))
+    })?)
+    .metadata()
+    .map_err(|e| Error::InvalidArgument(format!("fd {raw}: {e}")))?;
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let kind = if t.is_fifo() {
+        Some("a pipe")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_dir() {
+        Some("a directory")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        return Err(Error::InvalidArgument(format!(
+            "fd {raw} is {kind}, not memory exported with vkGetMemoryFdKHR (OPAQUE_FD)"
+        )));
+    }
+    if t.is_file() && meta.len() > 0 && meta.len() < size {
+        return Err(Error::InvalidArgument(format!(
+            "the memory behind fd {raw} is {} bytes, but the description says {size}",
+            meta.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of one texel, or an error naming the formats that are supported.
+pub(crate) fn texel_bytes(format: vk::Format) -> Result<u32> {
+    conv::bytes_per_pixel(format)
+        .ok_or_else(|| Error::InvalidArgument(format!("image format {format:?} is not supported")))
+}
