@@ -1,0 +1,414 @@
+//! A renderer with its own Vulkan instance and device hands its frames to
+//! neural-frame and takes the results back, without the pixels touching
+//! system memory in between.
+//!
+//! ```sh
+//! cargo run --release --example foreign_renderer -- --model models/upscale.onnx \
+//!     --input models/coffee.png --output out.png [--frames N] [--share device|fd]
+//! ```
+//!
+//! The renderer keeps a ring of input and output images. For each frame it
+//! "renders" (copies a picture into the next input image on its own queue and
+//! signals `rendered = n`), submits the frame to the context with that wait, and
+//! queues a copy of the result that waits on the GPU for the frame's "output
+//! ready". It renders frame n+1 while frame n is inferred; before drawing into
+//! an input image again it waits, on its GPU, for the context's "input
+//! consumed" of the frame that last read it. The host waits once, at the end.
+//!
+//! - `--share device` (default): the context is built on the renderer's device
+//!   and queue (bring your own device) and uses its images and semaphores by handle.
+//! - `--share fd`: the context keeps its own device on the same GPU and imports
+//!   the renderer's exported memory and timeline semaphores. Where the driver
+//!   cannot share semaphores (Mesa's lavapipe), frames are handed over in
+//!   host-signalled mode instead, announced: the renderer waits for its own work
+//!   before each submit, and for each frame on the host.
+
+#[path = "support/renderer.rs"]
+mod renderer;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use ash::vk;
+use neural_frame::image_io::Rgba8;
+use neural_frame::{
+    Backend, CallerImage, Frame, ImageImport, NeuralFrameContext, SemaphoreImport, Submitted, SyncMode, TimelineId,
+};
+use renderer::{RBuffer, RImage, Renderer, barrier, region};
+
+/// Command-line arguments.
+struct Args {
+    model: PathBuf,
+    input: PathBuf,
+    output: PathBuf,
+    frames: u64,
+    share_fd: bool,
+    ring: usize,
+    backend: Backend,
+    validation: bool,
+    compare: bool,
+}
+
+fn args() -> Result<Args> {
+    let mut a = Args {
+        model: "models/upscale.onnx".into(),
+        input: "models/coffee.png".into(),
+        output: "foreign.png".into(),
+        frames: 3,
+        share_fd: false,
+        ring: 3,
+        backend: Backend::Auto,
+        validation: false,
+        compare: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--model" => a.model = value()?.into(),
+            "--input" => a.input = value()?.into(),
+            "--output" => a.output = value()?.into(),
+            "--frames" => a.frames = value()?.parse().ok().filter(|n| *n >= 1).context("--frames takes a count ≥ 1")?,
+            "--ring" => {
+                a.ring = value()?.parse().ok().filter(|n| (1..=16).contains(n)).context("--ring takes 1 to 16")?
+            }
+            "--share" => {
+                a.share_fd = match value()?.as_str() {
+                    "device" => false,
+                    "fd" => true,
+                    other => bail!("--share takes `device` or `fd`, not `{other}`"),
+                }
+            }
+            "--backend" => {
+                a.backend = match value()?.as_str() {
+                    "auto" => Backend::Auto,
+                    "cuda" => Backend::Cuda,
+                    "cpu" => Backend::Cpu,
+                    other => bail!("--backend takes auto, cuda or cpu, not `{other}`"),
+                }
+            }
+            "--validation" => a.validation = true,
+            "--compare" => a.compare = true,
+            "--help" | "-h" => {
+                println!(
+                    "foreign_renderer --model PATH --input IN.png --output OUT.png [--frames N] [--share device|fd] \
+                     [--ring K] [--backend auto|cuda|cpu] [--validation] [--compare]"
+                );
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument `{other}` (see --help)"),
+        }
+    }
+    Ok(a)
+}
+
+/// The renderer's per-frame resources: the ring of images, their staging and
+/// readback buffers, and the command buffers that render and read back.
+struct Ring {
+    inputs: Vec<RImage>,
+    outputs: Vec<RImage>,
+    staging: Vec<RBuffer>,
+    readback: Vec<RBuffer>,
+    render: Vec<vk::CommandBuffer>,
+    read: Vec<vk::CommandBuffer>,
+}
+
+fn main() -> Result<()> {
+    let a = args()?;
+    let picture = Rgba8::load(&a.input)?;
+    let (w, h) = (picture.width, picture.height);
+    let r = Renderer::new(a.validation)?;
+    let builder = NeuralFrameContext::builder(&a.model).backend(a.backend).frame_size(w, h).slots(a.ring);
+    let mut ctx = if a.share_fd {
+        builder.device(neural_frame::DeviceSelector::Uuid(r.identity.device_uuid)).validation(a.validation).build()?
+    } else {
+        // SAFETY: the renderer's handles are valid and outlive the context (dropped first, below);
+        // the renderer submits to the shared queue only under its queue lock, passed along.
+        unsafe { builder.build_on(r.caller_device()) }?
+    };
+    let (ow, oh) = ctx.output_size();
+    let gpu_sync = ctx.sync_mode() == SyncMode::Gpu;
+    println!(
+        "renderer: \"{}\"; context: {} backend, {}, {} sync",
+        r.name,
+        ctx.backend_name(),
+        if a.share_fd { "its own device, memory imported by fd" } else { "on the renderer's device" },
+        if gpu_sync { "GPU" } else { "host-signalled" }
+    );
+    if !gpu_sync {
+        println!(
+            "renderer: the driver cannot share semaphores (no VK_KHR_external_semaphore_fd): host-signalled mode — \
+             the renderer waits for its own work before each submit and for each frame on the host"
+        );
+    }
+
+    // The ring: input images the renderer draws into (BGRA, as a swapchain-like
+    // format would be), output images it reads results from.
+    let k = a.ring;
+    let bgra: Vec<u8> = picture.pixels.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
+    let in_usage = vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST;
+    let out_usage = vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC;
+    let mut ring =
+        Ring { inputs: vec![], outputs: vec![], staging: vec![], readback: vec![], render: vec![], read: vec![] };
+    for _ in 0..k {
+        ring.inputs.push(r.image(w, h, vk::Format::B8G8R8A8_UNORM, in_usage, a.share_fd)?);
+        ring.outputs.push(r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, out_usage, a.share_fd)?);
+        let s = r.buffer(bgra.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true, false)?;
+        r.write(&s, &bgra);
+        ring.staging.push(s);
+        ring.readback.push(r.buffer(ow as u64 * oh as u64 * 4, vk::BufferUsageFlags::TRANSFER_DST, true, false)?);
+    }
+    // Register the ring once; frames then name handles.
+    let mut ids = Vec::new();
+    for (i, o) in ring.inputs.iter().zip(&ring.outputs) {
+        let pair = if a.share_fd {
+            let input = ctx.import_input_image(ImageImport {
+                memory: r.export(&i.alloc)?,
+                format: i.format,
+                width: i.width,
+                height: i.height,
+                usage: i.usage,
+                tiling: vk::ImageTiling::OPTIMAL,
+            })?;
+            let output = ctx.import_output_image(ImageImport {
+                memory: r.export(&o.alloc)?,
+                format: o.format,
+                width: o.width,
+                height: o.height,
+                usage: o.usage,
+                tiling: vk::ImageTiling::OPTIMAL,
+            })?;
+            (input, output)
+        } else {
+            let describe = |img: &RImage| CallerImage {
+                image: img.image,
+                format: img.format,
+                width: img.width,
+                height: img.height,
+                usage: img.usage,
+                tiling: vk::ImageTiling::OPTIMAL,
+                layout: vk::ImageLayout::GENERAL,
+            };
+            // SAFETY: images of the renderer's device, alive until after the context is dropped.
+            unsafe { (ctx.register_input_image(describe(i))?, ctx.register_output_image(describe(o))?) }
+        };
+        ids.push(pair);
+    }
+
+    // Timelines: the renderer's "rendered" and "read back", and the context's two.
+    let exportable = a.share_fd && gpu_sync;
+    let rendered = r.semaphore(true, exportable)?;
+    let read_done = r.semaphore(true, exportable)?;
+    let register = |ctx: &mut NeuralFrameContext, s: vk::Semaphore| -> Result<TimelineId> {
+        if a.share_fd {
+            Ok(ctx.import_timeline(SemaphoreImport { fd: r.export_semaphore(s)?, origin: r.identity })?)
+        } else {
+            // SAFETY: a timeline semaphore of the renderer's device, alive until after the context.
+            Ok(unsafe { ctx.register_timeline(s) }?)
+        }
+    };
+    let timelines = if gpu_sync {
+        let (rendered_id, read_id) = (register(&mut ctx, rendered)?, register(&mut ctx, read_done)?);
+        let (consumed, ready) = if a.share_fd {
+            let t = ctx.export_timelines()?;
+            (r.import_semaphore(t.input_consumed)?, r.import_semaphore(t.output_ready)?)
+        } else {
+            (vk::Semaphore::null(), vk::Semaphore::null()) // the tickets carry the context's own handles
+        };
+        Some((rendered_id, read_id, consumed, ready))
+    } else {
+        None
+    };
+
+    // Commands, recorded once: images go to GENERAL (and, shared by fd, to the
+    // external queue family, where they live between uses).
+    let family = r.queue_family;
+    let external = a.share_fd.then_some((family, vk::QUEUE_FAMILY_EXTERNAL));
+    let back = a.share_fd.then_some((vk::QUEUE_FAMILY_EXTERNAL, family));
+    let general = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
+    let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let setup = r.record(|d, cmd| {
+        let images: Vec<_> = ring
+            .inputs
+            .iter()
+            .chain(&ring.outputs)
+            .map(|i| {
+                barrier::image(
+                    i.image,
+                    (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
+                    (vk::AccessFlags::empty(), all),
+                    external,
+                )
+            })
+            .collect();
+        barrier::record(d, cmd, &[], &images);
+    })?;
+    for i in 0..k {
+        let (input, staging) = (&ring.inputs[i], &ring.staging[i]);
+        ring.render.push(r.record(|d, cmd| {
+            barrier::record(
+                d,
+                cmd,
+                &[],
+                &[barrier::image(
+                    input.image,
+                    general,
+                    (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
+                    back,
+                )],
+            );
+            // SAFETY: cmd is recording; the staging buffer holds the whole picture.
+            unsafe {
+                d.cmd_copy_buffer_to_image(cmd, staging.buffer, input.image, vk::ImageLayout::GENERAL, &[region(w, h)])
+            };
+            barrier::record(
+                d,
+                cmd,
+                &[],
+                &[barrier::image(input.image, general, (vk::AccessFlags::TRANSFER_WRITE, all), external)],
+            );
+        })?);
+        let (output, readback) = (&ring.outputs[i], &ring.readback[i]);
+        ring.read.push(r.record(|d, cmd| {
+            barrier::record(
+                d,
+                cmd,
+                &[],
+                &[barrier::image(
+                    output.image,
+                    general,
+                    (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_READ),
+                    back,
+                )],
+            );
+            // SAFETY: cmd is recording; the readback buffer holds the whole output.
+            unsafe {
+                d.cmd_copy_image_to_buffer(
+                    cmd,
+                    output.image,
+                    vk::ImageLayout::GENERAL,
+                    readback.buffer,
+                    &[region(ow, oh)],
+                )
+            };
+            barrier::record(
+                d,
+                cmd,
+                &[barrier::buffer(
+                    readback.buffer,
+                    (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::HOST_READ),
+                    None,
+                )],
+                &[barrier::image(
+                    output.image,
+                    general,
+                    (vk::AccessFlags::TRANSFER_READ, vk::AccessFlags::empty()),
+                    external,
+                )],
+            );
+        })?);
+    }
+    r.submit(&[setup], &[], &[])?;
+
+    // The frames.
+    let start = Instant::now();
+    let mut values = vec![0u64; k]; // the context's value of the frame that last used ring entry i
+    let mut own_consumed = vk::Semaphore::null(); // on the renderer's device: the tickets' own handle
+    let mut blocked = 0;
+    for n in 1..=a.frames {
+        let i = ((n - 1) % k as u64) as usize;
+        let (input, output) = ids[i];
+        let earlier = values[i];
+        match timelines {
+            Some((rendered_id, read_id, consumed, ready)) => {
+                // Draw into the image once the context has read it (GPU wait), then hand it over.
+                let consumed_point =
+                    (earlier > 0).then_some((if a.share_fd { consumed } else { own_consumed }, earlier));
+                r.submit(&[ring.render[i]], consumed_point.as_slice(), &[(rendered, n)])?;
+                let mut frame = Frame::new(input, output).wait_for(rendered_id, n);
+                if n > k as u64 {
+                    frame = frame.output_free_after(read_id, n - k as u64);
+                }
+                if ctx.in_flight() == ctx.slot_count() {
+                    blocked += 1; // the ring is full: submit waits for its oldest frame
+                }
+                let Submitted::Frame(ticket) = ctx.submit(frame)? else { bail!("a blocking ring skipped") };
+                values[i] = ticket.value();
+                own_consumed = ticket.input_consumed().semaphore;
+                let ready_sem = if a.share_fd { ready } else { ticket.output_ready().semaphore };
+                r.submit(&[ring.read[i]], &[(ready_sem, ticket.value())], &[(read_done, n)])?;
+            }
+            None => {
+                // Host-signalled: the renderer's work is complete before submit; completion is a host wait.
+                r.submit(&[ring.render[i]], &[], &[(rendered, n)])?;
+                r.wait(rendered, n)?;
+                let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? else { bail!("skipped") };
+                ctx.wait(&ticket)?;
+                values[i] = ticket.value();
+                r.submit(&[ring.read[i]], &[], &[(read_done, n)])?;
+            }
+        }
+    }
+    r.wait(read_done, a.frames)?;
+    let secs = start.elapsed().as_secs_f64();
+    let last = ((a.frames - 1) % k as u64) as usize;
+    let pixels = r.read(&ring.readback[last], (ow * oh * 4) as usize);
+    Rgba8 { width: ow, height: oh, pixels: pixels.clone() }.save_png(&a.output)?;
+    println!(
+        "{} frames {w}×{h} → {ow}×{oh} in {:.3} s ({:.1} frames/s) through a ring of {k}; host waits between the \
+         renderer's submits: {}; context submits that waited for a free slot: {blocked}",
+        a.frames,
+        secs,
+        a.frames as f64 / secs,
+        if gpu_sync { "0" } else { "2 per frame (host-signalled mode)" },
+    );
+    println!("wrote {}", a.output.display());
+
+    let mut code = 0;
+    if a.compare {
+        // The same picture through the context's own images and `infer`, for a byte-for-byte comparison.
+        let mut own = NeuralFrameContext::builder(&a.model).backend(a.backend).frame_size(w, h).build()?;
+        let i = own.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+        let o = own.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+        own.upload(i, &picture.pixels)?;
+        own.infer(i, o)?;
+        let want = own.readback(o)?;
+        let differ = want.iter().zip(&pixels).filter(|(x, y)| x != y).count();
+        println!(
+            "equal to NeuralFrameContext::infer byte for byte: {} ({differ} bytes differ)",
+            if differ == 0 { "yes" } else { "no" }
+        );
+        if differ != 0 {
+            code = 2;
+        }
+    }
+    let context_errors = ctx.validation_errors();
+    r.idle()?;
+    drop(ctx); // before the renderer's device and images
+    for i in ring.inputs.into_iter().chain(ring.outputs) {
+        r.destroy_image(i);
+    }
+    for b in ring.staging.into_iter().chain(ring.readback) {
+        r.destroy_buffer(b);
+    }
+    r.destroy_semaphore(rendered);
+    r.destroy_semaphore(read_done);
+    if let Some((_, _, consumed, ready)) = timelines
+        && a.share_fd
+    {
+        r.destroy_semaphore(consumed);
+        r.destroy_semaphore(ready);
+    }
+    if a.validation {
+        let errors = r.validation_errors() + context_errors;
+        println!(
+            "validation errors: {errors} (renderer's instance {}, context's {context_errors})",
+            r.validation_errors()
+        );
+        if errors > 0 {
+            code = 3;
+        }
+    }
+    std::process::exit(code);
+}
