@@ -71,9 +71,12 @@ impl NeuralFrameContext {
         let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
         if !on_cuda {
             // The CPU backend runs the model inside this call: it waits for the caller's
-            // values on the host, bounded, before anything is submitted, so that a value
-            // that never arrives leaves nothing half-submitted behind.
-            for (sem, value) in [sub.wait.take(), sub.output_free.take()].into_iter().flatten() {
+            // "input written" (and, when the model writes the caller's buffer itself, "output
+            // free") on the host, bounded, before anything is submitted, so that a value that
+            // never arrives leaves nothing half-submitted behind. A post pass that must wait
+            // for "output free" is held back instead, and submitted once it is reached.
+            let output_free = if direct_out { sub.output_free.take() } else { None };
+            for (sem, value) in [sub.wait.take(), output_free].into_iter().flatten() {
                 if !self.wait_raw(sem, value, self.frame_timeout)? {
                     return Err(Error::Timeout {
                         what: format!("the caller's timeline reaching {value}"),
@@ -169,7 +172,11 @@ impl NeuralFrameContext {
         let enqueue_ms = ms(t_enqueue.elapsed());
 
         // 3. Vulkan: the post pass waits for the model and signals "output ready".
-        let post_pending = post.is_some() && on_cuda && self.tuning.post_wait == PostWait::Host;
+        let held = match sub.output_free {
+            Some((sem, value)) if !on_cuda => !self.wait_raw(sem, value, Duration::ZERO)?,
+            _ => false,
+        };
+        let post_pending = post.is_some() && (held || (on_cuda && self.tuning.post_wait == PostWait::Host));
         if let Some(cmd) = post
             && !post_pending
         {
@@ -258,9 +265,9 @@ impl NeuralFrameContext {
         self.queue_submit(if on_cuda { 1 } else { 0 }, &batch)
     }
 
-    /// Post waits on the host: submits, in frame order, the pending post passes
-    /// whose model is done. With `until = Some(v)`, waits (bounded) for the
-    /// models of frames up to `v` first.
+    /// Submits, in frame order, the post passes held back on the host whose
+    /// model is done (post waits on the host) and whose output is free (the CPU
+    /// backend). With `until = Some(v)`, waits (bounded) for frames up to `v` first.
     pub(crate) fn submit_posts(&mut self, until: Option<u64>) -> Result<()> {
         let pending: Vec<(u64, usize)> = self
             .ring
@@ -277,6 +284,20 @@ impl NeuralFrameContext {
                 Some(InFlight { post_cmd: Some(cmd), output_free, .. }) => (*cmd, *output_free),
                 _ => continue,
             };
+            if let Some((sem, v)) = output_free
+                && !matches!(self.res.engine, Engine::Cuda(_))
+            {
+                let timeout = if block { self.frame_timeout } else { Duration::ZERO };
+                if !self.wait_raw(sem, v, timeout)? {
+                    if block {
+                        return Err(Error::Timeout {
+                            what: format!("the caller's \"output free\" value {v} for frame {value}"),
+                            waited: timeout,
+                        });
+                    }
+                    return Ok(());
+                }
+            }
             self.submit_post(cmd, value, output_free)?;
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = false;
@@ -288,6 +309,9 @@ impl NeuralFrameContext {
     /// Whether the model of frame `value` (slot `i`) has signalled `model_done`;
     /// with `block`, waits for it first (bounded).
     fn model_done(&self, i: usize, value: u64, block: bool) -> Result<bool> {
+        if !matches!(self.res.engine, Engine::Cuda(_)) {
+            return Ok(true); // the host ran the model inside submit
+        }
         let done = &self.res.timelines.model_done;
         if done.vulkan().value()? >= value {
             return Ok(true);
