@@ -131,6 +131,12 @@ mod gpu_tests {
         })
     }
 
+    /// What a GPU test measured, on stdout (quoted in the notes of GPU runs).
+    fn report(what: std::fmt::Arguments<'_>) {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), "{what}");
+    }
+
     fn open_fds() -> usize {
         std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
     }
@@ -155,10 +161,10 @@ mod gpu_tests {
         let h = crate::preflight::semaphore_handoff(&device, &cuda_device, 100).expect("hand-off runs");
         assert!(h.ok, "{h:?}");
         assert_eq!(h.round_trip.trials, 100);
-        println!(
+        report(format_args!(
             "semaphore Vulkan→CUDA→Vulkan: median {:.3} ms (Vulkan→CUDA {:.3}, CUDA→Vulkan {:.3}), min {:.3} ms",
             h.round_trip.median_ms, h.vulkan_to_cuda.median_ms, h.cuda_to_vulkan.median_ms, h.round_trip.min_ms
-        );
+        ));
     }
 
     #[test]
@@ -194,7 +200,7 @@ mod gpu_tests {
         device.wait_idle().expect("idle");
         let fds_after = open_fds();
         let (free_after, _) = cuda_device.memory_info().expect("memory info");
-        println!("fds {fds} → {fds_after}; free device memory {free} → {free_after}");
+        report(format_args!("fds {fds} → {fds_after}; free device memory {free} → {free_after}"));
         assert_eq!(fds_after, fds, "file descriptors leaked");
         assert!(free_after + (2 << 20) >= free, "device memory leaked: {} bytes", free - free_after);
     }

@@ -74,6 +74,8 @@ pub struct Renderer {
     pub device: ash::Device,
     pub queue_family: u32,
     pub queue: vk::Queue,
+    /// A second queue of the family, where it has one, for the context's post passes.
+    pub post_queue: Option<vk::Queue>,
     pub queue_lock: Arc<Mutex<()>>,
     pub memory_fd: ash::khr::external_memory_fd::Device,
     pub semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
@@ -138,7 +140,8 @@ impl Renderer {
         if semaphores {
             names.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
         }
-        let priorities = [1.0f32];
+        let count = families[queue_family as usize].queue_count.min(2);
+        let priorities = vec![1.0f32; count as usize];
         let queues =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
         let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default().timeline_semaphore(true);
@@ -150,6 +153,8 @@ impl Renderer {
         let device = unsafe { instance.create_device(physical, &create, None) }.context("vkCreateDevice")?;
         // SAFETY: family and index were requested.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        // SAFETY: as above, where the family has a second queue.
+        let post_queue = (count > 1).then(|| unsafe { device.get_device_queue(queue_family, 1) });
         let mut id = vk::PhysicalDeviceIDProperties::default();
         let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
         // SAFETY: physical comes from this instance.
@@ -173,6 +178,7 @@ impl Renderer {
             device,
             queue_family,
             queue,
+            post_queue,
             queue_lock: Arc::default(),
             memory_fd,
             semaphore_fd,
@@ -200,6 +206,7 @@ impl Renderer {
             device: self.device.clone(),
             queue_family_index: self.queue_family,
             queue: self.queue,
+            post_queue: self.post_queue,
             queue_lock: Some(Arc::clone(&self.queue_lock)),
             external_memory_fd: true,
             external_semaphore_fd: self.semaphore_fd.is_some(),

@@ -51,11 +51,24 @@ pub struct CallerDevice {
     pub device: ash::Device,
     /// A queue family with compute support.
     pub queue_family_index: u32,
-    /// A queue of that family the context submits its passes to.
+    /// A queue of that family the context submits its pre passes (and, without
+    /// `post_queue`, its post passes) to.
+    ///
+    /// On a queue shared with the caller, a semaphore signal waits for every
+    /// earlier submission on the queue. So the values a frame waits for
+    /// ([`Frame::wait_for`](crate::Frame::wait_for),
+    /// [`Frame::output_free_after`](crate::Frame::output_free_after)) must come
+    /// from submissions the caller made before `submit`, or from the host: a
+    /// wait for a value the caller signals in a later submission to the same
+    /// queue never ends.
     pub queue: vk::Queue,
-    /// A lock the caller holds whenever it submits to `queue` itself; the
-    /// context holds it around each of its own submissions. `None`: the caller
-    /// never submits to this queue while a context call runs.
+    /// A second queue of the same family for the post passes (optional): on the
+    /// CUDA backend, a post pass waits there for the model, instead of holding
+    /// back the caller's later submissions to `queue`.
+    pub post_queue: Option<vk::Queue>,
+    /// A lock the caller holds whenever it submits to `queue` (or `post_queue`)
+    /// itself; the context holds it around each of its own submissions. `None`:
+    /// the caller never submits to these queues while a context call runs.
     pub queue_lock: Option<Arc<Mutex<()>>>,
     /// Whether the device was created with `VK_KHR_external_memory_fd`.
     pub external_memory_fd: bool,

@@ -48,6 +48,11 @@ impl NeuralFrameContext {
     }
 
     pub(crate) fn submit_with(&mut self, frame: Frame, policy: BackPressure) -> Result<Submitted> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::InvalidArgument(format!(
+                "the context cannot take frames any more: {why}; drop it and build a new one"
+            )));
+        }
         let mut sub = self.resolve(frame)?;
         let (direct_in, direct_out) = {
             let r = &self.res.registry;
@@ -73,8 +78,8 @@ impl NeuralFrameContext {
             // The CPU backend runs the model inside this call: it waits for the caller's
             // "input written" (and, when the model writes the caller's buffer itself, "output
             // free") on the host, bounded, before anything is submitted, so that a value that
-            // never arrives leaves nothing half-submitted behind. A post pass that must wait
-            // for "output free" is held back instead, and submitted once it is reached.
+            // never arrives leaves nothing half-submitted behind. A post pass waits for
+            // "output free" on the GPU, as on the CUDA backend.
             let output_free = if direct_out { sub.output_free.take() } else { None };
             for (sem, value) in [sub.wait.take(), output_free].into_iter().flatten() {
                 if !self.wait_raw(sem, value, self.frame_timeout)? {
@@ -135,6 +140,10 @@ impl NeuralFrameContext {
         // 1. Vulkan: the pre pass (or, when the model reads the caller's buffer, an
         // empty batch) waits for the caller and signals the model's start.
         let mut first = Batch { cmds: pre.into_iter().collect(), ..Batch::default() };
+        if direct_in && let Some(cmd) = self.host_visibility {
+            // The host reads the caller's buffer: make the device's writes visible to it.
+            first.cmds.push(cmd);
+        }
         first.wait.extend(sub.wait);
         if direct_out {
             first.wait.extend(sub.output_free);
@@ -163,25 +172,24 @@ impl NeuralFrameContext {
             Ok(ms) => ms,
             Err(e) => {
                 // Nothing signals this frame's output, and the values after it rise past it.
-                // Once the first batch has run, nothing of the slot is pending: the slot stays
-                // free and the context usable.
-                let _ = self.wait_value(self.res.timelines.to_model.vulkan(), n, self.frame_timeout);
+                // Once the first batch has run and the engine has drained, nothing of the slot
+                // is pending: the slot stays free and the context usable. Otherwise work of
+                // the slot may still be pending, and the context takes no more frames.
+                let idle =
+                    self.wait_value(self.res.timelines.to_model.vulkan(), n, self.frame_timeout).unwrap_or(false)
+                        && self.res.engine.drain(self.frame_timeout).unwrap_or(false);
+                if !idle {
+                    self.poisoned = Some(format!("frame {n} failed ({e}) with work still pending on the GPU"));
+                }
                 return Err(e);
             }
         };
         let enqueue_ms = ms(t_enqueue.elapsed());
 
-        // 3. Vulkan: the post pass waits for the model and signals "output ready".
-        let held = match sub.output_free {
-            Some((sem, value)) if !on_cuda => !self.wait_raw(sem, value, Duration::ZERO)?,
-            _ => false,
-        };
-        let post_pending = post.is_some() && (held || (on_cuda && self.tuning.post_wait == PostWait::Host));
-        if let Some(cmd) = post
-            && !post_pending
-        {
-            self.submit_post(cmd, n, sub.output_free)?;
-        }
+        // 3. Vulkan: the post pass waits for the model (and for "output free") and
+        // signals "output ready". The frame is in the ring before it is submitted, so
+        // that a failing submission leaves it tracked (and retried at retirement).
+        let post_pending = post.is_some() && on_cuda && self.tuning.post_wait == PostWait::Host;
         self.ring.occupy(
             InFlight {
                 value: n,
@@ -198,6 +206,15 @@ impl NeuralFrameContext {
             },
             signallers,
         );
+        if let Some(cmd) = post
+            && !post_pending
+            && let Err(e) = self.submit_post(cmd, n, sub.output_free)
+        {
+            if let Some(f) = self.ring.slot_mut(i) {
+                f.post_pending = true;
+            }
+            return Err(e);
+        }
         Ok(Submitted::Frame(self.ticket(n)))
     }
 
@@ -221,7 +238,11 @@ impl NeuralFrameContext {
             p.map(|p| r.timeline(p.timeline).map(|t| (t.raw(), p.value))).transpose()
         };
         if self.sync_mode == SyncMode::Host && (frame.wait.is_some() || frame.output_free.is_some()) {
-            return Err(Error::internal("a GPU wait in host-signalled mode"));
+            return Err(Error::InvalidArgument(
+                "the frame waits for a timeline, but the context runs in host-signalled mode (SyncMode::Host): \
+                 submit once the input is written and the output free"
+                    .into(),
+            ));
         }
         Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)? })
     }
@@ -265,10 +286,10 @@ impl NeuralFrameContext {
         self.queue_submit(if on_cuda { 1 } else { 0 }, &batch)
     }
 
-    /// Submits, in frame order, the post passes held back on the host whose
-    /// model is done (post waits on the host) and whose output is free (the CPU
-    /// backend). With `until = Some(v)`, waits (bounded) for frames up to `v` first.
-    pub(crate) fn submit_posts(&mut self, until: Option<u64>) -> Result<()> {
+    /// Post waits on the host: submits, in frame order, the pending post passes
+    /// whose model is done. With `until = Some((v, deadline))`, waits for the
+    /// models of frames up to `v` first, until the deadline.
+    pub(crate) fn submit_posts(&mut self, until: Option<(u64, Instant)>) -> Result<()> {
         let pending: Vec<(u64, usize)> = self
             .ring
             .in_flight_ordered()
@@ -276,28 +297,15 @@ impl NeuralFrameContext {
             .filter(|(_, i)| self.ring.slot(*i).is_some_and(|f| f.post_pending))
             .collect();
         for (value, i) in pending {
-            let block = until.is_some_and(|v| value <= v);
-            if !self.model_done(i, value, block)? {
+            let deadline = until.filter(|(v, _)| value <= *v).map(|(_, d)| d);
+            if !self.model_done(i, value, deadline)? {
                 return Ok(()); // later frames wait behind this one: timeline values rise in order
             }
             let (cmd, output_free) = match self.ring.slot(i) {
                 Some(InFlight { post_cmd: Some(cmd), output_free, .. }) => (*cmd, *output_free),
                 _ => continue,
             };
-            if let Some((sem, v)) = output_free
-                && !matches!(self.res.engine, Engine::Cuda(_))
-            {
-                let timeout = if block { self.frame_timeout } else { Duration::ZERO };
-                if !self.wait_raw(sem, v, timeout)? {
-                    if block {
-                        return Err(Error::Timeout {
-                            what: format!("the caller's \"output free\" value {v} for frame {value}"),
-                            waited: timeout,
-                        });
-                    }
-                    return Ok(());
-                }
-            }
+
             self.submit_post(cmd, value, output_free)?;
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = false;
@@ -307,8 +315,8 @@ impl NeuralFrameContext {
     }
 
     /// Whether the model of frame `value` (slot `i`) has signalled `model_done`;
-    /// with `block`, waits for it first (bounded).
-    fn model_done(&self, i: usize, value: u64, block: bool) -> Result<bool> {
+    /// with a deadline, waits for it first until then.
+    fn model_done(&self, i: usize, value: u64, deadline: Option<Instant>) -> Result<bool> {
         if !matches!(self.res.engine, Engine::Cuda(_)) {
             return Ok(true); // the host ran the model inside submit
         }
@@ -316,17 +324,18 @@ impl NeuralFrameContext {
         if done.vulkan().value()? >= value {
             return Ok(true);
         }
-        if !block {
+        let Some(deadline) = deadline else {
             return Ok(false);
-        }
+        };
+        let left = || deadline.saturating_duration_since(Instant::now());
         // The model's end event completes just before the signal: wait for it on
         // the host (CUDA's completion check, a short spin), then for the signal.
         if let Engine::Cuda(e) = &self.res.engine
-            && !e.model_finished(i, Some(self.frame_timeout))?
+            && !e.model_finished(i, Some(left()))?
         {
             return Err(Error::Timeout { what: format!("the model of frame {value}"), waited: self.frame_timeout });
         }
-        if !self.wait_value(done.vulkan(), value, self.frame_timeout)? {
+        if !self.wait_value(done.vulkan(), value, left())? {
             return Err(Error::Timeout {
                 what: format!("CUDA's signal that frame {value}'s model is done"),
                 waited: self.frame_timeout,
@@ -378,12 +387,13 @@ impl NeuralFrameContext {
     pub fn wait_timeout(&mut self, ticket: &Ticket, timeout: Duration) -> Result<FrameStats> {
         match self.status(ticket)? {
             Status::InFlight(i) => {
-                // Frames retire in order: the ones before this one first.
+                // Frames retire in order: the ones before this one first, all within one bound.
+                let deadline = Instant::now() + timeout;
                 for (v, j) in self.ring.in_flight_ordered() {
                     if v > ticket.value {
                         break;
                     }
-                    self.retire_within(j, timeout)?;
+                    self.retire_within(j, deadline, timeout)?;
                     if j == i {
                         break;
                     }
@@ -456,7 +466,7 @@ impl NeuralFrameContext {
     /// Returns whether the slot is free.
     pub(crate) fn retire(&mut self, i: usize, block: bool) -> Result<bool> {
         if block {
-            self.retire_within(i, self.frame_timeout)?;
+            self.retire_within(i, Instant::now() + self.frame_timeout, self.frame_timeout)?;
             return Ok(true);
         }
         let Some(value) = self.ring.slot(i).map(|f| f.value) else {
@@ -473,12 +483,15 @@ impl NeuralFrameContext {
         Ok(true)
     }
 
-    fn retire_within(&mut self, i: usize, timeout: Duration) -> Result<()> {
+    /// Retires slot `i` once its frame is done, waiting until `deadline` at most
+    /// (`timeout`: the bound it came from, for the error).
+    fn retire_within(&mut self, i: usize, deadline: Instant, timeout: Duration) -> Result<()> {
         let Some(value) = self.ring.slot(i).map(|f| f.value) else {
             return Ok(());
         };
-        self.submit_posts(Some(value))?;
-        if !self.wait_value(self.res.timelines.output_ready.vulkan(), value, timeout)? {
+        self.submit_posts(Some((value, deadline)))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !self.wait_value(self.res.timelines.output_ready.vulkan(), value, left)? {
             return Err(Error::Timeout {
                 what: format!(
                     "frame {value} (output ready = {}, input consumed = {})",

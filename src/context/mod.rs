@@ -108,6 +108,11 @@ pub struct NeuralFrameContext {
     size: Option<FrameSize>,
     /// Counts re-allocations of the slot buffers: recorded passes of an older one are stale.
     generation: u64,
+    /// CPU backend: a barrier that makes device writes visible to host reads, for
+    /// frames whose model reads the caller's buffer itself.
+    host_visibility: Option<ash::vk::CommandBuffer>,
+    /// Why the context takes no more frames (work of a failed frame may still be pending).
+    poisoned: Option<String>,
     id: u64,
 }
 
@@ -161,6 +166,18 @@ impl NeuralFrameContext {
         // SAFETY: passed on from the caller.
         let base = unsafe { setup::base(b, caller, backend) }?;
         let device = base.device;
+        if !device.is_owned()
+            && device.queue_count() == 1
+            && base.cuda.is_some()
+            && b.tuning.post_wait == PostWait::Host
+        {
+            return Err(Error::InvalidArgument(
+                "PostWait::Host on the caller's single queue would submit each post pass after the caller's own \
+                 submissions that wait for it, and deadlock the queue; keep PostWait::Gpu, or give \
+                 CallerDevice::post_queue a second queue"
+                    .into(),
+            ));
+        }
         let sync_mode =
             if !device.is_owned() || device.can_share_semaphores() { SyncMode::Gpu } else { SyncMode::Host };
         let cuda = base.cuda.as_ref();
@@ -198,7 +215,10 @@ impl NeuralFrameContext {
         log::debug!("model {}: {:?}", b.model.display(), contract);
         let passes = Passes::new(&device, contract.input, contract.output)?;
         let pool = CommandPool::new(&device)?;
-        let queries = if b.tuning.gpu_timestamps && device.timestamp_period_ns() > 0.0 {
+        if b.tuning.gpu_timestamps && !device.has_timestamps() {
+            log::info!("the queue family writes no timestamps: pass times are not measured");
+        }
+        let queries = if b.tuning.gpu_timestamps && device.has_timestamps() {
             Some(TimestampPool::new(&device, 4 * n as u32)?)
         } else {
             None
@@ -211,6 +231,8 @@ impl NeuralFrameContext {
             .collect::<Result<Vec<_>>>()?;
         let id = next_id();
         let on_cuda = cuda.is_some();
+        // SAFETY: the command buffer is new; it comes from the context's pool.
+        let host_visibility = if on_cuda { None } else { Some(unsafe { record::host_visibility(&device, &pool) }?) };
         let mut ctx = Self {
             res: ManuallyDrop::new(Resources {
                 registry: Registry::new(id),
@@ -234,6 +256,8 @@ impl NeuralFrameContext {
             sync_mode,
             size: None,
             generation: 0,
+            host_visibility,
+            poisoned: None,
             id,
         };
         ctx.resize(b.size.0, b.size.1)?;
@@ -341,7 +365,10 @@ impl Drop for NeuralFrameContext {
     fn drop(&mut self) {
         // Frames in flight finish before anything they use goes; bounded, so a
         // signal that never arrives cannot hang the drop.
-        let retired = self.retire_all();
+        let retired = match &self.poisoned {
+            Some(why) => Err(Error::InvalidArgument(why.clone())),
+            None => self.retire_all(),
+        };
         let drained = retired.is_ok() && matches!(self.res.engine.drain(self.frame_timeout), Ok(true));
         if !drained {
             // The GPU may still use these objects (a caller's semaphore that never

@@ -67,9 +67,12 @@ fn handover(
                 .dst_queue_family_index(d);
             (Some(b), None)
         }
-        (Res::Image { raw, layout, .. }, _) => {
+        (Res::Image { raw, layout, .. }, origin) => {
+            // The caller's outputs are discarded (UNDEFINED) before the pass writes them; the
+            // context's own stay GENERAL, so that a pixel the pass misses keeps its poison.
             let (old, new) = match (write, acquire) {
                 (false, _) => (*layout, *layout),
+                (true, true) if origin == Origin::Owned => (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL),
                 (true, true) => (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
                 (true, false) => (vk::ImageLayout::GENERAL, *layout),
             };
@@ -170,13 +173,9 @@ impl Recorder<'_> {
             command::begin(d, cmd)?;
             self.timestamp_pair(cmd, base, true);
             let (img, buf) = handover(d, reg, true, false);
-            let src = if reg.origin == Origin::Imported {
-                vk::PipelineStageFlags::TOP_OF_PIPE
-            } else {
-                vk::PipelineStageFlags::ALL_COMMANDS
-            };
             // The slot's tensor and alpha are overwritten whole: only ordering against the
             // last frame's post pass on this queue is needed, which the semaphores give.
+            let src = vk::PipelineStageFlags::ALL_COMMANDS;
             command::barrier(d, cmd, src, vk::PipelineStageFlags::COMPUTE_SHADER, buf.as_slice(), img.as_slice());
             pass.compute.record(cmd, &set, &params.bytes(), grid);
             let (img, buf) = handover(d, reg, false, false);
@@ -257,7 +256,7 @@ impl Recorder<'_> {
                 buffer_barrier(tensors.output.buffer().raw(), vk::AccessFlags::empty(), vk::AccessFlags::SHADER_READ);
             let (tensor, src) = if self.on_cuda {
                 let (s, t) = families(d, true);
-                (tensor.src_queue_family_index(s).dst_queue_family_index(t), vk::PipelineStageFlags::TOP_OF_PIPE)
+                (tensor.src_queue_family_index(s).dst_queue_family_index(t), vk::PipelineStageFlags::ALL_COMMANDS)
             } else {
                 (tensor.src_access_mask(vk::AccessFlags::HOST_WRITE), vk::PipelineStageFlags::HOST)
             };
@@ -314,4 +313,31 @@ pub(crate) fn size_mismatch(what: &str, got: (u32, u32), want: (u32, u32)) -> Er
          the frame size; register resources of the new size)",
         got.0, got.1, want.0, want.1
     ))
+}
+
+/// A command buffer with one global barrier: device writes become visible to
+/// host reads (for the CPU backend reading the caller's memory).
+///
+/// # Safety
+/// `pool` must belong to `device`.
+pub(crate) unsafe fn host_visibility(device: &Device, pool: &CommandPool) -> Result<vk::CommandBuffer> {
+    let cmd = pool.allocate()?;
+    let all = vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+        .dst_access_mask(vk::AccessFlags::HOST_READ);
+    // SAFETY: a fresh command buffer of this device, recorded once here.
+    unsafe {
+        command::begin(device, cmd)?;
+        device.raw().cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[all],
+            &[],
+            &[],
+        );
+        command::end(device, cmd)?;
+    }
+    Ok(cmd)
 }

@@ -215,6 +215,7 @@ impl NeuralFrameContext {
             | if role == Role::Input { INPUT_USAGE } else { OUTPUT_USAGE };
         self.check_image(role, format, (w, h), usage, vk::ImageTiling::OPTIMAL)?;
         let image = Image::new(&self.res.device, ImageDesc::new(w, h, format, usage))?;
+        transfer::to_general(&image)?;
         let raw = image.raw();
         let reg = self.image_registration(raw, format, vk::ImageLayout::GENERAL, Some(image), Origin::Owned, (w, h))?;
         Ok(self.insert(role, reg))

@@ -63,6 +63,7 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
                 physical: c.physical_device,
                 queue_family: c.queue_family_index,
                 queue: c.queue,
+                post_queue: c.post_queue,
                 external_memory_fd: c.external_memory_fd,
                 external_semaphore_fd: c.external_semaphore_fd,
             };

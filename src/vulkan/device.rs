@@ -33,6 +33,7 @@ pub(crate) struct BorrowedDevice {
     pub(crate) physical: vk::PhysicalDevice,
     pub(crate) queue_family: u32,
     pub(crate) queue: vk::Queue,
+    pub(crate) post_queue: Option<vk::Queue>,
     pub(crate) external_memory_fd: bool,
     pub(crate) external_semaphore_fd: bool,
 }
@@ -52,6 +53,7 @@ pub struct Device {
     memory_properties: vk::PhysicalDeviceMemoryProperties,
     limits: vk::PhysicalDeviceLimits,
     max_allocation: u64,
+    timestamps: bool,
     owned: bool,
     instance: Arc<Instance>,
 }
@@ -151,7 +153,9 @@ impl Device {
         check_timeline_feature(instance, device.physical, &info)?;
         // SAFETY: the device handle is live and was created from this instance (caller's contract).
         let raw = unsafe { ash::Device::load(raw_instance.fp_v1_0(), device.raw) };
-        let queues = vec![Queue { raw: device.queue, lock: lock.unwrap_or_default() }];
+        let lock = lock.unwrap_or_default();
+        let mut queues = vec![Queue { raw: device.queue, lock: Arc::clone(&lock) }];
+        queues.extend(device.post_queue.map(|raw| Queue { raw, lock }));
         let exts = (device.external_memory_fd, device.external_semaphore_fd);
         Self::finish(instance, device.physical, info, raw, device.queue_family, queues, exts, false)
     }
@@ -186,6 +190,10 @@ impl Device {
         unsafe { raw_instance.get_physical_device_properties2(physical, &mut props2) };
         let limits = props2.properties.limits;
         let max_allocation = maintenance3.max_memory_allocation_size;
+        // SAFETY: physical comes from this instance.
+        let families = unsafe { raw_instance.get_physical_device_queue_family_properties(physical) };
+        let timestamps = limits.timestamp_period > 0.0
+            && families.get(queue_family as usize).is_some_and(|f| f.timestamp_valid_bits > 0);
 
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(queue_family)
@@ -220,6 +228,7 @@ impl Device {
             memory_properties,
             limits,
             max_allocation,
+            timestamps,
             owned,
             instance: Arc::clone(instance),
         }))
@@ -295,6 +304,11 @@ impl Device {
     /// How many queues the context may submit to (1 or 2, all of one family).
     pub(crate) fn queue_count(&self) -> usize {
         self.queues.len()
+    }
+
+    /// Whether the queue family writes timestamps (`timestampValidBits` > 0).
+    pub(crate) fn has_timestamps(&self) -> bool {
+        self.timestamps
     }
 
     /// The device's timestamp period in nanoseconds per tick.

@@ -207,6 +207,18 @@ fn ownership(image: &Image, b: vk::ImageMemoryBarrier<'_>) -> Result<()> {
     unsafe { device.one_shot(record) }
 }
 
+/// Moves a new image from `UNDEFINED` to `GENERAL` layout (its contents undefined).
+pub(crate) fn to_general(image: &Image) -> Result<()> {
+    let b = image_barrier(
+        image.raw(),
+        vk::ImageLayout::UNDEFINED,
+        vk::ImageLayout::GENERAL,
+        vk::AccessFlags::empty(),
+        vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+    );
+    ownership(image, b)
+}
+
 /// Releases an image in `GENERAL` layout to `VK_QUEUE_FAMILY_EXTERNAL`, so another
 /// device or API may use its memory.
 pub(crate) fn release_to_external(image: &Image) -> Result<()> {

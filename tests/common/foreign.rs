@@ -544,8 +544,8 @@ pub fn bad_imports_are_refused_and_give_the_fd_back(backend: Backend) {
     };
     let fd_count = open_fds();
     let id = ctx.import_input_image(import(m)).expect("the returned fd imports");
-    assert_eq!(open_fds(), fd_count - 1, "a successful import owns (and closed) the caller's descriptor");
     ctx.unregister_input(id).expect("unregister");
+    assert_eq!(open_fds(), fd_count - 1, "a successful import owns the caller's descriptor, closed with the import");
     // An fd that is not memory.
     let (rd, wr) = std::io::pipe().expect("pipe");
     let pipe_fd: std::os::fd::OwnedFd = rd.into();
@@ -569,7 +569,11 @@ pub fn bad_imports_are_refused_and_give_the_fd_back(backend: Backend) {
             println!("an allocation size larger than the memory: refused ({e})");
             drop(e.into_fd());
         }
-        Ok(_) => assert!(!is_memfd, "the driver's memory file says its size, and the lie was not caught"),
+        Ok(id) => {
+            assert!(!is_memfd, "the driver's memory file says its size, and the lie was not caught");
+            println!("an allocation size larger than the memory: the driver accepted it (its fds carry no size)");
+            ctx.unregister_input(id).expect("unregister");
+        }
     }
     // A format the model contract cannot take, and missing usage bits.
     let e = ctx
@@ -782,32 +786,52 @@ pub fn unregister_in_flight_keeps_it_alive(backend: Backend) {
 }
 
 /// Once "input consumed" is reached the renderer overwrites the input, before the
-/// post pass has run: the result is unchanged (the frame's alpha travelled in the slot).
+/// post pass has run: the result is unchanged (the frame's alpha travelled in the
+/// slot). The input is a host-visible buffer the renderer overwrites from the
+/// host, and the post pass is held by an "output free" value the host signals
+/// afterwards: no submission of the renderer's has to pass the held post pass
+/// on the shared queue.
 pub fn input_overwritten_after_input_consumed(backend: Backend) {
     let _serial = serial();
     let r = renderer();
-    let mut ctx = byo(&r, backend, F32, 24, 16);
-    let p = pair(&r, &mut ctx, 17);
-    p.render(&r);
-    let (ow, _) = ctx.output_size();
-    let want = expected(&ctx, F32, &p.rgba);
-    let t = r.semaphore(true, false).expect("timeline");
-    // SAFETY: the renderer's timeline, alive until the end.
-    let tid = unsafe { ctx.register_timeline(t) }.expect("timeline");
-    let Submitted::Frame(ticket) = ctx.submit(Frame::new(p.ids.0, p.ids.1).output_free_after(tid, 1)).expect("submit")
-    else {
+    let (w, h) = (24, 16);
+    let mut ctx = byo(&r, backend, F32, w, h);
+    let (ow, oh) = ctx.output_size();
+    let rgba = picture(w, h, 17);
+    let want = expected(&ctx, F32, &rgba);
+    let storage = vk::BufferUsageFlags::STORAGE_BUFFER;
+    let layout = PixelLayout::packed(w, h, vk::Format::R8G8B8A8_UNORM);
+    let input = r.buffer(layout.bytes(), storage, true, false).expect("input buffer");
+    r.write(&input, &rgba);
+    let out_layout = PixelLayout::packed(ow, oh, vk::Format::R8G8B8A8_UNORM);
+    let output = r.buffer(out_layout.bytes(), storage, true, false).expect("output buffer");
+    readback_poison(&r, &output);
+    // SAFETY: buffers and a timeline of the renderer's device, alive until the end.
+    let (i, o, tid, t) = unsafe {
+        let i =
+            ctx.register_input_buffer(CallerBuffer { buffer: input.buffer, size: input.size, usage: storage, layout });
+        let o = ctx.register_output_buffer(CallerBuffer {
+            buffer: output.buffer,
+            size: output.size,
+            usage: storage,
+            layout: out_layout,
+        });
+        let t = r.semaphore(true, false).expect("timeline");
+        (i.expect("input"), o.expect("output"), ctx.register_timeline(t).expect("timeline"), t)
+    };
+    let Submitted::Frame(ticket) = ctx.submit(Frame::new(i, o).output_free_after(tid, 1)).expect("submit") else {
         panic!()
     };
     ctx.wait_input_consumed(&ticket, Duration::from_secs(10)).expect("input consumed");
     assert_eq!(ctx.try_wait(&ticket).expect("try_wait"), None, "the post pass is still held back");
-    r.write(&p.staging, &vec![0x33; p.rgba.len()]); // garbage, alpha too
-    p.render(&r);
+    r.write(&input, &vec![0x33; rgba.len()]); // garbage, alpha too
     r.signal(t, 1).expect("output free");
     ctx.wait(&ticket).expect("frame");
-    let (d, x, y, c) = max_diff(&p.read(&r), &want, ow);
+    let (d, x, y, c) = max_diff(&r.read(&output, out_layout.bytes() as usize), &want, ow);
     assert!(d <= 1, "overwriting the input after input consumed changed the result at ({x}, {y}) ch {c} by {d}");
     drop(ctx);
-    p.destroy(&r);
+    r.destroy_buffer(input);
+    r.destroy_buffer(output);
     r.destroy_semaphore(t);
     assert_eq!(r.validation_errors(), 0);
 }
@@ -861,4 +885,30 @@ pub fn a_thousand_frames_stay_flat(backend: Backend) {
     }
     r.destroy_semaphore(rendered);
     r.destroy_semaphore(read_done);
+}
+
+/// A binary semaphore's descriptor offered as a timeline is refused with an
+/// error, and leaves the context usable (needs semaphore fds: the NVIDIA driver).
+pub fn a_binary_semaphore_is_refused(backend: Backend) {
+    let _serial = serial();
+    let r = renderer();
+    let mut ctx = own(&r, backend, F32, 16, 8);
+    assert_eq!(ctx.sync_mode(), SyncMode::Gpu, "this scenario needs VK_KHR_external_semaphore_fd");
+    let binary = r.semaphore(false, true).expect("an exportable binary semaphore");
+    let fd = r.export_semaphore(binary).expect("export");
+    let e = ctx
+        .import_timeline(neural_frame::SemaphoreImport { fd, origin: r.identity })
+        .expect_err("a binary semaphore is not a timeline");
+    println!("binary semaphore refused: {e}");
+    assert!(matches!(e.error().kind(), ErrorKind::InvalidArgument | ErrorKind::Unsupported), "{e}");
+    drop(e.into_fd());
+    let timeline = r.semaphore(true, true).expect("a timeline");
+    ctx.import_timeline(neural_frame::SemaphoreImport {
+        fd: r.export_semaphore(timeline).expect("export"),
+        origin: r.identity,
+    })
+    .expect("a timeline imports");
+    drop(ctx);
+    r.destroy_semaphore(binary);
+    r.destroy_semaphore(timeline);
 }
