@@ -147,3 +147,8 @@ pub fn load_onnx_runtime(explicit: Option<&std::path::Path>) -> Result<RuntimeIn
 pub fn ort_environment() -> Result<&'static ort::environment::Environment> {
     onnx::runtime::environment()
 }
+
+/// The README's examples, compiled as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;

@@ -19,6 +19,8 @@ pub(crate) struct CudaSlot {
     pub(crate) events: (cuda::Event, cuda::Event),
     /// Runs on this slot's own buffers since they were made.
     pub(crate) runs: u32,
+    /// A capture failed for these buffers: the slot runs without a graph.
+    pub(crate) graph_failed: bool,
     /// End-of-run device sync disabled.
     pub(crate) run_options: RunOptions,
 }
@@ -56,6 +58,7 @@ impl CudaEngine {
                 run_options.disable_device_sync().map_err(|e| Error::onnx("disabling the end-of-run sync", e))?;
                 Ok(CudaSlot {
                     graph: None,
+                    graph_failed: false,
                     events: (cuda::Event::new(&device)?, cuda::Event::new(&device)?),
                     runs: 0,
                     run_options,
@@ -145,6 +148,7 @@ impl CudaEngine {
     pub(crate) fn reset_slot(&mut self, slot: usize) {
         if let Some(s) = self.slots.get_mut(slot) {
             s.graph = None;
+            s.graph_failed = false;
             s.runs = 0;
         }
     }
