@@ -114,7 +114,27 @@ struct Ring {
     read: Vec<vk::CommandBuffer>,
 }
 
+/// The library logs through `log`; a renderer would route that into its own
+/// logger. Here: warnings and errors on stderr.
+struct Stderr;
+
+impl log::Log for Stderr {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Warn
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            eprintln!("neural-frame {}: {}", r.level(), r.args());
+        }
+    }
+    fn flush(&self) {}
+}
+
 fn main() -> Result<()> {
+    static LOGGER: Stderr = Stderr;
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Warn);
+    }
     let a = args()?;
     let picture = Rgba8::load(&a.input)?;
     let (w, h) = (picture.width, picture.height);

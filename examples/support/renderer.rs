@@ -389,8 +389,12 @@ impl Renderer {
         let info = vk::CommandBufferAllocateInfo::default().command_pool(self.pool).command_buffer_count(1);
         // SAFETY: the pool is the renderer's; one thread uses it.
         let cmd = unsafe { self.device.allocate_command_buffers(&info) }?[0];
+        // Resubmitted frame after frame: its earlier submission may still be pending (the GPU
+        // waits that order its uses run through the context, which the validation layer
+        // cannot follow), so it is recorded for simultaneous use.
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
         // SAFETY: a fresh command buffer.
-        unsafe { self.device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }?;
+        unsafe { self.device.begin_command_buffer(cmd, &begin) }?;
         record(&self.device, cmd);
         // SAFETY: cmd is recording.
         unsafe { self.device.end_command_buffer(cmd) }?;
@@ -422,11 +426,11 @@ impl Renderer {
         Ok(unsafe { self.device.queue_submit(self.queue, &[info], vk::Fence::null()) }?)
     }
 
-    /// Waits for the renderer's queue to be idle.
+    /// Waits for the renderer's device to be idle (its queues, and a context's on it).
     pub fn idle(&self) -> Result<()> {
         let _guard = self.queue_lock.lock().map_err(|_| anyhow!("queue lock poisoned"))?;
-        // SAFETY: the queue is locked.
-        Ok(unsafe { self.device.queue_wait_idle(self.queue) }?)
+        // SAFETY: every queue is used under this lock (the context's included).
+        Ok(unsafe { self.device.device_wait_idle() }?)
     }
 
     /// The bytes of a mapped buffer (its GPU writes must be complete).

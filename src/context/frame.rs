@@ -509,6 +509,14 @@ impl NeuralFrameContext {
         let Some(f) = self.ring.slot(i).cloned() else {
             return Ok(());
         };
+        // "Output ready" implies that the frame's first batch (the pre pass) is done too:
+        // its signal came before the model, which came before the post pass. Observing
+        // `to_model` on the host says so to the validation layer as well (it retires
+        // submissions by the values the host sees), before the slot's command buffers are
+        // submitted again or freed. It is reached already: the wait returns at once.
+        if !self.res.timelines.to_model.vulkan().wait(f.value, self.frame_timeout)? {
+            return Err(Error::internal(format!("frame {} is done but its pre pass is not", f.value)));
+        }
         let period = self.res.device.timestamp_period_ns() as f64 * 1e-6;
         let pair = |first: u32, ran: bool| -> Result<f64> {
             let ticks = match (&self.res.queries, ran) {

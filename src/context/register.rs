@@ -526,16 +526,25 @@ impl NeuralFrameContext {
         if let Err(e) = self.check_origin(&origin).and_then(|()| self.need_gpu_sync()) {
             return Err(ImportError::new(e, fd));
         }
-        let dup = match fd.try_clone() {
-            Ok(d) => d,
-            Err(e) => {
-                return Err(ImportError::new(
-                    Error::Io { what: "duplicating the semaphore's file descriptor".into(), source: e },
-                    fd,
-                ));
-            }
+        let dup = || {
+            fd.try_clone()
+                .map_err(|e| Error::Io { what: "duplicating the semaphore's file descriptor".into(), source: e })
         };
-        match TimelineSemaphore::import(&self.res.device, dup) {
+        let imported = dup().and_then(|d| TimelineSemaphore::import(&self.res.device, d)).and_then(|t| {
+            // Vulkan cannot tell a binary semaphore's payload from a timeline's at import; what a
+            // driver does with it can be checked: its counter must read, and CUDA (where it runs)
+            // must take it as a timeline.
+            t.value().map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "the imported semaphore has no timeline counter ({e}): it is not a timeline semaphore"
+                ))
+            })?;
+            if let Engine::Cuda(e) = &self.res.engine {
+                interop::check_timeline(&e.device, dup()?)?;
+            }
+            Ok(t)
+        });
+        match imported {
             Ok(t) => Ok(TimelineId(self.res.registry.insert(Entry::Timeline(t)))),
             Err(e) => Err(ImportError::new(e, fd)),
         }

@@ -504,7 +504,9 @@ pub fn a_buffer_the_model_takes_as_it_is_runs_no_pass(backend: Backend) {
 pub fn bad_imports_are_refused_and_give_the_fd_back(backend: Backend) {
     let _serial = serial();
     let r = renderer();
-    let (w, h) = (16, 8);
+    // Large enough that the described image needs more memory than a 4×4 one holds, with any
+    // driver's alignment (NVIDIA rounds image memory up to 64 KiB).
+    let (w, h) = (256, 192);
     let mut ctx = own(&r, backend, F32, w, h);
     let (ow, oh) = ctx.output_size();
     let input = r.image(w, h, vk::Format::R8G8B8A8_UNORM, IN_USAGE, true).expect("input");

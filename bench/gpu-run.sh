@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One GPU session's runs, from the repository root on the GPU machine, with the
+# kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
+# "Tests"). Usage: bench/gpu-run.sh tests|examples|bench ...   Logs go to
+# $OUT/log (one file: the device tool brings back at most eight).
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash .gpu-kit/base/stash.sh >/dev/null && source .gpu-kit/base/env.sh
+: "${OUT:=/tmp/out}"
+mkdir -p "$OUT"
+log="$OUT/log"
+step() {
+  local name=$1 limit=$2; shift 2
+  echo "=== $name: $* ($(date +%T))" | tee -a "$log"
+  timeout "$limit" "$@" 2>&1 | tee -a "$log"
+  echo "=== $name: rc=${PIPESTATUS[0]}" | tee -a "$log"
+}
+tests=(--include-ignored --test-threads=1 --nocapture)
+for what in "$@"; do
+  case "$what" in
+    info)
+      step nvidia-smi 20 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv
+      ;;
+    tests)
+      step lib-gpu 120 .gpu-bin/neural_frame gpu_tests "${tests[@]}"
+      step interop 120 .gpu-bin/gpu_interop "${tests[@]}"
+      step pipeline 180 .gpu-bin/gpu_pipeline "${tests[@]}"
+      step foreign 180 .gpu-bin/gpu_foreign "${tests[@]}"
+      ;;
+    ring)
+      step ring 300 .gpu-bin/gpu_ring "${tests[@]}"
+      ;;
+    examples)
+      for share in fd device; do
+        step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale.onnx --input models/coffee.png \
+          --output "$OUT/foreign-$share.png" --share "$share" --frames 300 --backend cuda --compare --validation
+      done
+      step preflight 120 .gpu-bin/neural-frame preflight --validation
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      ;;
+    bench)
+      step bench-fp32 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --no-host-round-trip --diagnose \
+        --json-file "$OUT/bench-fp32.json"
+      step bench-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 --frames 200 \
+        --no-host-round-trip --diagnose --prefer-nhwc --cuda-graph --post-wait host --spin-wait \
+        --json-file "$OUT/bench-fp16.json"
+      ;;
+  esac
+done
