@@ -89,16 +89,6 @@ impl SharedBuffer {
     }
 }
 
-/// Checks that CUDA takes the semaphore exported as `fd` as a timeline semaphore
-/// (a binary one is refused there), and releases the import again.
-pub(crate) fn check_timeline(cuda: &Arc<CudaDevice>, fd: OwnedFd) -> Result<()> {
-    cuda::ExternalSemaphore::import_timeline(cuda, fd).map(drop).map_err(|e| {
-        Error::InvalidArgument(format!(
-            "CUDA does not take the semaphore as a timeline semaphore ({e}): binary semaphores cannot be used"
-        ))
-    })
-}
-
 /// The caller's exported memory imported into CUDA and mapped as `len` bytes
 /// (the literal zero-copy path on the CUDA backend). On failure the descriptor is closed.
 pub(crate) fn import_into_cuda(cuda: &Arc<CudaDevice>, memory: ExportedMemory, len: u64) -> Result<MappedBuffer> {

@@ -28,5 +28,4 @@ on_cuda!(
     unregister_in_flight_keeps_it_alive,
     input_overwritten_after_input_consumed,
     a_thousand_frames_stay_flat,
-    a_binary_semaphore_is_refused,
 );

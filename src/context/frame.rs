@@ -152,7 +152,7 @@ impl NeuralFrameContext {
         if !direct_in {
             first.signal.push((t.input_consumed.raw(), n));
         }
-        self.queue_submit(0, &first)?;
+        self.queue_submit(0, &first, self.res.slots[i].fences[0].raw())?;
 
         // 2. The engine runs the model.
         let t_enqueue = Instant::now();
@@ -203,12 +203,13 @@ impl NeuralFrameContext {
                 post_pass: !direct_out,
                 post_cmd: post,
                 output_free: sub.output_free,
+                post_fenced: false,
             },
             signallers,
         );
         if let Some(cmd) = post
             && !post_pending
-            && let Err(e) = self.submit_post(cmd, n, sub.output_free)
+            && let Err(e) = self.submit_post(i, cmd, n, sub.output_free)
         {
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = true;
@@ -247,7 +248,7 @@ impl NeuralFrameContext {
         Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)? })
     }
 
-    fn queue_submit(&self, queue: usize, batch: &Batch) -> Result<()> {
+    fn queue_submit(&self, queue: usize, batch: &Batch, fence: vk::Fence) -> Result<()> {
         let wait: Vec<_> = batch.wait.iter().map(|w| w.0).collect();
         let wait_values: Vec<_> = batch.wait.iter().map(|w| w.1).collect();
         let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait.len()];
@@ -266,12 +267,18 @@ impl NeuralFrameContext {
         // every semaphore is a live timeline of this device (the context's, or a registered
         // one, which outlives the frames that wait on it); the resources they use live until
         // the frame retires.
-        unsafe { self.res.device.submit_to(queue, &[info], vk::Fence::null()) }
+        unsafe { self.res.device.submit_to(queue, &[info], fence) }
     }
 
     /// Submits a frame's recorded post pass for frame `n`: on the CUDA backend it
     /// waits for `model_done = n` on its own queue; it signals `output_ready = n`.
-    fn submit_post(&self, cmd: vk::CommandBuffer, n: u64, output_free: Option<(vk::Semaphore, u64)>) -> Result<()> {
+    fn submit_post(
+        &mut self,
+        i: usize,
+        cmd: vk::CommandBuffer,
+        n: u64,
+        output_free: Option<(vk::Semaphore, u64)>,
+    ) -> Result<()> {
         let t = &self.res.timelines;
         let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
         let mut batch = Batch { cmds: vec![cmd], ..Batch::default() };
@@ -283,7 +290,11 @@ impl NeuralFrameContext {
         // On its own queue where there is one: a post pass waiting for CUDA then
         // does not hold back the next frame's pre pass (submission order). On the
         // CPU backend it follows the pre pass on queue 0, which orders the alpha.
-        self.queue_submit(if on_cuda { 1 } else { 0 }, &batch)
+        self.queue_submit(if on_cuda { 1 } else { 0 }, &batch, self.res.slots[i].fences[1].raw())?;
+        if let Some(f) = self.ring.slot_mut(i) {
+            f.post_fenced = true;
+        }
+        Ok(())
     }
 
     /// Post waits on the host: submits, in frame order, the pending post passes
@@ -306,7 +317,7 @@ impl NeuralFrameContext {
                 _ => continue,
             };
 
-            self.submit_post(cmd, value, output_free)?;
+            self.submit_post(i, cmd, value, output_free)?;
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = false;
             }
@@ -509,13 +520,15 @@ impl NeuralFrameContext {
         let Some(f) = self.ring.slot(i).cloned() else {
             return Ok(());
         };
-        // "Output ready" implies that the frame's first batch (the pre pass) is done too:
-        // its signal came before the model, which came before the post pass. Observing
-        // `to_model` on the host says so to the validation layer as well (it retires
-        // submissions by the values the host sees), before the slot's command buffers are
-        // submitted again or freed. It is reached already: the wait returns at once.
-        if !self.res.timelines.to_model.vulkan().wait(f.value, self.frame_timeout)? {
-            return Err(Error::internal(format!("frame {} is done but its pre pass is not", f.value)));
+        // "Output ready" implies that the frame's batches are done: the first batch signalled
+        // before the model ran, the post pass signalled "output ready" itself. Their fences
+        // say so to the host, and to the validation layer, which cannot follow the signals
+        // that CUDA makes, before the slot's command buffers are submitted again or freed.
+        let fences = &self.res.slots[i].fences;
+        for fence in if f.post_fenced { &fences[..] } else { &fences[..1] } {
+            if !fence.wait_and_reset(self.frame_timeout)? {
+                return Err(Error::internal(format!("frame {} is done but a batch of it is not", f.value)));
+            }
         }
         let period = self.res.device.timestamp_period_ns() as f64 * 1e-6;
         let pair = |first: u32, ran: bool| -> Result<f64> {

@@ -44,6 +44,7 @@ use crate::onnx::session::{Provider, SessionConfig};
 use crate::onnx::{Binding, ModelContract, session};
 use crate::vulkan::command::CommandPool;
 use crate::vulkan::query::TimestampPool;
+use crate::vulkan::sync::Fence;
 use crate::vulkan::{Device, Instance};
 
 pub use builder::{BackPressure, Backend, ContextBuilder, PostWait, Tuning};
@@ -226,7 +227,8 @@ impl NeuralFrameContext {
         let slots = (0..n)
             .map(|_| {
                 let binding = Binding::new(engine.session(), &contract.input_name, &contract.output_name)?;
-                Ok(Slot { binding, tensors: None })
+                let fences = [Fence::new(&device)?, Fence::new(&device)?];
+                Ok(Slot { binding, tensors: None, fences })
             })
             .collect::<Result<Vec<_>>>()?;
         let id = next_id();

@@ -41,6 +41,8 @@ pub(crate) struct InFlight {
     pub(crate) post_cmd: Option<vk::CommandBuffer>,
     /// What the post pass waits for besides the model (a plain handle and value).
     pub(crate) output_free: Option<(vk::Semaphore, u64)>,
+    /// Whether the post pass was submitted (with the slot's second fence).
+    pub(crate) post_fenced: bool,
 }
 
 /// Where a ticket's frame is.
@@ -197,6 +199,7 @@ mod tests {
             post_pass: true,
             post_cmd: None,
             output_free: None,
+            post_fenced: false,
         }
     }
 

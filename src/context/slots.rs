@@ -10,6 +10,7 @@ use crate::cuda::CudaDevice;
 use crate::error::{Error, Result};
 use crate::interop::SharedBuffer;
 use crate::onnx::{Binding, ModelContract, Placement, TensorKind, TensorValue};
+use crate::vulkan::sync::Fence;
 use crate::vulkan::{Buffer, BufferMemory, Device};
 
 /// Sizes of one frame's buffers, derived with checked arithmetic.
@@ -105,10 +106,12 @@ pub(crate) struct SlotTensors {
     pub(crate) size: FrameSize,
 }
 
-/// One ring slot: the session's binding for it and its buffers.
+/// One ring slot: the session's binding for it, its buffers, and the fences of
+/// its frame's two batches (the first batch on queue 0, the post pass).
 pub(crate) struct Slot {
     pub(crate) binding: Binding,
     pub(crate) tensors: Option<SlotTensors>,
+    pub(crate) fences: [Fence; 2],
 }
 
 const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(

@@ -160,12 +160,18 @@ fn allocate(
             info = info.push_next(&mut import);
         }
     }
+    let importing = matches!(source, Source::Import(_));
     // SAFETY: info and its chain are valid for the call; on success an imported fd belongs to Vulkan.
     let memory = unsafe { device.raw().allocate_memory(&info, None) }.map_err(|result| match result {
-        vk::Result::ERROR_INVALID_EXTERNAL_HANDLE => Error::InvalidArgument(format!(
-            "the driver refused the file descriptor ({result}): it is not memory exported as OPAQUE_FD by a \
-             device of the same driver, or its size or memory type differ from the description"
-        )),
+        // An import allocates nothing new: a refusal means the descriptor or its description is wrong
+        // (NVIDIA answers a size that differs from the export's with ERROR_OUT_OF_DEVICE_MEMORY).
+        vk::Result::ERROR_INVALID_EXTERNAL_HANDLE | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY if importing => {
+            Error::InvalidArgument(format!(
+                "the driver refused the imported memory ({result}): the file descriptor is not memory exported \
+                 as OPAQUE_FD by a device of the same driver, or its allocation size, memory type or dedicated \
+                 flag differ from the export's"
+            ))
+        }
         result => Error::Vulkan { call: "vkAllocateMemory", result },
     })?;
     if let Source::Import(m) = source {

@@ -149,3 +149,46 @@ impl Drop for TimelineSemaphore {
         }
     }
 }
+
+/// A fence, destroyed in `Drop`. The context puts one on each batch of a frame:
+/// seeing it signalled is how the host (and the validation layer, which cannot
+/// follow signals made by CUDA or another device) learns that the batch is done.
+pub(crate) struct Fence {
+    raw: vk::Fence,
+    device: Arc<Device>,
+}
+
+impl Fence {
+    /// An unsignalled fence.
+    pub(crate) fn new(device: &Arc<Device>) -> Result<Self> {
+        // SAFETY: the device is live; the info is valid.
+        let raw = unsafe { device.raw().create_fence(&vk::FenceCreateInfo::default(), None) }.call("vkCreateFence")?;
+        Ok(Self { raw, device: Arc::clone(device) })
+    }
+
+    /// The raw fence.
+    pub(crate) fn raw(&self) -> vk::Fence {
+        self.raw
+    }
+
+    /// Waits for the fence (bounded) and resets it for the next batch. False on time-out.
+    pub(crate) fn wait_and_reset(&self, timeout: Duration) -> Result<bool> {
+        let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: the fence is live and belongs to this device.
+        match unsafe { self.device.raw().wait_for_fences(&[self.raw], true, ns) } {
+            Ok(()) => {}
+            Err(vk::Result::TIMEOUT) => return Ok(false),
+            Err(result) => return Err(Error::Vulkan { call: "vkWaitForFences", result }),
+        }
+        // SAFETY: the fence is signalled, so no pending batch uses it.
+        unsafe { self.device.raw().reset_fences(&[self.raw]) }.call("vkResetFences")?;
+        Ok(true)
+    }
+}
+
+impl Drop for Fence {
+    fn drop(&mut self) {
+        // SAFETY: owners wait for the batches that signal it before dropping it.
+        unsafe { self.device.raw().destroy_fence(self.raw, None) };
+    }
+}

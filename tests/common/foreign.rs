@@ -888,29 +888,3 @@ pub fn a_thousand_frames_stay_flat(backend: Backend) {
     r.destroy_semaphore(rendered);
     r.destroy_semaphore(read_done);
 }
-
-/// A binary semaphore's descriptor offered as a timeline is refused with an
-/// error, and leaves the context usable (needs semaphore fds: the NVIDIA driver).
-pub fn a_binary_semaphore_is_refused(backend: Backend) {
-    let _serial = serial();
-    let r = renderer();
-    let mut ctx = own(&r, backend, F32, 16, 8);
-    assert_eq!(ctx.sync_mode(), SyncMode::Gpu, "this scenario needs VK_KHR_external_semaphore_fd");
-    let binary = r.semaphore(false, true).expect("an exportable binary semaphore");
-    let fd = r.export_semaphore(binary).expect("export");
-    let e = ctx
-        .import_timeline(neural_frame::SemaphoreImport { fd, origin: r.identity })
-        .expect_err("a binary semaphore is not a timeline");
-    println!("binary semaphore refused: {e}");
-    assert!(matches!(e.error().kind(), ErrorKind::InvalidArgument | ErrorKind::Unsupported), "{e}");
-    drop(e.into_fd());
-    let timeline = r.semaphore(true, true).expect("a timeline");
-    ctx.import_timeline(neural_frame::SemaphoreImport {
-        fd: r.export_semaphore(timeline).expect("export"),
-        origin: r.identity,
-    })
-    .expect("a timeline imports");
-    drop(ctx);
-    r.destroy_semaphore(binary);
-    r.destroy_semaphore(timeline);
-}
