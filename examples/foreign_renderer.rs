@@ -35,7 +35,7 @@ use neural_frame::image_io::Rgba8;
 use neural_frame::{
     Backend, CallerImage, Frame, ImageImport, NeuralFrameContext, SemaphoreImport, Submitted, SyncMode, TimelineId,
 };
-use renderer::{RBuffer, RImage, Renderer, barrier, region};
+use renderer::{RBuffer, RImage, Renderer};
 
 /// Command-line arguments.
 struct Args {
@@ -243,93 +243,11 @@ fn main() -> Result<()> {
 
     // Commands, recorded once: images go to GENERAL (and, shared by fd, to the
     // external queue family, where they live between uses).
-    let family = r.queue_family;
-    let external = a.share_fd.then_some((family, vk::QUEUE_FAMILY_EXTERNAL));
-    let back = a.share_fd.then_some((vk::QUEUE_FAMILY_EXTERNAL, family));
-    let general = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
-    let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
-    let setup = r.record(|d, cmd| {
-        let images: Vec<_> = ring
-            .inputs
-            .iter()
-            .chain(&ring.outputs)
-            .map(|i| {
-                barrier::image(
-                    i.image,
-                    (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
-                    (vk::AccessFlags::empty(), all),
-                    external,
-                )
-            })
-            .collect();
-        barrier::record(d, cmd, &[], &images);
-    })?;
+    r.prepare(&ring.inputs.iter().chain(&ring.outputs).collect::<Vec<_>>(), a.share_fd)?;
     for i in 0..k {
-        let (input, staging) = (&ring.inputs[i], &ring.staging[i]);
-        ring.render.push(r.record(|d, cmd| {
-            barrier::record(
-                d,
-                cmd,
-                &[],
-                &[barrier::image(
-                    input.image,
-                    general,
-                    (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
-                    back,
-                )],
-            );
-            // SAFETY: cmd is recording; the staging buffer holds the whole picture.
-            unsafe {
-                d.cmd_copy_buffer_to_image(cmd, staging.buffer, input.image, vk::ImageLayout::GENERAL, &[region(w, h)])
-            };
-            barrier::record(
-                d,
-                cmd,
-                &[],
-                &[barrier::image(input.image, general, (vk::AccessFlags::TRANSFER_WRITE, all), external)],
-            );
-        })?);
-        let (output, readback) = (&ring.outputs[i], &ring.readback[i]);
-        ring.read.push(r.record(|d, cmd| {
-            barrier::record(
-                d,
-                cmd,
-                &[],
-                &[barrier::image(
-                    output.image,
-                    general,
-                    (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_READ),
-                    back,
-                )],
-            );
-            // SAFETY: cmd is recording; the readback buffer holds the whole output.
-            unsafe {
-                d.cmd_copy_image_to_buffer(
-                    cmd,
-                    output.image,
-                    vk::ImageLayout::GENERAL,
-                    readback.buffer,
-                    &[region(ow, oh)],
-                )
-            };
-            barrier::record(
-                d,
-                cmd,
-                &[barrier::buffer(
-                    readback.buffer,
-                    (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::HOST_READ),
-                    None,
-                )],
-                &[barrier::image(
-                    output.image,
-                    general,
-                    (vk::AccessFlags::TRANSFER_READ, vk::AccessFlags::empty()),
-                    external,
-                )],
-            );
-        })?);
+        ring.render.push(r.render_commands(&ring.inputs[i], &ring.staging[i], a.share_fd)?);
+        ring.read.push(r.read_commands(&ring.outputs[i], &ring.readback[i], a.share_fd)?);
     }
-    r.submit(&[setup], &[], &[])?;
 
     // The frames.
     let start = Instant::now();

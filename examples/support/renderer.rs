@@ -467,6 +467,110 @@ impl Renderer {
     }
 }
 
+/// A queue family transfer (source, destination), where there is one.
+type Transfer = Option<(u32, u32)>;
+
+impl Renderer {
+    /// The transfers from and to the external queue family, when shared by fd.
+    fn families(&self, external: bool) -> (Transfer, Transfer) {
+        (
+            external.then_some((vk::QUEUE_FAMILY_EXTERNAL, self.queue_family)),
+            external.then_some((self.queue_family, vk::QUEUE_FAMILY_EXTERNAL)),
+        )
+    }
+
+    /// Puts new images in `GENERAL` (shared by fd: and hands them to the
+    /// external queue family, where they live between uses), and waits.
+    pub fn prepare(&self, images: &[&RImage], external: bool) -> Result<()> {
+        let (_, to_ext) = self.families(external);
+        let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+        let cmd = self.record(|d, cmd| {
+            let b: Vec<_> = images
+                .iter()
+                .map(|i| {
+                    barrier::image(
+                        i.image,
+                        (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
+                        (vk::AccessFlags::empty(), all),
+                        to_ext,
+                    )
+                })
+                .collect();
+            barrier::record(d, cmd, &[], &b);
+        })?;
+        self.submit(&[cmd], &[], &[])?;
+        self.idle()
+    }
+
+    /// The renderer's "draw": copies `staging` into `input` (in `GENERAL`; shared
+    /// by fd: taken from and handed back to the external queue family).
+    pub fn render_commands(&self, input: &RImage, staging: &RBuffer, external: bool) -> Result<vk::CommandBuffer> {
+        let (from_ext, to_ext) = self.families(external);
+        let general = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
+        let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+        self.record(|d, cmd| {
+            let take = barrier::image(
+                input.image,
+                general,
+                (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
+                from_ext,
+            );
+            barrier::record(d, cmd, &[], &[take]);
+            // SAFETY: cmd is recording; the staging buffer holds the whole picture.
+            unsafe {
+                d.cmd_copy_buffer_to_image(
+                    cmd,
+                    staging.buffer,
+                    input.image,
+                    vk::ImageLayout::GENERAL,
+                    &[region(input.width, input.height)],
+                )
+            };
+            barrier::record(
+                d,
+                cmd,
+                &[],
+                &[barrier::image(input.image, general, (vk::AccessFlags::TRANSFER_WRITE, all), to_ext)],
+            );
+        })
+    }
+
+    /// The renderer's readback of `output` into the host-visible `readback`
+    /// (shared by fd: taken from and handed back to the external queue family).
+    pub fn read_commands(&self, output: &RImage, readback: &RBuffer, external: bool) -> Result<vk::CommandBuffer> {
+        let (from_ext, to_ext) = self.families(external);
+        let general = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
+        self.record(|d, cmd| {
+            let take = barrier::image(
+                output.image,
+                general,
+                (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_READ),
+                from_ext,
+            );
+            barrier::record(d, cmd, &[], &[take]);
+            // SAFETY: cmd is recording; the readback buffer holds the whole output.
+            unsafe {
+                d.cmd_copy_image_to_buffer(
+                    cmd,
+                    output.image,
+                    vk::ImageLayout::GENERAL,
+                    readback.buffer,
+                    &[region(output.width, output.height)],
+                )
+            };
+            let host =
+                barrier::buffer(readback.buffer, (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::HOST_READ), None);
+            let give = barrier::image(
+                output.image,
+                general,
+                (vk::AccessFlags::TRANSFER_READ, vk::AccessFlags::empty()),
+                to_ext,
+            );
+            barrier::record(d, cmd, &[host], &[give]);
+        })
+    }
+}
+
 /// Barrier helpers for the renderer's own command buffers.
 pub mod barrier {
     use ash::vk;

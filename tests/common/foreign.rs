@@ -19,7 +19,7 @@ use neural_frame::{
     Backend, BufferImport, CallerBuffer, CallerImage, ErrorKind, Frame, ImageImport, NeuralFrameContext, PixelLayout,
     Submitted, SyncMode,
 };
-pub use renderer::{RBuffer, RImage, Renderer, barrier, region};
+pub use renderer::{RBuffer, RImage, Renderer};
 
 pub const F32: &str = "models/test/tiny-x2-f32.onnx";
 pub const U8: &str = "models/test/tiny-x1-rgba-u8.onnx";
@@ -90,103 +90,15 @@ pub fn commands(
     readback: &RBuffer,
     external: bool,
 ) -> Commands {
-    let to_ext = external.then_some((r.queue_family, vk::QUEUE_FAMILY_EXTERNAL));
-    let from_ext = external.then_some((vk::QUEUE_FAMILY_EXTERNAL, r.queue_family));
-    let render = r
-        .record(|d, cmd| {
-            barrier::record(
-                d,
-                cmd,
-                &[],
-                &[barrier::image(
-                    input.image,
-                    GENERAL,
-                    (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
-                    from_ext,
-                )],
-            );
-            // SAFETY: cmd is recording; the staging buffer holds the picture.
-            unsafe {
-                d.cmd_copy_buffer_to_image(
-                    cmd,
-                    staging.buffer,
-                    input.image,
-                    vk::ImageLayout::GENERAL,
-                    &[region(input.width, input.height)],
-                )
-            };
-            barrier::record(
-                d,
-                cmd,
-                &[],
-                &[barrier::image(input.image, GENERAL, (vk::AccessFlags::TRANSFER_WRITE, ALL), to_ext)],
-            );
-        })
-        .expect("render commands");
-    let read = r
-        .record(|d, cmd| {
-            barrier::record(
-                d,
-                cmd,
-                &[],
-                &[barrier::image(
-                    output.image,
-                    GENERAL,
-                    (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_READ),
-                    from_ext,
-                )],
-            );
-            // SAFETY: cmd is recording; the readback buffer holds the output.
-            unsafe {
-                d.cmd_copy_image_to_buffer(
-                    cmd,
-                    output.image,
-                    vk::ImageLayout::GENERAL,
-                    readback.buffer,
-                    &[region(output.width, output.height)],
-                )
-            };
-            barrier::record(
-                d,
-                cmd,
-                &[barrier::buffer(
-                    readback.buffer,
-                    (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::HOST_READ),
-                    None,
-                )],
-                &[barrier::image(
-                    output.image,
-                    GENERAL,
-                    (vk::AccessFlags::TRANSFER_READ, vk::AccessFlags::empty()),
-                    to_ext,
-                )],
-            );
-        })
-        .expect("readback commands");
-    Commands { render, read }
+    Commands {
+        render: r.render_commands(input, staging, external).expect("render commands"),
+        read: r.read_commands(output, readback, external).expect("readback commands"),
+    }
 }
 
 /// Puts the images in GENERAL (and, shared by fd, with the external queue family), and waits.
 pub fn prepare(r: &Renderer, images: &[&RImage], external: bool) {
-    let to_ext = external.then_some((r.queue_family, vk::QUEUE_FAMILY_EXTERNAL));
-    let cmd = r
-        .record(|d, cmd| {
-            let b: Vec<_> = images
-                .iter()
-                .map(|i| {
-                    barrier::image(
-                        i.image,
-                        (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
-                        (vk::AccessFlags::empty(), ALL),
-                        to_ext,
-                    )
-                })
-                .collect();
-            barrier::record(d, cmd, &[], &b);
-        })
-        .expect("prepare");
-    r.submit(&[cmd], &[], &[]).expect("submit");
-    r.idle().expect("idle");
+    r.prepare(images, external).expect("prepare the images");
 }
 
 /// What the pipeline should give for `rgba` with the model at `model` (≤ 1/255 per channel).
