@@ -183,6 +183,15 @@ pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Ba
     }
     ctx.wait_all().expect("all frames");
     drop(ctx);
+    r.idle().expect("idle");
+    for (input, output, staging, readback, _) in ring {
+        r.destroy_image(input);
+        r.destroy_image(output);
+        r.destroy_buffer(staging);
+        r.destroy_buffer(readback);
+    }
+    r.destroy_semaphore(rendered);
+    r.destroy_semaphore(read_done);
     assert_eq!(r.validation_errors(), 0, "the validation layer reported errors");
 }
 
