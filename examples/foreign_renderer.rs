@@ -32,9 +32,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use ash::vk;
 use neural_frame::image_io::Rgba8;
-use neural_frame::{
-    Backend, CallerImage, Frame, ImageImport, NeuralFrameContext, SemaphoreImport, Submitted, SyncMode, TimelineId,
-};
+use neural_frame::{Backend, CallerImage, Frame, NeuralFrameContext, SemaphoreImport, Submitted, SyncMode, TimelineId};
 use renderer::{RBuffer, RImage, Renderer};
 
 /// Command-line arguments.
@@ -183,22 +181,8 @@ fn main() -> Result<()> {
     let mut ids = Vec::new();
     for (i, o) in ring.inputs.iter().zip(&ring.outputs) {
         let pair = if a.share_fd {
-            let input = ctx.import_input_image(ImageImport {
-                memory: r.export(&i.alloc)?,
-                format: i.format,
-                width: i.width,
-                height: i.height,
-                usage: i.usage,
-                tiling: vk::ImageTiling::OPTIMAL,
-            })?;
-            let output = ctx.import_output_image(ImageImport {
-                memory: r.export(&o.alloc)?,
-                format: o.format,
-                width: o.width,
-                height: o.height,
-                usage: o.usage,
-                tiling: vk::ImageTiling::OPTIMAL,
-            })?;
+            let input = ctx.import_input_image(r.export_image(i)?)?;
+            let output = ctx.import_output_image(r.export_image(o)?)?;
             (input, output)
         } else {
             let describe = |img: &RImage| CallerImage {

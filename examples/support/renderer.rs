@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use ash::vk;
-use neural_frame::{CallerDevice, DeviceIdentity, MemoryImport};
+use neural_frame::{CallerDevice, DeviceIdentity, ImageImport, MemoryImport};
 
 /// Memory and its allocation, as an importer must repeat it.
 pub struct Allocation {
@@ -323,6 +323,19 @@ impl Renderer {
             memory_type_index: alloc.type_index,
             dedicated: alloc.dedicated,
             origin: self.identity,
+        })
+    }
+
+    /// A new OPAQUE_FD for an exportable optimal-tiling image's memory, with the image described
+    /// for neural-frame.
+    pub fn export_image(&self, i: &RImage) -> Result<ImageImport> {
+        Ok(ImageImport {
+            memory: self.export(&i.alloc)?,
+            format: i.format,
+            width: i.width,
+            height: i.height,
+            usage: i.usage,
+            tiling: vk::ImageTiling::OPTIMAL,
         })
     }
 

@@ -304,14 +304,7 @@ pub fn import_by_fd_images_and_buffers(backend: Backend) {
     let readback = r.buffer((ow * oh * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true, false).expect("readback");
     readback_poison(&r, &readback);
     prepare(&r, &[&input, &output], true);
-    let image = |i: &RImage| ImageImport {
-        memory: r.export(&i.alloc).expect("export"),
-        format: i.format,
-        width: i.width,
-        height: i.height,
-        usage: i.usage,
-        tiling: vk::ImageTiling::OPTIMAL,
-    };
+    let image = |i: &RImage| r.export_image(i).expect("export");
     let in_id = ctx.import_input_image(image(&input)).expect("import input");
     let out_id = ctx.import_output_image(image(&output)).expect("import output");
     let cmds = commands(&r, &input, &staging, &output, &readback, true);
@@ -515,16 +508,7 @@ pub fn bad_imports_are_refused_and_give_the_fd_back(backend: Backend) {
         .expect_err("no SAMPLED");
     assert!(e.to_string().contains("SAMPLED"), "{e}");
     drop(e.into_fd());
-    let e = ctx
-        .import_output_image(ImageImport {
-            memory: r.export(&out.alloc).expect("export"),
-            format: out.format,
-            width: ow,
-            height: oh,
-            usage: out.usage,
-            tiling: vk::ImageTiling::OPTIMAL,
-        })
-        .expect_err("no STORAGE");
+    let e = ctx.import_output_image(r.export_image(&out).expect("export")).expect_err("no STORAGE");
     assert!(e.to_string().contains("STORAGE"), "{e}");
     drop(e.into_fd());
     assert_eq!(open_fds(), fds, "every descriptor went back to the caller and was closed there");
