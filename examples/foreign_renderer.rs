@@ -206,7 +206,11 @@ fn main() -> Result<()> {
     let read_done = r.semaphore(true, exportable)?;
     let register = |ctx: &mut NeuralFrameContext, s: vk::Semaphore| -> Result<TimelineId> {
         if a.share_fd {
-            Ok(ctx.import_timeline(SemaphoreImport { fd: r.export_semaphore(s)?, origin: r.identity })?)
+            Ok(ctx.import_timeline(SemaphoreImport {
+                fd: r.export_semaphore(s)?,
+                semaphore_type: vk::SemaphoreType::TIMELINE,
+                origin: r.identity,
+            })?)
         } else {
             // SAFETY: a timeline semaphore of the renderer's device, alive until after the context.
             Ok(unsafe { ctx.register_timeline(s) }?)

@@ -212,10 +212,19 @@ pub struct BufferImport {
 }
 
 /// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`).
+///
+/// Vulkan gives an importer no way to learn a descriptor's semaphore type, and
+/// drivers accept a binary semaphore's payload where a timeline is declared
+/// (NVIDIA's 580 does, and so does CUDA), so the caller states the type it
+/// created the semaphore with, as it states an image's format: a
+/// [`vk::SemaphoreType::BINARY`] semaphore is refused, with the descriptor back.
 #[derive(Debug)]
 pub struct SemaphoreImport {
     /// The descriptor (owned by the context once an import succeeds).
     pub fd: OwnedFd,
+    /// The type it was created with (`VkSemaphoreTypeCreateInfo::semaphoreType`;
+    /// `BINARY` when the create info chained none). Only `TIMELINE` imports.
+    pub semaphore_type: vk::SemaphoreType,
     /// The exporter's device and driver.
     pub origin: DeviceIdentity,
 }

@@ -521,11 +521,16 @@ impl NeuralFrameContext {
     /// Imports a timeline semaphore the caller exported, to wait on with
     /// [`Frame::wait_for`](crate::Frame::wait_for). Needs
     /// [`SyncMode::Gpu`]: in host-signalled mode there is nothing to import.
-    /// It must be a *timeline* semaphore: a binary one's descriptor cannot be
-    /// told apart (Vulkan gives no way, and NVIDIA's driver accepts it).
+    /// It must be a *timeline* semaphore, as
+    /// [`SemaphoreImport::semaphore_type`] states: a binary one is refused
+    /// (its descriptor cannot be told apart by the importer: Vulkan gives no
+    /// way, and NVIDIA's driver accepts it).
     pub fn import_timeline(&mut self, import: SemaphoreImport) -> Result<TimelineId, ImportError> {
-        let SemaphoreImport { fd, origin } = import;
-        if let Err(e) = self.check_origin(&origin).and_then(|()| self.need_gpu_sync()) {
+        let SemaphoreImport { fd, semaphore_type, origin } = import;
+        let checks = check_semaphore_type(semaphore_type)
+            .and_then(|()| self.check_origin(&origin))
+            .and_then(|()| self.need_gpu_sync());
+        if let Err(e) = checks {
             return Err(ImportError::new(e, fd));
         }
         let dup = || {
@@ -675,5 +680,20 @@ impl NeuralFrameContext {
             self.wait(&ticket)?;
         }
         Ok(())
+    }
+}
+
+/// Frames are numbered on timelines: a binary semaphore (or an unknown type) cannot carry them.
+fn check_semaphore_type(semaphore_type: vk::SemaphoreType) -> Result<()> {
+    match semaphore_type {
+        vk::SemaphoreType::TIMELINE => Ok(()),
+        vk::SemaphoreType::BINARY => Err(Error::InvalidArgument(
+            "the semaphore is a binary semaphore, and frames are numbered on timeline semaphores: create it with \
+             VkSemaphoreTypeCreateInfo { semaphoreType: TIMELINE } (Vulkan 1.2) and export that one"
+                .into(),
+        )),
+        other => Err(Error::InvalidArgument(format!(
+            "the semaphore type {other:?} is not one Vulkan defines: a timeline semaphore (TIMELINE) is needed"
+        ))),
     }
 }

@@ -436,6 +436,8 @@ pub fn bad_imports_are_refused_and_give_the_fd_back(backend: Backend) {
     let small = r.image(4, 4, vk::Format::R8G8B8A8_UNORM, IN_USAGE, true).expect("small image");
     let r32 = r.image(w, h, vk::Format::R32_SFLOAT, IN_USAGE, true).expect("r32 image");
     let out = r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, vk::ImageUsageFlags::TRANSFER_SRC, true).expect("output");
+    // A binary semaphore, exported where the driver can (not lavapipe: there a pipe stands in for its fd).
+    let binary = r.semaphore_fd.as_ref().map(|_| r.semaphore(false, true).expect("binary semaphore"));
     let fds = open_fds();
     // Another physical device (its UUID differs): refused, fd returned.
     let mut m = r.export(&input.alloc).expect("export");
@@ -511,6 +513,31 @@ pub fn bad_imports_are_refused_and_give_the_fd_back(backend: Backend) {
     let e = ctx.import_output_image(r.export_image(&out).expect("export")).expect_err("no STORAGE");
     assert!(e.to_string().contains("STORAGE"), "{e}");
     drop(e.into_fd());
+    // A binary semaphore where a timeline is needed, as the caller declares it: refused, fd returned.
+    let (fd, pipe_end) = match binary {
+        Some(s) => (r.export_semaphore(s).expect("export the binary semaphore"), None),
+        None => {
+            let (rd, wr) = std::io::pipe().expect("pipe");
+            (rd.into(), Some(wr))
+        }
+    };
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    let e = ctx
+        .import_timeline(neural_frame::SemaphoreImport {
+            fd,
+            semaphore_type: vk::SemaphoreType::BINARY,
+            origin: ctx.device_identity(),
+        })
+        .expect_err("a binary semaphore");
+    assert_eq!(e.error().kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("binary semaphore") && e.to_string().contains("TIMELINE"), "{e}");
+    let fd = e.into_fd();
+    assert_eq!(std::os::fd::AsRawFd::as_raw_fd(&fd), raw, "the caller's own descriptor comes back");
+    drop((fd, pipe_end));
+    if let Some(s) = binary {
+        // SAFETY: the renderer's semaphore, not in use.
+        unsafe { r.device.destroy_semaphore(s, None) };
+    }
     assert_eq!(open_fds(), fds, "every descriptor went back to the caller and was closed there");
     // The context is still usable.
     let i = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
