@@ -7,7 +7,7 @@ use ash::vk;
 
 use crate::context::backend::{Engine, Run};
 use crate::context::record::{Recorder, size_mismatch};
-use crate::context::registry::{InputId, OutputId};
+use crate::context::registry::{InputId, OutputId, TimelineId};
 use crate::context::ring::{InFlight, Signaller, Status};
 use crate::context::sync::{Frame, FrameStats, Submission, Submitted, SyncMode, Ticket};
 use crate::context::{BackPressure, NeuralFrameContext, PostWait};
@@ -452,6 +452,23 @@ impl NeuralFrameContext {
             });
         }
         Ok(())
+    }
+
+    /// Whether `ticket`'s input has been read, without waiting.
+    pub fn try_input_consumed(&mut self, ticket: &Ticket) -> Result<bool> {
+        let status = self.status(ticket)?;
+        if matches!(status, Status::Retired(_)) {
+            return Ok(true);
+        }
+        Ok(self.res.timelines.input_consumed.vulkan().value()? >= ticket.value)
+    }
+
+    /// Signals one of the caller's timelines from the host up to `value` (nothing
+    /// when it is there already), for a peer that is gone before it signalled:
+    /// frames waiting on it can then run, and retire, and the context can let go
+    /// of the peer's resources. What those frames read is whatever the memory held.
+    pub fn release_timeline(&mut self, timeline: TimelineId, value: u64) -> Result<()> {
+        self.res.registry.timeline(timeline)?.signal_from_host(value)
     }
 
     fn status(&self, ticket: &Ticket) -> Result<Status> {
