@@ -1,0 +1,766 @@
+//! # neural-frame-client
+//!
+//! The renderer's half of `neural-frame serve`: exportable GPU slots on the
+//! renderer's own Vulkan device, handed to the worker process once over a Unix
+//! socket, and then frames exchanged by slot index and semaphore value. No
+//! CUDA and no ONNX Runtime enter the renderer's process: this crate depends on
+//! `ash`, `libc` and `std` only.
+//!
+//! ```no_run
+//! use neural_frame_client::{Client, ClientDevice, Options, SyncMode};
+//! use neural_frame_client::ash::vk;
+//!
+//! # fn render_loop(device: ClientDevice) -> neural_frame_client::Result<()> {
+//! let options = Options::new("/run/user/1000/neural-frame.sock", 960, 540, vk::Format::R8G8B8A8_UNORM);
+//! // SAFETY: the device's handles are valid and outlive the client.
+//! let mut client = unsafe { Client::connect(&device, options) }?;
+//! for n in 1..=100u64 {
+//!     let slot = (n as usize) % client.input_slots();
+//!     // ... copy the frame into client.input_slot(slot).buffer(), record
+//!     // release_to_worker, and (GPU mode) signal client.rendered_timeline() = n ...
+//!     let frame = client.submit(slot, slot % client.output_slots(), n, 0)?;
+//!     if client.sync_mode() == SyncMode::Gpu {
+//!         let points = client.enqueued(frame)?; // returns once the worker has queued its signals
+//!         let _ = points.output_ready; // wait for it in the renderer's next vkQueueSubmit
+//!     } else {
+//!         client.wait_done(frame)?;
+//!     }
+//! }
+//! client.close()?;
+//! # Ok(()) }
+//! ```
+//!
+//! # A worker that dies
+//!
+//! The client puts a GPU wait for one of the worker's values into its queue
+//! only after the worker confirmed that it queued the matching signal
+//! ([`Client::enqueued`]). When the connection breaks, or a frame's `Done` does
+//! not come within [`Options::frame_timeout`], the client signals its own
+//! copies of the worker's timelines from the host, up to the highest value it
+//! handed out, so the renderer's queue never waits forever and its device is
+//! never lost; the call returns [`Error::WorkerGone`] or [`Error::Timeout`].
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod protocol;
+mod slots;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub use ash;
+use ash::vk;
+
+pub use error::{Error, Result};
+pub use protocol::{ErrorCode, Geometry, SyncMode};
+pub use slots::{ClientDevice, SlotBuffer, acquire_from_worker, release_to_worker};
+
+use protocol::Message;
+use slots::Exporter;
+use wire::RecvError;
+
+/// The socket a worker listens on by default: `$XDG_RUNTIME_DIR/neural-frame.sock`
+/// (`/tmp/neural-frame-UID.sock` where `XDG_RUNTIME_DIR` is not set).
+pub fn default_socket() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if !dir.is_empty() => Path::new(&dir).join("neural-frame.sock"),
+        // SAFETY: getuid cannot fail.
+        _ => PathBuf::from(format!("/tmp/neural-frame-{}.sock", unsafe { libc::getuid() })),
+    }
+}
+
+/// Which sync mode the client asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPreference {
+    /// GPU mode where the client's device can share timeline semaphores, else host mode.
+    Auto,
+    /// Host mode even where GPU mode would work.
+    Host,
+}
+
+/// How to connect: the socket, the input frames, the slots.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The worker's socket.
+    pub socket: PathBuf,
+    /// Input frame width in pixels.
+    pub width: u32,
+    /// Input frame height in pixels.
+    pub height: u32,
+    /// Input pixel format (`R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB`, `R16G16B16A16_SFLOAT`).
+    pub format: vk::Format,
+    /// Bytes between input rows; `None`: tightly packed.
+    pub row_pitch: Option<u64>,
+    /// Input slots (the renderer's ring): 1 to 16.
+    pub input_slots: u16,
+    /// Output slots: 1 to 16.
+    pub output_slots: u16,
+    /// GPU or host mode.
+    pub sync: SyncPreference,
+    /// The model to ask for; empty for the worker's own.
+    pub model: String,
+    /// How long a frame may take, and how long the hand-over may take, before
+    /// the client gives the worker up.
+    pub frame_timeout: Duration,
+}
+
+impl Options {
+    /// Three input and three output slots, automatic sync, a 10 s frame timeout.
+    pub fn new(socket: impl Into<PathBuf>, width: u32, height: u32, format: vk::Format) -> Self {
+        Self {
+            socket: socket.into(),
+            width,
+            height,
+            format,
+            row_pitch: None,
+            input_slots: 3,
+            output_slots: 3,
+            sync: SyncPreference::Auto,
+            model: String::new(),
+            frame_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A frame handed to the worker, by its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FrameId(u64);
+
+impl FrameId {
+    /// The frame's number (1, 2, 3, …).
+    pub fn number(self) -> u64 {
+        self.0
+    }
+}
+
+/// A point on one of the worker's timelines, as the client's device sees it:
+/// wait for `semaphore` to reach `value` in the renderer's `vkQueueSubmit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitPoint {
+    /// The client's import of the worker's timeline.
+    pub semaphore: vk::Semaphore,
+    /// The value.
+    pub value: u64,
+}
+
+/// What the worker queued for a frame (GPU mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enqueued {
+    /// Reached when the worker has read the input slot.
+    pub input_consumed: WaitPoint,
+    /// Reached when the output slot is written.
+    pub output_ready: WaitPoint,
+}
+
+#[derive(Debug, Default)]
+struct FrameState {
+    enqueued: Option<(u64, u64)>,
+    consumed: bool,
+    done: Option<f64>,
+}
+
+type Incoming = std::result::Result<(Message, Vec<OwnedFd>), RecvError>;
+
+/// The client's copies of the worker's two timelines and the highest value
+/// handed out on each, shared with the socket's reader thread: whoever learns
+/// first that the worker is gone (the reader at EOF, or the client on a
+/// timeout or a fault) signals them from the host, so that the renderer's
+/// queue and fences never wait on a dead worker, even while the renderer is
+/// not calling into the client.
+struct Release {
+    device: ash::Device,
+    /// (input consumed, output ready), once imported.
+    timelines: Option<(vk::Semaphore, vk::Semaphore)>,
+    highest: (u64, u64),
+    released: bool,
+}
+
+impl Release {
+    fn saw(&mut self, input_consumed: u64, output_ready: u64) {
+        self.highest = (self.highest.0.max(input_consumed), self.highest.1.max(output_ready));
+    }
+
+    fn release(&mut self) {
+        self.released = true;
+        let Some((consumed, ready)) = self.timelines else { return };
+        for (semaphore, value) in [(consumed, self.highest.0), (ready, self.highest.1)] {
+            // SAFETY: the client's imports, alive while `timelines` holds them (the client clears
+            // it before destroying them, under the same lock).
+            let now = unsafe { self.device.get_semaphore_counter_value(semaphore) };
+            if now.is_ok_and(|v| v < value) {
+                let info = vk::SemaphoreSignalInfo::default().semaphore(semaphore).value(value);
+                // SAFETY: as above, and `value` is above the counter; the worker that would have
+                // signalled it is gone. A failure leaves nothing better to do.
+                let _ = unsafe { self.device.signal_semaphore(&info) };
+            }
+        }
+    }
+}
+
+type Shared = std::sync::Arc<std::sync::Mutex<Release>>;
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Release> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A connection to a worker, with the slots it was handed.
+///
+/// Fields in teardown order: the socket and its reader, then the semaphores and
+/// slots on the caller's device, then the exporter.
+pub struct Client {
+    stream: UnixStream,
+    rx: mpsc::Receiver<Incoming>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    mode: SyncMode,
+    output: Geometry,
+    model: String,
+    max_in_flight: u32,
+    timeout: Duration,
+    frames: BTreeMap<u64, FrameState>,
+    next_frame: u64,
+    last_rendered: u64,
+    last_output_free: u64,
+    release: Shared,
+    gone: Option<String>,
+    closed: bool,
+    worker_timelines: Option<(vk::Semaphore, vk::Semaphore)>,
+    rendered: Option<vk::Semaphore>,
+    inputs: Vec<SlotBuffer>,
+    outputs: Vec<SlotBuffer>,
+    exporter: Exporter,
+}
+
+impl Client {
+    /// Connects to the worker, creates the slots on the caller's device, hands
+    /// them over and waits until the worker has imported them.
+    ///
+    /// # Safety
+    /// The handles in `device` are valid, the device was created with
+    /// `VK_KHR_external_memory_fd` (and, for GPU mode,
+    /// `VK_KHR_external_semaphore_fd` and the `timelineSemaphore` feature), and
+    /// it outlives the client. When the client is closed or dropped, it destroys
+    /// its slots and semaphores: the renderer's queue must be done with them by
+    /// then (wait for every frame, then for the renderer's own submissions that
+    /// use the slots or wait on [`Enqueued`] points).
+    pub unsafe fn connect(device: &ClientDevice, options: Options) -> Result<Client> {
+        if !(1..=protocol::MAX_SLOTS).contains(&options.input_slots)
+            || !(1..=protocol::MAX_SLOTS).contains(&options.output_slots)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{} input and {} output slots: 1 to {} each",
+                options.input_slots,
+                options.output_slots,
+                protocol::MAX_SLOTS
+            )));
+        }
+        let bpp = bytes_per_pixel(options.format).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "the input format {:?}: R8G8B8A8_UNORM/_SRGB, B8G8R8A8_UNORM/_SRGB or R16G16B16A16_SFLOAT",
+                options.format
+            ))
+        })?;
+        let packed = (options.width as u64).checked_mul(bpp).ok_or_else(|| too_large(&options))?;
+        let input = Geometry {
+            width: options.width,
+            height: options.height,
+            format: options.format.as_raw() as u32,
+            row_pitch: options.row_pitch.unwrap_or(packed),
+        };
+        let input_bytes = input.bytes().filter(|&b| b > 0).ok_or_else(|| too_large(&options))?;
+        // SAFETY: the caller's contract.
+        let exporter = unsafe { Exporter::new(device) }?;
+        let gpu = options.sync == SyncPreference::Auto && exporter.can_share_timelines();
+        let (device_uuid, driver_uuid) = exporter.identity();
+        let stream = UnixStream::connect(&options.socket).map_err(|e| Error::Io {
+            what: format!(
+                "connecting to the worker at {} (is `neural-frame serve --socket {}` running?)",
+                options.socket.display(),
+                options.socket.display()
+            ),
+            source: e,
+        })?;
+        let reader_stream =
+            stream.try_clone().map_err(|e| Error::Io { what: "duplicating the socket".into(), source: e })?;
+        let (tx, rx) = mpsc::channel();
+        let release: Shared = std::sync::Arc::new(std::sync::Mutex::new(Release {
+            device: device.device.clone(),
+            timelines: None,
+            highest: (0, 0),
+            released: false,
+        }));
+        let shared = release.clone();
+        let reader = std::thread::Builder::new()
+            .name("neural-frame-client reader".into())
+            .spawn(move || {
+                loop {
+                    let got = wire::recv(&reader_stream);
+                    match &got {
+                        Ok((Message::Enqueued { input_consumed, output_ready, .. }, _)) => {
+                            lock(&shared).saw(*input_consumed, *output_ready);
+                        }
+                        Ok((Message::Error { .. } | Message::Bye { .. }, _)) | Err(_) => lock(&shared).release(),
+                        Ok(_) => {}
+                    }
+                    let end = got.is_err();
+                    if tx.send(got).is_err() || end {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| Error::Io { what: "starting the socket's reader thread".into(), source: e })?;
+        let mut client = Client {
+            stream,
+            rx,
+            reader: Some(reader),
+            mode: SyncMode::Host,
+            output: input,
+            model: String::new(),
+            max_in_flight: 0,
+            timeout: options.frame_timeout,
+            frames: BTreeMap::new(),
+            next_frame: 1,
+            last_rendered: 0,
+            last_output_free: 0,
+            release,
+            gone: None,
+            closed: false,
+            worker_timelines: None,
+            rendered: None,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            exporter,
+        };
+        let sent = client.send(
+            &Message::Hello {
+                version: protocol::VERSION,
+                device_uuid,
+                driver_uuid,
+                input,
+                input_slots: options.input_slots,
+                output_slots: options.output_slots,
+                sync_modes: if gpu { protocol::SYNC_HOST | protocol::SYNC_GPU } else { protocol::SYNC_HOST },
+                model: options.model.clone(),
+            },
+            &[],
+        );
+        if let Err(e) = sent {
+            // A worker that refused the connection (another user, busy) said why before closing.
+            if let Ok(Ok((Message::Error { code, message }, _))) = client.rx.recv_timeout(Duration::from_secs(1)) {
+                return Err(Error::Protocol { code, message });
+            }
+            return Err(e);
+        }
+        let (welcome, _) = client.expect("the worker's Welcome")?;
+        let Message::Welcome { version, sync_mode, model, output, max_in_flight } = welcome else {
+            return Err(client.violation(format!("a {} message where a Welcome belongs", name(&welcome))));
+        };
+        if version != protocol::VERSION {
+            return Err(
+                client.violation(format!("the worker speaks version {version}, this client {}", protocol::VERSION))
+            );
+        }
+        if sync_mode == SyncMode::Gpu && !gpu {
+            return Err(client.violation("the worker chose GPU mode, which the client did not offer".into()));
+        }
+        let output_bytes = output.bytes().filter(|&b| b > 0).ok_or_else(|| {
+            client.violation(format!(
+                "an output of {}×{} with row pitch {}",
+                output.width, output.height, output.row_pitch
+            ))
+        })?;
+        (client.mode, client.output, client.model, client.max_in_flight) = (sync_mode, output, model, max_in_flight);
+        for _ in 0..options.input_slots {
+            let slot = client.exporter.create_slot(input_bytes)?;
+            client.inputs.push(slot);
+        }
+        for _ in 0..options.output_slots {
+            let slot = client.exporter.create_slot(output_bytes)?;
+            client.outputs.push(slot);
+        }
+        let mut fds = Vec::new();
+        for slot in client.inputs.iter().chain(&client.outputs) {
+            fds.push(client.exporter.export_slot(slot)?);
+        }
+        if sync_mode == SyncMode::Gpu {
+            let rendered = client.exporter.create_timeline(true)?;
+            client.rendered = Some(rendered);
+            fds.push(client.exporter.export_timeline(rendered)?);
+        }
+        let slots = Message::Slots {
+            inputs: client.inputs.iter().map(SlotBuffer::memory).collect(),
+            outputs: client.outputs.iter().map(SlotBuffer::memory).collect(),
+            timeline: sync_mode == SyncMode::Gpu,
+        };
+        let raw: Vec<_> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+        client.send(&slots, &raw)?;
+        drop(fds); // the worker holds its own copies now
+        let (ready, fds) = client.expect("the worker's Ready")?;
+        let Message::Ready { timelines } = ready else {
+            return Err(client.violation(format!("a {} message where Ready belongs", name(&ready))));
+        };
+        if (timelines == 2) != (sync_mode == SyncMode::Gpu) {
+            return Err(client.violation(format!("Ready carries {timelines} timelines in {sync_mode:?} mode")));
+        }
+        let mut fds = fds.into_iter();
+        if let (Some(consumed), Some(ready)) = (fds.next(), fds.next()) {
+            let consumed = client.exporter.import_timeline(consumed)?;
+            let ready = match client.exporter.import_timeline(ready) {
+                Ok(r) => r,
+                Err(e) => {
+                    // SAFETY: just imported, unused.
+                    unsafe { client.exporter.destroy_timeline(consumed) };
+                    return Err(e);
+                }
+            };
+            client.worker_timelines = Some((consumed, ready));
+            lock(&client.release).timelines = Some((consumed, ready));
+        }
+        Ok(client)
+    }
+
+    /// The sync mode the worker chose.
+    pub fn sync_mode(&self) -> SyncMode {
+        self.mode
+    }
+    /// The output frames' geometry (tightly packed rows).
+    pub fn output_geometry(&self) -> Geometry {
+        self.output
+    }
+    /// The worker's model.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+    /// Frames the worker holds in flight at most.
+    pub fn max_in_flight(&self) -> u32 {
+        self.max_in_flight
+    }
+    /// Input slots.
+    pub fn input_slots(&self) -> usize {
+        self.inputs.len()
+    }
+    /// Output slots.
+    pub fn output_slots(&self) -> usize {
+        self.outputs.len()
+    }
+    /// Input slot `i`: the renderer writes a frame into its buffer.
+    pub fn input_slot(&self, i: usize) -> &SlotBuffer {
+        &self.inputs[i]
+    }
+    /// Output slot `j`: the worker writes the result into its buffer.
+    pub fn output_slot(&self, j: usize) -> &SlotBuffer {
+        &self.outputs[j]
+    }
+    /// GPU mode: the client's timeline that the renderer signals after writing an
+    /// input slot (the `rendered` value of [`submit`](Self::submit)) and, if it
+    /// wants, after reading an output slot (`output_free`).
+    pub fn rendered_timeline(&self) -> Option<vk::Semaphore> {
+        self.rendered
+    }
+
+    /// Hands frame `input_slot → output_slot` to the worker, without blocking.
+    ///
+    /// GPU mode: `rendered` is the value the renderer signals on
+    /// [`rendered_timeline`](Self::rendered_timeline) once the input slot is
+    /// written (strictly increasing); `output_free` is 0 or a value on the same
+    /// timeline after which the output slot may be overwritten (non-zero values
+    /// do not decrease).
+    /// Host mode: both are 0, and the renderer's writes to the slot are complete
+    /// (it waited for its fence).
+    pub fn submit(
+        &mut self,
+        input_slot: usize,
+        output_slot: usize,
+        rendered: u64,
+        output_free: u64,
+    ) -> Result<FrameId> {
+        self.pump(Duration::ZERO)?;
+        if input_slot >= self.inputs.len() || output_slot >= self.outputs.len() {
+            return Err(Error::InvalidArgument(format!(
+                "slots {input_slot} → {output_slot}: there are {} input and {} output slots",
+                self.inputs.len(),
+                self.outputs.len()
+            )));
+        }
+        match self.mode {
+            SyncMode::Gpu
+                if rendered <= self.last_rendered || (output_free != 0 && output_free < self.last_output_free) =>
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "rendered {rendered} after {}, output free {output_free} after {}: values must increase",
+                    self.last_rendered, self.last_output_free
+                )));
+            }
+            SyncMode::Host if rendered != 0 || output_free != 0 => {
+                return Err(Error::InvalidArgument(
+                    "host mode has no semaphores: submit once the slot is written, with values 0".into(),
+                ));
+            }
+            _ => {}
+        }
+        let frame = self.next_frame;
+        self.send(
+            &Message::Submit {
+                frame,
+                input_slot: input_slot as u16,
+                output_slot: output_slot as u16,
+                rendered,
+                output_free,
+            },
+            &[],
+        )?;
+        self.next_frame += 1;
+        self.last_rendered = rendered;
+        self.last_output_free = self.last_output_free.max(output_free);
+        self.frames.insert(frame, FrameState::default());
+        Ok(FrameId(frame))
+    }
+
+    /// GPU mode: waits (at most the frame timeout, normally far less: the worker
+    /// answers as soon as it has queued the frame) until the worker has queued
+    /// the frame's signals, and returns the points to wait for on the GPU.
+    pub fn enqueued(&mut self, frame: FrameId) -> Result<Enqueued> {
+        let Some((consumed, ready)) = self.worker_timelines else {
+            return Err(Error::InvalidArgument(
+                "host mode has no GPU wait points: use wait_consumed and wait_done".into(),
+            ));
+        };
+        let (c, r) = self.until(frame, "the worker's Enqueued", |s| s.enqueued)?;
+        Ok(Enqueued {
+            input_consumed: WaitPoint { semaphore: consumed, value: c },
+            output_ready: WaitPoint { semaphore: ready, value: r },
+        })
+    }
+
+    /// Waits until the frame's input slot may be rewritten.
+    pub fn wait_consumed(&mut self, frame: FrameId) -> Result<()> {
+        self.until(frame, "the worker's Consumed", |s| s.consumed.then_some(()))
+    }
+
+    /// Waits until the frame's output slot is written; the model's time on the worker, in ms.
+    /// The frame is then forgotten.
+    pub fn wait_done(&mut self, frame: FrameId) -> Result<f64> {
+        let ms = self.until(frame, "the worker's Done", |s| s.done)?;
+        self.frames.remove(&frame.0);
+        Ok(ms)
+    }
+
+    /// Whether the frame's output is written, without blocking.
+    pub fn try_done(&mut self, frame: FrameId) -> Result<Option<f64>> {
+        self.pump(Duration::ZERO)?;
+        let done = self.frames.get(&frame.0).and_then(|s| s.done);
+        if done.is_some() {
+            self.frames.remove(&frame.0);
+        }
+        Ok(done)
+    }
+
+    /// Takes the messages that arrived, without blocking: an error once the
+    /// worker is gone (it said Bye, closed, or faulted).
+    pub fn poll(&mut self) -> Result<()> {
+        self.pump(Duration::ZERO)
+    }
+
+    /// Changes the frame timeout (the bound on every wait for the worker).
+    pub fn set_frame_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Frames submitted whose `Done` has not been collected.
+    pub fn in_flight(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Leaves cleanly: sends Bye, waits for the frames in flight, and closes.
+    /// The slots and semaphores are destroyed with the client (see
+    /// [`connect`](Self::connect)'s safety rule), also when this fails.
+    pub fn close(mut self) -> Result<()> {
+        self.send(&Message::Bye { reason: "the client is done".into() }, &[])?;
+        let pending: Vec<u64> = self.frames.keys().copied().collect();
+        for f in pending {
+            self.wait_done(FrameId(f))?;
+        }
+        self.closed = true;
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        Ok(())
+    }
+
+    fn until<T>(&mut self, frame: FrameId, what: &str, got: impl Fn(&FrameState) -> Option<T>) -> Result<T> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let state = self
+                .frames
+                .get(&frame.0)
+                .ok_or_else(|| Error::InvalidArgument(format!("frame {} is not in flight", frame.0)))?;
+            if let Some(v) = got(state) {
+                return Ok(v);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let message = format!("{what} for frame {} did not come within {:?}", frame.0, self.timeout);
+                self.give_up(message.clone());
+                return Err(Error::Timeout(message));
+            }
+            let pumped = self.pump(deadline - now);
+            // What came before a Bye or a break still counts.
+            if let Some(v) = self.frames.get(&frame.0).and_then(&got) {
+                return Ok(v);
+            }
+            pumped?;
+        }
+    }
+
+    /// Takes the messages that arrived, waiting up to `wait` for the first.
+    fn pump(&mut self, wait: Duration) -> Result<()> {
+        if let Some(why) = &self.gone {
+            return Err(Error::WorkerGone(why.clone()));
+        }
+        let mut first = true;
+        loop {
+            let got = if first && !wait.is_zero() {
+                match self.rx.recv_timeout(wait) {
+                    Ok(m) => m,
+                    Err(mpsc::RecvTimeoutError::Timeout) => return Ok(()),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => Err(RecvError::Closed),
+                }
+            } else {
+                match self.rx.try_recv() {
+                    Ok(m) => m,
+                    Err(mpsc::TryRecvError::Empty) => return Ok(()),
+                    Err(mpsc::TryRecvError::Disconnected) => Err(RecvError::Closed),
+                }
+            };
+            first = false;
+            let message = match got {
+                Ok((m, _fds)) => m,
+                Err(RecvError::Closed) => return Err(self.lost("the worker closed the connection".into())),
+                Err(e) => return Err(self.lost(format!("reading from the worker: {e}"))),
+            };
+            match message {
+                Message::Enqueued { frame, input_consumed, output_ready } => {
+                    self.state(frame)?.enqueued = Some((input_consumed, output_ready));
+                }
+                Message::Consumed { frame } => self.state(frame)?.consumed = true,
+                Message::Done { frame, infer_ms } => {
+                    let s = self.state(frame)?;
+                    s.consumed = true;
+                    s.done = Some(infer_ms);
+                }
+                Message::Error { code, message } => {
+                    self.give_up(format!("the worker refused: {message}"));
+                    return Err(Error::Protocol { code, message });
+                }
+                Message::Bye { reason } => return Err(self.lost(format!("the worker said goodbye: {reason}"))),
+                other => return Err(self.violation(format!("an unexpected {} message", name(&other)))),
+            }
+        }
+    }
+
+    fn state(&mut self, frame: u64) -> Result<&mut FrameState> {
+        if !self.frames.contains_key(&frame) {
+            return Err(self.violation(format!("a message for frame {frame}, which is not in flight")));
+        }
+        self.frames.get_mut(&frame).ok_or_else(|| Error::InvalidArgument("unreachable".into()))
+    }
+
+    fn expect(&mut self, what: &str) -> Result<(Message, Vec<OwnedFd>)> {
+        match self.rx.recv_timeout(self.timeout) {
+            Ok(Ok((Message::Error { code, message }, _))) => {
+                self.give_up(message.clone());
+                Err(Error::Protocol { code, message })
+            }
+            Ok(Ok(m)) => Ok(m),
+            Ok(Err(RecvError::Closed)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(self.lost(format!("the worker closed the connection before {what}")))
+            }
+            Ok(Err(e)) => Err(self.lost(format!("reading {what}: {e}"))),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let message = format!("{what} did not come within {:?}", self.timeout);
+                self.give_up(message.clone());
+                Err(Error::Timeout(message))
+            }
+        }
+    }
+
+    fn send(&mut self, message: &Message, fds: &[std::os::fd::RawFd]) -> Result<()> {
+        if let Some(why) = &self.gone {
+            return Err(Error::WorkerGone(why.clone()));
+        }
+        wire::send(&self.stream, message, fds)
+            .map_err(|e| self.lost(format!("sending a {} message: {e}", name(message))))
+    }
+
+    fn violation(&mut self, message: String) -> Error {
+        let _ = wire::send(&self.stream, &Message::Error { code: ErrorCode::State, message: message.clone() }, &[]);
+        self.give_up(message.clone());
+        Error::Protocol { code: ErrorCode::State, message }
+    }
+
+    fn lost(&mut self, why: String) -> Error {
+        self.give_up(why.clone());
+        Error::WorkerGone(why)
+    }
+
+    /// Ends the connection and releases every GPU wait the renderer may have
+    /// queued on the worker's timelines (the dead-peer rule).
+    fn give_up(&mut self, why: String) {
+        if self.gone.is_none() {
+            self.gone = Some(why);
+        }
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        lock(&self.release).release();
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.give_up("the client was dropped".into());
+        } else {
+            let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        if let Some(r) = self.rendered.take() {
+            // SAFETY: the client's contract: the renderer's queue is done with the client's objects when it drops it.
+            unsafe { self.exporter.destroy_timeline(r) };
+        }
+        lock(&self.release).timelines = None;
+        if let Some((c, r)) = self.worker_timelines.take() {
+            // SAFETY: as above.
+            unsafe { self.exporter.destroy_timeline(c) };
+            // SAFETY: as above.
+            unsafe { self.exporter.destroy_timeline(r) };
+        }
+        for slot in self.inputs.drain(..).chain(self.outputs.drain(..)) {
+            // SAFETY: as above; the worker's imports keep their own reference to the memory.
+            unsafe { self.exporter.destroy_slot(slot) };
+        }
+    }
+}
+
+fn name(m: &Message) -> &'static str {
+    protocol::kind_name(m.kind())
+}
+
+fn too_large(o: &Options) -> Error {
+    Error::InvalidArgument(format!("an input frame of {}×{} pixels is empty or too large", o.width, o.height))
+}
+
+/// Bytes per pixel of the formats the worker takes.
+pub fn bytes_per_pixel(format: vk::Format) -> Option<u64> {
+    match format {
+        vk::Format::R8G8B8A8_UNORM
+        | vk::Format::R8G8B8A8_SRGB
+        | vk::Format::B8G8R8A8_UNORM
+        | vk::Format::B8G8R8A8_SRGB => Some(4),
+        vk::Format::R16G16B16A16_SFLOAT => Some(8),
+        _ => None,
+    }
+}
