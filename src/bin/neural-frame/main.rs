@@ -1,9 +1,11 @@
-//! The `neural-frame` command line: `run`, `bench` and `preflight`. Clap, the
+//! The `neural-frame` command line: `run`, `bench`, `preflight` and `serve`. Clap, the
 //! logger, progress bars and image files live here; the library takes plain values.
 
 mod bench;
+mod bench_serve;
 mod logger;
 mod run;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +26,17 @@ struct Cli {
     quiet: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// A value enum's name on the command line.
+trait ValueEnumName {
+    fn name(&self) -> String;
+}
+
+impl<T: ValueEnum> ValueEnumName for T {
+    fn name(&self) -> String {
+        self.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
+    }
 }
 
 /// `--backend`.
@@ -111,6 +124,38 @@ impl ModelArgs {
         }
     }
 
+    /// These options as command-line arguments (for a worker process of the same program).
+    fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = vec!["--model".into(), self.model.clone().into_os_string()];
+        let value = |v: &dyn ValueEnumName| v.name();
+        a.extend(["--backend".into(), value(&self.backend).into()]);
+        match self.device {
+            DeviceSelector::Auto => {}
+            DeviceSelector::Index(i) => a.extend(["--device".into(), i.to_string().into()]),
+            DeviceSelector::Uuid(u) => a.extend(["--device".into(), neural_frame::format_uuid(&u).into()]),
+        }
+        if let Some(p) = &self.ort_library {
+            a.extend(["--ort-library".into(), p.clone().into_os_string()]);
+        }
+        a.extend([
+            "--conv-search".into(),
+            value(&self.conv_search).into(),
+            "--post-wait".into(),
+            value(&self.post_wait).into(),
+        ]);
+        for (on, flag) in [
+            (self.prefer_nhwc, "--prefer-nhwc"),
+            (self.cuda_graph, "--cuda-graph"),
+            (self.no_gpu_timestamps, "--no-gpu-timestamps"),
+            (self.spin_wait, "--spin-wait"),
+        ] {
+            if on {
+                a.push(flag.into());
+            }
+        }
+        a
+    }
+
     /// Checks that `--model` names a readable file, with a message for each way it can fail.
     fn check_model(&self) -> anyhow::Result<()> {
         neural_frame::check_model_file(&self.model).context("checking --model")
@@ -196,12 +241,41 @@ enum Command {
         /// synchronous frames, and the model's GPU time while Vulkan is idle, waiting or busy.
         #[arg(long)]
         diagnose: bool,
+        /// Measure `neural-frame serve` instead: the same frames in this process and
+        /// through a worker process, from a renderer's device of this process (per-frame
+        /// overhead and pipelined throughput against in-process).
+        #[arg(long, conflicts_with_all = ["devices", "diagnose"])]
+        serve: bool,
         /// Also write the report as JSON to this file.
         #[arg(long)]
         json_file: Option<PathBuf>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve renderers in other processes over a Unix socket (docs/protocol.md).
+    ///
+    /// Each client hands over its GPU slots once and then sends frames by slot
+    /// index; it gets its own context, ring and imports. Ctrl-C (or SIGTERM)
+    /// finishes the frames in flight, tells the clients, and exits 0.
+    Serve {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// The socket (default: $XDG_RUNTIME_DIR/neural-frame.sock), created with mode 0600.
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// Clients served at once (1 to 64); more are refused as busy.
+        #[arg(long, default_value_t = 4, value_parser = count(1, MAX_CLIENTS), allow_negative_numbers = true)]
+        max_clients: usize,
+        /// Also serve this user (repeatable); other users than the worker's are refused.
+        #[arg(long)]
+        allow_uid: Vec<u32>,
+        /// Frames in flight per client (1 to 64).
+        #[arg(long, default_value_t = 3, value_parser = count(1, MAX_SLOTS), allow_negative_numbers = true)]
+        slots: usize,
+        /// How long one frame may take on the worker, in seconds (1 to 3600).
+        #[arg(long, default_value_t = 10, value_parser = count(1, 3600), allow_negative_numbers = true)]
+        frame_timeout: usize,
     },
     /// Check each link of the zero-copy chain on this machine.
     ///
@@ -240,6 +314,8 @@ const MAX_BENCH_FRAMES: usize = 100_000;
 const MAX_WARMUP: usize = 10_000;
 /// `bench --slots` at most: each slot holds its own input and output buffers.
 const MAX_SLOTS: usize = 64;
+/// `serve --max-clients` at most.
+const MAX_CLIENTS: usize = 64;
 /// `preflight --trials` at most.
 const MAX_TRIALS: usize = 1_000;
 
@@ -309,12 +385,24 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             devices,
             no_host_round_trip,
             diagnose,
+            serve,
             json_file,
             json,
         } => {
             image_io::check_picture_size(size.0, size.1).with_context(|| format!("--size {}x{}", size.0, size.1))?;
             model.check_model()?;
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
+            if serve {
+                let options = bench_serve::ServeBench { model: model.clone(), size, frames, warmup, slots, picture };
+                let report = bench_serve::run(&options, |way| {
+                    if !json {
+                        eprintln!("neural-frame bench --serve: timing {way}");
+                    }
+                })
+                .with_context(|| format!("benchmarking {} through a worker", model.model.display()))?;
+                emit(&report, json, json_file.as_deref(), || bench_serve::render(&report))?;
+                return Ok(0);
+            }
             let options = bench::BenchOptions {
                 model: model.clone(),
                 size,
@@ -366,6 +454,17 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
         }
         Command::Run { model, input, output, size, frames, json } => {
             run::run_model(&model, input, &output, size, frames, json)?;
+            Ok(0)
+        }
+        Command::Serve { model, socket, max_clients, allow_uid, slots, frame_timeout } => {
+            serve::serve(serve::ServeOptions {
+                model,
+                socket: socket.unwrap_or_else(neural_frame_client::default_socket),
+                max_clients,
+                allow_uid,
+                slots,
+                frame_timeout: std::time::Duration::from_secs(frame_timeout as u64),
+            })?;
             Ok(0)
         }
         Command::Preflight { stage, device, json, validation, trials, size, inject_fault } => {

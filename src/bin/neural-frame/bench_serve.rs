@@ -1,0 +1,382 @@
+//! `neural-frame bench --serve`: the same frames in this process and through a
+//! `neural-frame serve` worker, from a renderer's device of this process's own
+//! (examples/support's), on the same kind of slots: device-local buffers the
+//! renderer exported, imported by file descriptor.
+//!
+//! - in-process: a context of this process imports the slots and the renderer's
+//!   "rendered" timeline, and the renderer waits on the context's exported
+//!   "output ready" timeline (GPU mode) or on `wait` (host mode);
+//! - served: the client crate hands the same kind of slots to a worker process
+//!   and the renderer waits on the worker's timeline after `Enqueued` (GPU
+//!   mode) or for `Done` (host mode).
+//!
+//! Each way, one frame at a time (latency: the renderer signals "rendered",
+//! submits, and waits for "output ready") and then pipelined with as many
+//! frames in flight as slots (throughput).
+
+#[path = "../../../examples/support/renderer.rs"]
+mod renderer;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use ash::vk;
+use neural_frame::{BufferImport, Frame, PixelLayout, SemaphoreImport, Submitted, SyncMode};
+use neural_frame_client::{Client, ClientDevice, Options, SyncPreference};
+use renderer::{RBuffer, Renderer};
+use serde::Serialize;
+
+use crate::ModelArgs;
+use crate::run::median;
+
+/// One way's numbers.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Way {
+    /// `in-process` or `served`.
+    pub(crate) way: &'static str,
+    /// Median latency of a frame alone, ms.
+    pub(crate) sync_median_ms: f64,
+    /// 99th percentile of the same.
+    pub(crate) sync_p99_ms: f64,
+    /// Frames per second with `slots` frames in flight.
+    pub(crate) pipelined_fps: f64,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ServeReport {
+    pub(crate) model: String,
+    pub(crate) size: (u32, u32),
+    pub(crate) output: (u32, u32),
+    pub(crate) backend: String,
+    pub(crate) sync_mode: String,
+    pub(crate) frames: usize,
+    pub(crate) slots: usize,
+    pub(crate) in_process: Way,
+    pub(crate) served: Way,
+    /// served − in-process, median latency, ms (target ≤ 0.1 ms).
+    pub(crate) overhead_ms: f64,
+    /// served / in-process pipelined frames/s (target ≥ 0.97).
+    pub(crate) throughput_ratio: f64,
+}
+
+pub(crate) struct ServeBench {
+    pub(crate) model: ModelArgs,
+    pub(crate) size: (u32, u32),
+    pub(crate) frames: usize,
+    pub(crate) warmup: usize,
+    pub(crate) slots: usize,
+    pub(crate) picture: neural_frame::image_io::Rgba8,
+}
+
+const FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
+
+fn usage() -> vk::BufferUsageFlags {
+    vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST
+}
+
+fn p99(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(((s.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied().unwrap_or(f64::NAN)
+}
+
+/// Copies `pixels` into `dst` through a host-visible staging buffer, and waits.
+fn fill(
+    r: &Renderer,
+    dst: vk::Buffer,
+    pixels: &[u8],
+    release: Option<&ClientDevice>,
+    slot: Option<&neural_frame_client::SlotBuffer>,
+) -> anyhow::Result<()> {
+    let staging = r.buffer(pixels.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true, false)?;
+    r.write(&staging, pixels);
+    let size = pixels.len() as u64;
+    let cmd = r.record(|d, cmd| {
+        // SAFETY: recording; both buffers hold `size` bytes.
+        unsafe {
+            d.cmd_copy_buffer(cmd, staging.buffer, dst, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size }])
+        };
+        if let (Some(cd), Some(s)) = (release, slot) {
+            // SAFETY: recording on the renderer's queue family.
+            unsafe { neural_frame_client::release_to_worker(cd, cmd, s) };
+        }
+    })?;
+    r.submit(&[cmd], &[], &[])?;
+    r.idle()?;
+    r.destroy_buffer(staging);
+    Ok(())
+}
+
+/// The pictures the frames read: the picture resized, one per slot, slightly varied.
+fn frames_for(opts: &ServeBench) -> anyhow::Result<Vec<Vec<u8>>> {
+    let (w, h) = opts.size;
+    let base = opts.picture.resized(w, h).context("resizing the picture")?;
+    Ok((0..opts.slots).map(|k| base.pixels.iter().map(|&p| p.wrapping_add(k as u8)).collect()).collect())
+}
+
+fn in_process(
+    opts: &ServeBench,
+    r: &Renderer,
+    pics: &[Vec<u8>],
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<(Way, (u32, u32), String, bool)> {
+    let (w, h) = opts.size;
+    let mut ctx = opts.model.builder(w, h).slots(opts.slots).build().context("the in-process context")?;
+    let (ow, oh) = ctx.output_size();
+    let backend = ctx.backend_name().to_string();
+    let gpu = ctx.sync_mode() == SyncMode::Gpu && r.semaphore_fd.is_some();
+    let (ib, ob) = (w as u64 * h as u64 * 4, ow as u64 * oh as u64 * 4);
+    let mut buffers: Vec<RBuffer> = Vec::new();
+    let mut ids = Vec::new();
+    for pic in pics {
+        let i = r.buffer(ib, usage(), false, true)?;
+        let o = r.buffer(ob, usage(), false, true)?;
+        fill(r, i.buffer, pic, None, None)?;
+        let import = |b: &RBuffer, width, height| -> anyhow::Result<BufferImport> {
+            Ok(BufferImport {
+                memory: r.export(&b.alloc)?,
+                size: b.size,
+                usage: usage(),
+                layout: PixelLayout::packed(width, height, FORMAT),
+            })
+        };
+        let iid = ctx.import_input_buffer(import(&i, w, h)?)?;
+        let oid = ctx.import_output_buffer(import(&o, ow, oh)?)?;
+        ids.push((iid, oid));
+        buffers.push(i);
+        buffers.push(o);
+    }
+    let sync = if gpu {
+        let rendered = r.semaphore(true, true)?;
+        let tl = ctx.import_timeline(SemaphoreImport {
+            fd: r.export_semaphore(rendered)?,
+            semaphore_type: vk::SemaphoreType::TIMELINE,
+            origin: r.identity,
+        })?;
+        let ready = r.import_semaphore(ctx.export_timelines()?.output_ready)?;
+        Some((rendered, tl, ready))
+    } else {
+        None
+    };
+    let mut n = 0u64;
+    let mut frame = |ctx: &mut neural_frame::NeuralFrameContext, k: usize| -> anyhow::Result<neural_frame::Ticket> {
+        n += 1;
+        let (i, o) = ids[k];
+        let f = match sync {
+            Some((rendered, tl, _)) => {
+                r.signal(rendered, n)?;
+                Frame::new(i, o).wait_for(tl, n)
+            }
+            None => Frame::new(i, o),
+        };
+        match ctx.submit(f)? {
+            Submitted::Frame(t) => Ok(t),
+            Submitted::Skipped => bail!("a frame was skipped"),
+        }
+    };
+    let done = |ctx: &mut neural_frame::NeuralFrameContext, t: &neural_frame::Ticket| -> anyhow::Result<()> {
+        match sync {
+            Some((_, _, ready)) => r.wait(ready, t.value()),
+            None => ctx.wait(t).map(|_| ()).map_err(Into::into),
+        }
+    };
+    progress("in-process");
+    let mut lat = Vec::new();
+    for f in 0..opts.warmup + opts.frames {
+        let start = Instant::now();
+        let t = frame(&mut ctx, f % pics.len())?;
+        done(&mut ctx, &t)?;
+        if f >= opts.warmup {
+            lat.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let start = Instant::now();
+    let mut pending = std::collections::VecDeque::new();
+    for f in 0..opts.frames {
+        if pending.len() == opts.slots {
+            let t = pending.pop_front().context("pending")?;
+            done(&mut ctx, &t)?;
+        }
+        pending.push_back(frame(&mut ctx, f % pics.len())?);
+    }
+    for t in pending {
+        done(&mut ctx, &t)?;
+    }
+    let fps = opts.frames as f64 / start.elapsed().as_secs_f64();
+    ctx.wait_all()?;
+    drop(ctx);
+    r.idle()?;
+    if let Some((rendered, _, ready)) = sync {
+        r.destroy_semaphore(rendered);
+        r.destroy_semaphore(ready);
+    }
+    for b in buffers {
+        r.destroy_buffer(b);
+    }
+    let way =
+        Way { way: "in-process", sync_median_ms: median(&mut lat.clone()), sync_p99_ms: p99(&lat), pipelined_fps: fps };
+    Ok((way, (ow, oh), backend, gpu))
+}
+
+/// The worker, a child process of this one, on a socket of its own.
+struct WorkerProcess {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl WorkerProcess {
+    fn start(model: &ModelArgs, slots: usize) -> anyhow::Result<Self> {
+        let socket = std::env::temp_dir().join(format!("neural-frame-bench-{}.sock", std::process::id()));
+        let exe = std::env::current_exe().context("this program's path")?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("--quiet").arg("serve").arg("--socket").arg(&socket).args(model.to_args());
+        cmd.args(["--slots", &slots.to_string(), "--max-clients", "1"]).stdout(Stdio::null()).stderr(Stdio::null());
+        let child = cmd.spawn().context("starting the worker")?;
+        let mut w = WorkerProcess { child, socket };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !w.socket.exists() {
+            if let Some(status) = w.child.try_wait()? {
+                bail!("the worker exited ({status}) before listening: run `neural-frame serve` alone to see why");
+            }
+            if Instant::now() > deadline {
+                bail!("the worker did not listen within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(w)
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+fn served(
+    opts: &ServeBench,
+    r: &Renderer,
+    pics: &[Vec<u8>],
+    gpu_in_process: bool,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Way> {
+    let (w, h) = opts.size;
+    let worker = WorkerProcess::start(&opts.model, opts.slots)?;
+    let cd = ClientDevice {
+        instance: r.instance.clone(),
+        physical_device: r.physical,
+        device: r.device.clone(),
+        queue_family_index: r.queue_family,
+        external_semaphore_fd: r.semaphore_fd.is_some(),
+    };
+    let mut o = Options::new(&worker.socket, w, h, FORMAT);
+    (o.input_slots, o.output_slots, o.sync) = (opts.slots as u16, opts.slots as u16, SyncPreference::Auto);
+    // SAFETY: the renderer's device has external memory fds (and semaphore fds where the driver does) and outlives the client.
+    let mut client = unsafe { Client::connect(&cd, o) }.context("connecting to the worker")?;
+    for (k, pic) in pics.iter().enumerate() {
+        fill(r, client.input_slot(k).buffer(), pic, Some(&cd), Some(client.input_slot(k)))?;
+    }
+    let gpu = client.sync_mode() == neural_frame_client::SyncMode::Gpu;
+    if gpu != gpu_in_process {
+        bail!("the worker chose {:?} mode and the in-process way ran the other: not comparable", client.sync_mode());
+    }
+    let mut n = 0u64;
+    let mut frame = |client: &mut Client, k: usize| -> anyhow::Result<neural_frame_client::FrameId> {
+        n += 1;
+        if gpu {
+            r.signal(client.rendered_timeline().context("GPU mode's timeline")?, n)?;
+            Ok(client.submit(k, k, n, 0)?)
+        } else {
+            Ok(client.submit(k, k, 0, 0)?)
+        }
+    };
+    let done = |client: &mut Client, id: neural_frame_client::FrameId| -> anyhow::Result<()> {
+        if gpu {
+            let e = client.enqueued(id)?;
+            r.wait(e.output_ready.semaphore, e.output_ready.value)?;
+            // The worker's Done for it is on its way; collected later, without waiting.
+            client.try_done(id)?;
+        } else {
+            client.wait_done(id)?;
+        }
+        Ok(())
+    };
+    progress("served");
+    let mut lat = Vec::new();
+    for f in 0..opts.warmup + opts.frames {
+        let start = Instant::now();
+        let id = frame(&mut client, f % pics.len())?;
+        done(&mut client, id)?;
+        if f >= opts.warmup {
+            lat.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let start = Instant::now();
+    let mut pending = std::collections::VecDeque::new();
+    for f in 0..opts.frames {
+        if pending.len() == opts.slots {
+            let id = pending.pop_front().context("pending")?;
+            done(&mut client, id)?;
+        }
+        pending.push_back(frame(&mut client, f % pics.len())?);
+    }
+    for id in pending {
+        done(&mut client, id)?;
+    }
+    let fps = opts.frames as f64 / start.elapsed().as_secs_f64();
+    client.close()?;
+    r.idle()?;
+    drop(worker);
+    Ok(Way { way: "served", sync_median_ms: median(&mut lat.clone()), sync_p99_ms: p99(&lat), pipelined_fps: fps })
+}
+
+pub(crate) fn run(opts: &ServeBench, mut progress: impl FnMut(&str)) -> anyhow::Result<ServeReport> {
+    let r = Renderer::new(false).context("the renderer's own Vulkan device")?;
+    let pics = frames_for(opts)?;
+    let (in_process, output, backend, gpu) = in_process(opts, &r, &pics, &mut progress)?;
+    let served = served(opts, &r, &pics, gpu, &mut progress)?;
+    Ok(ServeReport {
+        model: opts.model.model.display().to_string(),
+        size: opts.size,
+        output,
+        backend,
+        sync_mode: if gpu { "gpu" } else { "host" }.into(),
+        frames: opts.frames,
+        slots: opts.slots,
+        overhead_ms: served.sync_median_ms - in_process.sync_median_ms,
+        throughput_ratio: served.pipelined_fps / in_process.pipelined_fps,
+        in_process,
+        served,
+    })
+}
+
+pub(crate) fn render(r: &ServeReport) -> String {
+    let mut s = format!(
+        "{} {}x{} → {}x{} on the {} backend, {} mode, {} frames, {} slots\n",
+        r.model, r.size.0, r.size.1, r.output.0, r.output.1, r.backend, r.sync_mode, r.frames, r.slots
+    );
+    s += &format!("{:<12} {:>14} {:>12} {:>16}\n", "way", "sync median", "sync p99", "pipelined fps");
+    for way in [&r.in_process, &r.served] {
+        s += &format!(
+            "{:<12} {:>11.3} ms {:>9.3} ms {:>16.1}\n",
+            way.way, way.sync_median_ms, way.sync_p99_ms, way.pipelined_fps
+        );
+    }
+    s += &format!(
+        "per-frame overhead of the worker: {:+.3} ms (target ≤ 0.1 ms); pipelined throughput {:.1}% of in-process (target ≥ 97%)\n",
+        r.overhead_ms,
+        r.throughput_ratio * 100.0
+    );
+    s
+}
