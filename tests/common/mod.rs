@@ -3,6 +3,7 @@
 
 pub mod foreign;
 pub mod pipeline;
+pub mod serve;
 
 use std::process::{Command, Output};
 

@@ -1,0 +1,1045 @@
+//! Scenarios of `neural-frame serve`, run on the CPU backend in host mode on
+//! lavapipe (tests/cpu_serve.rs) and on the CUDA backend in GPU mode
+//! (tests/gpu_serve.rs): a worker process, and clients that are this test
+//! process (a renderer of examples/support with neural-frame-client on it) or
+//! raw sockets that break the protocol on purpose.
+#![allow(dead_code)]
+
+use std::io::Read as _;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::foreign::renderer::{RBuffer, Renderer};
+use super::pipeline::{expected_image, picture, reference_output};
+use ash::vk;
+use neural_frame::{Backend, NeuralFrameContext};
+use neural_frame_client::protocol::{self, ErrorCode, Geometry, Message, SlotMemory};
+use neural_frame_client::{Client, ClientDevice, FrameId, Options, SyncMode, SyncPreference, wire};
+
+pub const F32: &str = "models/test/tiny-x2-f32.onnx";
+
+/// The worker binary: `NEURAL_FRAME_BIN`, else the one cargo built.
+pub fn worker_bin() -> PathBuf {
+    std::env::var_os("NEURAL_FRAME_BIN").map(PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_neural-frame").into())
+}
+
+/// The client crate's `render` example: `NEURAL_FRAME_RENDER`, else next to the worker binary
+/// (`cargo test --workspace` builds it; scripts/test does).
+pub fn render_bin() -> PathBuf {
+    let path = std::env::var_os("NEURAL_FRAME_RENDER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_BIN_EXE_neural-frame")).with_file_name("examples").join("render"));
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build --release -p neural-frame-client --example render` (or run \
+         scripts/test, which tests the whole workspace)",
+        path.display()
+    );
+    path
+}
+
+/// One test at a time: they count descriptors and memory of processes.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A `neural-frame serve` process on a socket of its own.
+pub struct Worker {
+    pub child: Child,
+    pub socket: PathBuf,
+    dir: PathBuf,
+    log: PathBuf,
+}
+
+impl Worker {
+    pub fn start(backend: &str, model: &str, extra: &[&str]) -> Worker {
+        let dir = std::env::temp_dir().join(format!(
+            "nf-serve-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a directory for the socket");
+        let socket = dir.join("worker.sock");
+        let log = dir.join("worker.log");
+        let child = Command::new(worker_bin())
+            .args(["serve", "--socket"])
+            .arg(&socket)
+            .args(["--model", model, "--backend", backend])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("the worker's log"))
+            .spawn()
+            .expect("the worker starts");
+        let mut w = Worker { child, socket, dir, log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !w.socket.exists() {
+            if let Ok(Some(status)) = w.child.try_wait() {
+                panic!("the worker exited ({status}) before listening:\n{}", w.log());
+            }
+            assert!(Instant::now() < deadline, "the worker did not listen within 60 s:\n{}", w.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        w
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The worker's open descriptors.
+    pub fn fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map(|d| d.count()).unwrap_or(0)
+    }
+
+    /// The worker's resident memory, KiB.
+    pub fn rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits until the log has `n` lines containing `what` (bounded).
+    pub fn wait_log(&self, what: &str, n: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let log = self.log();
+            if log.matches(what).count() >= n {
+                return log;
+            }
+            assert!(Instant::now() < deadline, "no {n}× `{what}` in the worker's log within 30 s:\n{log}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0, "kill {signal}");
+    }
+
+    /// SIGINT, then waits (at most 60 s): the exit status and the log.
+    pub fn stop(mut self) -> (ExitStatus, String) {
+        self.signal(libc::SIGINT);
+        let status = self.wait(Duration::from_secs(60));
+        (status, self.log())
+    }
+
+    pub fn wait(&mut self, bound: Duration) -> ExitStatus {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "the worker did not exit within {bound:?}:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn client_device(r: &Renderer) -> ClientDevice {
+    ClientDevice {
+        instance: r.instance.clone(),
+        physical_device: r.physical,
+        device: r.device.clone(),
+        queue_family_index: r.queue_family,
+        external_semaphore_fd: r.semaphore_fd.is_some(),
+    }
+}
+
+pub fn connect(r: &Renderer, socket: &Path, w: u32, h: u32, slots: u16, sync: SyncPreference) -> Client {
+    let mut o = Options::new(socket, w, h, vk::Format::R8G8B8A8_UNORM);
+    (o.input_slots, o.output_slots, o.sync) = (slots, slots, sync);
+    // SAFETY: the renderer's device has external memory fds (and semaphore fds where the driver
+    // does), and outlives the client.
+    unsafe { Client::connect(&client_device(r), o) }.unwrap_or_else(|e| panic!("connecting: {e}"))
+}
+
+/// What the worker should give for `rgba` (ONNX Runtime's CPU run, quantised as the post pass does).
+pub fn expected(model: &str, rgba: &[u8], w: u32, h: u32) -> Vec<u8> {
+    let ctx = NeuralFrameContext::builder(model).backend(Backend::Cpu).frame_size(8, 8).build().expect("a context");
+    let contract = ctx.contract().clone();
+    drop(ctx);
+    let reference = reference_output(Path::new(model), &contract, rgba, w, h);
+    expected_image(&contract, &reference, rgba, w, h)
+}
+
+/// The renderer's side of a connection: a staging and a readback buffer, the
+/// commands that move frames into and out of the slots, and a timeline of its own.
+pub struct Side {
+    pub client: Client,
+    staging: RBuffer,
+    readback: RBuffer,
+    put: Vec<vk::CommandBuffer>,
+    take: Vec<vk::CommandBuffer>,
+    local: vk::Semaphore,
+    tick: u64,
+    /// The worker's "input consumed" value each input slot's last frame reaches (GPU mode).
+    consumed: Vec<Option<neural_frame_client::WaitPoint>>,
+    pub w: u32,
+    pub h: u32,
+}
+
+impl Side {
+    pub fn new(r: &Renderer, client: Client, w: u32, h: u32) -> Side {
+        let cd = client_device(r);
+        let in_bytes = w as u64 * h as u64 * 4;
+        let out = client.output_geometry();
+        let out_bytes = out.bytes().expect("output size");
+        let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+        let staging = r.buffer(in_bytes, usage, true, false).expect("staging");
+        let readback = r.buffer(out_bytes, usage, true, false).expect("readback");
+        let copy = |d: &ash::Device, cmd, src, dst, size| {
+            // SAFETY: cmd is recording; both buffers hold `size` bytes.
+            unsafe { d.cmd_copy_buffer(cmd, src, dst, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size }]) };
+        };
+        // Every slot starts on the worker's side (released once), so each use is acquire → copy → release.
+        let all: Vec<_> = (0..client.input_slots())
+            .map(|i| client.input_slot(i))
+            .chain((0..client.output_slots()).map(|j| client.output_slot(j)))
+            .collect();
+        let first = r
+            .record(|_, cmd| {
+                for s in &all {
+                    // SAFETY: cmd is recording on the renderer's queue family.
+                    unsafe { neural_frame_client::release_to_worker(&cd, cmd, s) };
+                }
+            })
+            .expect("record");
+        r.submit(&[first], &[], &[]).expect("submit");
+        r.idle().expect("idle");
+        let put = (0..client.input_slots())
+            .map(|i| {
+                let s = client.input_slot(i);
+                r.record(|d, cmd| {
+                    // SAFETY: cmd is recording on the renderer's queue family.
+                    unsafe { neural_frame_client::acquire_from_worker(&cd, cmd, s) };
+                    copy(d, cmd, staging.buffer, s.buffer(), in_bytes);
+                    // SAFETY: as above.
+                    unsafe { neural_frame_client::release_to_worker(&cd, cmd, s) };
+                })
+                .expect("record")
+            })
+            .collect();
+        let take = (0..client.output_slots())
+            .map(|j| {
+                let s = client.output_slot(j);
+                r.record(|d, cmd| {
+                    // SAFETY: cmd is recording on the renderer's queue family.
+                    unsafe { neural_frame_client::acquire_from_worker(&cd, cmd, s) };
+                    copy(d, cmd, s.buffer(), readback.buffer, out_bytes);
+                    // SAFETY: as above.
+                    unsafe { neural_frame_client::release_to_worker(&cd, cmd, s) };
+                })
+                .expect("record")
+            })
+            .collect();
+        let local = r.semaphore(true, false).expect("a timeline");
+        let consumed = vec![None; client.input_slots()];
+        Side { client, staging, readback, put, take, local, tick: 0, consumed, w, h }
+    }
+
+    /// Frame `n` (1, 2, …) of `rgba` through slots `n mod slots`, submitted and not waited for.
+    pub fn send(&mut self, r: &Renderer, rgba: &[u8], n: u64) -> FrameId {
+        let (si, so) = ((n as usize - 1) % self.put.len(), (n as usize - 1) % self.take.len());
+        r.write(&self.staging, rgba);
+        match self.client.sync_mode() {
+            SyncMode::Host => {
+                self.tick += 1;
+                r.submit(&[self.put[si]], &[], &[(self.local, self.tick)]).expect("submit");
+                r.wait(self.local, self.tick).expect("the copy into the slot");
+                self.client.submit(si, so, 0, 0).expect("submit to the worker")
+            }
+            SyncMode::Gpu => {
+                let rendered = self.client.rendered_timeline().expect("GPU mode has a rendered timeline");
+                let waits: Vec<_> = self.consumed[si].iter().map(|p| (p.semaphore, p.value)).collect();
+                r.submit(&[self.put[si]], &waits, &[(rendered, n)]).expect("submit");
+                let id = self.client.submit(si, so, n, 0).expect("submit to the worker");
+                let e = self.client.enqueued(id).expect("enqueued");
+                self.consumed[si] = Some(e.input_consumed);
+                id
+            }
+        }
+    }
+
+    /// Waits for frame `id` and reads its output slot back.
+    pub fn receive(&mut self, r: &Renderer, id: FrameId) -> Vec<u8> {
+        let so = (id.number() as usize - 1) % self.take.len();
+        let waits = match self.client.sync_mode() {
+            SyncMode::Host => {
+                self.client.wait_done(id).expect("the worker's Done");
+                vec![]
+            }
+            SyncMode::Gpu => {
+                let e = self.client.enqueued(id).expect("enqueued");
+                vec![(e.output_ready.semaphore, e.output_ready.value)]
+            }
+        };
+        self.tick += 1;
+        r.submit(&[self.take[so]], &waits, &[(self.local, self.tick)]).expect("submit");
+        r.wait(self.local, self.tick).expect("the readback");
+        if self.client.sync_mode() == SyncMode::Gpu {
+            self.client.wait_done(id).expect("the worker's Done");
+        }
+        r.read(&self.readback, self.readback.size as usize)
+    }
+
+    /// One frame there and back.
+    pub fn frame(&mut self, r: &Renderer, rgba: &[u8], n: u64) -> Vec<u8> {
+        r.write(&self.readback, &vec![0xa5; self.readback.size as usize]); // poisoned
+        let id = self.send(r, rgba, n);
+        self.receive(r, id)
+    }
+
+    /// Leaves with a Bye, then destroys the renderer's objects.
+    pub fn close(self, r: &Renderer) {
+        let Side { client, staging, readback, local, .. } = self;
+        client.close().expect("a clean close");
+        r.idle().expect("idle");
+        r.destroy_buffer(staging);
+        r.destroy_buffer(readback);
+        r.destroy_semaphore(local);
+    }
+
+    pub fn destroy(self, r: &Renderer) {
+        r.idle().expect("idle");
+        drop(self.client);
+        r.destroy_buffer(self.staging);
+        r.destroy_buffer(self.readback);
+        r.destroy_semaphore(self.local);
+    }
+}
+
+/// The hand-over and frames through one worker: each frame's output equals ONNX
+/// Runtime's CPU run; the worker logs the connect and the disconnect, and a
+/// SIGINT stops it with exit code 0.
+pub fn frames_match_onnx_runtime(backend: &str, sync: SyncPreference, expect_mode: SyncMode) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let (w, h) = (40, 24);
+    let client = connect(&r, &worker.socket, w, h, 3, sync);
+    assert_eq!(client.sync_mode(), expect_mode);
+    assert_eq!(client.output_geometry(), Geometry { width: 80, height: 48, format: 37, row_pitch: 320 });
+    let mut side = Side::new(&r, client, w, h);
+    for n in 1..=7u64 {
+        let rgba = picture(w, h, n as u32);
+        let got = side.frame(&r, &rgba, n);
+        let want = expected(F32, &rgba, w, h);
+        let (d, x, y, c) = super::pipeline::max_diff(&got, &want, 2 * w);
+        assert!(d <= 1, "frame {n}: channel {c} at ({x},{y}) differs by {d}");
+    }
+    // Pipelined: three frames in flight before the first is read.
+    let pics: Vec<_> = (8..=10u64).map(|n| picture(w, h, n as u32)).collect();
+    let ids: Vec<_> = (8..=10u64).zip(&pics).map(|(n, p)| side.send(&r, p, n)).collect();
+    for (id, p) in ids.into_iter().zip(&pics) {
+        let got = side.receive(&r, id);
+        assert!(super::pipeline::max_diff(&got, &expected(F32, p, w, h), 2 * w).0 <= 1);
+    }
+    side.close(&r);
+    assert_eq!(r.validation_errors(), 0, "the renderer's validation layer");
+    let log = worker.wait_log("disconnected", 1);
+    assert!(log.contains("client 1 (pid") && log.contains("connected"), "{log}");
+    let (status, log) = worker.stop();
+    assert!(status.success(), "SIGINT: the worker exits 0 ({status}):\n{log}");
+    assert!(log.contains("stopped"), "{log}");
+}
+
+/// A raw connection for the fault tests.
+pub struct Raw {
+    pub s: UnixStream,
+}
+
+impl Raw {
+    pub fn new(socket: &Path) -> Raw {
+        let s = UnixStream::connect(socket).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        Raw { s }
+    }
+    pub fn send(&self, m: &Message, fds: &[std::os::fd::RawFd]) {
+        wire::send(&self.s, m, fds).expect("send");
+    }
+    pub fn recv(&self) -> Message {
+        wire::recv(&self.s).map(|(m, _)| m).unwrap_or_else(|e| panic!("no message from the worker: {e}"))
+    }
+    /// The worker's Error, and then the connection closed.
+    pub fn expect_error(&self, code: ErrorCode, words: &str) -> String {
+        let m = loop {
+            match self.recv() {
+                Message::Error { code: c, message } => break (c, message),
+                Message::Enqueued { .. } | Message::Consumed { .. } | Message::Done { .. } => continue,
+                other => panic!("{other:?} where an Error {code:?} was expected"),
+            }
+        };
+        assert_eq!(m.0, code, "{}", m.1);
+        assert!(m.1.contains(words), "`{}` does not say `{words}`", m.1);
+        let mut rest = Vec::new();
+        let _ = (&self.s).read_to_end(&mut rest);
+        assert!(rest.is_empty(), "the worker closes the connection after an Error");
+        m.1
+    }
+}
+
+pub fn hello(r: &Renderer, w: u32, h: u32, slots: u16) -> Message {
+    Message::Hello {
+        version: protocol::VERSION,
+        device_uuid: r.identity.device_uuid,
+        driver_uuid: r.identity.driver_uuid,
+        input: Geometry {
+            width: w,
+            height: h,
+            format: vk::Format::R8G8B8A8_UNORM.as_raw() as u32,
+            row_pitch: w as u64 * 4,
+        },
+        input_slots: slots,
+        output_slots: slots,
+        sync_modes: protocol::SYNC_HOST,
+        model: String::new(),
+    }
+}
+
+/// An exportable device buffer of the renderer's and its memory description.
+pub fn slot(r: &Renderer, size: u64) -> (RBuffer, SlotMemory, OwnedFd) {
+    let usage =
+        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let b = r.buffer(size, usage, false, true).expect("an exportable buffer");
+    let m = r.export(&b.alloc).expect("export");
+    let mem = SlotMemory {
+        allocation_size: m.allocation_size,
+        buffer_size: size,
+        memory_type_index: m.memory_type_index,
+        usage: usage.as_raw(),
+        dedicated: m.dedicated,
+    };
+    (b, mem, m.fd)
+}
+
+/// Every fault of the issue, one connection each; the worker answers each with
+/// an Error and closes, and a good client is served after all of them.
+pub fn faults_get_an_error_and_the_worker_keeps_serving(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let (w, h) = (16, 8);
+    let in_bytes = (w * h * 4) as u64;
+    let out_bytes = in_bytes * 4;
+    let mut keep = Vec::new();
+    // Up to the Slots, for the hand-over faults: (raw connection, welcome).
+    let welcomed = |hello: Message| {
+        let raw = Raw::new(&worker.socket);
+        raw.send(&hello, &[]);
+        match raw.recv() {
+            Message::Welcome { .. } => raw,
+            other => panic!("{other:?} where a Welcome was expected"),
+        }
+    };
+    let mut slots = |n: usize| {
+        let mut mems = Vec::new();
+        let mut fds = Vec::new();
+        for i in 0..n {
+            let (b, m, fd) = slot(&r, if i == 0 { in_bytes } else { out_bytes });
+            keep.push(b);
+            mems.push(m);
+            fds.push(fd);
+        }
+        (mems, fds)
+    };
+
+    // Random bytes, an oversized frame, a malformed body.
+    let raw = Raw::new(&worker.socket);
+    wire::send_raw(&raw.s, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", &[]).expect("send");
+    raw.expect_error(ErrorCode::Malformed, "bytes");
+    let raw = Raw::new(&worker.socket);
+    let mut big = Message::Consumed { frame: 1 }.encode();
+    big[..4].copy_from_slice(&(64u32 << 20).to_le_bytes());
+    wire::send_raw(&raw.s, &big, &[]).expect("send");
+    raw.expect_error(ErrorCode::Malformed, "the most is");
+    let raw = Raw::new(&worker.socket);
+    let mut bytes = hello(&r, w, h, 1).encode();
+    bytes.truncate(bytes.len() - 3);
+    let len = (bytes.len() - 4) as u32;
+    bytes[..4].copy_from_slice(&len.to_le_bytes());
+    wire::send_raw(&raw.s, &bytes, &[]).expect("send");
+    raw.expect_error(ErrorCode::Malformed, "body ends");
+    // A wrong protocol version; not a hello first.
+    let raw = Raw::new(&worker.socket);
+    let Message::Hello { device_uuid, driver_uuid, input, sync_modes, .. } = hello(&r, w, h, 1) else { unreachable!() };
+    raw.send(
+        &Message::Hello {
+            version: 99,
+            device_uuid,
+            driver_uuid,
+            input,
+            input_slots: 1,
+            output_slots: 1,
+            sync_modes,
+            model: String::new(),
+        },
+        &[],
+    );
+    raw.expect_error(ErrorCode::Version, "version 99");
+    let raw = Raw::new(&worker.socket);
+    raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
+    raw.expect_error(ErrorCode::State, "before the Hello");
+    // A UUID of another GPU.
+    let raw = Raw::new(&worker.socket);
+    let Message::Hello { mut device_uuid, .. } = hello(&r, w, h, 1) else { unreachable!() };
+    device_uuid[0] ^= 0xff;
+    raw.send(
+        &Message::Hello {
+            version: 1,
+            device_uuid,
+            driver_uuid,
+            input,
+            input_slots: 1,
+            output_slots: 1,
+            sync_modes,
+            model: String::new(),
+        },
+        &[],
+    );
+    raw.expect_error(ErrorCode::WrongDevice, "deviceUUID");
+    // A format the model cannot take, a model the worker does not serve.
+    let raw = Raw::new(&worker.socket);
+    let bad = Geometry { format: vk::Format::R32_SFLOAT.as_raw() as u32, ..input };
+    raw.send(
+        &Message::Hello {
+            version: 1,
+            device_uuid: r.identity.device_uuid,
+            driver_uuid,
+            input: bad,
+            input_slots: 1,
+            output_slots: 1,
+            sync_modes,
+            model: String::new(),
+        },
+        &[],
+    );
+    raw.expect_error(ErrorCode::Format, "R32_SFLOAT");
+    let raw = Raw::new(&worker.socket);
+    raw.send(
+        &Message::Hello {
+            version: 1,
+            device_uuid: r.identity.device_uuid,
+            driver_uuid,
+            input,
+            input_slots: 1,
+            output_slots: 1,
+            sync_modes,
+            model: "other.onnx".into(),
+        },
+        &[],
+    );
+    raw.expect_error(ErrorCode::Model, "other.onnx");
+    // A wrong fd count: a Slots for two slots that declares and carries one descriptor.
+    let raw = welcomed(hello(&r, w, h, 1));
+    let (mems, fds) = slots(2);
+    let mut bytes = Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false }.encode();
+    bytes[6..8].copy_from_slice(&1u16.to_le_bytes());
+    wire::send_raw(&raw.s, &bytes, &[fds[0].as_raw_fd()]).expect("send");
+    raw.expect_error(ErrorCode::FdCount, "needs 2");
+    // Descriptors that are not GPU memory (pipes).
+    let raw = welcomed(hello(&r, w, h, 1));
+    let (mems, _fds) = slots(2);
+    let (p1, _w1) = std::io::pipe().expect("pipe");
+    let (p2, _w2) = std::io::pipe().expect("pipe");
+    raw.send(
+        &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false },
+        &[p1.as_raw_fd(), p2.as_raw_fd()],
+    );
+    raw.expect_error(ErrorCode::BadHandle, "input slot 0");
+    // Memory smaller than the declared frame.
+    let raw = welcomed(hello(&r, w, h, 1));
+    let (mut mems, fds) = slots(2);
+    mems[0].buffer_size = in_bytes - 4;
+    raw.send(
+        &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false },
+        &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
+    );
+    raw.expect_error(ErrorCode::TooSmall, "needs 512");
+    // A slot index out of range, and frame numbers that go backwards.
+    for (frame, input_slot, code, words) in
+        [(1, 5, ErrorCode::SlotRange, "slots 5"), (3, 0, ErrorCode::Backwards, "frame 3 after frame 0")]
+    {
+        let raw = welcomed(hello(&r, w, h, 1));
+        let (mems, fds) = slots(2);
+        raw.send(
+            &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false },
+            &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
+        );
+        assert_eq!(raw.recv(), Message::Ready { timelines: 0 });
+        raw.send(&Message::Submit { frame, input_slot, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
+        raw.expect_error(code, words);
+    }
+    // Semaphore values in host mode; a frame after a good one that repeats its number.
+    let raw = welcomed(hello(&r, w, h, 1));
+    let (mems, fds) = slots(2);
+    raw.send(
+        &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false },
+        &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
+    );
+    assert_eq!(raw.recv(), Message::Ready { timelines: 0 });
+    raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
+    raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
+    raw.expect_error(ErrorCode::Backwards, "frame 1 after frame 1");
+    let raw = welcomed(hello(&r, w, h, 1));
+    let (mems, fds) = slots(2);
+    raw.send(
+        &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false },
+        &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
+    );
+    assert_eq!(raw.recv(), Message::Ready { timelines: 0 });
+    raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 5, output_free: 0 }, &[]);
+    raw.expect_error(ErrorCode::State, "host mode");
+
+    // The worker still serves a good client, and correctly.
+    let client = connect(&r, &worker.socket, w, h, 2, SyncPreference::Auto);
+    let mut side = Side::new(&r, client, w, h);
+    let rgba = picture(w, h, 5);
+    let got = side.frame(&r, &rgba, 1);
+    assert!(super::pipeline::max_diff(&got, &expected(F32, &rgba, w, h), 2 * w).0 <= 1);
+    side.destroy(&r);
+    for b in keep {
+        r.destroy_buffer(b);
+    }
+    assert_eq!(r.validation_errors(), 0);
+    let log = worker.log();
+    assert!(log.contains("answered with an Error"), "{log}");
+    let (status, log) = worker.stop();
+    println!("the worker's log:\n{log}");
+    assert!(status.success(), "{log}");
+}
+
+/// Writes an RGBA8 PNG (for the example's input).
+pub fn write_png(path: &Path, rgba: &[u8], w: u32, h: u32) {
+    neural_frame::image_io::Rgba8 { width: w, height: h, pixels: rgba.to_vec() }.save_png(path).expect("write the PNG");
+}
+
+/// The `render` example as a process against a worker.
+pub fn render(socket: &Path, input: &Path, output: &Path, frames: u32, extra: &[&str]) -> Command {
+    let mut c = Command::new(render_bin());
+    c.arg("--socket").arg(socket).arg("--input").arg(input).arg("--output").arg(output);
+    c.args(["--frames", &frames.to_string()]).args(extra);
+    c
+}
+
+/// `serve` plus the client crate's `render` example on a picture, with the
+/// bundled ×4 model: PSNR ≥ 48 dB against ONNX Runtime's CPU run.
+pub fn render_example_matches_onnx_runtime(backend: &str, frames: u32) -> Vec<u8> {
+    let _serial = serial();
+    let model = "models/upscale.onnx";
+    let worker = Worker::start(backend, model, &[]);
+    let (w, h) = (48, 32);
+    let rgba: Vec<u8> = picture(w, h, 9).chunks(4).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+    let dir = worker.socket.parent().expect("dir").to_path_buf();
+    let (input, output) = (dir.join("in.png"), dir.join("out.png"));
+    write_png(&input, &rgba, w, h);
+    let out = render(&worker.socket, &input, &output, frames, &[]).output().expect("the example runs");
+    let text = super::text(&out);
+    assert!(out.status.success(), "render: {}\nworker:\n{}", text, worker.log());
+    println!("{text}");
+    let got = neural_frame::image_io::Rgba8::load(&output).expect("the example's output");
+    assert_eq!((got.width, got.height), (4 * w, 4 * h));
+    let want = expected(model, &rgba, w, h);
+    let mse =
+        got.pixels.iter().zip(&want).map(|(a, b)| (*a as f64 - *b as f64).powi(2)).sum::<f64>() / want.len() as f64;
+    let psnr = if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() };
+    println!("serve + render: PSNR {psnr:.2} dB against ONNX Runtime's CPU run");
+    assert!(psnr >= 48.0, "PSNR {psnr:.2} dB < 48 dB");
+    let (status, log) = worker.stop();
+    assert!(status.success(), "{log}");
+    got.pixels
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).expect("stat").permissions().mode() & 0o777
+}
+
+/// The socket is made with mode 0600; with the mode opened up, a peer of
+/// another user is refused by its SO_PEERCRED uid, unless `--allow-uid` names it.
+pub fn socket_mode_and_peer_check(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &[]);
+    assert_eq!(mode(&worker.socket), 0o600, "the socket's mode");
+    // The pictures live apart from the workers' directories, readable and writable by anyone.
+    let pics = std::env::temp_dir().join(format!("nf-peer-{}", std::process::id()));
+    std::fs::create_dir_all(&pics).expect("a directory");
+    let (input, output) = (pics.join("in.png"), pics.join("out.png"));
+    write_png(&input, &picture(16, 8, 1), 16, 8);
+    let dir = worker.socket.parent().expect("dir").to_path_buf();
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        println!("not root: no other user to connect as; only the socket's mode was checked");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let open = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    open(&dir);
+    open(&pics);
+    let as_nobody = |socket: &Path| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(render_bin());
+        c.arg("--socket").arg(socket).arg("--input").arg(&input).arg("--output").arg(&output);
+        c.output().expect("setpriv runs")
+    };
+    // The mode alone keeps another user out.
+    let out = as_nobody(&worker.socket);
+    assert!(!out.status.success() && super::text(&out).contains("ermission denied"), "{}", super::text(&out));
+    // With the mode opened, the worker's peer check refuses them.
+    open(&worker.socket);
+    let out = as_nobody(&worker.socket);
+    assert!(!out.status.success(), "{}", super::text(&out));
+    assert!(super::text(&out).contains("user 65534 may not use this worker"), "{}", super::text(&out));
+    assert!(worker.wait_log("refused: another user", 1).contains("--allow-uid 65534"));
+    let (status, log) = worker.stop();
+    assert!(status.success(), "{log}");
+    // --allow-uid lets them in.
+    let worker = Worker::start(backend, F32, &["--allow-uid", "65534"]);
+    let dir2 = worker.socket.parent().expect("dir").to_path_buf();
+    open(&dir2);
+    open(&worker.socket);
+    let out = as_nobody(&worker.socket);
+    assert!(out.status.success(), "{}\nworker:\n{}", super::text(&out), worker.log());
+    worker.wait_log("uid 65534) connected", 1);
+    worker.wait_log("disconnected", 1);
+    let (status, log) = worker.stop();
+    assert!(status.success(), "{log}");
+    let _ = std::fs::remove_dir_all(&pics);
+}
+
+/// A client process killed with frames in flight: the worker lets go of its
+/// imports (descriptors and memory back to what they were), and keeps serving.
+pub fn client_killed_mid_frame_releases_everything(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &[]);
+    let dir = worker.socket.parent().expect("dir").to_path_buf();
+    let (input, output) = (dir.join("in.png"), dir.join("out.png"));
+    let (w, h) = (64, 48);
+    write_png(&input, &picture(w, h, 3), w, h);
+    // A first client warms the worker up (ONNX Runtime's threads, the driver's caches).
+    for n in 1..=2 {
+        let out = render(&worker.socket, &input, &output, 5, &[]).output().expect("render");
+        assert!(out.status.success(), "{}", super::text(&out));
+        worker.wait_log("disconnected", n);
+    }
+    let (fds, rss) = (worker.fds(), worker.rss_kib());
+    let mut child = render(&worker.socket, &input, &output, 1_000_000, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("render");
+    worker.wait_log("connected", 3);
+    std::thread::sleep(Duration::from_millis(1500)); // frames in flight
+    child.kill().expect("kill -9 the client");
+    child.wait().expect("reap");
+    let log = worker.wait_log("disconnected", 3);
+    println!("{log}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while worker.fds() != fds && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(worker.fds(), fds, "the worker's descriptors after the killed client");
+    let grown = worker.rss_kib().saturating_sub(rss);
+    println!("worker RSS {rss} KiB before, +{grown} KiB after the killed client");
+    assert!(grown < 16 * 1024, "the worker's memory grew by {grown} KiB");
+    let out = render(&worker.socket, &input, &output, 3, &[]).output().expect("render");
+    assert!(out.status.success(), "served after the kill: {}", super::text(&out));
+    let (status, log) = worker.stop();
+    assert!(status.success(), "{log}");
+}
+
+/// The worker killed with frames in flight: the client's next call fails
+/// within a bounded time, and the renderer's device stays usable.
+pub fn worker_killed_mid_frame_leaves_the_device_usable(backend: &str) {
+    let _serial = serial();
+    let mut worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let (w, h) = (40, 24);
+    let mut client = connect(&r, &worker.socket, w, h, 3, SyncPreference::Auto);
+    client.set_frame_timeout(Duration::from_secs(5));
+    let mut side = Side::new(&r, client, w, h);
+    let rgba = picture(w, h, 4);
+    side.frame(&r, &rgba, 1);
+    let ids: Vec<_> = (2..=4).map(|n| side.send(&r, &rgba, n)).collect();
+    worker.signal(libc::SIGKILL);
+    worker.wait(Duration::from_secs(10));
+    let start = Instant::now();
+    let mut failed = None;
+    for id in ids {
+        if let Err(e) = side.client.wait_done(id) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = failed.unwrap_or_else(|| side.client.submit(0, 0, 0, 0).map(|_| ()).expect_err("a dead worker"));
+    let took = start.elapsed();
+    println!("after kill -9 of the worker: `{e}` in {took:?}");
+    assert!(matches!(e, neural_frame_client::Error::WorkerGone(_)), "{e}");
+    assert!(took < Duration::from_secs(6), "the error took {took:?}");
+    assert!(matches!(side.client.submit(0, 0, 5, 0), Err(neural_frame_client::Error::WorkerGone(_))));
+    // The device renders on: a copy on the renderer's queue, read back.
+    let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let (a, b) =
+        (r.buffer(1024, usage, true, false).expect("buffer"), r.buffer(1024, usage, true, false).expect("buffer"));
+    let bytes: Vec<u8> = (0..1024u32).map(|i| (i * 7 % 251) as u8).collect();
+    r.write(&a, &bytes);
+    let cmd = r
+        .record(|d, cmd| {
+            // SAFETY: recording; both buffers hold 1024 bytes.
+            unsafe {
+                d.cmd_copy_buffer(
+                    cmd,
+                    a.buffer,
+                    b.buffer,
+                    &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: 1024 }],
+                )
+            }
+        })
+        .expect("record");
+    r.submit(&[cmd], &[], &[]).expect("the device still takes work");
+    r.idle().expect("the device is not lost");
+    assert_eq!(r.read(&b, 1024), bytes);
+    side.destroy(&r);
+    r.destroy_buffer(a);
+    r.destroy_buffer(b);
+    assert_eq!(r.validation_errors(), 0);
+}
+
+/// Two clients at once with different frame sizes, frames interleaved: both correct.
+pub fn two_clients_with_different_sizes(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let sizes = [(40u32, 24u32), (24, 40)];
+    let mut sides: Vec<_> = sizes
+        .iter()
+        .map(|&(w, h)| Side::new(&r, connect(&r, &worker.socket, w, h, 2, SyncPreference::Auto), w, h))
+        .collect();
+    for n in 1..=5u64 {
+        let pics: Vec<_> = sizes.iter().map(|&(w, h)| picture(w, h, n as u32 * 10 + w)).collect();
+        let ids: Vec<_> = sides.iter_mut().zip(&pics).map(|(s, p)| s.send(&r, p, n)).collect();
+        for ((s, id), p) in sides.iter_mut().zip(ids).zip(&pics) {
+            let got = s.receive(&r, id);
+            let (d, ..) = super::pipeline::max_diff(&got, &expected(F32, p, s.w, s.h), 2 * s.w);
+            assert!(d <= 1, "{}×{} frame {n}: off by {d}", s.w, s.h);
+        }
+    }
+    for s in sides {
+        s.close(&r);
+    }
+    assert_eq!(r.validation_errors(), 0);
+    worker.wait_log("disconnected", 2);
+    let (status, log) = worker.stop();
+    assert!(status.success(), "{log}");
+}
+
+/// 1,000 frames: descriptors and memory flat on both sides.
+pub fn a_thousand_frames_stay_flat(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(false).expect("a renderer");
+    let (w, h) = (16, 8);
+    let mut side = Side::new(&r, connect(&r, &worker.socket, w, h, 3, SyncPreference::Auto), w, h);
+    let pics: Vec<_> = (0..4).map(|i| picture(w, h, i)).collect();
+    let wants: Vec<_> = pics.iter().map(|p| expected(F32, p, w, h)).collect();
+    let mut marks = Vec::new();
+    for n in 1..=1000u64 {
+        let i = n as usize % pics.len();
+        let got = side.frame(&r, &pics[i], n);
+        if n % 97 == 0 {
+            assert!(super::pipeline::max_diff(&got, &wants[i], 2 * w).0 <= 1, "frame {n}");
+        }
+        if n == 100 || n == 1000 {
+            marks.push((super::open_fds(), super::rss_kib(), worker.fds(), worker.rss_kib()));
+        }
+    }
+    let (a, b) = (marks[0], marks[1]);
+    println!(
+        "at frame 100 and 1000: client fds {} → {}, RSS {} → {} KiB; worker fds {} → {}, RSS {} → {} KiB",
+        a.0, b.0, a.1, b.1, a.2, b.2, a.3, b.3
+    );
+    assert_eq!(a.0, b.0, "the client's descriptors");
+    assert_eq!(a.2, b.2, "the worker's descriptors");
+    assert!(b.1 < a.1 + 8 * 1024, "the client's memory grew");
+    assert!(b.3 < a.3 + 8 * 1024, "the worker's memory grew");
+    side.close(&r);
+    let (status, log) = worker.stop();
+    assert!(status.success(), "{log}");
+}
+
+/// SIGINT with frames in flight: the worker finishes them (their Done
+/// arrives), says Bye, and exits 0.
+pub fn sigint_drains_and_tells_the_clients(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let (w, h) = (40, 24);
+    let mut side = Side::new(&r, connect(&r, &worker.socket, w, h, 3, SyncPreference::Auto), w, h);
+    let pics: Vec<_> = (1..=3u64).map(|n| picture(w, h, 20 + n as u32)).collect();
+    let ids: Vec<_> = (1..=3u64).zip(&pics).map(|(n, p)| side.send(&r, p, n)).collect();
+    worker.signal(libc::SIGINT);
+    for (id, p) in ids.into_iter().zip(&pics) {
+        let got = side.receive(&r, id);
+        assert!(super::pipeline::max_diff(&got, &expected(F32, p, w, h), 2 * w).0 <= 1, "a drained frame");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let e = loop {
+        match side.client.poll() {
+            Err(e) => break e,
+            Ok(_) => {
+                assert!(Instant::now() < deadline, "no Bye from the stopping worker");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    assert!(e.to_string().contains("the worker is stopping"), "{e}");
+    side.destroy(&r);
+    let mut worker = worker;
+    let status = worker.wait(Duration::from_secs(30));
+    assert!(status.success(), "{}", worker.log());
+    assert!(!worker.socket.exists(), "the socket is removed");
+}
+
+/// `cargo tree -p neural-frame-client`: ash, libc and what ash needs to load Vulkan; no CUDA, no ONNX Runtime.
+pub fn client_crate_dependency_tree() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["tree", "-p", "neural-frame-client", "-e", "normal", "--prefix", "none", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    let tree = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", super::text(&out));
+    println!("{tree}");
+    let crates: std::collections::BTreeSet<_> =
+        tree.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_owned).collect();
+    let allowed = ["neural-frame-client", "ash", "libc", "libloading", "cfg-if", "windows-link", "windows-targets"];
+    for c in &crates {
+        assert!(allowed.contains(&c.as_str()), "the client crate depends on {c}:\n{tree}");
+    }
+    for banned in ["cudarc", "ort", "neural-frame", "image"] {
+        assert!(!crates.contains(banned), "{banned} in the client's tree");
+    }
+}
+
+/// The pictures through a context in this process, on the same path the worker
+/// takes: the renderer's exported buffers imported by fd, a frame at a time.
+pub fn in_process(r: &Renderer, backend: Backend, model: &str, pics: &[Vec<u8>], w: u32, h: u32) -> Vec<Vec<u8>> {
+    let mut ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(w, h).build().expect("a context");
+    let (ow, oh) = ctx.output_size();
+    let usage =
+        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let format = vk::Format::R8G8B8A8_UNORM;
+    let (ib, ob) = (w as u64 * h as u64 * 4, ow as u64 * oh as u64 * 4);
+    let (input, output) =
+        (r.buffer(ib, usage, true, true).expect("input"), r.buffer(ob, usage, true, true).expect("output"));
+    let import = |b: &RBuffer, width, height| neural_frame::BufferImport {
+        memory: r.export(&b.alloc).expect("export"),
+        size: b.size,
+        usage,
+        layout: neural_frame::PixelLayout::packed(width, height, format),
+    };
+    let i = ctx.import_input_buffer(import(&input, w, h)).expect("import the input");
+    let o = ctx.import_output_buffer(import(&output, ow, oh)).expect("import the output");
+    let outs = pics
+        .iter()
+        .map(|p| {
+            r.write(&input, p);
+            r.write(&output, &vec![0xa5; ob as usize]);
+            let neural_frame::Submitted::Frame(t) = ctx.submit(neural_frame::Frame::new(i, o)).expect("submit") else {
+                panic!("skipped")
+            };
+            ctx.wait(&t).expect("the in-process frame");
+            r.read(&output, ob as usize)
+        })
+        .collect();
+    drop(ctx);
+    r.destroy_buffer(input);
+    r.destroy_buffer(output);
+    outs
+}
+
+/// 300 frames of the bundled ×4 model through the worker, two in flight,
+/// each output equal byte for byte to the same frame run in this process with
+/// [`NeuralFrameContext::infer`] on the same backend.
+pub fn three_hundred_frames_equal_the_in_process_run(backend: Backend, name: &str, expect_mode: SyncMode) {
+    three_hundred_frames_equal_the_in_process_run_n(backend, name, expect_mode, 300);
+}
+
+/// [`three_hundred_frames_equal_the_in_process_run`] with `frames` frames.
+pub fn three_hundred_frames_equal_the_in_process_run_n(
+    backend: Backend,
+    name: &str,
+    expect_mode: SyncMode,
+    frames: u64,
+) {
+    let _serial = serial();
+    let model = "models/upscale.onnx";
+    let (w, h) = (240, 160);
+    // Opaque pictures: the in-process run reads an image (alpha resampled by the sampler) and the
+    // worker a buffer (alpha resampled in the shader), which may round alpha 1/255 apart; the
+    // colour channels go through the same model either way.
+    let pics: Vec<_> = (0..3)
+        .map(|i| picture(w, h, 40 + i).chunks(4).flat_map(|p| [p[0], p[1], p[2], 255]).collect::<Vec<u8>>())
+        .collect();
+    let r = Renderer::new(true).expect("a renderer");
+    let wants = in_process(&r, backend, model, &pics, w, h);
+    let worker = Worker::start(name, model, &[]);
+    let client = connect(&r, &worker.socket, w, h, 3, SyncPreference::Auto);
+    assert_eq!(client.sync_mode(), expect_mode);
+    let mut side = Side::new(&r, client, w, h);
+    let mut pending = std::collections::VecDeque::new();
+    let start = Instant::now();
+    for n in 1..=frames {
+        let k = n as usize % pics.len();
+        // A frame's output slot is read before a later frame may write it: one fewer in flight than slots.
+        if pending.len() == 2 {
+            let (id, k): (FrameId, usize) = pending.pop_front().expect("pending");
+            let got = side.receive(&r, id);
+            assert!(
+                got == wants[k],
+                "frame {}: differs from the in-process run: {:?} (x, y, channel); from ONNX Runtime's CPU run: {:?}",
+                id.number(),
+                super::pipeline::max_diff(&got, &wants[k], 4 * w),
+                super::pipeline::max_diff(&got, &expected(model, &pics[k], w, h), 4 * w)
+            );
+        }
+        pending.push_back((side.send(&r, &pics[k], n), k));
+    }
+    for (id, k) in pending {
+        assert!(side.receive(&r, id) == wants[k], "frame {}: differs from the in-process run", id.number());
+    }
+    println!(
+        "{frames} frames of {w}×{h} through the worker ({expect_mode:?} mode) in {:?}, each equal to the in-process run",
+        start.elapsed()
+    );
+    side.close(&r);
+    assert_eq!(r.validation_errors(), 0, "the client's validation layer");
+    let (status, log) = worker.stop();
+    assert!(status.success(), "{log}");
+}
