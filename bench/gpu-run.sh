@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh tests|examples|bench ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|serve|serve-bench|bench ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,6 +26,25 @@ for what in "$@"; do
       step interop 120 .gpu-bin/gpu_interop "${tests[@]}"
       step pipeline 180 .gpu-bin/gpu_pipeline "${tests[@]}"
       step foreign 180 .gpu-bin/gpu_foreign "${tests[@]}"
+      ;;
+    serve)
+      export NEURAL_FRAME_BIN="$PWD/.gpu-bin/neural-frame" NEURAL_FRAME_RENDER="$PWD/.gpu-bin/render"
+      step serve-tests 400 .gpu-bin/gpu_serve "${tests[@]}"
+      sock="$OUT/serve.sock"
+      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale.onnx --backend cuda >"$OUT/serve-worker.log" 2>&1 &
+      worker=$!
+      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+      NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" --input models/coffee.png \
+        --output "$OUT/served.png" --frames 300
+      step serve-render-killed 60 bash -c '.gpu-bin/render --socket "$0" --input models/coffee.png --output /dev/null \
+        --frames 100000 & c=$!; sleep 3; kill -9 '"$worker"'; wait $c; echo "render rc=$?"' "$sock"
+      cat "$OUT/serve-worker.log" | tee -a "$log"
+      ;;
+    serve-bench)
+      step bench-serve-fp32 240 .gpu-bin/neural-frame bench --serve --size 960x540 --frames 200 \
+        --json-file "$OUT/bench-serve-fp32.json"
+      step bench-serve-fp16 240 .gpu-bin/neural-frame bench --serve --model models/upscale-fp16.onnx --size 960x540 \
+        --frames 200 --prefer-nhwc --cuda-graph --post-wait host --spin-wait --json-file "$OUT/bench-serve-fp16.json"
       ;;
     ring)
       step ring 300 .gpu-bin/gpu_ring "${tests[@]}"
