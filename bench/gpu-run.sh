@@ -36,6 +36,9 @@ for what in "$@"; do
       for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
       NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" --input models/coffee.png \
         --output "$OUT/served.png" --frames 300
+      step serve-two-clients 120 bash -c '.gpu-bin/render --socket "$0" --input models/coffee.png --output "$1/two-a.png" \
+        --frames 300 & a=$!; .gpu-bin/render --socket "$0" --input models/coffee.png --output "$1/two-b.png" \
+        --frames 300; wait $a; echo "first client rc=$?"' "$sock" "$OUT"
       step serve-render-killed 60 bash -c '.gpu-bin/render --socket "$0" --input models/coffee.png --output /dev/null \
         --frames 100000 & c=$!; sleep 3; kill -9 '"$worker"'; wait $c; echo "render rc=$?"' "$sock"
       cat "$OUT/serve-worker.log" | tee -a "$log"

@@ -188,12 +188,14 @@ pub fn expected(model: &str, rgba: &[u8], w: u32, h: u32) -> Vec<u8> {
     expected_image(&contract, &reference, rgba, w, h)
 }
 
-/// The renderer's side of a connection: a staging and a readback buffer, the
+/// The renderer's side of a connection: a staging buffer per input slot and a readback buffer, the
 /// commands that move frames into and out of the slots, and a timeline of its own.
 pub struct Side {
     pub client: Client,
-    staging: RBuffer,
+    staging: Vec<RBuffer>,
     readback: RBuffer,
+    /// GPU mode: the "rendered" value of the copy that last read each staging buffer.
+    put_value: Vec<u64>,
     put: Vec<vk::CommandBuffer>,
     take: Vec<vk::CommandBuffer>,
     local: vk::Semaphore,
@@ -211,7 +213,8 @@ impl Side {
         let out = client.output_geometry();
         let out_bytes = out.bytes().expect("output size");
         let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
-        let staging = r.buffer(in_bytes, usage, true, false).expect("staging");
+        let staging: Vec<_> =
+            (0..client.input_slots()).map(|_| r.buffer(in_bytes, usage, true, false).expect("staging")).collect();
         let readback = r.buffer(out_bytes, usage, true, false).expect("readback");
         let copy = |d: &ash::Device, cmd, src, dst, size| {
             // SAFETY: cmd is recording; both buffers hold `size` bytes.
@@ -238,7 +241,7 @@ impl Side {
                 r.record(|d, cmd| {
                     // SAFETY: cmd is recording on the renderer's queue family.
                     unsafe { neural_frame_client::acquire_from_worker(&cd, cmd, s) };
-                    copy(d, cmd, staging.buffer, s.buffer(), in_bytes);
+                    copy(d, cmd, staging[i].buffer, s.buffer(), in_bytes);
                     // SAFETY: as above.
                     unsafe { neural_frame_client::release_to_worker(&cd, cmd, s) };
                 })
@@ -260,13 +263,19 @@ impl Side {
             .collect();
         let local = r.semaphore(true, false).expect("a timeline");
         let consumed = vec![None; client.input_slots()];
-        Side { client, staging, readback, put, take, local, tick: 0, consumed, w, h }
+        let put_value = vec![0; client.input_slots()];
+        Side { client, staging, readback, put_value, put, take, local, tick: 0, consumed, w, h }
     }
 
     /// Frame `n` (1, 2, …) of `rgba` through slots `n mod slots`, submitted and not waited for.
     pub fn send(&mut self, r: &Renderer, rgba: &[u8], n: u64) -> FrameId {
         let (si, so) = ((n as usize - 1) % self.put.len(), (n as usize - 1) % self.take.len());
-        r.write(&self.staging, rgba);
+        if let (SyncMode::Gpu, Some(rendered)) = (self.client.sync_mode(), self.client.rendered_timeline()) {
+            // The staging buffer's last copy ran before it signalled "rendered".
+            r.wait(rendered, self.put_value[si]).expect("the staging buffer's last copy");
+            self.put_value[si] = n;
+        }
+        r.write(&self.staging[si], rgba);
         match self.client.sync_mode() {
             SyncMode::Host => {
                 self.tick += 1;
@@ -320,7 +329,7 @@ impl Side {
         let Side { client, staging, readback, local, .. } = self;
         client.close().expect("a clean close");
         r.idle().expect("idle");
-        r.destroy_buffer(staging);
+        staging.into_iter().for_each(|b| r.destroy_buffer(b));
         r.destroy_buffer(readback);
         r.destroy_semaphore(local);
     }
@@ -328,7 +337,7 @@ impl Side {
     pub fn destroy(self, r: &Renderer) {
         r.idle().expect("idle");
         drop(self.client);
-        r.destroy_buffer(self.staging);
+        self.staging.into_iter().for_each(|b| r.destroy_buffer(b));
         r.destroy_buffer(self.readback);
         r.destroy_semaphore(self.local);
     }

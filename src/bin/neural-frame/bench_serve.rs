@@ -177,10 +177,13 @@ fn in_process(
             Submitted::Skipped => bail!("a frame was skipped"),
         }
     };
+    // With the post pass submitted once the host saw the model finish (`--post-wait host`), the host
+    // drives the frame: the renderer waits through the context then (the worker does the same).
+    let host_driven = ctx.tuning().post_wait == neural_frame::PostWait::Host;
     let done = |ctx: &mut neural_frame::NeuralFrameContext, t: &neural_frame::Ticket| -> anyhow::Result<()> {
         match sync {
-            Some((_, _, ready)) => r.wait(ready, t.value()),
-            None => ctx.wait(t).map(|_| ()).map_err(Into::into),
+            Some((_, _, ready)) if !host_driven => r.wait(ready, t.value()),
+            _ => ctx.wait(t).map(|_| ()).map_err(Into::into),
         }
     };
     progress("in-process");

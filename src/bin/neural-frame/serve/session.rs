@@ -371,7 +371,13 @@ impl Session {
                 }
                 return End { why: Why::Stopping, reason: "the worker is stopping".into() };
             }
-            let wait = if self.in_flight.is_empty() { Duration::from_millis(50) } else { POLL };
+            // With frames in flight the session polls them (with --spin-wait, without sleeping: the post
+            // pass of `--post-wait host` is submitted by these polls).
+            let wait = match (self.in_flight.is_empty(), self.ctx.tuning().spin_wait) {
+                (true, _) => Duration::from_millis(50),
+                (false, true) => Duration::ZERO,
+                (false, false) => POLL,
+            };
             let got = match conn.next(wait) {
                 Ok(Some((m, _))) => m,
                 Ok(None) => continue,
