@@ -454,6 +454,11 @@ pub fn faults_get_an_error_and_the_worker_keeps_serving(backend: &str) {
     let worker = Worker::start(backend, F32, &[]);
     let r = Renderer::new(true).expect("a renderer");
     let (w, h) = (16, 8);
+    // A client that is served before, during and after the faults of the others.
+    let mut good = Side::new(&r, connect(&r, &worker.socket, w, h, 2, SyncPreference::Auto), w, h);
+    let rgba = picture(w, h, 5);
+    let want = expected(F32, &rgba, w, h);
+    assert!(super::pipeline::max_diff(&good.frame(&r, &rgba, 1), &want, 2 * w).0 <= 1);
     let in_bytes = (w * h * 4) as u64;
     let out_bytes = in_bytes * 4;
     let mut keep = Vec::new();
@@ -625,13 +630,47 @@ pub fn faults_get_an_error_and_the_worker_keeps_serving(backend: &str) {
     raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 5, output_free: 0 }, &[]);
     raw.expect_error(ErrorCode::State, "host mode");
 
-    // The worker still serves a good client, and correctly.
+    // GPU mode (where the driver exports semaphores): "rendered" values that go backwards. The
+    // first frame waits for a value nobody signals; the worker releases it when it ends the connection.
+    if r.semaphore_fd.is_some() {
+        let Message::Hello { device_uuid, driver_uuid, input, .. } = hello(&r, w, h, 1) else { unreachable!() };
+        let raw = Raw::new(&worker.socket);
+        raw.send(
+            &Message::Hello {
+                version: 1,
+                device_uuid,
+                driver_uuid,
+                input,
+                input_slots: 1,
+                output_slots: 1,
+                sync_modes: protocol::SYNC_HOST | protocol::SYNC_GPU,
+                model: String::new(),
+            },
+            &[],
+        );
+        assert!(matches!(raw.recv(), Message::Welcome { sync_mode: protocol::SyncMode::Gpu, .. }));
+        let (mems, fds) = slots(2);
+        let timeline = r.semaphore(true, true).expect("an exportable timeline");
+        let tfd = r.export_semaphore(timeline).expect("export");
+        raw.send(
+            &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: true },
+            &[fds[0].as_raw_fd(), fds[1].as_raw_fd(), tfd.as_raw_fd()],
+        );
+        assert_eq!(raw.recv(), Message::Ready { timelines: 2 });
+        raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 5, output_free: 0 }, &[]);
+        raw.send(&Message::Submit { frame: 2, input_slot: 0, output_slot: 0, rendered: 3, output_free: 0 }, &[]);
+        raw.expect_error(ErrorCode::Backwards, "rendered 3 after 5");
+        r.destroy_semaphore(timeline);
+    }
+
+    // The client connected before the faults is still served, and so is a new one.
+    assert!(super::pipeline::max_diff(&good.frame(&r, &rgba, 2), &want, 2 * w).0 <= 1, "the first client");
     let client = connect(&r, &worker.socket, w, h, 2, SyncPreference::Auto);
     let mut side = Side::new(&r, client, w, h);
-    let rgba = picture(w, h, 5);
     let got = side.frame(&r, &rgba, 1);
-    assert!(super::pipeline::max_diff(&got, &expected(F32, &rgba, w, h), 2 * w).0 <= 1);
+    assert!(super::pipeline::max_diff(&got, &want, 2 * w).0 <= 1, "a new client");
     side.destroy(&r);
+    good.close(&r);
     for b in keep {
         r.destroy_buffer(b);
     }
@@ -756,7 +795,12 @@ pub fn client_killed_mid_frame_releases_everything(backend: &str) {
         assert!(out.status.success(), "{}", super::text(&out));
         worker.wait_log("disconnected", n);
     }
-    let (fds, rss) = (worker.fds(), worker.rss_kib());
+    // The GPU's free memory, read through a CUDA context of this process (CUDA backend only).
+    let probe = (backend == "cuda").then(|| {
+        NeuralFrameContext::builder(F32).backend(Backend::Cuda).frame_size(8, 8).build().expect("a CUDA context")
+    });
+    let free = || probe.as_ref().map(|c| c.cuda_memory().expect("cuda memory").expect("CUDA backend").0);
+    let (fds, rss, gpu_free) = (worker.fds(), worker.rss_kib(), free());
     let mut child = render(&worker.socket, &input, &output, 1_000_000, &[])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -776,6 +820,11 @@ pub fn client_killed_mid_frame_releases_everything(backend: &str) {
     let grown = worker.rss_kib().saturating_sub(rss);
     println!("worker RSS {rss} KiB before, +{grown} KiB after the killed client");
     assert!(grown < 16 * 1024, "the worker's memory grew by {grown} KiB");
+    if let (Some(before), Some(after)) = (gpu_free, free()) {
+        let lost = before.saturating_sub(after);
+        println!("free GPU memory {before} bytes before, {after} after the killed client");
+        assert!(lost < 16 << 20, "the GPU lost {lost} bytes to the killed client");
+    }
     let out = render(&worker.socket, &input, &output, 3, &[]).output().expect("render");
     assert!(out.status.success(), "served after the kill: {}", super::text(&out));
     let (status, log) = worker.stop();
