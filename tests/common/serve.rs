@@ -431,6 +431,22 @@ pub fn hello(r: &Renderer, w: u32, h: u32, slots: u16) -> Message {
     }
 }
 
+/// A Hello's fields, to change one.
+pub struct HelloFields<'a> {
+    pub version: &'a mut u16,
+    pub device_uuid: &'a mut [u8; 16],
+    pub input: &'a mut Geometry,
+    pub sync_modes: &'a mut u32,
+    pub model: &'a mut String,
+}
+
+pub fn edit_hello(mut m: Message, edit: impl FnOnce(HelloFields<'_>)) -> Message {
+    if let Message::Hello { version, device_uuid, input, sync_modes, model, .. } = &mut m {
+        edit(HelloFields { version, device_uuid, input, sync_modes, model });
+    }
+    m
+}
+
 /// An exportable device buffer of the renderer's and its memory description.
 pub fn slot(r: &Renderer, size: u64) -> (RBuffer, SlotMemory, OwnedFd) {
     let usage =
@@ -501,73 +517,21 @@ pub fn faults_get_an_error_and_the_worker_keeps_serving(backend: &str) {
     raw.expect_error(ErrorCode::Malformed, "body ends");
     // A wrong protocol version; not a hello first.
     let raw = Raw::new(&worker.socket);
-    let Message::Hello { device_uuid, driver_uuid, input, sync_modes, .. } = hello(&r, w, h, 1) else { unreachable!() };
-    raw.send(
-        &Message::Hello {
-            version: 99,
-            device_uuid,
-            driver_uuid,
-            input,
-            input_slots: 1,
-            output_slots: 1,
-            sync_modes,
-            model: String::new(),
-        },
-        &[],
-    );
+    raw.send(&edit_hello(hello(&r, w, h, 1), |m| *m.version = 99), &[]);
     raw.expect_error(ErrorCode::Version, "version 99");
     let raw = Raw::new(&worker.socket);
     raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
     raw.expect_error(ErrorCode::State, "before the Hello");
     // A UUID of another GPU.
     let raw = Raw::new(&worker.socket);
-    let Message::Hello { mut device_uuid, .. } = hello(&r, w, h, 1) else { unreachable!() };
-    device_uuid[0] ^= 0xff;
-    raw.send(
-        &Message::Hello {
-            version: 1,
-            device_uuid,
-            driver_uuid,
-            input,
-            input_slots: 1,
-            output_slots: 1,
-            sync_modes,
-            model: String::new(),
-        },
-        &[],
-    );
+    raw.send(&edit_hello(hello(&r, w, h, 1), |m| m.device_uuid[0] ^= 0xff), &[]);
     raw.expect_error(ErrorCode::WrongDevice, "deviceUUID");
     // A format the model cannot take, a model the worker does not serve.
     let raw = Raw::new(&worker.socket);
-    let bad = Geometry { format: vk::Format::R32_SFLOAT.as_raw() as u32, ..input };
-    raw.send(
-        &Message::Hello {
-            version: 1,
-            device_uuid: r.identity.device_uuid,
-            driver_uuid,
-            input: bad,
-            input_slots: 1,
-            output_slots: 1,
-            sync_modes,
-            model: String::new(),
-        },
-        &[],
-    );
+    raw.send(&edit_hello(hello(&r, w, h, 1), |m| m.input.format = vk::Format::R32_SFLOAT.as_raw() as u32), &[]);
     raw.expect_error(ErrorCode::Format, "R32_SFLOAT");
     let raw = Raw::new(&worker.socket);
-    raw.send(
-        &Message::Hello {
-            version: 1,
-            device_uuid: r.identity.device_uuid,
-            driver_uuid,
-            input,
-            input_slots: 1,
-            output_slots: 1,
-            sync_modes,
-            model: "other.onnx".into(),
-        },
-        &[],
-    );
+    raw.send(&edit_hello(hello(&r, w, h, 1), |m| *m.model = "other.onnx".into()), &[]);
     raw.expect_error(ErrorCode::Model, "other.onnx");
     // A wrong fd count: a Slots for two slots that declares and carries one descriptor.
     let raw = welcomed(hello(&r, w, h, 1));
@@ -595,10 +559,8 @@ pub fn faults_get_an_error_and_the_worker_keeps_serving(backend: &str) {
         &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
     );
     raw.expect_error(ErrorCode::TooSmall, "needs 512");
-    // A slot index out of range, and frame numbers that go backwards.
-    for (frame, input_slot, code, words) in
-        [(1, 5, ErrorCode::SlotRange, "slots 5"), (3, 0, ErrorCode::Backwards, "frame 3 after frame 0")]
-    {
+    // Handed over, up to the Ready, for the faults of the frames.
+    let mut ready = || {
         let raw = welcomed(hello(&r, w, h, 1));
         let (mems, fds) = slots(2);
         raw.send(
@@ -606,48 +568,30 @@ pub fn faults_get_an_error_and_the_worker_keeps_serving(backend: &str) {
             &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
         );
         assert_eq!(raw.recv(), Message::Ready { timelines: 0 });
+        raw
+    };
+    // A slot index out of range, and frame numbers that go backwards.
+    for (frame, input_slot, code, words) in
+        [(1, 5, ErrorCode::SlotRange, "slots 5"), (3, 0, ErrorCode::Backwards, "frame 3 after frame 0")]
+    {
+        let raw = ready();
         raw.send(&Message::Submit { frame, input_slot, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
         raw.expect_error(code, words);
     }
     // Semaphore values in host mode; a frame after a good one that repeats its number.
-    let raw = welcomed(hello(&r, w, h, 1));
-    let (mems, fds) = slots(2);
-    raw.send(
-        &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false },
-        &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
-    );
-    assert_eq!(raw.recv(), Message::Ready { timelines: 0 });
+    let raw = ready();
     raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
     raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
     raw.expect_error(ErrorCode::Backwards, "frame 1 after frame 1");
-    let raw = welcomed(hello(&r, w, h, 1));
-    let (mems, fds) = slots(2);
-    raw.send(
-        &Message::Slots { inputs: vec![mems[0]], outputs: vec![mems[1]], timeline: false },
-        &[fds[0].as_raw_fd(), fds[1].as_raw_fd()],
-    );
-    assert_eq!(raw.recv(), Message::Ready { timelines: 0 });
+    let raw = ready();
     raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 5, output_free: 0 }, &[]);
     raw.expect_error(ErrorCode::State, "host mode");
 
     // GPU mode (where the driver exports semaphores): "rendered" values that go backwards. The
     // first frame waits for a value nobody signals; the worker releases it when it ends the connection.
     if r.semaphore_fd.is_some() {
-        let Message::Hello { device_uuid, driver_uuid, input, .. } = hello(&r, w, h, 1) else { unreachable!() };
         let raw = Raw::new(&worker.socket);
-        raw.send(
-            &Message::Hello {
-                version: 1,
-                device_uuid,
-                driver_uuid,
-                input,
-                input_slots: 1,
-                output_slots: 1,
-                sync_modes: protocol::SYNC_HOST | protocol::SYNC_GPU,
-                model: String::new(),
-            },
-            &[],
-        );
+        raw.send(&edit_hello(hello(&r, w, h, 1), |m| *m.sync_modes = protocol::SYNC_HOST | protocol::SYNC_GPU), &[]);
         assert!(matches!(raw.recv(), Message::Welcome { sync_mode: protocol::SyncMode::Gpu, .. }));
         let (mems, fds) = slots(2);
         let timeline = r.semaphore(true, true).expect("an exportable timeline");

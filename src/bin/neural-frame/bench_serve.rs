@@ -187,28 +187,7 @@ fn in_process(
         }
     };
     progress("in-process");
-    let mut lat = Vec::new();
-    for f in 0..opts.warmup + opts.frames {
-        let start = Instant::now();
-        let t = frame(&mut ctx, f % pics.len())?;
-        done(&mut ctx, &t)?;
-        if f >= opts.warmup {
-            lat.push(start.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    let start = Instant::now();
-    let mut pending = std::collections::VecDeque::new();
-    for f in 0..opts.frames {
-        if pending.len() == opts.slots {
-            let t = pending.pop_front().context("pending")?;
-            done(&mut ctx, &t)?;
-        }
-        pending.push_back(frame(&mut ctx, f % pics.len())?);
-    }
-    for t in pending {
-        done(&mut ctx, &t)?;
-    }
-    let fps = opts.frames as f64 / start.elapsed().as_secs_f64();
+    let (lat, fps) = time_frames(opts, pics.len(), &mut ctx, &mut frame, |ctx, t| done(ctx, &t))?;
     ctx.wait_all()?;
     drop(ctx);
     r.idle()?;
@@ -222,6 +201,39 @@ fn in_process(
     let way =
         Way { way: "in-process", sync_median_ms: median(&mut lat.clone()), sync_p99_ms: p99(&lat), pipelined_fps: fps };
     Ok((way, (ow, oh), backend, gpu))
+}
+
+/// Times frames one at a time (latencies in ms, after the warm-up), then with
+/// `slots` frames in flight (frames/s): the same loop for both ways.
+fn time_frames<S, T>(
+    opts: &ServeBench,
+    pictures: usize,
+    state: &mut S,
+    mut submit: impl FnMut(&mut S, usize) -> anyhow::Result<T>,
+    mut done: impl FnMut(&mut S, T) -> anyhow::Result<()>,
+) -> anyhow::Result<(Vec<f64>, f64)> {
+    let mut lat = Vec::new();
+    for f in 0..opts.warmup + opts.frames {
+        let start = Instant::now();
+        let t = submit(state, f % pictures)?;
+        done(state, t)?;
+        if f >= opts.warmup {
+            lat.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let start = Instant::now();
+    let mut pending = std::collections::VecDeque::new();
+    for f in 0..opts.frames {
+        if pending.len() == opts.slots {
+            let t = pending.pop_front().context("pending")?;
+            done(state, t)?;
+        }
+        pending.push_back(submit(state, f % pictures)?);
+    }
+    for t in pending {
+        done(state, t)?;
+    }
+    Ok((lat, opts.frames as f64 / start.elapsed().as_secs_f64()))
 }
 
 /// The worker, a child process of this one, on a socket of its own.
@@ -316,28 +328,7 @@ fn served(
         Ok(())
     };
     progress("served");
-    let mut lat = Vec::new();
-    for f in 0..opts.warmup + opts.frames {
-        let start = Instant::now();
-        let id = frame(&mut client, f % pics.len())?;
-        done(&mut client, id)?;
-        if f >= opts.warmup {
-            lat.push(start.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    let start = Instant::now();
-    let mut pending = std::collections::VecDeque::new();
-    for f in 0..opts.frames {
-        if pending.len() == opts.slots {
-            let id = pending.pop_front().context("pending")?;
-            done(&mut client, id)?;
-        }
-        pending.push_back(frame(&mut client, f % pics.len())?);
-    }
-    for id in pending {
-        done(&mut client, id)?;
-    }
-    let fps = opts.frames as f64 / start.elapsed().as_secs_f64();
+    let (lat, fps) = time_frames(opts, pics.len(), &mut client, &mut frame, done)?;
     client.close()?;
     r.idle()?;
     drop(worker);
