@@ -147,9 +147,11 @@ pub enum Error {
     },
     /// ONNX Runtime's CUDA execution provider failed to register.
     #[error(
-        "ONNX Runtime's CUDA execution provider failed to register: {reason}. The onnxruntime-gpu 1.31.1 \
-         build needs CUDA 13 with cuBLAS 13, cuRAND 10, cuFFT 12 and cuDNN 9 on the library path; or use \
-         the CPU backend (Backend::Cpu)"
+        "ONNX Runtime's CUDA execution provider failed to register: {reason}.{} The onnxruntime-gpu 1.31.1 \
+         build needs CUDA 13 with cuBLAS 13, cuRAND 10, cuFFT 12 and cuDNN 9 on the library path (scripts/setup.sh \
+         installs them from PyPI into .runtime/cuda13, and scripts/runtime-env.sh puts them on LD_LIBRARY_PATH); \
+         or use the CPU backend (Backend::Cpu)",
+        missing_cuda_libraries(reason)
     )]
     ProviderUnavailable {
         /// ONNX Runtime's message.
@@ -299,6 +301,38 @@ pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
+/// The CUDA libraries a provider load error names (`libX.so.N: cannot open shared object file`),
+/// each with the PyPI package that ships it: " Missing: libcublasLt.so.13 (PyPI: nvidia-cublas)."
+/// Empty when it names none.
+fn missing_cuda_libraries(reason: &str) -> String {
+    const PACKAGES: [(&str, &str); 8] = [
+        ("libcudart", "nvidia-cuda-runtime"),
+        ("libcublasLt", "nvidia-cublas"),
+        ("libcublas", "nvidia-cublas"),
+        ("libcufft", "nvidia-cufft"),
+        ("libcurand", "nvidia-curand"),
+        ("libcudnn", "nvidia-cudnn-cu13"),
+        ("libnvrtc", "nvidia-cuda-nvrtc"),
+        ("libnvJitLink", "nvidia-nvjitlink"),
+    ];
+    let mut named: Vec<String> = Vec::new();
+    for (i, _) in reason.match_indices(": cannot open shared object file") {
+        let before = &reason[..i];
+        let start = before.rfind(|c: char| c.is_whitespace() || c == ':' || c == '\'' || c == '"').map_or(0, |p| p + 1);
+        let lib = &before[start..];
+        let Some((_, package)) = PACKAGES.iter().find(|(prefix, _)| {
+            lib.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('.') || rest.starts_with('_'))
+        }) else {
+            continue;
+        };
+        let entry = format!("{lib} (PyPI: {package})");
+        if !named.contains(&entry) {
+            named.push(entry);
+        }
+    }
+    if named.is_empty() { String::new() } else { format!(" Missing: {}.", named.join(", ")) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +360,20 @@ mod tests {
         assert_eq!(cuda(719).kind(), ErrorKind::DeviceLost);
         assert_eq!(cuda(2).kind(), ErrorKind::Cuda);
         assert_eq!(Error::ProviderUnavailable { reason: "x".into() }.kind(), ErrorKind::ProviderUnavailable);
+    }
+
+    #[test]
+    fn a_missing_cuda_library_is_named_with_its_package() {
+        let reason = "Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.13: cannot \
+                      open shared object file: No such file or directory";
+        let text = Error::ProviderUnavailable { reason: reason.into() }.to_string();
+        assert!(text.contains("Missing: libcublasLt.so.13 (PyPI: nvidia-cublas)."), "{text}");
+        let two = missing_cuda_libraries(
+            "libcudnn.so.9: cannot open shared object file: No such file; libcufft.so.12: cannot open shared object \
+             file: No such file",
+        );
+        assert_eq!(two, " Missing: libcudnn.so.9 (PyPI: nvidia-cudnn-cu13), libcufft.so.12 (PyPI: nvidia-cufft).");
+        assert_eq!(missing_cuda_libraries("CUDA driver version is insufficient"), "");
     }
 
     #[test]
