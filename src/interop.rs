@@ -109,7 +109,7 @@ pub(crate) fn tensor_memory(cuda: Option<&MappedBuffer>, host: Option<&Buffer>) 
 
 /// Interop on a real NVIDIA GPU, with the crate's own types. Run with
 /// `cargo test --lib -- --include-ignored --test-threads=1` (the fd count is process-wide).
-#[cfg(test)]
+#[cfg(all(test, feature = "cuda"))]
 mod gpu_tests {
     use super::*;
     use crate::vulkan::{DeviceSelector, Image, ImageDesc, Instance, InstanceOptions, pattern, transfer};

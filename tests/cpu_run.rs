@@ -87,6 +87,20 @@ fn automatic_backend_uses_cuda_or_announces_the_fallback() {
     }
 }
 
+/// A build without the `cuda` feature refuses the CUDA backend, saying why and how to rebuild
+/// (the CPU backend's runs are the other tests of this file, in the same build).
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn a_build_without_cuda_refuses_the_cuda_backend() {
+    let out = tmp("no-cuda.png");
+    fails(
+        &["run", "--backend", "cuda", "--size", "16x9"],
+        &[],
+        &out,
+        &["built without its `cuda` feature", "rebuild with the default features"],
+    );
+}
+
 fn fails(args: &[&str], env: &[(&str, &str)], out: &Path, needles: &[&str]) {
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--output", out.to_str().unwrap_or("")]);

@@ -22,6 +22,7 @@
 //!     if client.sync_mode() == SyncMode::Gpu {
 //!         let points = client.enqueued(frame)?; // returns once the worker has queued its signals
 //!         let _ = points.output_ready; // wait for it in the renderer's next vkQueueSubmit
+//!         client.try_done(frame)?; // collects the worker's Done when it is there (else kept, bounded)
 //!     } else {
 //!         client.wait_done(frame)?;
 //!     }
@@ -105,13 +106,16 @@ pub struct Options {
     pub sync: SyncPreference,
     /// The model to ask for; empty for the worker's own.
     pub model: String,
-    /// How long a frame may take, and how long the hand-over may take, before
-    /// the client gives the worker up.
+    /// How long a frame may take before the client gives the worker up.
     pub frame_timeout: Duration,
+    /// How long the hand-over may take (the worker sets up a model for the
+    /// client first: ONNX Runtime, cuDNN's algorithm search).
+    pub handover_timeout: Duration,
 }
 
 impl Options {
-    /// Three input and three output slots, automatic sync, a 10 s frame timeout.
+    /// Three input and three output slots, automatic sync, a 10 s frame timeout
+    /// and a 60 s hand-over timeout.
     pub fn new(socket: impl Into<PathBuf>, width: u32, height: u32, format: vk::Format) -> Self {
         Self {
             socket: socket.into(),
@@ -124,6 +128,7 @@ impl Options {
             sync: SyncPreference::Auto,
             model: String::new(),
             frame_timeout: Duration::from_secs(10),
+            handover_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -167,6 +172,9 @@ struct FrameState {
 
 type Incoming = std::result::Result<(Message, Vec<OwnedFd>), RecvError>;
 
+/// Finished frames kept for `wait_done`/`try_done` at most (the oldest go first).
+const MAX_TRACKED: usize = 256;
+
 /// The client's copies of the worker's two timelines and the highest value
 /// handed out on each, shared with the socket's reader thread: whoever learns
 /// first that the worker is gone (the reader at EOF, or the client on a
@@ -178,7 +186,6 @@ struct Release {
     /// (input consumed, output ready), once imported.
     timelines: Option<(vk::Semaphore, vk::Semaphore)>,
     highest: (u64, u64),
-    released: bool,
 }
 
 impl Release {
@@ -187,7 +194,6 @@ impl Release {
     }
 
     fn release(&mut self) {
-        self.released = true;
         let Some((consumed, ready)) = self.timelines else { return };
         for (semaphore, value) in [(consumed, self.highest.0), (ready, self.highest.1)] {
             // SAFETY: the client's imports, alive while `timelines` holds them (the client clears
@@ -285,6 +291,7 @@ impl Client {
             ),
             source: e,
         })?;
+        check_worker_user(&stream, &options.socket)?;
         let reader_stream =
             stream.try_clone().map_err(|e| Error::Io { what: "duplicating the socket".into(), source: e })?;
         let (tx, rx) = mpsc::channel();
@@ -292,7 +299,6 @@ impl Client {
             device: device.device.clone(),
             timelines: None,
             highest: (0, 0),
-            released: false,
         }));
         let shared = release.clone();
         let reader = std::thread::Builder::new()
@@ -356,14 +362,15 @@ impl Client {
             }
             return Err(e);
         }
-        let (welcome, _) = client.expect("the worker's Welcome")?;
+        let (welcome, _) = client.expect("the worker's Welcome", options.handover_timeout)?;
         let Message::Welcome { version, sync_mode, model, output, max_in_flight } = welcome else {
             return Err(client.violation(format!("a {} message where a Welcome belongs", name(&welcome))));
         };
         if version != protocol::VERSION {
-            return Err(
-                client.violation(format!("the worker speaks version {version}, this client {}", protocol::VERSION))
-            );
+            return Err(client.fault(
+                ErrorCode::Version,
+                format!("the worker speaks version {version}, this client {}", protocol::VERSION),
+            ));
         }
         if sync_mode == SyncMode::Gpu && !gpu {
             return Err(client.violation("the worker chose GPU mode, which the client did not offer".into()));
@@ -400,7 +407,7 @@ impl Client {
         let raw: Vec<_> = fds.iter().map(AsRawFd::as_raw_fd).collect();
         client.send(&slots, &raw)?;
         drop(fds); // the worker holds its own copies now
-        let (ready, fds) = client.expect("the worker's Ready")?;
+        let (ready, fds) = client.expect("the worker's Ready", options.handover_timeout)?;
         let Message::Ready { timelines } = ready else {
             return Err(client.violation(format!("a {} message where Ready belongs", name(&ready))));
         };
@@ -543,7 +550,8 @@ impl Client {
     }
 
     /// Waits until the frame's output slot is written; the model's time on the worker, in ms.
-    /// The frame is then forgotten.
+    /// The frame is then forgotten (as are the oldest finished frames beyond 256
+    /// that nobody collected).
     pub fn wait_done(&mut self, frame: FrameId) -> Result<f64> {
         let ms = self.until(frame, "the worker's Done", |s| s.done)?;
         self.frames.remove(&frame.0);
@@ -650,6 +658,7 @@ impl Client {
                     let s = self.state(frame)?;
                     s.consumed = true;
                     s.done = Some(infer_ms);
+                    self.forget_old();
                 }
                 Message::Error { code, message } => {
                     self.give_up(format!("the worker refused: {message}"));
@@ -661,6 +670,15 @@ impl Client {
         }
     }
 
+    /// Keeps the frames known bounded when the renderer does not collect every
+    /// `Done` (it waits on the GPU instead): the oldest finished ones are forgotten.
+    fn forget_old(&mut self) {
+        while self.frames.len() > MAX_TRACKED {
+            let Some(oldest) = self.frames.iter().find(|(_, s)| s.done.is_some()).map(|(&f, _)| f) else { break };
+            self.frames.remove(&oldest);
+        }
+    }
+
     fn state(&mut self, frame: u64) -> Result<&mut FrameState> {
         if !self.frames.contains_key(&frame) {
             return Err(self.violation(format!("a message for frame {frame}, which is not in flight")));
@@ -668,8 +686,8 @@ impl Client {
         self.frames.get_mut(&frame).ok_or_else(|| Error::InvalidArgument("unreachable".into()))
     }
 
-    fn expect(&mut self, what: &str) -> Result<(Message, Vec<OwnedFd>)> {
-        match self.rx.recv_timeout(self.timeout) {
+    fn expect(&mut self, what: &str, timeout: Duration) -> Result<(Message, Vec<OwnedFd>)> {
+        match self.rx.recv_timeout(timeout) {
             Ok(Ok((Message::Error { code, message }, _))) => {
                 self.give_up(message.clone());
                 Err(Error::Protocol { code, message })
@@ -680,7 +698,7 @@ impl Client {
             }
             Ok(Err(e)) => Err(self.lost(format!("reading {what}: {e}"))),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                let message = format!("{what} did not come within {:?}", self.timeout);
+                let message = format!("{what} did not come within {timeout:?}");
                 self.give_up(message.clone());
                 Err(Error::Timeout(message))
             }
@@ -696,9 +714,14 @@ impl Client {
     }
 
     fn violation(&mut self, message: String) -> Error {
-        let _ = wire::send(&self.stream, &Message::Error { code: ErrorCode::State, message: message.clone() }, &[]);
+        self.fault(ErrorCode::State, message)
+    }
+
+    /// Tells the worker what is wrong (an Error message), and gives it up.
+    fn fault(&mut self, code: ErrorCode, message: String) -> Error {
+        let _ = wire::send(&self.stream, &Message::Error { code, message: message.clone() }, &[]);
         self.give_up(message.clone());
-        Error::Protocol { code: ErrorCode::State, message }
+        Error::Protocol { code, message }
     }
 
     fn lost(&mut self, why: String) -> Error {
@@ -743,6 +766,40 @@ impl Drop for Client {
             unsafe { self.exporter.destroy_slot(slot) };
         }
     }
+}
+
+/// The worker must run as this user (or root): slot memory is handed to whoever
+/// listens on the socket, and a path such as `/tmp/neural-frame-UID.sock` could
+/// have been bound by someone else first.
+fn check_worker_user(stream: &UnixStream, socket: &Path) -> Result<()> {
+    // SAFETY: ucred is plain data.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: cred and len describe a buffer of the size SO_PEERCRED writes.
+    let rc = unsafe {
+        libc::getsockopt(stream.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, (&raw mut cred).cast(), &mut len)
+    };
+    if rc != 0 {
+        return Err(Error::Io {
+            what: format!("learning who serves {} (SO_PEERCRED)", socket.display()),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    if cred.uid != me && cred.uid != 0 {
+        return Err(Error::Unsupported {
+            what: format!(
+                "{} is served by user {} (pid {}), not by this user ({me}) or root: the client does not hand GPU \
+                 memory to another user's process",
+                socket.display(),
+                cred.uid,
+                cred.pid
+            ),
+            remedy: "start your own worker (neural-frame serve), or pick its socket with Options::socket".into(),
+        });
+    }
+    Ok(())
 }
 
 fn name(m: &Message) -> &'static str {

@@ -428,6 +428,13 @@ impl Message {
                     ));
                 }
                 let version = r.u16()?;
+                if version != VERSION {
+                    // Another version's body may differ: the version is all that can be read.
+                    return Err(WireError::new(
+                        ErrorCode::Version,
+                        format!("protocol version {version}: this side speaks version {VERSION}"),
+                    ));
+                }
                 r.u16()?;
                 Message::Hello {
                     version,
@@ -705,6 +712,14 @@ mod tests {
             panic!("not an Error")
         };
         assert!(message.len() <= MAX_STRING && message.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn another_version_is_a_version_error_whatever_its_body() {
+        let mut bytes = all()[0].encode();
+        bytes[HEADER + 4..HEADER + 6].copy_from_slice(&2u16.to_le_bytes());
+        bytes.extend_from_slice(&[0; 16]); // a longer body, as a later version may have
+        assert_eq!(Message::decode(kind::HELLO, &bytes[HEADER..]).expect_err("version 2").code, ErrorCode::Version);
     }
 
     #[test]

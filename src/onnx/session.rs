@@ -3,6 +3,7 @@
 use std::ffi::c_void;
 use std::path::Path;
 
+#[cfg(feature = "cuda")]
 use ort::ep;
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
@@ -48,8 +49,10 @@ pub(crate) struct SessionConfig {
     /// The execution provider.
     pub(crate) provider: Provider,
     /// cuDNN algorithm search.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) conv_search: ConvSearch,
     /// Ask the CUDA EP to prefer NHWC kernels.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) prefer_nhwc: bool,
     /// A CUDA stream (a raw `CUstream`) for the CUDA EP to run on, if any.
     pub(crate) cuda_stream: Option<*mut c_void>,
@@ -103,6 +106,13 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
                 builder = builder.with_intra_threads(n).map_err(builder_err("setting threads"))?;
             }
         }
+        #[cfg(not(feature = "cuda"))]
+        Provider::Cuda { .. } => {
+            return Err(Error::ProviderUnavailable {
+                reason: "neural-frame was built without its `cuda` feature".into(),
+            });
+        }
+        #[cfg(feature = "cuda")]
         Provider::Cuda { ordinal } => {
             let search = match config.conv_search {
                 ConvSearch::Heuristic => ep::cuda::ConvAlgorithmSearch::Heuristic,

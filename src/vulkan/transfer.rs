@@ -291,6 +291,7 @@ pub(crate) fn readback_buffer(buffer: &Buffer, len: usize) -> Result<Vec<u8>> {
 }
 
 /// Fills a buffer with a repeated 32-bit word (poisoning output memory in tests).
+#[cfg_attr(not(feature = "diagnostics"), allow(dead_code))]
 pub(crate) fn fill_buffer(buffer: &Buffer, word: u32) -> Result<()> {
     need_usage(buffer, vk::BufferUsageFlags::TRANSFER_DST)?;
     let device = buffer.device();

@@ -1,6 +1,7 @@
 //! The `neural-frame` command line: `run`, `bench`, `preflight` and `serve`. Clap, the
 //! logger, progress bars and image files live here; the library takes plain values.
 
+#[cfg(feature = "diagnostics")]
 mod bench;
 mod bench_serve;
 mod logger;
@@ -403,54 +404,65 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
                 emit(&report, json, json_file.as_deref(), || bench_serve::render(&report))?;
                 return Ok(0);
             }
-            let options = bench::BenchOptions {
-                model: model.clone(),
-                size,
-                frames,
-                warmup,
-                slots,
-                picture,
-                host_round_trip: !no_host_round_trip,
-                diagnose,
-            };
-            if let Some(list) = devices {
-                let selectors = if list == "all" {
-                    neural_frame::suitable_devices(model.backend())?
-                        .into_iter()
-                        .map(|d| DeviceSelector::Uuid(d.uuid_bytes))
-                        .collect()
-                } else {
-                    list.split(',')
-                        .map(|d| d.trim().parse::<DeviceSelector>().map_err(|e| anyhow::anyhow!(e)))
-                        .collect::<anyhow::Result<Vec<_>>>()?
+            #[cfg(not(feature = "diagnostics"))]
+            {
+                let _ = (devices, no_host_round_trip, diagnose, json_file);
+                anyhow::bail!(
+                    "this neural-frame was built without its `diagnostics` feature, which `bench` needs (its probes): \
+                     rebuild with the default features, or run `bench --serve`"
+                )
+            }
+            #[cfg(feature = "diagnostics")]
+            {
+                let options = bench::BenchOptions {
+                    model: model.clone(),
+                    size,
+                    frames,
+                    warmup,
+                    slots,
+                    picture,
+                    host_round_trip: !no_host_round_trip,
+                    diagnose,
                 };
-                let report = bench::run_multi(&options, &selectors).with_context(|| {
-                    format!("benchmarking {} on {} device(s)", model.model.display(), selectors.len())
-                })?;
-                emit(&report, json, json_file.as_deref(), || bench::render_multi(&report))?;
-                return Ok(0);
-            }
-            let bar = (!json).then(|| {
-                let bar = indicatif::ProgressBar::new(0);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template("{msg:>20} {bar:40} {pos}/{len}")
-                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                bar
-            });
-            let report = bench::run(&options, |mode, done, total| {
-                if let Some(b) = &bar {
-                    b.set_message(mode.to_string());
-                    b.set_length(total as u64);
-                    b.set_position(done as u64);
+                if let Some(list) = devices {
+                    let selectors = if list == "all" {
+                        neural_frame::suitable_devices(model.backend())?
+                            .into_iter()
+                            .map(|d| DeviceSelector::Uuid(d.uuid_bytes))
+                            .collect()
+                    } else {
+                        list.split(',')
+                            .map(|d| d.trim().parse::<DeviceSelector>().map_err(|e| anyhow::anyhow!(e)))
+                            .collect::<anyhow::Result<Vec<_>>>()?
+                    };
+                    let report = bench::run_multi(&options, &selectors).with_context(|| {
+                        format!("benchmarking {} on {} device(s)", model.model.display(), selectors.len())
+                    })?;
+                    emit(&report, json, json_file.as_deref(), || bench::render_multi(&report))?;
+                    return Ok(0);
                 }
-            })
-            .with_context(|| format!("benchmarking {}", model.model.display()))?;
-            if let Some(b) = bar {
-                b.finish_and_clear();
+                let bar = (!json).then(|| {
+                    let bar = indicatif::ProgressBar::new(0);
+                    bar.set_style(
+                        indicatif::ProgressStyle::with_template("{msg:>20} {bar:40} {pos}/{len}")
+                            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                    );
+                    bar
+                });
+                let report = bench::run(&options, |mode, done, total| {
+                    if let Some(b) = &bar {
+                        b.set_message(mode.to_string());
+                        b.set_length(total as u64);
+                        b.set_position(done as u64);
+                    }
+                })
+                .with_context(|| format!("benchmarking {}", model.model.display()))?;
+                if let Some(b) = bar {
+                    b.finish_and_clear();
+                }
+                emit(&report, json, json_file.as_deref(), || bench::render(&report))?;
+                Ok(0)
             }
-            emit(&report, json, json_file.as_deref(), || bench::render(&report))?;
-            Ok(0)
         }
         Command::Run { model, input, output, size, frames, json } => {
             run::run_model(&model, input, &output, size, frames, json)?;

@@ -47,6 +47,8 @@ fn install_signal_handlers() -> anyhow::Result<()> {
         // SAFETY: sigaction is plain data; zeroed is an empty mask and no flags.
         let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
         action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+        // A second Ctrl-C ends the process at once (a drain that hangs); calls interrupted resume.
+        action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
         // SAFETY: the handler only stores to an atomic.
         if unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) } != 0 {
             bail!("installing the handler for signal {signal}: {}", std::io::Error::last_os_error());

@@ -23,7 +23,7 @@ use super::Shared;
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a session that ends waits for its frames in flight.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a stopping worker waits for more of a client's frames (the socket quiet).
+/// How long a stopping worker keeps taking a client's frames.
 const STOP_GRACE: Duration = Duration::from_millis(100);
 /// How often a session with frames in flight looks for finished ones.
 const POLL: Duration = Duration::from_micros(200);
@@ -355,20 +355,17 @@ impl Session {
 
     /// Frames until the client leaves or faults, or the worker stops.
     fn stream(&mut self, conn: &Conn, stop: &AtomicBool) -> End {
+        // When the worker stops, the frames the client sent until then (and for STOP_GRACE more) still run.
+        let mut stop_at: Option<Instant> = None;
         loop {
             if let Err(end) = self.report(conn) {
                 return end;
             }
-            if stop.load(Ordering::SeqCst) {
-                // Frames the client sent before the stop are run too: what arrives until the
-                // socket has been quiet for a moment.
-                while let Ok(Some((Message::Submit { frame, input_slot, output_slot, rendered, output_free }, _))) =
-                    conn.next(STOP_GRACE)
-                {
-                    if let Err(end) = self.submit(conn, frame, input_slot, output_slot, rendered, output_free) {
-                        return end;
-                    }
-                }
+            if stop_at.is_none() && stop.load(Ordering::SeqCst) {
+                stop_at = Some(Instant::now() + STOP_GRACE);
+            }
+            let left = stop_at.map(|t| t.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
                 return End { why: Why::Stopping, reason: "the worker is stopping".into() };
             }
             // With frames in flight the session polls them (with --spin-wait, without sleeping: the post
@@ -378,6 +375,7 @@ impl Session {
                 (false, true) => Duration::ZERO,
                 (false, false) => POLL,
             };
+            let wait = left.map_or(wait, |l| wait.min(l));
             let got = match conn.next(wait) {
                 Ok(Some((m, _))) => m,
                 Ok(None) => continue,
@@ -504,10 +502,28 @@ impl Session {
                 eprintln!("neural-frame serve: releasing a gone client's timeline failed: {e}");
             }
         }
-        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        let mut deadline = Instant::now() + DRAIN_TIMEOUT;
+        let mut released = gone;
         while let Some(f) = self.in_flight.pop_front() {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.ctx.wait_timeout(&f.ticket, left) {
+            let waited = match self.ctx.wait_timeout(&f.ticket, left) {
+                Err(e) if !released && e.kind() == neural_frame::ErrorKind::Timeout => {
+                    // A client that left (or the worker stopping) with a frame waiting on a value it
+                    // never signalled: released as for a client gone, then waited for once more.
+                    eprintln!(
+                        "neural-frame serve: frame {} did not finish ({e}): releasing the client's timeline",
+                        f.frame
+                    );
+                    released = true;
+                    if let Some(t) = self.rendered {
+                        let _ = self.ctx.release_timeline(t, self.last_rendered.max(self.last_output_free));
+                    }
+                    deadline = Instant::now() + DRAIN_TIMEOUT;
+                    self.ctx.wait_timeout(&f.ticket, DRAIN_TIMEOUT)
+                }
+                other => other,
+            };
+            match waited {
                 Ok(stats) if !gone => {
                     if !f.consumed {
                         let _ = conn.send(&Message::Consumed { frame: f.frame }, &[]);
