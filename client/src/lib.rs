@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+mod peer;
 pub mod protocol;
 mod slots;
 pub mod wire;
@@ -62,6 +63,7 @@ pub use error::{Error, Result};
 pub use protocol::{ErrorCode, Geometry, SyncMode};
 pub use slots::{ClientDevice, SlotBuffer, acquire_from_worker, release_to_worker};
 
+use peer::{Release, Shared, check_worker_user, lock};
 use protocol::Message;
 use slots::Exporter;
 use wire::RecvError;
@@ -174,46 +176,6 @@ type Incoming = std::result::Result<(Message, Vec<OwnedFd>), RecvError>;
 
 /// Finished frames kept for `wait_done`/`try_done` at most (the oldest go first).
 const MAX_TRACKED: usize = 256;
-
-/// The client's copies of the worker's two timelines and the highest value
-/// handed out on each, shared with the socket's reader thread: whoever learns
-/// first that the worker is gone (the reader at EOF, or the client on a
-/// timeout or a fault) signals them from the host, so that the renderer's
-/// queue and fences never wait on a dead worker, even while the renderer is
-/// not calling into the client.
-struct Release {
-    device: ash::Device,
-    /// (input consumed, output ready), once imported.
-    timelines: Option<(vk::Semaphore, vk::Semaphore)>,
-    highest: (u64, u64),
-}
-
-impl Release {
-    fn saw(&mut self, input_consumed: u64, output_ready: u64) {
-        self.highest = (self.highest.0.max(input_consumed), self.highest.1.max(output_ready));
-    }
-
-    fn release(&mut self) {
-        let Some((consumed, ready)) = self.timelines else { return };
-        for (semaphore, value) in [(consumed, self.highest.0), (ready, self.highest.1)] {
-            // SAFETY: the client's imports, alive while `timelines` holds them (the client clears
-            // it before destroying them, under the same lock).
-            let now = unsafe { self.device.get_semaphore_counter_value(semaphore) };
-            if now.is_ok_and(|v| v < value) {
-                let info = vk::SemaphoreSignalInfo::default().semaphore(semaphore).value(value);
-                // SAFETY: as above, and `value` is above the counter; the worker that would have
-                // signalled it is gone. A failure leaves nothing better to do.
-                let _ = unsafe { self.device.signal_semaphore(&info) };
-            }
-        }
-    }
-}
-
-type Shared = std::sync::Arc<std::sync::Mutex<Release>>;
-
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Release> {
-    shared.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A connection to a worker, with the slots it was handed.
 ///
@@ -766,40 +728,6 @@ impl Drop for Client {
             unsafe { self.exporter.destroy_slot(slot) };
         }
     }
-}
-
-/// The worker must run as this user (or root): slot memory is handed to whoever
-/// listens on the socket, and a path such as `/tmp/neural-frame-UID.sock` could
-/// have been bound by someone else first.
-fn check_worker_user(stream: &UnixStream, socket: &Path) -> Result<()> {
-    // SAFETY: ucred is plain data.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: cred and len describe a buffer of the size SO_PEERCRED writes.
-    let rc = unsafe {
-        libc::getsockopt(stream.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, (&raw mut cred).cast(), &mut len)
-    };
-    if rc != 0 {
-        return Err(Error::Io {
-            what: format!("learning who serves {} (SO_PEERCRED)", socket.display()),
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: getuid cannot fail.
-    let me = unsafe { libc::getuid() };
-    if cred.uid != me && cred.uid != 0 {
-        return Err(Error::Unsupported {
-            what: format!(
-                "{} is served by user {} (pid {}), not by this user ({me}) or root: the client does not hand GPU \
-                 memory to another user's process",
-                socket.display(),
-                cred.uid,
-                cred.pid
-            ),
-            remedy: "start your own worker (neural-frame serve), or pick its socket with Options::socket".into(),
-        });
-    }
-    Ok(())
 }
 
 fn name(m: &Message) -> &'static str {
