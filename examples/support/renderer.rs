@@ -196,6 +196,17 @@ impl Renderer {
         self.messages.errors.load(Ordering::Relaxed)
     }
 
+    /// The renderer's device, for `neural_frame_client::Client::connect` (a worker in another process).
+    pub fn client_device(&self) -> neural_frame_client::ClientDevice {
+        neural_frame_client::ClientDevice {
+            instance: self.instance.clone(),
+            physical_device: self.physical,
+            device: self.device.clone(),
+            queue_family_index: self.queue_family,
+            external_semaphore_fd: self.semaphore_fd.is_some(),
+        }
+    }
+
     /// The renderer's device, for `ContextBuilder::build_on` (bring your own device).
     pub fn caller_device(&self) -> CallerDevice {
         CallerDevice {

@@ -162,13 +162,7 @@ impl Drop for Worker {
 }
 
 pub fn client_device(r: &Renderer) -> ClientDevice {
-    ClientDevice {
-        instance: r.instance.clone(),
-        physical_device: r.physical,
-        device: r.device.clone(),
-        queue_family_index: r.queue_family,
-        external_semaphore_fd: r.semaphore_fd.is_some(),
-    }
+    r.client_device()
 }
 
 pub fn connect(r: &Renderer, socket: &Path, w: u32, h: u32, slots: u16, sync: SyncPreference) -> Client {

@@ -288,13 +288,7 @@ fn served(
 ) -> anyhow::Result<Way> {
     let (w, h) = opts.size;
     let worker = WorkerProcess::start(&opts.model, opts.slots)?;
-    let cd = ClientDevice {
-        instance: r.instance.clone(),
-        physical_device: r.physical,
-        device: r.device.clone(),
-        queue_family_index: r.queue_family,
-        external_semaphore_fd: r.semaphore_fd.is_some(),
-    };
+    let cd = r.client_device();
     let mut o = Options::new(&worker.socket, w, h, FORMAT);
     (o.input_slots, o.output_slots, o.sync) = (opts.slots as u16, opts.slots as u16, SyncPreference::Auto);
     // SAFETY: the renderer's device has external memory fds (and semaphore fds where the driver does) and outlives the client.
