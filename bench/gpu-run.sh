@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|serve|serve-bench|bench ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|setup|serve|serve-bench|bench ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -48,6 +48,17 @@ for what in "$@"; do
         --json-file "$OUT/bench-serve-fp32.json"
       step bench-serve-fp16 240 .gpu-bin/neural-frame bench --serve --model models/upscale-fp16.onnx --size 960x540 \
         --frames 200 --prefer-nhwc --cuda-graph --post-wait host --spin-wait --json-file "$OUT/bench-serve-fp16.json"
+      ;;
+    setup)
+      # What the machine has, stage 3 (the CUDA provider registers and equals the CPU), the
+      # library example on the CUDA backend, then stage 3 again with the system's library
+      # cache hidden (a private mount namespace): the provider's error must name each
+      # missing CUDA library and its PyPI package.
+      step cuda-libraries 20 bash -c "ldconfig -p | grep -E 'libcublas|libcudnn[.]|libcufft[.]|libcurand[.]|libcudart[.]'"
+      step preflight-3 120 .gpu-bin/neural-frame preflight --stage 3
+      step upscale-file 120 .gpu-bin/upscale_file models/coffee.png "$OUT/upscale-file.png"
+      step preflight-3-hidden 120 unshare -m sh -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' sh \
+        .gpu-bin/neural-frame preflight --stage 3
       ;;
     ring)
       step ring 300 .gpu-bin/gpu_ring "${tests[@]}"

@@ -88,6 +88,25 @@
 //! `neural_frame`, and `vulkan` for validation messages), so a renderer's
 //! logger — `log`'s or `tracing`'s through `tracing-log` — shows what it does.
 //!
+//! ## Depending on it
+//!
+//! `neural-frame = { version = "0.1", default-features = false, features = ["cuda"] }`
+//! is the library alone: features `cuda` (the CUDA backend), `image`
+//! (`image_io`, PNG/JPEG files) and `diagnostics` (the benchmark's probes) are on
+//! by default. The command line is the separate `neural-frame-cli` package. The
+//! types a caller names come from here: [`ash`] and [`ort`] are this crate's own.
+//!
+//! ## Process-wide state
+//!
+//! Two things outlive a context, by design: ONNX Runtime and its environment are
+//! loaded once per process (the first library found, or the first
+//! [`ContextBuilder::ort_library`], wins: see [`load_onnx_runtime`]), and the
+//! first Vulkan instance keeps one minimal instance alive until the process
+//! exits (NVIDIA's driver cannot be loaded and unloaded more than about twenty
+//! times in one process). Nothing else is global; the library spawns no
+//! processes and reads only the environment variables `ORT_DYLIB_PATH` and
+//! `NEURAL_FRAME_VULKAN_LIBRARY`.
+//!
 //! ## Ownership
 //!
 //! Every Vulkan or CUDA object has exactly one owning Rust value whose `Drop`
@@ -101,12 +120,15 @@
 mod context;
 mod cuda;
 mod error;
+#[cfg(feature = "image")]
 pub mod image_io;
 mod interop;
 mod onnx;
 pub mod preflight;
 mod vulkan;
 
+/// The `ash` this crate is built with: name `neural_frame::ash::vk` and a crate
+/// that does not pin its own ash still compiles against this API.
 pub use ash;
 pub use context::builder::DEFAULT_FRAME_TIMEOUT;
 pub use context::foreign::{
@@ -122,6 +144,9 @@ pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
 pub use onnx::model::ScaleSource;
 pub use onnx::session::check_model_file;
 pub use onnx::{ConvSearch, ModelContract, RuntimeInfo, TensorKind};
+/// The `ort` this crate is built with (an exact pre-release pin), for
+/// [`ort_environment`]'s sessions.
+pub use ort;
 pub use vulkan::{AdapterInfo, DeviceSelector};
 
 /// The benchmark's probes and the tests' hooks (cargo feature `diagnostics`, on by default).
@@ -131,7 +156,14 @@ pub mod diagnostics {
 }
 
 /// Loads ONNX Runtime (once per process) the way contexts do: `explicit`, then
-/// `ORT_DYLIB_PATH`, `.runtime/`, the Python package. What was loaded.
+/// `ORT_DYLIB_PATH`, then `.runtime/ort-gpu` or `.runtime/ort-cpu` under the
+/// working directory or the executable's parent directories. What was loaded.
+///
+/// ONNX Runtime and its environment are process-wide: the first successful (or
+/// failed) load decides for the whole process, every context shares it, and a
+/// later call that names another library is an [`ErrorKind::InvalidArgument`].
+/// The library spawns no process to look for it; the CLI asks `python3` for an
+/// installed `onnxruntime` package and passes that path here.
 ///
 /// ```no_run
 /// let rt = neural_frame::load_onnx_runtime(None)?;
@@ -142,8 +174,36 @@ pub fn load_onnx_runtime(explicit: Option<&std::path::Path>) -> Result<RuntimeIn
     onnx::runtime::load(explicit).cloned()
 }
 
-/// The environment of the ONNX Runtime that neural-frame loaded, for sessions of
-/// the caller's own beside the context's (a CPU reference run, say).
+/// Where [`load_onnx_runtime`] would load ONNX Runtime from, without loading it:
+/// the same search, for a caller that wants to offer its own fallback when
+/// nothing is found.
+///
+/// ```no_run
+/// use std::path::PathBuf;
+///
+/// // Fall back to a library of the application's own when the standard places have none.
+/// let library = match neural_frame::locate_onnx_runtime(None) {
+///     Ok(found) => found,
+///     Err(_) => PathBuf::from("/opt/myapp/lib/libonnxruntime.so.1.31.1"),
+/// };
+/// let rt = neural_frame::load_onnx_runtime(Some(&library))?;
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+pub fn locate_onnx_runtime(explicit: Option<&std::path::Path>) -> Result<std::path::PathBuf> {
+    onnx::runtime::find(explicit).map(|(library, _)| library)
+}
+
+/// The environment of the ONNX Runtime that neural-frame loaded (loading it first
+/// if needed), for sessions of the caller's own beside the context's: a CPU
+/// reference run, say. It is process-wide and lives until the process exits.
+///
+/// ```no_run
+/// use neural_frame::ort::session::Session;
+///
+/// let env = neural_frame::ort_environment()?;
+/// let reference = Session::builder(env)?.commit_from_file("models/upscale.onnx")?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn ort_environment() -> Result<&'static ort::environment::Environment> {
     onnx::runtime::environment()
 }

@@ -8,7 +8,12 @@
 //! 2. Vulkan → CUDA: the same image and a linear buffer imported into CUDA on
 //!    the device with the Vulkan device's UUID, copied and verified; a timeline
 //!    semaphore handed Vulkan → CUDA → Vulkan.
+//! 3. ONNX Runtime's CUDA provider: registered on the CUDA device with the
+//!    Vulkan device's UUID and run on a tiny built-in model, its output compared
+//!    with the CPU provider's. A provider that cannot load names each missing
+//!    CUDA library and the PyPI package that ships it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,6 +28,21 @@ use crate::vulkan::{
 };
 
 /// Options shared by the stages.
+///
+/// ```
+/// use neural_frame::{DeviceSelector, preflight};
+///
+/// // A small image, one trial, the second Vulkan device, under the validation layer.
+/// let options = preflight::Options {
+///     device: DeviceSelector::Index(1),
+///     width: 256,
+///     height: 256,
+///     trials: 1,
+///     validation: true,
+///     ..Default::default()
+/// };
+/// assert_eq!(options.ort_library, None); // stage 3 searches as contexts do
+/// ```
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Which Vulkan device.
@@ -37,6 +57,8 @@ pub struct Options {
     pub validation: bool,
     /// Change one byte after the import (proves that a difference is detected).
     pub inject_fault: bool,
+    /// The ONNX Runtime library for stage 3 (else the standard search, as contexts do).
+    pub ort_library: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -48,11 +70,23 @@ impl Default for Options {
             trials: 5,
             validation: false,
             inject_fault: false,
+            ort_library: None,
         }
     }
 }
 
 /// Outcome of a stage.
+///
+/// ```no_run
+/// use neural_frame::preflight::{self, Status};
+///
+/// let report = preflight::run(&[1], &preflight::Options::default());
+/// match report.stages[0].status {
+///     Status::Passed => println!("Vulkan memory export works here"),
+///     Status::Skipped => println!("not checked: {}", report.stages[0].reason.as_deref().unwrap_or("")),
+///     _ => eprintln!("{}", preflight::render(&report)),
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -67,6 +101,11 @@ pub enum Status {
 }
 
 /// Minimum and median of repeated timings, in milliseconds.
+///
+/// ```
+/// let t = neural_frame::preflight::Timing::of(vec![3.0, 1.0, 2.0]);
+/// assert_eq!((t.min_ms, t.median_ms, t.trials), (1.0, 2.0, 3));
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct Timing {
     /// Fastest trial.
@@ -79,6 +118,11 @@ pub struct Timing {
 
 impl Timing {
     /// Summarises trial times in milliseconds.
+    ///
+    /// ```
+    /// let t = neural_frame::preflight::Timing::of(vec![0.5, 0.25]);
+    /// assert_eq!(t.min_ms, 0.25);
+    /// ```
     pub fn of(mut samples: Vec<f64>) -> Self {
         samples.sort_by(f64::total_cmp);
         let n = samples.len();
@@ -94,6 +138,8 @@ impl Timing {
 }
 
 /// Where two buffers first differ.
+///
+/// Read from a [`Report`]; see [`Details`] for an example.
 #[derive(Debug, Clone, Serialize)]
 pub struct Difference {
     /// Pixel column.
@@ -122,6 +168,8 @@ fn compare(expected: &[u8], got: &[u8], width: u32) -> Option<Difference> {
 }
 
 /// Stage 1's measurements.
+///
+/// Read from a [`Report`]; see [`Details`] for an example.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stage1 {
     /// The physical device both VkDevices were made on.
@@ -149,6 +197,8 @@ pub struct Stage1 {
 }
 
 /// One CUDA copy, measured and verified.
+///
+/// Read from a [`Report`]; see [`Details`] for an example.
 #[derive(Debug, Clone, Serialize)]
 pub struct CudaCopy {
     /// cuImportExternalMemory.
@@ -168,6 +218,8 @@ pub struct CudaCopy {
 }
 
 /// The timeline-semaphore hand-off Vulkan → CUDA → Vulkan, host-observed.
+///
+/// Read from a [`Report`]; see [`Details`] for an example.
 #[derive(Debug, Clone, Serialize)]
 pub struct SemaphoreHandoff {
     /// From Vulkan's queue signal to CUDA's stream passing its wait.
@@ -181,6 +233,8 @@ pub struct SemaphoreHandoff {
 }
 
 /// Stage 2's measurements.
+///
+/// Read from a [`Report`]; see [`Details`] for an example.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stage2 {
     /// The Vulkan device.
@@ -209,7 +263,47 @@ pub struct Stage2 {
     pub round_trip: Timing,
 }
 
+/// Stage 3's measurements.
+///
+/// Read from a [`Report`]; see [`Details`] for an example.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage3 {
+    /// The ONNX Runtime that was loaded.
+    pub runtime: crate::RuntimeInfo,
+    /// The Vulkan device.
+    pub vulkan_device: AdapterInfo,
+    /// The CUDA device it was paired with (by UUID), where the provider ran.
+    pub cuda_device: String,
+    /// Its ordinal.
+    pub cuda_ordinal: i32,
+    /// Creating a session with the CUDA provider: loading the provider library,
+    /// the CUDA runtime, cuBLAS and cuDNN.
+    pub register_ms: f64,
+    /// The first run (cuDNN loads its kernels then).
+    pub first_run_ms: f64,
+    /// Output values compared with the CPU provider's.
+    pub values: usize,
+    /// The largest |CUDA − CPU| among them.
+    pub max_abs_difference: f32,
+    /// The largest allowed (TF32 convolutions round to a 10-bit mantissa).
+    pub tolerance: f32,
+}
+
 /// The details of a stage that ran.
+///
+/// ```no_run
+/// use neural_frame::preflight::{self, Details};
+///
+/// let report = preflight::run(&[], &preflight::Options::default());
+/// for stage in &report.stages {
+///     match &stage.details {
+///         Some(Details::Stage1(s)) => println!("Vulkan → Vulkan: import {:.3} ms, identical: {}", s.import_ms, s.identical),
+///         Some(Details::Stage2(s)) => println!("Vulkan → CUDA on {}: image copy {:.1} GB/s", s.cuda_device, s.image.throughput_gb_s),
+///         Some(Details::Stage3(s)) => println!("CUDA provider: max |CUDA − CPU| {:.1e}", s.max_abs_difference),
+///         None => println!("stage {}: {:?} ({})", stage.stage, stage.status, stage.reason.as_deref().unwrap_or("")),
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Details {
@@ -217,12 +311,16 @@ pub enum Details {
     Stage1(Box<Stage1>),
     /// Stage 2.
     Stage2(Box<Stage2>),
+    /// Stage 3.
+    Stage3(Box<Stage3>),
 }
 
 /// One stage's outcome.
+///
+/// Read from a [`Report`]; see [`Details`] for an example.
 #[derive(Debug, Clone, Serialize)]
 pub struct StageReport {
-    /// 1 or 2.
+    /// 1, 2 or 3.
     pub stage: u8,
     /// What it checks.
     pub name: &'static str,
@@ -235,6 +333,14 @@ pub struct StageReport {
 }
 
 /// The stages that ran.
+///
+/// ```no_run
+/// use neural_frame::preflight;
+///
+/// let report = preflight::run(&[], &preflight::Options::default());
+/// print!("{}", preflight::render(&report)); // or serde_json::to_string(&report): it is Serialize
+/// std::process::exit(report.exit_code());
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// Each stage's outcome, in order.
@@ -243,6 +349,13 @@ pub struct Report {
 
 impl Report {
     /// 0 when nothing failed, 2 when data differed, 1 on any error.
+    ///
+    /// ```no_run
+    /// let report = neural_frame::preflight::run(&[], &Default::default());
+    /// if report.exit_code() != 0 {
+    ///     eprint!("{}", neural_frame::preflight::render(&report));
+    /// }
+    /// ```
     pub fn exit_code(&self) -> i32 {
         if self.stages.iter().any(|s| s.status == Status::Error) {
             1
@@ -255,12 +368,28 @@ impl Report {
 }
 
 /// Stage names.
-pub const STAGES: [(u8, &str); 2] = [
+///
+/// ```
+/// for (n, name) in neural_frame::preflight::STAGES {
+///     println!("stage {n}: {name}");
+/// }
+/// assert_eq!(neural_frame::preflight::STAGES.len(), 3);
+/// ```
+pub const STAGES: [(u8, &str); 3] = [
     (1, "Vulkan → Vulkan (OPAQUE_FD image between two VkDevices)"),
     (2, "Vulkan → CUDA (image, buffer, timeline semaphore)"),
+    (3, "ONNX Runtime's CUDA provider (registers, runs, equals the CPU provider)"),
 ];
 
 /// Runs the given stages (all when empty) in order.
+///
+/// ```no_run
+/// use neural_frame::preflight;
+///
+/// // Stages 1 and 3: Vulkan export/import, and ONNX Runtime's CUDA provider.
+/// let report = preflight::run(&[1, 3], &preflight::Options::default());
+/// print!("{}", preflight::render(&report));
+/// ```
 pub fn run(stages: &[u8], options: &Options) -> Report {
     let wanted: Vec<u8> = if stages.is_empty() { STAGES.iter().map(|s| s.0).collect() } else { stages.to_vec() };
     let mut out = Vec::new();
@@ -286,6 +415,26 @@ pub fn run(stages: &[u8], options: &Options) -> Report {
                         _ => None,
                     };
                     StageReport { stage: n, name, status, reason, details: Some(Details::Stage1(Box::new(s))) }
+                }
+                Err(e) => {
+                    StageReport { stage: n, name, status: Status::Error, reason: Some(e.to_string()), details: None }
+                }
+            },
+            3 => match stage3(options) {
+                Ok(s) => {
+                    let (status, reason) = if s.max_abs_difference <= s.tolerance {
+                        (Status::Passed, None)
+                    } else {
+                        let r = format!(
+                            "the CUDA provider's output differs from the CPU provider's by up to {} (allowed {})",
+                            s.max_abs_difference, s.tolerance
+                        );
+                        (Status::Different, Some(r))
+                    };
+                    StageReport { stage: n, name, status, reason, details: Some(Details::Stage3(Box::new(s))) }
+                }
+                Err(Error::CudaUnavailable { reason }) => {
+                    StageReport { stage: n, name, status: Status::Skipped, reason: Some(reason), details: None }
                 }
                 Err(e) => {
                     StageReport { stage: n, name, status: Status::Error, reason: Some(e.to_string()), details: None }
@@ -321,6 +470,63 @@ pub fn run(stages: &[u8], options: &Options) -> Report {
         out.push(report);
     }
     Report { stages: out }
+}
+
+/// Stage 3: ONNX Runtime's CUDA provider registered on the CUDA device paired with the
+/// Vulkan device and run on a tiny built-in model (NCHW f32, ×2), compared with the
+/// CPU provider. Skipped ([`Error::CudaUnavailable`]) where there is no CUDA driver.
+///
+/// ```no_run
+/// let s3 = neural_frame::preflight::stage3(&Default::default())?;
+/// println!("ONNX Runtime {} on CUDA {}: registered in {:.0} ms", s3.runtime.version, s3.cuda_device, s3.register_ms);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[cfg(feature = "cuda")]
+pub fn stage3(options: &Options) -> Result<Stage3> {
+    cuda::init()?;
+    let runtime = crate::onnx::runtime::load(options.ort_library.as_deref())?.clone();
+    log::debug!("stage 3: ONNX Runtime {} from {}", runtime.version, runtime.library.display());
+    if !runtime.providers.iter().any(|p| p == "CUDAExecutionProvider") {
+        return Err(Error::ProviderUnavailable {
+            reason: format!(
+                "{} (ONNX Runtime {}) has no CUDA provider, only {}: it is the CPU build; install onnxruntime-gpu",
+                runtime.library.display(),
+                runtime.version,
+                runtime.providers.join(", ")
+            ),
+        });
+    }
+    let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
+    let device = Device::new(&instance, options.device)?;
+    let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
+    let (ordinal, name) = (cuda_device.info().ordinal, cuda_device.info().name.clone());
+    log::debug!("stage 3: registering the CUDA provider on CUDA {ordinal} \"{name}\"");
+    let run = crate::onnx::probe::cuda_against_cpu(ordinal)?;
+    Ok(Stage3 {
+        runtime,
+        vulkan_device: device.info().clone(),
+        cuda_device: name,
+        cuda_ordinal: ordinal,
+        register_ms: run.register_ms,
+        first_run_ms: run.first_run_ms,
+        values: run.values,
+        max_abs_difference: run.max_abs_difference,
+        tolerance: 1e-2 * run.max_abs_expected.max(1.0),
+    })
+}
+
+/// Stage 3 in a build without the `cuda` feature: skipped, saying so.
+///
+/// ```
+/// # #[cfg(not(feature = "cuda"))] {
+/// let e = neural_frame::preflight::stage3(&Default::default()).err().expect("no CUDA in this build");
+/// assert_eq!(e.kind(), neural_frame::ErrorKind::ProviderUnavailable);
+/// # }
+/// ```
+#[cfg(not(feature = "cuda"))]
+pub fn stage3(_options: &Options) -> Result<Stage3> {
+    // The stub's init always fails, with the reason (built without `cuda`).
+    cuda::init().and_then(|()| Err(Error::internal("the CUDA stub initialised")))
 }
 
 fn ms_since(t: Instant) -> f64 {
@@ -362,6 +568,12 @@ fn check_size(device: &Device, options: &Options) -> Result<()> {
 }
 
 /// Stage 1: export from one VkDevice, import into another, compare.
+///
+/// ```no_run
+/// let s1 = neural_frame::preflight::stage1(&Default::default())?;
+/// assert!(s1.identical, "the imported image differs");
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 pub fn stage1(options: &Options) -> Result<Stage1> {
     let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
     let (physical, info) = pick_physical(&instance, options.device)?;
@@ -420,6 +632,12 @@ pub fn stage1(options: &Options) -> Result<Stage1> {
 
 /// Stage 2: the pattern image and a linear buffer seen by CUDA; a timeline
 /// semaphore handed Vulkan → CUDA → Vulkan.
+///
+/// ```no_run
+/// let s2 = neural_frame::preflight::stage2(&Default::default())?;
+/// println!("Vulkan → CUDA → Vulkan semaphore round trip: {:.3} ms", s2.semaphore.round_trip.median_ms);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 pub fn stage2(options: &Options) -> Result<Stage2> {
     cuda::init()?;
     log::debug!("stage 2: CUDA driver loaded");
@@ -621,6 +839,11 @@ fn stream_idle(stream: &cuda::Stream, limit: std::time::Duration) -> Result<bool
 }
 
 /// The report as readable text.
+///
+/// ```no_run
+/// let report = neural_frame::preflight::run(&[], &Default::default());
+/// print!("{}", neural_frame::preflight::render(&report));
+/// ```
 pub fn render(report: &Report) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -702,6 +925,25 @@ pub fn render(report: &Report) -> String {
                     s,
                     "  GPU→CPU→GPU round trip: min {:.3} ms, median {:.3} ms ({} trials)",
                     d.round_trip.min_ms, d.round_trip.median_ms, d.round_trip.trials
+                );
+            }
+            Some(Details::Stage3(d)) => {
+                let _ = writeln!(
+                    s,
+                    "  ONNX Runtime {} ({}), providers: {}",
+                    d.runtime.version,
+                    d.runtime.library.display(),
+                    d.runtime.providers.join(", ")
+                );
+                let _ = writeln!(
+                    s,
+                    "  paired: Vulkan #{} \"{}\" ↔ CUDA {} \"{}\"",
+                    d.vulkan_device.index, d.vulkan_device.name, d.cuda_ordinal, d.cuda_device
+                );
+                let _ = writeln!(
+                    s,
+                    "  session with the CUDA provider: {:.1} ms; first run {:.1} ms; {} values, max |CUDA − CPU| {:.2e} (allowed {:.0e})",
+                    d.register_ms, d.first_run_ms, d.values, d.max_abs_difference, d.tolerance
                 );
             }
             None => {}

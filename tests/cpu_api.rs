@@ -124,3 +124,22 @@ fn foreign_renderer_example_matches_onnx_runtime_in_both_ways_in() {
         assert!(psnr >= 48.0, "--share {share}: PSNR {psnr:.2} dB < 48 dB");
     }
 }
+
+#[test]
+fn suitable_devices_insists_on_cuda_only_for_the_cuda_backend() {
+    use neural_frame::Backend;
+    let cpu = neural_frame::suitable_devices(Backend::Cpu).expect("lavapipe, at least");
+    assert!(!cpu.is_empty());
+    let auto = neural_frame::suitable_devices(Backend::Auto).expect("auto lists devices");
+    // SAFETY: only probes whether the library can be opened.
+    #[cfg(feature = "cuda")]
+    let has_cuda = unsafe { cudarc::driver::sys::is_culib_present() };
+    #[cfg(not(feature = "cuda"))]
+    let has_cuda = false;
+    if !has_cuda {
+        // Without CUDA, `auto` is the CPU backend's list and `cuda` is an error with the reason.
+        assert_eq!(auto.len(), cpu.len());
+        let e = neural_frame::suitable_devices(Backend::Cuda).expect_err("no CUDA here");
+        assert_eq!(e.kind(), ErrorKind::ProviderUnavailable, "{e}");
+    }
+}

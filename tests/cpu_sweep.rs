@@ -184,7 +184,8 @@ fn an_unreadable_model() {
     refused(&o, &out, &["not an ONNX model"]);
     if setpriv_nobody() {
         let o = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_neural-frame")])
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(common::bin())
             .args(args)
             .output()
             .expect("setpriv runs");
@@ -329,7 +330,7 @@ fn kill_9_mid_run_leaves_no_output_and_the_next_run_cleans_up() {
     let out = d.join("out.png");
     // Far more frames than run in the time before the kill.
     let mut child = Killed(
-        Command::new(env!("CARGO_BIN_EXE_neural-frame"))
+        Command::new(common::bin())
             .args(["run", "--backend", "cpu", "--model", TINY, "--size", "64x36", "--frames", "1000000"])
             .args(["--output", s(&out)])
             .stdout(Stdio::null())
@@ -371,7 +372,7 @@ fn concurrent_runs_write_identical_pngs() {
     let children: Vec<_> = outs
         .iter()
         .map(|out| {
-            Command::new(env!("CARGO_BIN_EXE_neural-frame"))
+            Command::new(common::bin())
                 .args(["run", "--backend", "cpu", "--model", TINY, "--size", "48x27", "--output", s(out)])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -394,7 +395,8 @@ fn a_full_disk_gives_a_clean_error_and_no_output() {
     let out = d.join("out.png");
     // At most one block may be written; SIGXFSZ is ignored, so the write fails with EFBIG.
     let o = Command::new("sh")
-        .args(["-c", r#"ulimit -f 1; trap "" XFSZ; exec "$0" "$@""#, env!("CARGO_BIN_EXE_neural-frame")])
+        .args(["-c", r#"ulimit -f 1; trap "" XFSZ; exec "$0" "$@""#])
+        .arg(common::bin())
         .args(["run", "--backend", "cpu", "--model", TINY, "--size", "64x36", "--output", s(&out)])
         .output()
         .expect("sh runs");

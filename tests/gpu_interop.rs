@@ -57,4 +57,7 @@ fn full_preflight_passes_every_stage() {
     println!("{text}");
     assert!(report.stages.iter().all(|s| s.status == Status::Passed), "{text}");
     assert!(matches!(report.stages[1].details, Some(Details::Stage2(_))));
+    let Some(Details::Stage3(s3)) = &report.stages[2].details else { panic!("stage 3 has no details: {text}") };
+    assert!(s3.runtime.providers.iter().any(|p| p == "CUDAExecutionProvider"), "{text}");
+    assert!(s3.values == 3 * 32 * 32 && s3.max_abs_difference <= s3.tolerance, "{text}");
 }

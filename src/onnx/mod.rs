@@ -4,6 +4,8 @@
 
 pub(crate) mod binding;
 pub(crate) mod model;
+#[cfg(feature = "cuda")]
+pub(crate) mod probe;
 pub(crate) mod runtime;
 pub(crate) mod session;
 

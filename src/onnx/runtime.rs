@@ -1,8 +1,10 @@
 //! Finding and loading the ONNX Runtime library at run time.
 //!
-//! Order: an explicit path (option, then `ORT_DYLIB_PATH`), a project-local
+//! Order: an explicit path (option, then `ORT_DYLIB_PATH`), then a project-local
 //! install (`.runtime/ort-gpu` or `.runtime/ort-cpu`, as `scripts/setup.sh`
-//! makes), then an installed Python `onnxruntime-gpu` / `onnxruntime` package.
+//! makes) under the working directory or one of the executable's four parent
+//! directories. The library spawns nothing to look: the CLI asks `python3` for
+//! an installed `onnxruntime` package and passes its path.
 
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,15 @@ use crate::error::{Error, Result};
 pub(crate) const REQUIRED_MINOR: u32 = 31;
 
 /// The loaded runtime.
+///
+/// ```no_run
+/// let rt = neural_frame::load_onnx_runtime(None)?;
+/// println!("{} ({}), found by {}", rt.version, rt.library.display(), rt.found_by);
+/// if !rt.providers.iter().any(|p| p == "CUDAExecutionProvider") {
+///     eprintln!("the CPU build of ONNX Runtime: install onnxruntime-gpu for the CUDA backend");
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct RuntimeInfo {
     /// The library file.
@@ -121,14 +132,6 @@ pub(crate) fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
             tried.push(capi.display().to_string());
         }
     }
-    if let Some(capi) = python_package() {
-        if let Some(lib) = library_in(&capi) {
-            return Ok((lib, format!("Python package {}", capi.display())));
-        }
-        tried.push(capi.display().to_string());
-    } else {
-        tried.push("python3 -c 'import onnxruntime' (not installed)".into());
-    }
     Err(Error::OnnxRuntimeMissing { reason: format!("no libonnxruntime.so in ORT_DYLIB_PATH, {}", tried.join(", ")) })
 }
 
@@ -157,19 +160,6 @@ fn library_in(capi: &Path) -> Option<PathBuf> {
         .collect();
     found.sort();
     found.pop()
-}
-
-fn python_package() -> Option<PathBuf> {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let dir = String::from_utf8(out.stdout).ok()?;
-    Some(PathBuf::from(dir.trim()).join("capi"))
 }
 
 fn version_of(library: &Path) -> Result<String> {

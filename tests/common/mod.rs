@@ -5,11 +5,32 @@ pub mod foreign;
 pub mod pipeline;
 pub mod serve;
 
+use std::path::PathBuf;
 use std::process::{Command, Output};
+
+/// The `neural-frame` binary (package `neural-frame-cli`): `NEURAL_FRAME_BIN`, else the one
+/// cargo built beside this test (`target/<profile>/neural-frame`; `cargo test --workspace` and
+/// `cargo test` at the root build it, and so does scripts/test).
+pub fn bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("NEURAL_FRAME_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the test knows its path");
+    // target/<profile>/deps/<test> → target/<profile>/neural-frame
+    let path = exe.parent().and_then(|deps| deps.parent()).map(|dir| dir.join("neural-frame"));
+    match path {
+        Some(p) if p.is_file() => p,
+        _ => panic!(
+            "the neural-frame binary is not built beside {}: run `cargo test --workspace` (or `cargo build -p \
+             neural-frame-cli` with this profile first), or set NEURAL_FRAME_BIN",
+            exe.display()
+        ),
+    }
+}
 
 /// Runs the `neural-frame` binary with `args` and extra environment.
 pub fn neural_frame(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neural-frame"));
+    let mut cmd = Command::new(bin());
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);

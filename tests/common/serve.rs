@@ -24,7 +24,7 @@ pub const F32: &str = "models/test/tiny-x2-f32.onnx";
 
 /// The worker binary: `NEURAL_FRAME_BIN`, else the one cargo built.
 pub fn worker_bin() -> PathBuf {
-    std::env::var_os("NEURAL_FRAME_BIN").map(PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_neural-frame").into())
+    super::bin()
 }
 
 /// The client crate's `render` example: `NEURAL_FRAME_RENDER`, else next to the worker binary
@@ -32,7 +32,7 @@ pub fn worker_bin() -> PathBuf {
 pub fn render_bin() -> PathBuf {
     let path = std::env::var_os("NEURAL_FRAME_RENDER")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_BIN_EXE_neural-frame")).with_file_name("examples").join("render"));
+        .unwrap_or_else(|| super::bin().with_file_name("examples").join("render"));
     assert!(
         path.is_file(),
         "{} is missing: build it with `cargo build --release -p neural-frame-client --example render` (or run \

@@ -75,7 +75,7 @@ struct ModelArgs {
     /// Vulkan device: `auto`, an index, or a UUID. The CUDA device is found by UUID.
     #[arg(long, default_value = "auto")]
     device: DeviceSelector,
-    /// ONNX Runtime library (else ORT_DYLIB_PATH, .runtime/, the Python package).
+    /// ONNX Runtime library (else ORT_DYLIB_PATH, .runtime/, then the Python package's).
     #[arg(long)]
     ort_library: Option<PathBuf>,
     /// cuDNN convolution algorithm search (CUDA backend).
@@ -135,8 +135,8 @@ impl ModelArgs {
             DeviceSelector::Index(i) => a.extend(["--device".into(), i.to_string().into()]),
             DeviceSelector::Uuid(u) => a.extend(["--device".into(), neural_frame::format_uuid(&u).into()]),
         }
-        if let Some(p) = &self.ort_library {
-            a.extend(["--ort-library".into(), p.clone().into_os_string()]);
+        if let Some(p) = self.ort_library() {
+            a.extend(["--ort-library".into(), p.into_os_string()]);
         }
         a.extend([
             "--conv-search".into(),
@@ -169,10 +169,15 @@ impl ModelArgs {
             .device(self.device)
             .frame_size(width, height)
             .tuning(self.tuning());
-        if let Some(p) = &self.ort_library {
+        if let Some(p) = self.ort_library() {
             b = b.ort_library(p);
         }
         b
+    }
+
+    /// `--ort-library`, else the Python package's runtime when the library's own search finds none.
+    fn ort_library(&self) -> Option<PathBuf> {
+        self.ort_library.clone().or_else(python_onnx_runtime)
     }
 
     fn context(&self, width: u32, height: u32) -> anyhow::Result<NeuralFrameContext> {
@@ -283,8 +288,9 @@ enum Command {
     /// Exit code: 0 when every stage that ran passed (skipped stages say why),
     /// 2 when data differed, 1 on an error.
     Preflight {
-        /// Run only this stage (1: Vulkan → Vulkan, 2: Vulkan → CUDA); all when absent.
-        #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+        /// Run only this stage (1: Vulkan → Vulkan, 2: Vulkan → CUDA, 3: ONNX Runtime's CUDA
+        /// provider); all when absent. Repeatable.
+        #[arg(long, value_parser = clap::value_parser!(u8).range(1..=3))]
         stage: Vec<u8>,
         /// Vulkan device: `auto`, an index, or a UUID.
         #[arg(long, default_value = "auto")]
@@ -304,6 +310,9 @@ enum Command {
         /// Change one byte after the import (to see a difference detected).
         #[arg(long, hide = true)]
         inject_fault: bool,
+        /// ONNX Runtime library for stage 3 (else ORT_DYLIB_PATH, .runtime/, then the Python package's).
+        #[arg(long)]
+        ort_library: Option<PathBuf>,
     },
 }
 
@@ -479,9 +488,16 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             })?;
             Ok(0)
         }
-        Command::Preflight { stage, device, json, validation, trials, size, inject_fault } => {
-            let options =
-                preflight::Options { device, width: size.0, height: size.1, trials, validation, inject_fault };
+        Command::Preflight { stage, device, json, validation, trials, size, inject_fault, ort_library } => {
+            let options = preflight::Options {
+                device,
+                width: size.0,
+                height: size.1,
+                trials,
+                validation,
+                inject_fault,
+                ort_library: ort_library.or_else(python_onnx_runtime),
+            };
             let report = preflight::run(&stage, &options);
             if json {
                 println!("{}", serde_json::to_string_pretty(&report).context("serialising the report")?);
@@ -491,6 +507,40 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             Ok(report.exit_code() as u8)
         }
     }
+}
+
+/// ONNX Runtime from an installed Python `onnxruntime-gpu` / `onnxruntime` package, asked of
+/// `python3` once, and only when the library's own search (ORT_DYLIB_PATH, .runtime/) finds
+/// nothing: the library spawns no process itself, so the CLI offers this fallback.
+fn python_onnx_runtime() -> Option<PathBuf> {
+    static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            if neural_frame::locate_onnx_runtime(None).is_ok() {
+                return None;
+            }
+            let out = std::process::Command::new("python3")
+                .args(["-c", "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())?;
+            let capi = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim()).join("capi");
+            let mut found: Vec<PathBuf> = std::fs::read_dir(&capi)
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("libonnxruntime.so") && !n.contains("providers"))
+                })
+                .collect();
+            found.sort();
+            let library = found.pop()?;
+            log::info!("ONNX Runtime: the Python package's {}", library.display());
+            Some(library)
+        })
+        .clone()
 }
 
 /// Prints a report as JSON or as text, and writes the JSON to `json_file` when given.

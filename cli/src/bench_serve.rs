@@ -14,7 +14,7 @@
 //! submits, and waits for "output ready") and then pipelined with as many
 //! frames in flight as slots (throughput).
 
-#[path = "../../../examples/support/renderer.rs"]
+#[path = "../../examples/support/renderer.rs"]
 mod renderer;
 
 use std::path::PathBuf;
