@@ -18,6 +18,24 @@ use std::time::Duration;
 use ash::vk;
 
 /// What kind of failure an [`Error`] is: stable across messages, for control flow.
+///
+/// The enum is `#[non_exhaustive]`: a `match` needs a `_` arm.
+///
+/// ```
+/// use neural_frame::{Error, ErrorKind};
+///
+/// fn advice(e: &Error) -> &'static str {
+///     match e.kind() {
+///         ErrorKind::Timeout => "the frame is still in flight: wait for it again",
+///         ErrorKind::ProviderUnavailable => "build with Backend::Cpu",
+///         ErrorKind::DeviceLost => "drop the context and build a new one",
+///         _ => "give up",
+///     }
+/// }
+/// let e = Error::InvalidArgument("a frame size of 0×0 is empty".into());
+/// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+/// assert_eq!(advice(&e), "give up");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -53,7 +71,19 @@ pub enum ErrorKind {
     Busy,
 }
 
-/// Every failure the library reports. Match on [`Error::kind`] for control flow.
+/// Every failure the library reports. Match on [`Error::kind`] for control flow;
+/// the message (`Display`) says what failed, why and what to do.
+///
+/// ```no_run
+/// use neural_frame::{ErrorKind, NeuralFrameContext};
+///
+/// match NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build() {
+///     Ok(ctx) => println!("running on the {} backend", ctx.backend_name()),
+///     Err(e) if e.kind() == ErrorKind::ModelContract => eprintln!("pick another model: {e}"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -219,6 +249,16 @@ const CUDA_DEVICE_LOST: [u32; 8] = [
 
 impl Error {
     /// What kind of failure this is.
+    ///
+    /// ```
+    /// use ash::vk;
+    /// use neural_frame::{Error, ErrorKind};
+    ///
+    /// let lost = Error::Vulkan { call: "vkQueueSubmit", result: vk::Result::ERROR_DEVICE_LOST };
+    /// assert_eq!(lost.kind(), ErrorKind::DeviceLost);
+    /// let full = Error::Vulkan { call: "vkAllocateMemory", result: vk::Result::ERROR_OUT_OF_DEVICE_MEMORY };
+    /// assert_eq!(full.kind(), ErrorKind::Vulkan);
+    /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::VulkanLoader { .. } | Error::NoVulkanDriver { .. } | Error::NoSuchDevice { .. } => {
@@ -256,6 +296,15 @@ impl Error {
 }
 
 /// The library's result type.
+///
+/// ```
+/// fn parse_device(text: &str) -> neural_frame::Result<[u8; 16]> {
+///     neural_frame::parse_uuid(text)
+///         .ok_or_else(|| neural_frame::Error::InvalidArgument(format!("`{text}` is not a UUID")))
+/// }
+/// assert!(parse_device("73ca0102-0304-0506-0708-090a0b0c0d77").is_ok());
+/// assert!(parse_device("73ca").is_err());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Turns a `vk::Result` into an [`Error::Vulkan`] naming the call.
@@ -283,9 +332,14 @@ pub fn format_uuid(uuid: &[u8; 16]) -> String {
 /// Parses a UUID written as 32 hex digits, with or without dashes (and an optional `GPU-` prefix).
 ///
 /// ```
-/// let u = neural_frame::parse_uuid("GPU-73ca0102-0304-0506-0708-090a0b0c0d77").unwrap();
-/// assert_eq!(u[0], 0x73);
-/// assert!(neural_frame::parse_uuid("73ca").is_none());
+/// use neural_frame::{format_uuid, parse_uuid};
+///
+/// // As `nvidia-smi -L` prints it, and as Vulkan tools do:
+/// let u = parse_uuid("GPU-73ca0102-0304-0506-0708-090a0b0c0d77");
+/// assert_eq!(u.map(|u| u[0]), Some(0x73));
+/// assert_eq!(parse_uuid("73ca0102030405060708090a0b0c0d77"), u); // dashes are optional
+/// assert_eq!(u.map(|u| format_uuid(&u)).as_deref(), Some("73ca0102-0304-0506-0708-090a0b0c0d77"));
+/// assert!(parse_uuid("73ca").is_none());
 /// ```
 pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     let t = text.trim();

@@ -1,4 +1,18 @@
-//! Reading and writing image files (PNG, JPEG) as tightly packed RGBA8.
+//! Reading and writing image files (PNG, JPEG) as tightly packed RGBA8: what
+//! [`NeuralFrameContext::upload`](crate::NeuralFrameContext::upload) takes and
+//! [`readback`](crate::NeuralFrameContext::readback) gives for `R8G8B8A8` images.
+//!
+//! ```
+//! use neural_frame::image_io::Rgba8;
+//! # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-module", std::process::id()));
+//!
+//! let photo = Rgba8::load(std::path::Path::new("models/coffee.png"))?;
+//! assert_eq!((photo.width, photo.height), (600, 400));
+//! let small = photo.resized(300, 200)?;
+//! small.save_png(&dir.join("small.png"))?; // creates `dir` if needed
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok::<(), neural_frame::Error>(())
+//! ```
 
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -9,14 +23,38 @@ use crate::error::{Error, Result};
 ///
 /// Pictures are refused above it before anything is allocated, so that a
 /// header declaring 100000 × 100000 or a `--size` typo is an error, not an abort.
+///
+/// ```
+/// use neural_frame::image_io::{MAX_PICTURE_BYTES, check_picture_size};
+/// assert_eq!(MAX_PICTURE_BYTES, 16384 * 16384 * 4);
+/// assert!(check_picture_size(16384, 16384).is_ok());
+/// assert!(check_picture_size(16384, 16385).is_err());
+/// ```
 pub const MAX_PICTURE_BYTES: u64 = 1 << 30;
 
 /// The longest side a picture may have, whatever its area: 65536 pixels.
 /// It keeps `side × scale` far from `u32` overflow.
+///
+/// ```
+/// use neural_frame::image_io::{MAX_PICTURE_SIDE, check_picture_size};
+/// assert!(check_picture_size(MAX_PICTURE_SIDE, 1).is_ok()); // 256 KiB, but a long side
+/// assert!(check_picture_size(MAX_PICTURE_SIDE + 1, 1).is_err());
+/// ```
 pub const MAX_PICTURE_SIDE: u32 = 1 << 16;
 
 /// Refuses a `width × height` RGBA8 picture that would exceed
 /// [`MAX_PICTURE_BYTES`] or [`MAX_PICTURE_SIDE`], naming the limit.
+///
+/// ```
+/// use neural_frame::ErrorKind;
+/// use neural_frame::image_io::check_picture_size;
+///
+/// check_picture_size(3840, 2160)?;
+/// let e = check_picture_size(100_000, 100_000).expect_err("37 GiB");
+/// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+/// assert!(e.to_string().contains("too large"), "{e}");
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 pub fn check_picture_size(width: u32, height: u32) -> Result<()> {
     let bytes = u64::from(width) * u64::from(height) * 4;
     if width > MAX_PICTURE_SIDE || height > MAX_PICTURE_SIDE || bytes > MAX_PICTURE_BYTES {
@@ -33,6 +71,21 @@ pub fn check_picture_size(width: u32, height: u32) -> Result<()> {
 }
 
 /// An RGBA8 picture in host memory.
+///
+/// ```
+/// use neural_frame::image_io::Rgba8;
+/// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-rgba8", std::process::id()));
+///
+/// // A 64×32 gradient, written as a PNG and read back unchanged.
+/// let (width, height) = (64, 32);
+/// let pixels = (0..height).flat_map(|y| (0..width).flat_map(move |x| [4 * x as u8, 8 * y as u8, 128, 255])).collect();
+/// let picture = Rgba8 { width, height, pixels };
+/// let path = dir.join("gradient.png");
+/// picture.save_png(&path)?;
+/// assert_eq!(Rgba8::load(&path)?, picture);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rgba8 {
     /// Width in pixels.
@@ -45,7 +98,23 @@ pub struct Rgba8 {
 
 impl Rgba8 {
     /// Reads a PNG or JPEG file. The size its header declares is checked
-    /// against [`check_picture_size`] before any pixel is decoded.
+    /// against [`check_picture_size`] before any pixel is decoded. Pictures
+    /// without alpha get an opaque one.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use neural_frame::ErrorKind;
+    /// use neural_frame::image_io::Rgba8;
+    ///
+    /// let photo = Rgba8::load(Path::new("models/coffee.png"))?; // an RGB PNG
+    /// assert_eq!((photo.width, photo.height), (600, 400));
+    /// assert_eq!(photo.pixels.len(), 600 * 400 * 4);
+    /// assert!(photo.pixels.chunks_exact(4).all(|px| px[3] == 255));
+    ///
+    /// let e = Rgba8::load(Path::new("models/README.md")).expect_err("not a picture");
+    /// assert_eq!(e.kind(), ErrorKind::Image);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn load(path: &Path) -> Result<Self> {
         let err = |message: String| Error::ImageFile { path: path.display().to_string(), message };
         let open = || -> Result<_> {
@@ -65,6 +134,17 @@ impl Rgba8 {
 
     /// Resizes to `width × height` (Catmull-Rom). The new size is checked
     /// against [`check_picture_size`] first.
+    ///
+    /// ```
+    /// use neural_frame::image_io::Rgba8;
+    ///
+    /// let grey = Rgba8 { width: 4, height: 2, pixels: vec![100; 4 * 2 * 4] };
+    /// let big = grey.resized(16, 8)?;
+    /// assert_eq!((big.width, big.height, big.pixels.len()), (16, 8, 16 * 8 * 4));
+    /// assert!(big.pixels.iter().all(|&v| v == 100)); // a flat picture stays flat
+    /// assert!(grey.resized(100_000, 100_000).is_err());
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn resized(&self, width: u32, height: u32) -> Result<Self> {
         if (width, height) == (self.width, self.height) {
             return Ok(self.clone());
@@ -79,6 +159,18 @@ impl Rgba8 {
     /// Writes a PNG: to a temporary file beside `path`, then renamed into place,
     /// so a failure never leaves a half-written file. See [`PngOutput`] to
     /// check the path before the picture exists.
+    ///
+    /// ```
+    /// use neural_frame::image_io::Rgba8;
+    /// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-save", std::process::id()));
+    ///
+    /// let red = Rgba8 { width: 2, height: 2, pixels: [255, 0, 0, 255].repeat(4) };
+    /// red.save_png(&dir.join("red.png"))?;
+    /// assert_eq!(Rgba8::load(&dir.join("red.png"))?, red);
+    /// assert!(red.save_png(&dir).is_err()); // a directory
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn save_png(&self, path: &Path) -> Result<()> {
         PngOutput::create(path)?.write(self)
     }
@@ -86,6 +178,27 @@ impl Rgba8 {
 
 /// A temporary file left beside an output by a process that no longer runs,
 /// found (and removed, or not) by [`PngOutput::create`].
+///
+/// ```
+/// use neural_frame::image_io::PngOutput;
+/// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-stale-temp", std::process::id()));
+/// # std::fs::create_dir_all(&dir).ok();
+///
+/// // What a run killed while writing `out.png` leaves behind (no process has this id).
+/// std::fs::write(dir.join(".out.png.4294967295.tmp"), b"half a PNG")?;
+/// let output = PngOutput::create(&dir.join("out.png"))?;
+/// for stale in output.stale() {
+///     match &stale.removed {
+///         Ok(()) => println!("removed {} (process {})", stale.path.display(), stale.pid),
+///         Err(e) => eprintln!("cannot remove {}: {e}", stale.path.display()),
+///     }
+/// }
+/// assert_eq!(output.stale().len(), 1);
+/// assert_eq!(output.stale()[0].pid, u32::MAX);
+/// # drop(output);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct StaleTemp {
     /// The file.
@@ -105,6 +218,19 @@ pub struct StaleTemp {
 /// temporary file is removed. A process killed before either leaves the
 /// temporary file behind: the next `create` for the same output removes it
 /// (see [`PngOutput::stale`]).
+///
+/// ```
+/// use neural_frame::image_io::{PngOutput, Rgba8};
+/// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-png-output", std::process::id()));
+///
+/// // Fail before the (long) work if the output cannot be written.
+/// let output = PngOutput::create(&dir.join("result.png"))?;
+/// let result = Rgba8 { width: 8, height: 8, pixels: vec![200; 8 * 8 * 4] }; // ... the work ...
+/// output.write(&result)?;
+/// assert_eq!(Rgba8::load(&dir.join("result.png"))?, result);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct PngOutput {
     path: PathBuf,
@@ -116,6 +242,16 @@ pub struct PngOutput {
 impl PngOutput {
     /// Checks `path` and creates its temporary file (and any missing parent
     /// directories). Removes stale temporary files of this naming first.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use neural_frame::ErrorKind;
+    /// use neural_frame::image_io::PngOutput;
+    ///
+    /// let e = PngOutput::create(Path::new("models")).expect_err("a directory");
+    /// assert_eq!(e.kind(), ErrorKind::Image);
+    /// assert!(e.to_string().contains("is a directory"), "{e}");
+    /// ```
     pub fn create(path: &Path) -> Result<Self> {
         let shown = path.display().to_string();
         let err = |message: String| Error::ImageFile { path: shown.clone(), message };
@@ -143,6 +279,18 @@ impl PngOutput {
     }
 
     /// The output's path.
+    ///
+    /// ```
+    /// use neural_frame::image_io::PngOutput;
+    /// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-path", std::process::id()));
+    ///
+    /// let output = PngOutput::create(&dir.join("out.png"))?;
+    /// println!("writing {}", output.path().display());
+    /// assert!(output.path().ends_with("out.png"));
+    /// # drop(output);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -151,11 +299,38 @@ impl PngOutput {
     /// `.NAME.PID.tmp` for this output's NAME, with a PID that is not this
     /// process and has no `/proc/PID` (the process is gone). Nothing else is
     /// touched; where `/proc` is not mounted none are looked for.
+    ///
+    /// ```
+    /// use neural_frame::image_io::PngOutput;
+    /// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-stale", std::process::id()));
+    ///
+    /// let output = PngOutput::create(&dir.join("out.png"))?;
+    /// for s in output.stale() {
+    ///     println!("a killed run (process {}) left {}", s.pid, s.path.display());
+    /// }
+    /// assert!(output.stale().is_empty()); // a fresh directory
+    /// # drop(output);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn stale(&self) -> &[StaleTemp] {
         &self.stale
     }
 
     /// Encodes `picture` into the temporary file and renames it into place.
+    ///
+    /// ```
+    /// use neural_frame::image_io::{PngOutput, Rgba8};
+    /// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-write", std::process::id()));
+    ///
+    /// let path = dir.join("out.png");
+    /// let output = PngOutput::create(&path)?;
+    /// assert!(!path.exists()); // only the temporary file, until written
+    /// output.write(&Rgba8 { width: 1, height: 1, pixels: vec![0, 0, 0, 255] })?;
+    /// assert!(path.exists());
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn write(mut self, picture: &Rgba8) -> Result<()> {
         let err = |message: String| Error::ImageFile { path: self.path.display().to_string(), message };
         let Some(file) = self.file.take() else {

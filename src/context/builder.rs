@@ -13,6 +13,19 @@ use crate::onnx::ConvSearch;
 use crate::vulkan::DeviceSelector;
 
 /// Which implementation carries frames between the Vulkan buffers and ONNX Runtime.
+///
+/// ```no_run
+/// use neural_frame::{Backend, NeuralFrameContext};
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .backend(Backend::Auto)
+///     .frame_size(960, 540)
+///     .build()?;
+/// if let Some(why) = &ctx.report().fallback_reason {
+///     eprintln!("on the CPU backend: {why}");
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
@@ -28,6 +41,17 @@ pub enum Backend {
 }
 
 /// What [`submit`](NeuralFrameContext::submit) does when every slot of the ring is busy.
+///
+/// ```no_run
+/// use neural_frame::{BackPressure, NeuralFrameContext};
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .frame_size(960, 540)
+///     .back_pressure(BackPressure::Skip) // submit returns Submitted::Skipped instead of waiting
+///     .build()?;
+/// # let _ = ctx;
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackPressure {
@@ -41,6 +65,19 @@ pub enum BackPressure {
 }
 
 /// How the post pass of a frame learns that the model is done (CUDA backend).
+///
+/// ```no_run
+/// use neural_frame::{Backend, NeuralFrameContext, PostWait};
+///
+/// // Lower latency one frame at a time: no Vulkan submission waits on CUDA.
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .backend(Backend::Cuda)
+///     .post_wait(PostWait::Host)
+///     .frame_size(960, 540)
+///     .build()?;
+/// assert_eq!(ctx.tuning().post_wait, PostWait::Host);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PostWait {
@@ -56,6 +93,17 @@ pub enum PostWait {
 
 /// How a context runs the model and the hand-off. Each field has a
 /// [`ContextBuilder`] setter of the same name; the defaults are the builder's.
+///
+/// ```no_run
+/// use neural_frame::{NeuralFrameContext, Tuning};
+///
+/// // NHWC kernels and CUDA graphs: faster for fp16 on the CUDA backend (README, "Measured").
+/// let fast = Tuning { prefer_nhwc: true, cuda_graph: true, spin_wait: true, ..Tuning::default() };
+/// let ctx = NeuralFrameContext::builder("models/upscale-fp16.onnx").tuning(fast).frame_size(960, 540).build()?;
+/// // What runs: CUDA graphs only on the CUDA backend.
+/// println!("{:?}", ctx.tuning());
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Tuning {
     /// cuDNN's convolution algorithm search (CUDA backend).
@@ -85,7 +133,18 @@ impl Default for Tuning {
     }
 }
 
-/// The default bound on every host wait for a frame.
+/// The default bound on every host wait for a frame
+/// ([`ContextBuilder::frame_timeout`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use neural_frame::{DEFAULT_FRAME_TIMEOUT, NeuralFrameContext};
+///
+/// assert_eq!(DEFAULT_FRAME_TIMEOUT, Duration::from_secs(30));
+/// // A big model on a slow CPU may need longer.
+/// let builder = NeuralFrameContext::builder("models/upscale.onnx").frame_timeout(4 * DEFAULT_FRAME_TIMEOUT);
+/// # let _ = builder;
+/// ```
 pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Builds a [`NeuralFrameContext`].
@@ -133,18 +192,49 @@ impl ContextBuilder {
     }
 
     /// Every tuning option at once.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, Tuning};
+    ///
+    /// let tuning = Tuning { gpu_timestamps: false, ..Tuning::default() };
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").tuning(tuning).frame_size(960, 540).build()?;
+    /// assert!(!ctx.tuning().gpu_timestamps);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn tuning(mut self, tuning: Tuning) -> Self {
         self.tuning = tuning;
         self
     }
     /// Time the pre and post passes with Vulkan timestamp queries (default on;
     /// off: [`FrameStats`](crate::FrameStats)'s `pre_ms` and `post_ms` are NaN).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .gpu_timestamps(false)
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let stats = ctx.infer(input, output)?;
+    /// assert!(stats.pre_ms.is_nan() && stats.post_ms.is_nan());
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn gpu_timestamps(mut self, on: bool) -> Self {
         self.tuning.gpu_timestamps = on;
         self
     }
     /// Wait for frames by polling on the host (a busy core) instead of sleeping
     /// in the driver: lower latency on retirement (default off).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").spin_wait(true).frame_size(960, 540).build()?;
+    /// assert!(ctx.tuning().spin_wait);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn spin_wait(mut self, on: bool) -> Self {
         self.tuning.spin_wait = on;
         self
@@ -153,32 +243,97 @@ impl ContextBuilder {
     /// second run in that slot (CUDA backend; default off). The buffers of a slot
     /// stay at fixed addresses, so one capture per slot and frame size holds.
     /// Frames whose model reads or writes the caller's buffer itself run without a graph.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").cuda_graph(true).frame_size(960, 540).build()?;
+    /// // Graphs exist only on the CUDA backend: the tuning says what runs.
+    /// assert_eq!(ctx.tuning().cuda_graph, ctx.backend_name() == "cuda");
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn cuda_graph(mut self, on: bool) -> Self {
         self.tuning.cuda_graph = on;
         self
     }
     /// Where the post pass waits for the model (CUDA backend; default [`PostWait::Gpu`]).
+    /// [`PostWait::Host`] is refused on a caller's device with a single queue
+    /// on the CUDA backend (it would deadlock it).
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, PostWait};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .post_wait(PostWait::Host)
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// # let _ = ctx;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn post_wait(mut self, wait: PostWait) -> Self {
         self.tuning.post_wait = wait;
         self
     }
     /// Frames in flight: slots in the ring (default 3, at least 1).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").slots(1).frame_size(960, 540).build()?;
+    /// assert_eq!(ctx.slot_count(), 1); // one frame at a time, the least device memory
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn slots(mut self, n: usize) -> Self {
         self.slots = n.max(1);
         self
     }
     /// What [`NeuralFrameContext::submit`] does when every slot is busy (default: block).
+    ///
+    /// ```no_run
+    /// use neural_frame::{BackPressure, NeuralFrameContext};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .back_pressure(BackPressure::Skip)
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// # let _ = ctx;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn back_pressure(mut self, policy: BackPressure) -> Self {
         self.back_pressure = policy;
         self
     }
     /// The bound on every host wait for a frame (default 30 s): a wait that runs
     /// out is an [`ErrorKind::Timeout`](crate::ErrorKind::Timeout), never a hang.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .frame_timeout(Duration::from_secs(2)) // a renderer that must not hang for long
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// # let _ = ctx;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn frame_timeout(mut self, timeout: Duration) -> Self {
         self.frame_timeout = timeout;
         self
     }
     /// Which backend (default [`Backend::Auto`]).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Backend, NeuralFrameContext};
+    ///
+    /// // Insist on the CPU backend (a reference run, or no GPU).
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .backend(Backend::Cpu)
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// assert_eq!(ctx.backend_name(), "cpu");
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
@@ -186,26 +341,79 @@ impl ContextBuilder {
     /// Which Vulkan device the context creates its own device on (default: the
     /// first suitable one; with import by file descriptor, the renderer's, by
     /// [`DeviceSelector::Uuid`]). The CUDA device is always found by UUID.
+    ///
+    /// ```no_run
+    /// use neural_frame::{DeviceSelector, NeuralFrameContext};
+    ///
+    /// let gpu: DeviceSelector =
+    ///     "GPU-73ca0102-0304-0506-0708-090a0b0c0d77".parse().map_err(neural_frame::Error::InvalidArgument)?;
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").device(gpu).frame_size(960, 540).build()?;
+    /// println!("on {}", ctx.report().vulkan_device);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn device(mut self, device: DeviceSelector) -> Self {
         self.device = device;
         self
     }
-    /// The frame size (width, height) of the input images.
+    /// The frame size (width, height) of the input images (required: a context
+    /// of 0×0 is refused). Change it later with [`NeuralFrameContext::resize`].
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// assert_eq!(ctx.frame_size(), (960, 540));
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn frame_size(mut self, width: u32, height: u32) -> Self {
         self.size = (width, height);
         self
     }
     /// An explicit ONNX Runtime library (otherwise: `ORT_DYLIB_PATH`, `.runtime/`, Python).
+    /// ONNX Runtime is loaded once per process: the first context's choice holds.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .ort_library(".runtime/ort-cpu/onnxruntime/capi/libonnxruntime.so.1.31.1")
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// println!("ONNX Runtime {} from {}", ctx.report().runtime.version, ctx.report().runtime.library.display());
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn ort_library(mut self, path: impl Into<PathBuf>) -> Self {
         self.ort_library = Some(path.into());
         self
     }
     /// cuDNN's convolution algorithm search (CUDA backend).
+    ///
+    /// ```no_run
+    /// use neural_frame::{ConvSearch, NeuralFrameContext};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .conv_search(ConvSearch::Default)
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// assert_eq!(ctx.tuning().conv_search, ConvSearch::Default);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn conv_search(mut self, search: ConvSearch) -> Self {
         self.tuning.conv_search = search;
         self
     }
-    /// Ask the CUDA provider to prefer NHWC kernels.
+    /// Ask the CUDA provider to prefer NHWC kernels (faster for fp16 models on recent GPUs).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale-fp16.onnx")
+    ///     .prefer_nhwc(true)
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// assert!(ctx.tuning().prefer_nhwc);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn prefer_nhwc(mut self, on: bool) -> Self {
         self.tuning.prefer_nhwc = on;
         self
@@ -213,11 +421,36 @@ impl ContextBuilder {
     /// Run the context's own Vulkan instance under the Khronos validation layer
     /// and count its errors ([`NeuralFrameContext::validation_errors`]). With
     /// [`build_on`](Self::build_on), validation is the caller's instance's.
+    /// `build` fails, [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported),
+    /// where the layer is not installed.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").validation(true).frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.infer(input, output)?;
+    /// assert_eq!(ctx.validation_errors(), 0);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn validation(mut self, on: bool) -> Self {
         self.validation = on;
         self
     }
-    /// CPU threads for ONNX Runtime's CPU provider.
+    /// CPU threads for ONNX Runtime's CPU provider (default: ONNX Runtime's choice).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Backend, NeuralFrameContext};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .backend(Backend::Cpu)
+    ///     .threads(4) // leave the other cores to the renderer
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// # let _ = ctx;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n);
         self
@@ -225,6 +458,15 @@ impl ContextBuilder {
 
     /// Loads ONNX Runtime and the model, creates the context's own Vulkan
     /// device, chooses the backend, and allocates the frame's buffers.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let report = ctx.report();
+    /// println!("{} backend on {}, ONNX Runtime {}", report.backend, report.vulkan_device, report.runtime.version);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn build(self) -> Result<NeuralFrameContext> {
         NeuralFrameContext::new(self, None)
     }
@@ -244,6 +486,17 @@ impl ContextBuilder {
     /// - The caller submits to `device.queue` only while holding
     ///   `device.queue_lock` (or, without a lock, never while a call on the
     ///   context runs).
+    ///
+    /// ```no_run
+    /// use neural_frame::{CallerDevice, NeuralFrameContext, SyncMode};
+    ///
+    /// # fn renderer(device: CallerDevice) -> neural_frame::Result<()> {
+    /// // SAFETY: `device` describes the renderer's live instance, device and queue, which
+    /// // outlive the context; the renderer submits to the queue only under `device.queue_lock`.
+    /// let ctx = unsafe { NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build_on(device) }?;
+    /// assert_eq!(ctx.sync_mode(), SyncMode::Gpu); // always, on the caller's device
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn build_on(self, device: CallerDevice) -> Result<NeuralFrameContext> {
         NeuralFrameContext::new(self, Some(device))
     }

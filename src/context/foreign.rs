@@ -37,6 +37,39 @@ use crate::error::Error;
 /// and `VK_KHR_external_semaphore_fd` enabled on it (to share the model's
 /// buffers and timelines with CUDA); without them, [`Backend::Auto`](crate::Backend::Auto)
 /// falls back to the CPU backend, announced.
+///
+/// ```no_run
+/// use std::sync::{Arc, Mutex};
+/// use ash::vk;
+/// use neural_frame::{CallerDevice, NeuralFrameContext};
+///
+/// # fn renderer(entry: ash::Entry, instance: ash::Instance, physical_device: vk::PhysicalDevice,
+/// #     device: ash::Device, family: u32) -> neural_frame::Result<()> {
+/// // The renderer's objects: `device` was created on `physical_device` with
+/// // `timelineSemaphore`, VK_KHR_external_memory_fd and VK_KHR_external_semaphore_fd,
+/// // and two queues of the compute-capable `family`.
+/// let lock = Arc::new(Mutex::new(())); // the renderer holds it around its own submissions
+/// // SAFETY: `family` has two queues on `device`.
+/// let (queue, post_queue) = unsafe { (device.get_device_queue(family, 0), device.get_device_queue(family, 1)) };
+/// let caller = CallerDevice {
+///     entry,
+///     instance,
+///     api_version: vk::API_VERSION_1_3,
+///     physical_device,
+///     device,
+///     queue_family_index: family,
+///     queue,
+///     post_queue: Some(post_queue),
+///     queue_lock: Some(Arc::clone(&lock)),
+///     external_memory_fd: true,
+///     external_semaphore_fd: true,
+/// };
+/// // SAFETY: the handles are valid and outlive the context; the renderer submits to
+/// // both queues only while holding `lock`.
+/// let ctx = unsafe { NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build_on(caller) }?;
+/// assert!(ctx.report().caller_device);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct CallerDevice {
     /// The loader the instance was created from.
@@ -79,6 +112,27 @@ pub struct CallerDevice {
 /// Which physical device and driver memory or a semaphore comes from:
 /// `VkPhysicalDeviceIDProperties::deviceUUID` and `driverUUID` of the exporter.
 /// Imports are refused unless both equal the context's.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{DeviceIdentity, DeviceSelector, NeuralFrameContext};
+///
+/// # fn renderer(instance: &ash::Instance, physical_device: vk::PhysicalDevice) -> neural_frame::Result<()> {
+/// // The renderer's identity, as its exported memory and semaphores carry it.
+/// let mut id = vk::PhysicalDeviceIDProperties::default();
+/// let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+/// // SAFETY: `physical_device` comes from `instance`; `props` outlives the call.
+/// unsafe { instance.get_physical_device_properties2(physical_device, &mut props) };
+/// let origin = DeviceIdentity { device_uuid: id.device_uuid, driver_uuid: id.driver_uuid };
+///
+/// // A context of its own on the same physical device can import them.
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .device(DeviceSelector::Uuid(origin.device_uuid))
+///     .frame_size(960, 540)
+///     .build()?;
+/// assert_eq!(ctx.device_identity(), origin);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceIdentity {
     /// `deviceUUID`.
@@ -89,6 +143,16 @@ pub struct DeviceIdentity {
 
 /// How pixels lie in a linear buffer: `height` rows of `width` pixels,
 /// `row_pitch` bytes apart, starting at offset 0.
+///
+/// ```
+/// use ash::vk;
+/// use neural_frame::PixelLayout;
+///
+/// // 1000 RGBA8 pixels a row, rows padded to 256 bytes (as a copy from an image may want).
+/// let padded = PixelLayout { width: 1000, height: 540, row_pitch: 4096, format: vk::Format::R8G8B8A8_UNORM };
+/// assert_eq!(padded.bytes(), 4096 * 540);
+/// assert_eq!(PixelLayout::packed(1000, 540, vk::Format::R8G8B8A8_UNORM).row_pitch, 4000);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PixelLayout {
     /// Pixels per row.
@@ -104,11 +168,27 @@ pub struct PixelLayout {
 
 impl PixelLayout {
     /// Tightly packed rows of `format`.
+    ///
+    /// ```
+    /// use ash::vk;
+    /// use neural_frame::PixelLayout;
+    ///
+    /// let half = PixelLayout::packed(960, 540, vk::Format::R16G16B16A16_SFLOAT);
+    /// assert_eq!(half.row_pitch, 960 * 8);
+    /// ```
     pub fn packed(width: u32, height: u32, format: vk::Format) -> Self {
         let bpp = crate::vulkan::conv::bytes_per_pixel(format).unwrap_or(4) as u64;
         Self { width, height, row_pitch: width as u64 * bpp, format }
     }
-    /// Bytes the pixels span.
+    /// Bytes the pixels span: `row_pitch × height` (the last row's padding included).
+    ///
+    /// ```
+    /// use ash::vk;
+    /// use neural_frame::PixelLayout;
+    ///
+    /// let layout = PixelLayout::packed(960, 540, vk::Format::B8G8R8A8_UNORM);
+    /// assert_eq!(layout.bytes(), 960 * 540 * 4); // the least `CallerBuffer::size` it needs
+    /// ```
     pub fn bytes(&self) -> u64 {
         self.row_pitch.saturating_mul(self.height as u64)
     }
@@ -121,6 +201,27 @@ impl PixelLayout {
 /// `GENERAL`, discarding what it held, and leaves it in `layout`. The image
 /// must be used on the context's queue family (or created with concurrent
 /// sharing): the context records no queue family transfer for it.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{CallerImage, NeuralFrameContext};
+///
+/// # fn renderer(ctx: &mut NeuralFrameContext, image: vk::Image) -> neural_frame::Result<()> {
+/// // The renderer's 960×540 colour target, sampled after its render pass.
+/// let frame = CallerImage {
+///     image,
+///     format: vk::Format::B8G8R8A8_UNORM,
+///     width: 960,
+///     height: 540,
+///     usage: vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED,
+///     tiling: vk::ImageTiling::OPTIMAL,
+///     layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+/// };
+/// // SAFETY: the context is built on the renderer's device; `image` is an image of it as
+/// // described, alive until it is unregistered and its frames are done.
+/// let input = unsafe { ctx.register_input_image(frame) }?;
+/// # let _ = input; Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallerImage {
     /// The image.
@@ -140,6 +241,26 @@ pub struct CallerImage {
 }
 
 /// A linear buffer of the caller's device, by handle (bring your own device).
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{CallerBuffer, NeuralFrameContext, PixelLayout};
+///
+/// # fn renderer(ctx: &mut NeuralFrameContext, buffer: vk::Buffer) -> neural_frame::Result<()> {
+/// // A buffer the renderer created for the upscaled frame, tightly packed RGBA8.
+/// let (width, height) = ctx.output_size();
+/// let layout = PixelLayout::packed(width, height, vk::Format::R8G8B8A8_UNORM);
+/// let result = CallerBuffer {
+///     buffer,
+///     size: layout.bytes(),
+///     usage: vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC,
+///     layout,
+/// };
+/// // SAFETY: the context is built on the renderer's device; `buffer` is a buffer of it as
+/// // described, alive until it is unregistered and its frames are done.
+/// let output = unsafe { ctx.register_output_buffer(result) }?;
+/// # let _ = output; Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallerBuffer {
     /// The buffer.
@@ -155,6 +276,32 @@ pub struct CallerBuffer {
 /// Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`), and how it
 /// was allocated: an importer must repeat the allocation size, memory type and
 /// dedicated-ness exactly.
+///
+/// ```no_run
+/// use std::os::fd::{FromRawFd, OwnedFd};
+/// use ash::vk;
+/// use neural_frame::{DeviceIdentity, MemoryImport};
+///
+/// # fn renderer(memory_fd: &ash::khr::external_memory_fd::Device, memory: vk::DeviceMemory,
+/// #     allocation: &vk::MemoryAllocateInfo, origin: DeviceIdentity) -> Result<MemoryImport, vk::Result> {
+/// // `memory` was allocated with `allocation`, chaining VkExportMemoryAllocateInfo { OPAQUE_FD }
+/// // and VkMemoryDedicatedAllocateInfo for its image.
+/// let info = vk::MemoryGetFdInfoKHR::default()
+///     .memory(memory)
+///     .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+/// // SAFETY: `memory` is an exportable allocation of the device `memory_fd` was loaded for.
+/// let raw = unsafe { memory_fd.get_memory_fd(&info) }?;
+/// // SAFETY: vkGetMemoryFdKHR returned a new descriptor that nothing else owns.
+/// let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+/// Ok(MemoryImport {
+///     fd,
+///     allocation_size: allocation.allocation_size,
+///     memory_type_index: allocation.memory_type_index,
+///     dedicated: true,
+///     origin,
+/// })
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct MemoryImport {
     /// The descriptor (owned by the context once an import succeeds).
@@ -176,6 +323,24 @@ pub struct MemoryImport {
 /// releases an input to it after writing (old and new layout `GENERAL`) and
 /// acquires it back after "input consumed"; it releases an output before
 /// handing it over and acquires it after "output ready", likewise.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{ImageImport, MemoryImport, NeuralFrameContext};
+///
+/// # fn renderer(ctx: &mut NeuralFrameContext, memory: MemoryImport) -> neural_frame::Result<()> {
+/// // The renderer's 960×540 image whose memory it exported (see `MemoryImport`).
+/// let import = ImageImport {
+///     memory,
+///     format: vk::Format::R8G8B8A8_UNORM,
+///     width: 960,
+///     height: 540,
+///     usage: vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::COLOR_ATTACHMENT,
+///     tiling: vk::ImageTiling::OPTIMAL,
+/// };
+/// let input = ctx.import_input_image(import)?; // `?` closes the descriptor on failure
+/// # let _ = input; Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ImageImport {
     /// The memory.
@@ -199,6 +364,23 @@ pub struct ImageImport {
 /// When the model takes the buffer exactly as it is — an NHWC uint8 RGBA input
 /// (or output) and a tightly packed `R8G8B8A8` buffer — the buffer itself is
 /// bound to ONNX Runtime and no pass runs: the literal zero-copy case.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{BufferImport, MemoryImport, NeuralFrameContext, PixelLayout};
+///
+/// # fn renderer(ctx: &mut NeuralFrameContext, memory: MemoryImport) -> neural_frame::Result<()> {
+/// // A 960×540 RGBA8 buffer the renderer fills with vkCmdCopyImageToBuffer, exported.
+/// let layout = PixelLayout::packed(960, 540, vk::Format::R8G8B8A8_UNORM);
+/// let import = BufferImport {
+///     memory,
+///     size: layout.bytes(),
+///     usage: vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST,
+///     layout,
+/// };
+/// let input = ctx.import_input_buffer(import)?;
+/// # let _ = input; Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct BufferImport {
     /// The memory.
@@ -218,6 +400,26 @@ pub struct BufferImport {
 /// (NVIDIA's 580 does, and so does CUDA), so the caller states the type it
 /// created the semaphore with, as it states an image's format: a
 /// [`vk::SemaphoreType::BINARY`] semaphore is refused, with the descriptor back.
+///
+/// ```no_run
+/// use std::os::fd::{FromRawFd, OwnedFd};
+/// use ash::vk;
+/// use neural_frame::{DeviceIdentity, NeuralFrameContext, SemaphoreImport};
+///
+/// # fn renderer(ctx: &mut NeuralFrameContext, semaphore_fd: &ash::khr::external_semaphore_fd::Device,
+/// #     rendered: vk::Semaphore, origin: DeviceIdentity) -> Result<(), Box<dyn std::error::Error>> {
+/// // `rendered`: a timeline semaphore the renderer created exportable (VkExportSemaphoreCreateInfo).
+/// let info = vk::SemaphoreGetFdInfoKHR::default()
+///     .semaphore(rendered)
+///     .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+/// // SAFETY: `rendered` is an exportable semaphore of the device `semaphore_fd` was loaded for.
+/// let raw = unsafe { semaphore_fd.get_semaphore_fd(&info) }?;
+/// // SAFETY: vkGetSemaphoreFdKHR returned a new descriptor that nothing else owns.
+/// let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+/// let import = SemaphoreImport { fd, semaphore_type: vk::SemaphoreType::TIMELINE, origin };
+/// let rendered = ctx.import_timeline(import)?; // wait on it with Frame::wait_for
+/// # let _ = rendered; Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct SemaphoreImport {
     /// The descriptor (owned by the context once an import succeeds).
@@ -230,6 +432,22 @@ pub struct SemaphoreImport {
 }
 
 /// A failed import: what went wrong, and the caller's file descriptor back.
+/// `?` into [`Error`] closes the descriptor.
+///
+/// ```no_run
+/// use neural_frame::{ImageImport, NeuralFrameContext};
+///
+/// # fn renderer(ctx: &mut NeuralFrameContext, import: ImageImport) -> neural_frame::Result<()> {
+/// match ctx.import_input_image(import) {
+///     Ok(input) => println!("imported as {input:?}"),
+///     Err(failed) => {
+///         eprintln!("the context refused the image: {}", failed.error());
+///         let fd = failed.into_fd(); // still the renderer's: keep it, or drop it to close it
+///         # drop(fd);
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ImportError {
     error: Error,
@@ -241,10 +459,37 @@ impl ImportError {
         Self { error, fd }
     }
     /// What went wrong.
+    ///
+    /// ```no_run
+    /// use neural_frame::{BufferImport, ErrorKind, NeuralFrameContext};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, import: BufferImport) -> neural_frame::Result<()> {
+    /// if let Err(failed) = ctx.import_output_buffer(import) {
+    ///     if failed.error().kind() == ErrorKind::InvalidArgument {
+    ///         eprintln!("fix the description: {}", failed.error());
+    ///     }
+    ///     return Err(failed.into()); // closes the descriptor
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn error(&self) -> &Error {
         &self.error
     }
     /// The descriptor, still the caller's.
+    ///
+    /// ```no_run
+    /// use std::os::fd::OwnedFd;
+    /// use neural_frame::{NeuralFrameContext, SemaphoreImport};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, import: SemaphoreImport) -> neural_frame::Result<Option<OwnedFd>> {
+    /// // In host-signalled mode (SyncMode::Host) there is nothing to import: keep the
+    /// // descriptor, and submit frames without waits instead.
+    /// match ctx.import_timeline(import) {
+    ///     Ok(_rendered) => Ok(None),
+    ///     Err(failed) => Ok(Some(failed.into_fd())),
+    /// }
+    /// # }
+    /// ```
     pub fn into_fd(self) -> OwnedFd {
         self.fd
     }

@@ -30,6 +30,19 @@ impl NeuralFrameContext {
     /// Runs the model on `input` into `output` and waits for it: [`submit`](Self::submit)
     /// (blocking when the ring is full, whatever the back-pressure policy) and
     /// [`wait`](Self::wait).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.upload(input, &vec![128; 960 * 540 * 4])?;
+    /// let stats = ctx.infer(input, output)?;
+    /// println!("{:.1} ms, of which the model {:.1} ms", stats.latency_ms, stats.infer_ms);
+    /// let upscaled = ctx.readback(output)?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn infer(&mut self, input: InputId, output: OutputId) -> Result<FrameStats> {
         match self.submit_with(Frame::new(input, output), BackPressure::Block)? {
             Submitted::Frame(t) => self.wait(&t),
@@ -43,6 +56,22 @@ impl NeuralFrameContext {
     /// the frame to each other through timeline semaphores, and the returned
     /// ticket's [`input_consumed`](Ticket::input_consumed) and
     /// [`output_ready`](Ticket::output_ready) are what the caller's GPU waits for.
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, Submitted, TimelineId};
+    ///
+    /// # fn frame(ctx: &mut NeuralFrameContext, input: InputId, output: OutputId, rendered: TimelineId, n: u64)
+    /// # -> neural_frame::Result<()> {
+    /// // The renderer signalled `rendered = n` after drawing into `input`.
+    /// match ctx.submit(Frame::new(input, output).wait_for(rendered, n))? {
+    ///     Submitted::Frame(ticket) => {
+    ///         let ready = ticket.output_ready(); // the renderer's next vkQueueSubmit waits for it
+    ///         # let _ = ready;
+    ///     }
+    ///     Submitted::Skipped => {} // BackPressure::Skip and every slot busy: show the last result again
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn submit(&mut self, frame: Frame) -> Result<Submitted> {
         self.submit_with(frame, self.back_pressure)
     }
@@ -390,11 +419,41 @@ impl NeuralFrameContext {
     /// builder's frame timeout (the frame stays in flight: wait again later).
     /// Waiting for a frame that already retired returns at once (its times when
     /// it is among the last 64, NaN otherwise).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, NeuralFrameContext, Submitted};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// if let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? {
+    ///     let stats = ctx.wait(&ticket)?; // bounded by ContextBuilder::frame_timeout
+    ///     println!("frame {} took {:.2} ms", stats.ticket, stats.latency_ms);
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn wait(&mut self, ticket: &Ticket) -> Result<FrameStats> {
         self.wait_timeout(ticket, self.frame_timeout)
     }
 
     /// [`wait`](Self::wait) with its own bound.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use neural_frame::{ErrorKind, Frame, NeuralFrameContext, Submitted};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? else { return Ok(()) };
+    /// match ctx.wait_timeout(&ticket, Duration::from_millis(5)) {
+    ///     Ok(stats) => println!("done: {:.2} ms", stats.latency_ms),
+    ///     // Still in flight: do something else, and wait again later.
+    ///     Err(e) if e.kind() == ErrorKind::Timeout => println!("not yet"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn wait_timeout(&mut self, ticket: &Ticket, timeout: Duration) -> Result<FrameStats> {
         match self.status(ticket)? {
             Status::InFlight(i) => {
@@ -421,6 +480,24 @@ impl NeuralFrameContext {
 
     /// Whether `ticket`'s frame is done, without waiting: its times once it is,
     /// `None` while it is in flight.
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, NeuralFrameContext, Submitted};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? else { return Ok(()) };
+    /// // A render loop polls once per frame instead of blocking.
+    /// loop {
+    ///     if let Some(stats) = ctx.try_wait(&ticket)? {
+    ///         println!("frame {} done", stats.ticket);
+    ///         break;
+    ///     }
+    ///     // ... draw the next frame ...
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn try_wait(&mut self, ticket: &Ticket) -> Result<Option<FrameStats>> {
         self.submit_posts(None)?;
         match self.status(ticket)? {
@@ -442,6 +519,18 @@ impl NeuralFrameContext {
 
     /// Waits (bounded) until `ticket`'s input has been read: from then on the
     /// caller may overwrite it. For host-signalled mode, and for tests.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, Submitted};
+    ///
+    /// # fn frame(ctx: &mut NeuralFrameContext, input: InputId, output: OutputId) -> neural_frame::Result<()> {
+    /// if let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? {
+    ///     // SyncMode::Host: the renderer may draw into `input` again once this returns.
+    ///     ctx.wait_input_consumed(&ticket, Duration::from_secs(1))?;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn wait_input_consumed(&mut self, ticket: &Ticket, timeout: Duration) -> Result<()> {
         self.status(ticket)?;
         let sem = self.res.timelines.input_consumed.vulkan();
@@ -455,6 +544,18 @@ impl NeuralFrameContext {
     }
 
     /// Whether `ticket`'s input has been read, without waiting.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, Ticket};
+    ///
+    /// # fn frame(ctx: &mut NeuralFrameContext, ticket: Ticket) -> neural_frame::Result<()> {
+    /// if ctx.try_input_consumed(&ticket)? {
+    ///     // draw the next frame into the input
+    /// } else {
+    ///     // draw into another input of the ring
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn try_input_consumed(&mut self, ticket: &Ticket) -> Result<bool> {
         let status = self.status(ticket)?;
         if matches!(status, Status::Retired(_)) {
@@ -467,6 +568,17 @@ impl NeuralFrameContext {
     /// when it is there already), for a peer that is gone before it signalled:
     /// frames waiting on it can then run, and retire, and the context can let go
     /// of the peer's resources. What those frames read is whatever the memory held.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, TimelineId};
+    ///
+    /// # fn peer_gone(ctx: &mut NeuralFrameContext, rendered: TimelineId, last: u64) -> neural_frame::Result<()> {
+    /// // The peer promised `rendered = last` to frames already submitted, then disconnected.
+    /// ctx.release_timeline(rendered, last)?;
+    /// ctx.wait_all()?;
+    /// ctx.unregister_timeline(rendered)?;
+    /// # Ok(()) }
+    /// ```
     pub fn release_timeline(&mut self, timeline: TimelineId, value: u64) -> Result<()> {
         self.res.registry.timeline(timeline)?.signal_from_host(value)
     }
@@ -478,7 +590,21 @@ impl NeuralFrameContext {
         Ok(self.ring.status(ticket.value))
     }
 
-    /// Waits for every frame in flight.
+    /// Waits for every frame in flight (each bounded by the frame timeout).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, NeuralFrameContext};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// for _ in 0..ctx.slot_count() {
+    ///     ctx.submit(Frame::new(input, output))?;
+    /// }
+    /// ctx.wait_all()?;
+    /// assert_eq!(ctx.in_flight(), 0);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn wait_all(&mut self) -> Result<()> {
         self.retire_all()
     }

@@ -131,7 +131,16 @@ fn next_id() -> u64 {
 }
 
 impl NeuralFrameContext {
-    /// Starts building a context for the ONNX model at `model`.
+    /// Starts building a context for the ONNX model at `model` (read when
+    /// the context is built).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(1920, 1080).build()?;
+    /// assert_eq!(ctx.output_size(), (1920 * ctx.contract().scale, 1080 * ctx.contract().scale));
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn builder(model: impl AsRef<Path>) -> ContextBuilder {
         ContextBuilder::new(model.as_ref())
     }
@@ -269,6 +278,24 @@ impl NeuralFrameContext {
     /// Re-creates every slot's buffers for a new input size (after the frames in
     /// flight finish); the session stays. Registrations of the old size are
     /// refused by `submit` from then on: register resources of the new size.
+    /// A model with a static input shape takes only its own size.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let old_input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// # let old_output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// // The window grew: new slot buffers, new images of the new size.
+    /// ctx.resize(1280, 720)?;
+    /// ctx.unregister_input(old_input)?;
+    /// ctx.unregister_output(old_output)?;
+    /// let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.infer(input, output)?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn resize(&mut self, width: u32, height: u32) -> Result<()> {
         if self.size.is_some_and(|s| (s.width, s.height) == (width, height)) {
             return Ok(());
@@ -313,51 +340,187 @@ impl NeuralFrameContext {
     }
 
     /// Current input frame size.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let (width, height) = ctx.frame_size();
+    /// let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.upload(input, &vec![0; (width * height * 4) as usize])?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn frame_size(&self) -> (u32, u32) {
         self.size.map_or((0, 0), |s| (s.width, s.height))
     }
-    /// Current output size (frame size × scale).
+    /// Current output size (frame size × scale): the size of the output
+    /// images and buffers to register.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.infer(input, output)?;
+    /// let (width, height) = ctx.output_size();
+    /// assert_eq!(ctx.readback(output)?.len(), (width * height * 4) as usize);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn output_size(&self) -> (u32, u32) {
         self.size.map_or((0, 0), |s| (s.out_width, s.out_height))
     }
     /// The model's contract.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let c = ctx.contract();
+    /// println!("{} → {}, ×{}", c.input.describe(), c.output.describe(), c.scale);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn contract(&self) -> &ModelContract {
         &self.contract
     }
     /// How the backend was chosen and what runs.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let r = ctx.report();
+    /// println!("{} backend (asked for {:?}) on {}", r.backend, r.requested, r.vulkan_device);
+    /// if let Some(cuda) = &r.cuda_device {
+    ///     println!("paired with {cuda}");
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn report(&self) -> &BackendReport {
         &self.report
     }
     /// `"cuda"` or `"cpu"`.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// if ctx.backend_name() == "cpu" {
+    ///     eprintln!("the CPU backend: frames take far longer than on a GPU");
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn backend_name(&self) -> &'static str {
         self.report.backend
     }
     /// The tuning in effect (CUDA graphs only on the CUDA backend).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let tuning = ctx.tuning();
+    /// println!("conv search {:?}, CUDA graphs {}", tuning.conv_search, tuning.cuda_graph);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn tuning(&self) -> Tuning {
         self.tuning
     }
     /// How frames are handed over with the caller: on the GPU, or through the host.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, SyncMode};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// if ctx.sync_mode() == SyncMode::Host {
+    ///     eprintln!("the driver cannot share semaphores: frames are handed over through the host");
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn sync_mode(&self) -> SyncMode {
         self.sync_mode
     }
-    /// Slots in the ring.
+    /// Slots in the ring: at most this many frames in flight.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// // An output per frame in flight, so that the renderer can read one while others are written.
+    /// let outputs = (0..ctx.slot_count())
+    ///     .map(|_| ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM))
+    ///     .collect::<neural_frame::Result<Vec<_>>>()?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn slot_count(&self) -> usize {
         self.ring.len()
     }
-    /// Frames in flight now.
+    /// Frames in flight now (submitted and not yet retired).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, NeuralFrameContext};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.submit(Frame::new(input, output))?;
+    /// assert!(ctx.in_flight() <= ctx.slot_count());
+    /// ctx.wait_all()?;
+    /// assert_eq!(ctx.in_flight(), 0);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn in_flight(&self) -> usize {
         self.ring.in_flight()
     }
     /// Frames dropped by [`BackPressure::Skip`] so far.
+    ///
+    /// ```no_run
+    /// use neural_frame::{BackPressure, Frame, NeuralFrameContext};
+    ///
+    /// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .back_pressure(BackPressure::Skip)
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// for _ in 0..100 {
+    ///     ctx.submit(Frame::new(input, output))?; // skipped, not waited for, when every slot is busy
+    /// }
+    /// println!("{} of 100 frames dropped", ctx.skipped());
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn skipped(&self) -> u64 {
         self.ring.skipped()
     }
     /// Errors the validation layer reported so far (context's own instance,
     /// with [`ContextBuilder::validation`]; 0 otherwise).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").validation(true).frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.infer(input, output)?;
+    /// if ctx.validation_errors() > 0 {
+    ///     eprintln!("{} validation errors (see the log, target `vulkan`)", ctx.validation_errors());
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn validation_errors(&self) -> usize {
         self.res._instance.validation_errors()
     }
-    /// Free and total memory of the CUDA device, in bytes (CUDA backend).
+    /// Free and total memory of the CUDA device, in bytes (CUDA backend; `None` on the CPU backend).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// if let Some((free, total)) = ctx.cuda_memory()? {
+    ///     println!("CUDA memory: {} of {} MiB in use", (total - free) >> 20, total >> 20);
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn cuda_memory(&self) -> Result<Option<(usize, usize)>> {
         self.res.engine.cuda_device().map(|c| c.memory_info()).transpose()
     }

@@ -25,6 +25,15 @@ use crate::vulkan::memory::AllocationInfo;
 use crate::vulkan::{Buffer, ExportedMemory, Image, ImageDesc, TimelineSemaphore, transfer};
 
 /// Formats the pre pass reads (images and buffers).
+///
+/// ```
+/// use ash::vk;
+/// use neural_frame::INPUT_FORMATS;
+///
+/// // A swapchain's usual formats go in as they are.
+/// assert!(INPUT_FORMATS.contains(&vk::Format::B8G8R8A8_SRGB));
+/// assert!(!INPUT_FORMATS.contains(&vk::Format::R8G8B8_UNORM)); // 3 channels: convert first
+/// ```
 pub const INPUT_FORMATS: [vk::Format; 5] = [
     vk::Format::R8G8B8A8_UNORM,
     vk::Format::R8G8B8A8_SRGB,
@@ -33,8 +42,25 @@ pub const INPUT_FORMATS: [vk::Format; 5] = [
     vk::Format::R16G16B16A16_SFLOAT,
 ];
 /// Formats the post pass writes into an image (a storage image).
+///
+/// ```
+/// use ash::vk;
+/// use neural_frame::{OUTPUT_BUFFER_FORMATS, OUTPUT_IMAGE_FORMATS};
+///
+/// // BGRA8 results come in buffers, not images.
+/// assert!(!OUTPUT_IMAGE_FORMATS.contains(&vk::Format::B8G8R8A8_UNORM));
+/// assert!(OUTPUT_BUFFER_FORMATS.contains(&vk::Format::B8G8R8A8_UNORM));
+/// ```
 pub const OUTPUT_IMAGE_FORMATS: [vk::Format; 2] = [vk::Format::R8G8B8A8_UNORM, vk::Format::R16G16B16A16_SFLOAT];
 /// Formats the post pass writes into a linear buffer.
+///
+/// ```
+/// use ash::vk;
+/// use neural_frame::OUTPUT_BUFFER_FORMATS;
+///
+/// let wanted = vk::Format::R16G16B16A16_SFLOAT; // an HDR renderer's
+/// assert!(OUTPUT_BUFFER_FORMATS.contains(&wanted));
+/// ```
 pub const OUTPUT_BUFFER_FORMATS: [vk::Format; 4] = [
     vk::Format::R8G8B8A8_UNORM,
     vk::Format::R8G8B8A8_SRGB,
@@ -42,8 +68,26 @@ pub const OUTPUT_BUFFER_FORMATS: [vk::Format; 4] = [
     vk::Format::R16G16B16A16_SFLOAT,
 ];
 /// Usage an input image needs.
+///
+/// ```
+/// use ash::vk;
+/// use neural_frame::INPUT_USAGE;
+///
+/// // The renderer's colour target, created so that the context can read it.
+/// let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | INPUT_USAGE;
+/// assert!(usage.contains(vk::ImageUsageFlags::SAMPLED));
+/// ```
 pub const INPUT_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::SAMPLED;
 /// Usage an output image needs.
+///
+/// ```
+/// use ash::vk;
+/// use neural_frame::OUTPUT_USAGE;
+///
+/// // The image the result lands in, then sampled by the renderer's composite pass.
+/// let usage = OUTPUT_USAGE | vk::ImageUsageFlags::SAMPLED;
+/// assert!(usage.contains(vk::ImageUsageFlags::STORAGE));
+/// ```
 pub const OUTPUT_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::STORAGE;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -240,6 +284,19 @@ impl NeuralFrameContext {
 
     /// Creates an output image of the output size (`R8G8B8A8_UNORM` or
     /// `R16G16B16A16_SFLOAT`), owned by the context, for [`readback`](Self::readback).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let output = ctx.create_output_image(ash::vk::Format::R16G16B16A16_SFLOAT)?;
+    /// ctx.infer(input, output)?;
+    /// let (width, height) = ctx.output_size();
+    /// let texels = ctx.readback(output)?; // 8 bytes a texel: four f16
+    /// assert_eq!(texels.len(), (width * height * 8) as usize);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn create_output_image(&mut self, format: vk::Format) -> Result<OutputId> {
         self.create_image(Role::Output, format).map(OutputId)
     }
@@ -278,6 +335,28 @@ impl NeuralFrameContext {
     /// ([`ContextBuilder::build_on`](crate::ContextBuilder::build_on)); `image.image`
     /// must be an image of that device that matches the description, and stay
     /// alive until it is unregistered and its frames are done (or the context is dropped).
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{CallerImage, INPUT_USAGE, NeuralFrameContext};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, image: vk::Image) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.frame_size();
+    /// let frame = CallerImage {
+    ///     image,
+    ///     format: vk::Format::R8G8B8A8_SRGB,
+    ///     width,
+    ///     height,
+    ///     usage: vk::ImageUsageFlags::COLOR_ATTACHMENT | INPUT_USAGE,
+    ///     tiling: vk::ImageTiling::OPTIMAL,
+    ///     layout: vk::ImageLayout::GENERAL,
+    /// };
+    /// // SAFETY: the context is built on the renderer's device (build_on); `image` is that
+    /// // device's, as described, alive until unregistered and its frames are done.
+    /// let input = unsafe { ctx.register_input_image(frame) }?;
+    /// # let _ = input;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn register_input_image(&mut self, image: CallerImage) -> Result<InputId> {
         self.caller_image(Role::Input, image).map(InputId)
     }
@@ -287,6 +366,28 @@ impl NeuralFrameContext {
     ///
     /// # Safety
     /// As for [`register_input_image`](Self::register_input_image).
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{CallerImage, NeuralFrameContext, OUTPUT_USAGE};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, image: vk::Image) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.output_size();
+    /// let result = CallerImage {
+    ///     image,
+    ///     format: vk::Format::R8G8B8A8_UNORM,
+    ///     width,
+    ///     height,
+    ///     usage: OUTPUT_USAGE | vk::ImageUsageFlags::SAMPLED,
+    ///     tiling: vk::ImageTiling::OPTIMAL,
+    ///     layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL, // ready for the renderer to sample
+    /// };
+    /// // SAFETY: the context is built on the renderer's device; `image` is that device's, as
+    /// // described, alive until unregistered and its frames are done.
+    /// let output = unsafe { ctx.register_output_image(result) }?;
+    /// # let _ = output;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn register_output_image(&mut self, image: CallerImage) -> Result<OutputId> {
         self.caller_image(Role::Output, image).map(OutputId)
     }
@@ -316,6 +417,22 @@ impl NeuralFrameContext {
     ///
     /// # Safety
     /// As for [`register_input_image`](Self::register_input_image), for a buffer.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{CallerBuffer, NeuralFrameContext, PixelLayout};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, buffer: vk::Buffer) -> neural_frame::Result<()> {
+    /// // The renderer copies its frame into a buffer with rows of 4096 bytes.
+    /// let (width, height) = ctx.frame_size();
+    /// let layout = PixelLayout { width, height, row_pitch: 4096, format: vk::Format::B8G8R8A8_UNORM };
+    /// let frame = CallerBuffer { buffer, size: layout.bytes(), usage: vk::BufferUsageFlags::STORAGE_BUFFER, layout };
+    /// // SAFETY: the context is built on the renderer's device; `buffer` is that device's, as
+    /// // described, alive until unregistered and its frames are done.
+    /// let input = unsafe { ctx.register_input_buffer(frame) }?;
+    /// # let _ = input;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn register_input_buffer(&mut self, buffer: CallerBuffer) -> Result<InputId> {
         self.caller_buffer(Role::Input, buffer).map(InputId)
     }
@@ -324,6 +441,26 @@ impl NeuralFrameContext {
     ///
     /// # Safety
     /// As for [`register_input_image`](Self::register_input_image), for a buffer.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{CallerBuffer, NeuralFrameContext, PixelLayout};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, buffer: vk::Buffer) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.output_size();
+    /// let layout = PixelLayout::packed(width, height, vk::Format::B8G8R8A8_UNORM);
+    /// let result = CallerBuffer {
+    ///     buffer,
+    ///     size: layout.bytes(),
+    ///     usage: vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC,
+    ///     layout,
+    /// };
+    /// // SAFETY: the context is built on the renderer's device; `buffer` is that device's, as
+    /// // described, alive until unregistered and its frames are done.
+    /// let output = unsafe { ctx.register_output_buffer(result) }?;
+    /// # let _ = output;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn register_output_buffer(&mut self, buffer: CallerBuffer) -> Result<OutputId> {
         self.caller_buffer(Role::Output, buffer).map(OutputId)
     }
@@ -336,6 +473,23 @@ impl NeuralFrameContext {
     /// *timeline* semaphore of that device (binary semaphores cannot be told
     /// apart by Vulkan), alive until it is unregistered and the frames that wait
     /// on it are done.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{Error, NeuralFrameContext};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, device: &ash::Device) -> neural_frame::Result<()> {
+    /// let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+    /// let create = vk::SemaphoreCreateInfo::default().push_next(&mut type_info);
+    /// // SAFETY: `device` is the renderer's device, which the context is built on.
+    /// let rendered = unsafe { device.create_semaphore(&create, None) }
+    ///     .map_err(|result| Error::Vulkan { call: "vkCreateSemaphore", result })?;
+    /// // SAFETY: a timeline semaphore of the context's device, destroyed only after it is
+    /// // unregistered and the frames that wait on it are done.
+    /// let rendered = unsafe { ctx.register_timeline(rendered) }?;
+    /// # let _ = rendered;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn register_timeline(&mut self, semaphore: vk::Semaphore) -> Result<TimelineId> {
         self.need_caller_device()?;
         if semaphore == vk::Semaphore::null() {
@@ -433,11 +587,56 @@ impl NeuralFrameContext {
 
     /// Imports an image the caller exported as an input. See [`ImageImport`] for
     /// the ownership transfers around each frame.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{ImageImport, MemoryImport, NeuralFrameContext};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, memory: MemoryImport) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.frame_size();
+    /// let import = ImageImport {
+    ///     memory, // the renderer's exported memory: see MemoryImport
+    ///     format: vk::Format::R8G8B8A8_UNORM,
+    ///     width,
+    ///     height,
+    ///     usage: vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST,
+    ///     tiling: vk::ImageTiling::OPTIMAL,
+    /// };
+    /// let input = match ctx.import_input_image(import) {
+    ///     Ok(input) => input,
+    ///     Err(failed) => {
+    ///         eprintln!("refused: {}", failed.error());
+    ///         return Ok(()); // `failed` drops here, and with it the descriptor
+    ///     }
+    /// };
+    /// # let _ = input;
+    /// # Ok(()) }
+    /// ```
     pub fn import_input_image(&mut self, import: ImageImport) -> Result<InputId, ImportError> {
         self.imported_image(Role::Input, import).map(InputId)
     }
 
-    /// Imports an image the caller exported as an output.
+    /// Imports an image the caller exported as an output (written in `GENERAL`
+    /// layout; see [`ImageImport`] for the ownership transfers).
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{ImageImport, MemoryImport, NeuralFrameContext};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, memory: MemoryImport) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.output_size();
+    /// let import = ImageImport {
+    ///     memory,
+    ///     format: vk::Format::R8G8B8A8_UNORM,
+    ///     width,
+    ///     height,
+    ///     usage: vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::SAMPLED,
+    ///     tiling: vk::ImageTiling::OPTIMAL,
+    /// };
+    /// let output = ctx.import_output_image(import)?;
+    /// # let _ = output;
+    /// # Ok(()) }
+    /// ```
     pub fn import_output_image(&mut self, import: ImageImport) -> Result<OutputId, ImportError> {
         self.imported_image(Role::Output, import).map(OutputId)
     }
@@ -508,12 +707,40 @@ impl NeuralFrameContext {
 
     /// Imports a linear buffer the caller exported as an input. Where the model
     /// takes it as it is, the buffer itself is the model's input (no pre pass).
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{BufferImport, MemoryImport, NeuralFrameContext, PixelLayout};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, memory: MemoryImport) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.frame_size();
+    /// let layout = PixelLayout::packed(width, height, vk::Format::R8G8B8A8_UNORM);
+    /// let import = BufferImport { memory, size: layout.bytes(), usage: vk::BufferUsageFlags::STORAGE_BUFFER, layout };
+    /// let input = ctx.import_input_buffer(import)?;
+    /// # let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// let stats = ctx.infer(input, output)?;
+    /// println!("pre pass: {}", if stats.pre_pass { "ran" } else { "none, the model read the buffer itself" });
+    /// # Ok(()) }
+    /// ```
     pub fn import_input_buffer(&mut self, import: BufferImport) -> Result<InputId, ImportError> {
         self.imported_buffer(Role::Input, import).map(InputId)
     }
 
     /// Imports a linear buffer the caller exported as an output. Where the model
     /// gives it as it is, the model writes the buffer itself (no post pass).
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{BufferImport, MemoryImport, NeuralFrameContext, PixelLayout};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, memory: MemoryImport) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.output_size();
+    /// let layout = PixelLayout::packed(width, height, vk::Format::R8G8B8A8_UNORM);
+    /// let import = BufferImport { memory, size: layout.bytes(), usage: vk::BufferUsageFlags::STORAGE_BUFFER, layout };
+    /// let output = ctx.import_output_buffer(import)?;
+    /// # let _ = output;
+    /// # Ok(()) }
+    /// ```
     pub fn import_output_buffer(&mut self, import: BufferImport) -> Result<OutputId, ImportError> {
         self.imported_buffer(Role::Output, import).map(OutputId)
     }
@@ -525,6 +752,20 @@ impl NeuralFrameContext {
     /// [`SemaphoreImport::semaphore_type`] states: a binary one is refused
     /// (its descriptor cannot be told apart by the importer: Vulkan gives no
     /// way, and NVIDIA's driver accepts it).
+    ///
+    /// ```no_run
+    /// use std::os::fd::OwnedFd;
+    /// use ash::vk;
+    /// use neural_frame::{DeviceIdentity, Frame, InputId, NeuralFrameContext, OutputId, SemaphoreImport};
+    ///
+    /// # fn f(ctx: &mut NeuralFrameContext, fd: OwnedFd, renderer: DeviceIdentity, input: InputId, output: OutputId)
+    /// # -> neural_frame::Result<()> {
+    /// // `fd` from vkGetSemaphoreFdKHR (OPAQUE_FD) on the renderer's "rendered" timeline.
+    /// let import = SemaphoreImport { fd, semaphore_type: vk::SemaphoreType::TIMELINE, origin: renderer };
+    /// let rendered = ctx.import_timeline(import)?;
+    /// ctx.submit(Frame::new(input, output).wait_for(rendered, 1))?;
+    /// # Ok(()) }
+    /// ```
     pub fn import_timeline(&mut self, import: SemaphoreImport) -> Result<TimelineId, ImportError> {
         let SemaphoreImport { fd, semaphore_type, origin } = import;
         let checks = check_semaphore_type(semaphore_type)
@@ -570,6 +811,19 @@ impl NeuralFrameContext {
     /// The context's "input consumed" and "output ready" timelines as file
     /// descriptors, for a caller on another device to import once and wait on
     /// with each ticket's value ([`SyncMode::Gpu`] only).
+    ///
+    /// ```no_run
+    /// use neural_frame::{ExportedTimelines, NeuralFrameContext, SyncMode};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// if ctx.sync_mode() == SyncMode::Gpu {
+    ///     let ExportedTimelines { input_consumed, output_ready } = ctx.export_timelines()?;
+    ///     // Send both descriptors to the renderer (SCM_RIGHTS), which imports each once
+    ///     // with vkImportSemaphoreFdKHR into a timeline semaphore of its own.
+    ///     # drop((input_consumed, output_ready));
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn export_timelines(&self) -> Result<ExportedTimelines> {
         self.need_gpu_sync()?;
         let t = &self.res.timelines;
@@ -586,6 +840,16 @@ impl NeuralFrameContext {
 
     /// The physical device and driver the context runs on, as an exporter
     /// must match them.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, format_uuid};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let here = ctx.device_identity();
+    /// let (device, driver) = (format_uuid(&here.device_uuid), format_uuid(&here.driver_uuid));
+    /// println!("exporters must be on device {device}, driver {driver}");
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn device_identity(&self) -> DeviceIdentity {
         let info = self.res.device.info();
         DeviceIdentity { device_uuid: info.uuid_bytes, driver_uuid: info.driver_uuid_bytes }
@@ -608,18 +872,48 @@ impl NeuralFrameContext {
 
     /// Unregisters an input. A frame in flight that uses it keeps it alive until
     /// it is done; the handle is refused from now on.
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, NeuralFrameContext};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.submit(Frame::new(input, output))?;
+    /// ctx.unregister_input(input)?; // at once: the frame in flight keeps it until it is done
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn unregister_input(&mut self, input: InputId) -> Result<()> {
         self.res.registry.input(input)?;
         self.unregister(input.0, false)
     }
 
     /// Unregisters an output (kept alive for its frames in flight, like an input).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.unregister_output(output)?;
+    /// assert!(ctx.readback(output).is_err()); // the handle is refused from now on
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn unregister_output(&mut self, output: OutputId) -> Result<()> {
         self.res.registry.output(output)?;
         self.unregister(output.0, false)
     }
 
     /// Unregisters a timeline (kept until the frames in flight are done).
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, TimelineId};
+    ///
+    /// # fn f(ctx: &mut NeuralFrameContext, rendered: TimelineId) -> neural_frame::Result<()> {
+    /// ctx.unregister_timeline(rendered)?;
+    /// ctx.wait_all()?; // after this, the renderer may destroy the semaphore
+    /// # Ok(()) }
+    /// ```
     pub fn unregister_timeline(&mut self, timeline: TimelineId) -> Result<()> {
         self.res.registry.timeline(timeline)?;
         self.unregister(timeline.0, true)
@@ -648,6 +942,18 @@ impl NeuralFrameContext {
     /// Uploads tightly packed texels into an input image made by
     /// [`create_input_image`](Self::create_input_image), once the frames that
     /// read it have consumed it.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let (width, height) = ctx.frame_size();
+    /// let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// // RGBA8: 4 bytes a texel, rows of `width` texels without padding.
+    /// let grey = vec![128u8; (width * height * 4) as usize];
+    /// ctx.upload(input, &grey)?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn upload(&mut self, input: InputId, texels: &[u8]) -> Result<()> {
         if let Some(v) = self.ring.last_use(input.0.index) {
             let ticket = self.ticket(v);
@@ -660,6 +966,20 @@ impl NeuralFrameContext {
     /// Fills an output image made by [`create_output_image`](Self::create_output_image)
     /// with tightly packed texels (poisoning it before a test, say), once the
     /// frames that write it are done.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let (width, height) = ctx.output_size();
+    /// // Poison it, so that texels the frame does not write show.
+    /// ctx.upload_output(output, &[0xAB, 0xCD, 0xEF, 0x01].repeat((width * height) as usize))?;
+    /// ctx.infer(input, output)?;
+    /// let written = ctx.readback(output)?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn upload_output(&mut self, output: OutputId, texels: &[u8]) -> Result<()> {
         self.retire_through(self.ring.last_use(output.0.index))?;
         let reg = self.res.registry.output(output)?;
@@ -668,6 +988,19 @@ impl NeuralFrameContext {
 
     /// Reads an output image made by [`create_output_image`](Self::create_output_image)
     /// back as tightly packed texels, once the frames that write it are done.
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, NeuralFrameContext};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.submit(Frame::new(input, output))?;
+    /// let rgba = ctx.readback(output)?; // waits for the frame first
+    /// let (width, height) = ctx.output_size();
+    /// assert_eq!(rgba.len(), (width * height * 4) as usize);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn readback(&mut self, output: OutputId) -> Result<Vec<u8>> {
         self.retire_through(self.ring.last_use(output.0.index))?;
         let reg = self.res.registry.output(output)?;

@@ -23,17 +23,61 @@ pub(crate) struct Key {
 
 /// A registered input (image or buffer). Made only by the context's
 /// `create_input_image`, `register_input_*` and `import_input_*`.
+///
+/// A `Copy` handle: frames name it. It belongs to its context, and is refused
+/// once unregistered.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{ErrorKind, NeuralFrameContext};
+///
+/// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// let input = ctx.create_input_image(vk::Format::B8G8R8A8_UNORM)?;
+/// let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+/// ctx.infer(input, output)?;
+/// ctx.unregister_input(input)?;
+/// let stale = ctx.infer(input, output).expect_err("unregistered");
+/// assert_eq!(stale.kind(), ErrorKind::InvalidArgument);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct InputId(pub(crate) Key);
 
 /// A registered output (image or buffer). Made only by the context's
 /// `create_output_image`, `register_output_*` and `import_output_*`.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::NeuralFrameContext;
+///
+/// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+/// // Two outputs for one input: full precision and 8-bit, one frame each.
+/// let half = ctx.create_output_image(vk::Format::R16G16B16A16_SFLOAT)?;
+/// let rgba8 = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+/// ctx.infer(input, half)?;
+/// ctx.infer(input, rgba8)?;
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OutputId(pub(crate) Key);
 
 /// A registered timeline semaphore of the caller's, to wait on in
 /// [`Frame::wait_for`](crate::Frame::wait_for). Made only by the context's
 /// `register_timeline` and `import_timeline`.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId};
+///
+/// # fn renderer(ctx: &mut NeuralFrameContext, rendered: vk::Semaphore, input: InputId, output: OutputId)
+/// # -> neural_frame::Result<()> {
+/// // SAFETY: `rendered` is a timeline semaphore of the renderer's device, which the
+/// // context is built on, alive until unregistered and its frames are done.
+/// let rendered = unsafe { ctx.register_timeline(rendered) }?;
+/// ctx.submit(Frame::new(input, output).wait_for(rendered, 1))?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TimelineId(pub(crate) Key);
 

@@ -15,7 +15,23 @@ use crate::onnx::runtime;
 use crate::vulkan::device::BorrowedDevice;
 use crate::vulkan::{AdapterInfo, Device, Instance, InstanceOptions};
 
-/// How the backend was chosen, for reports.
+/// How the backend was chosen, for reports
+/// ([`NeuralFrameContext::report`](crate::NeuralFrameContext::report)). It
+/// serialises (serde) for machine-readable output.
+///
+/// ```no_run
+/// use neural_frame::{Backend, NeuralFrameContext};
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").backend(Backend::Auto).frame_size(960, 540).build()?;
+/// let report = ctx.report();
+/// match (&report.cuda_device, &report.fallback_reason) {
+///     (Some(cuda), _) => println!("CUDA backend: {} with {cuda}", report.vulkan_device),
+///     (None, Some(why)) => println!("CPU backend on {} because {why}", report.vulkan_device),
+///     (None, None) => println!("CPU backend, as asked ({:?})", report.requested),
+/// }
+/// println!("ONNX Runtime {} ({})", report.runtime.version, report.runtime.providers.join(", "));
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct BackendReport {
     /// What was asked for.
@@ -127,26 +143,43 @@ fn pair_cuda(device: &Arc<Device>, runtime: &RuntimeInfo) -> Result<Arc<CudaDevi
 }
 
 /// The Vulkan devices a context can run on with `backend`: every suitable one,
-/// and on the CUDA backend (and `auto`, where CUDA is present) only those with a
-/// CUDA device of the same UUID. For running one context per GPU.
+/// and on the CUDA backend (and `auto`, where CUDA has devices) only those with a
+/// CUDA device of the same UUID. For running one context per GPU. On the CUDA
+/// backend without CUDA it fails with the reason ([`ErrorKind::ProviderUnavailable`](crate::ErrorKind)).
 ///
 /// ```no_run
-/// for d in neural_frame::suitable_devices(neural_frame::Backend::Cuda)? {
-///     println!("{d}");
-/// }
+/// use neural_frame::{Backend, DeviceSelector, NeuralFrameContext};
+///
+/// let contexts = neural_frame::suitable_devices(Backend::Cuda)?
+///     .into_iter()
+///     .map(|d| {
+///         println!("{d}");
+///         NeuralFrameContext::builder("models/upscale.onnx")
+///             .backend(Backend::Cuda)
+///             .device(DeviceSelector::Uuid(d.uuid_bytes))
+///             .frame_size(960, 540)
+///             .build()
+///     })
+///     .collect::<neural_frame::Result<Vec<_>>>()?;
+/// # let _ = contexts;
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 pub fn suitable_devices(backend: Backend) -> Result<Vec<AdapterInfo>> {
     let instance = Instance::new(&InstanceOptions::default())?;
     let list = crate::vulkan::adapter::enumerate(&instance)?;
-    let cuda_uuids: Vec<[u8; 16]> = match backend {
-        Backend::Cpu => Vec::new(),
-        _ => cuda::devices().map(|d| d.into_iter().map(|d| d.uuid).collect()).unwrap_or_default(),
+    // None: any suitable device. The CUDA backend insists on a CUDA twin (no CUDA is an
+    // error); `auto` filters by CUDA only where CUDA has devices.
+    let cuda_uuids: Option<Vec<[u8; 16]>> = match backend {
+        Backend::Cpu => None,
+        Backend::Cuda => Some(cuda::devices()?.into_iter().map(|d| d.uuid).collect()),
+        Backend::Auto => {
+            cuda::devices().ok().map(|d| d.into_iter().map(|d| d.uuid).collect::<Vec<_>>()).filter(|u| !u.is_empty())
+        }
     };
     let chosen: Vec<AdapterInfo> = list
         .iter()
         .filter(|(_, info)| info.unsuitable.is_none())
-        .filter(|(_, info)| backend == Backend::Cpu || cuda_uuids.is_empty() || cuda_uuids.contains(&info.uuid_bytes))
+        .filter(|(_, info)| cuda_uuids.as_ref().is_none_or(|u| u.contains(&info.uuid_bytes)))
         .map(|(_, info)| info.clone())
         .collect();
     if chosen.is_empty() {

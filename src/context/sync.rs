@@ -6,7 +6,27 @@ use serde::Serialize;
 
 use crate::context::registry::{InputId, OutputId, TimelineId};
 
-/// How frames are handed between the caller and the context.
+/// How frames are handed between the caller and the context
+/// ([`NeuralFrameContext::sync_mode`](crate::NeuralFrameContext::sync_mode)).
+///
+/// ```no_run
+/// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, Submitted, SyncMode, TimelineId};
+///
+/// # fn frame(ctx: &mut NeuralFrameContext, input: InputId, output: OutputId, rendered: TimelineId, n: u64)
+/// # -> neural_frame::Result<()> {
+/// let frame = match ctx.sync_mode() {
+///     // The context's GPU waits for the renderer's "rendered = n".
+///     SyncMode::Gpu => Frame::new(input, output).wait_for(rendered, n),
+///     // The renderer has waited for its own fence: the input is written.
+///     SyncMode::Host => Frame::new(input, output),
+/// };
+/// if let Submitted::Frame(ticket) = ctx.submit(frame)? {
+///     if ctx.sync_mode() == SyncMode::Host {
+///         ctx.wait(&ticket)?; // completion comes through the host
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SyncMode {
@@ -30,6 +50,16 @@ pub enum SyncMode {
 }
 
 /// A point on one of the caller's timelines: reached when `timeline` is at `value` or beyond.
+///
+/// ```no_run
+/// use neural_frame::{Frame, InputId, OutputId, SyncPoint, TimelineId};
+///
+/// # fn frame(input: InputId, output: OutputId, rendered: TimelineId) {
+/// let frame = Frame::new(input, output).wait_for(rendered, 7);
+/// assert_eq!(frame.wait, Some(SyncPoint { timeline: rendered, value: 7 }));
+/// assert_eq!(frame.output_free, None);
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyncPoint {
     /// The timeline, as registered with the context.
@@ -67,15 +97,55 @@ pub struct Frame {
 impl Frame {
     /// A frame from `input` to `output` that waits for nothing (the input's
     /// writes are complete, and the output is free, when `submit` is called).
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{Frame, NeuralFrameContext, Submitted};
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.upload(input, &vec![90; 960 * 540 * 4])?; // complete when it returns
+    /// if let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? {
+    ///     ctx.wait(&ticket)?;
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn new(input: InputId, output: OutputId) -> Self {
         Self { input, output, wait: None, output_free: None }
     }
-    /// Waits on the GPU for `timeline` to reach `value` before reading the input.
+    /// Waits on the GPU for `timeline` to reach `value` before reading the input
+    /// ([`SyncMode::Gpu`] only).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, TimelineId};
+    ///
+    /// # fn frame(ctx: &mut NeuralFrameContext, input: InputId, output: OutputId, rendered: TimelineId, n: u64)
+    /// # -> neural_frame::Result<()> {
+    /// // The renderer's submission that draws into `input` signals `rendered = n`;
+    /// // it was made before this call (on a shared queue, it must be).
+    /// ctx.submit(Frame::new(input, output).wait_for(rendered, n))?;
+    /// # Ok(()) }
+    /// ```
     pub fn wait_for(mut self, timeline: TimelineId, value: u64) -> Self {
         self.wait = Some(SyncPoint { timeline, value });
         self
     }
-    /// Waits on the GPU for `timeline` to reach `value` before writing the output.
+    /// Waits on the GPU for `timeline` to reach `value` before writing the output
+    /// ([`SyncMode::Gpu`] only).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, TimelineId};
+    ///
+    /// # fn frame(ctx: &mut NeuralFrameContext, input: InputId, outputs: [OutputId; 2], rendered: TimelineId,
+    /// #     presented: TimelineId, n: u64) -> neural_frame::Result<()> {
+    /// // Two outputs in turn: frame n writes the output frame n - 2 wrote, once the
+    /// // renderer signalled `presented = n - 2` after it read that result.
+    /// let frame = Frame::new(input, outputs[n as usize % 2]).wait_for(rendered, n);
+    /// let frame = if n > 2 { frame.output_free_after(presented, n - 2) } else { frame };
+    /// ctx.submit(frame)?;
+    /// # Ok(()) }
+    /// ```
     pub fn output_free_after(mut self, timeline: TimelineId, value: u64) -> Self {
         self.output_free = Some(SyncPoint { timeline, value });
         self
@@ -90,6 +160,28 @@ impl Frame {
 /// `vkQueueSubmit` as it is. With import by file descriptor, the caller imports
 /// [`NeuralFrameContext::export_timelines`](crate::NeuralFrameContext::export_timelines)
 /// once and waits on its own copy for the same `value`.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::Ticket;
+///
+/// # fn renderer(device: &ash::Device, queue: vk::Queue, present: vk::CommandBuffer, ticket: Ticket)
+/// # -> Result<(), vk::Result> {
+/// // The renderer's pass that reads the result waits for it on the GPU.
+/// let ready = ticket.output_ready();
+/// let (semaphores, values) = ([ready.semaphore], [ready.value]);
+/// let stages = [vk::PipelineStageFlags::FRAGMENT_SHADER];
+/// let cmds = [present];
+/// let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
+/// let submit = vk::SubmitInfo::default()
+///     .wait_semaphores(&semaphores)
+///     .wait_dst_stage_mask(&stages)
+///     .command_buffers(&cmds)
+///     .push_next(&mut timeline);
+/// // SAFETY: `present` is recorded and not pending; the renderer holds its queue lock.
+/// unsafe { device.queue_submit(queue, &[submit], vk::Fence::null()) }
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignalPoint {
     /// The context's timeline semaphore.
@@ -100,6 +192,23 @@ pub struct SignalPoint {
 
 /// A frame in flight. Made only by [`submit`](crate::NeuralFrameContext::submit);
 /// it names its context, so another context refuses it.
+///
+/// ```no_run
+/// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, Submitted};
+///
+/// # fn frames(ctx: &mut NeuralFrameContext, input: InputId, output: OutputId) -> neural_frame::Result<()> {
+/// let mut tickets = Vec::new();
+/// for _ in 0..3 {
+///     if let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? {
+///         tickets.push(ticket);
+///     }
+/// }
+/// for ticket in &tickets {
+///     let stats = ctx.wait(ticket)?;
+///     println!("frame {}: {:.2} ms", ticket.value(), stats.latency_ms);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ticket {
     pub(crate) context: u64,
@@ -110,20 +219,76 @@ pub struct Ticket {
 
 impl Ticket {
     /// The frame's number on the context's timelines (1, 2, 3, …).
+    ///
+    /// ```no_run
+    /// # use neural_frame::{Frame, NeuralFrameContext, Submitted};
+    /// # fn f(ctx: &mut NeuralFrameContext, input: neural_frame::InputId, output: neural_frame::OutputId)
+    /// # -> neural_frame::Result<()> {
+    /// if let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? {
+    ///     // The value both signal points reach.
+    ///     assert_eq!(ticket.output_ready().value, ticket.value());
+    ///     assert_eq!(ctx.wait(&ticket)?.ticket, ticket.value());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn value(&self) -> u64 {
         self.value
     }
     /// Reached when the context has read the input: the caller may overwrite it.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::Ticket;
+    ///
+    /// # fn renderer(device: &ash::Device, ticket: Ticket) -> Result<(), vk::Result> {
+    /// // On the host (the renderer would rather wait in its next vkQueueSubmit):
+    /// let consumed = ticket.input_consumed();
+    /// let (semaphores, values) = ([consumed.semaphore], [consumed.value]);
+    /// let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+    /// // SAFETY: the semaphore is the context's, on the renderer's device (bring your own device).
+    /// unsafe { device.wait_semaphores(&info, 1_000_000_000) }?; // then draw into the input again
+    /// # Ok(()) }
+    /// ```
     pub fn input_consumed(&self) -> SignalPoint {
         SignalPoint { semaphore: self.input_consumed, value: self.value }
     }
     /// Reached when the output is written: the caller may read it.
+    ///
+    /// ```no_run
+    /// # use neural_frame::{Frame, NeuralFrameContext, Submitted};
+    /// # fn f(ctx: &mut NeuralFrameContext, input: neural_frame::InputId, output: neural_frame::OutputId)
+    /// # -> neural_frame::Result<()> {
+    /// if let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? {
+    ///     let ready = ticket.output_ready();
+    ///     // Wait for (ready.semaphore, ready.value) in the renderer's vkQueueSubmit
+    ///     // (vk::TimelineSemaphoreSubmitInfo), before the pass that reads `output`.
+    ///     println!("output ready at {:?} = {}", ready.semaphore, ready.value);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn output_ready(&self) -> SignalPoint {
         SignalPoint { semaphore: self.output_ready, value: self.value }
     }
 }
 
 /// What [`submit`](crate::NeuralFrameContext::submit) did.
+///
+/// ```no_run
+/// use neural_frame::{BackPressure, Frame, NeuralFrameContext, Submitted};
+/// use ash::vk;
+///
+/// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .frame_size(960, 540)
+///     .back_pressure(BackPressure::Skip) // never stall the render loop
+///     .build()?;
+/// # let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+/// # let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+/// match ctx.submit(Frame::new(input, output))? {
+///     Submitted::Frame(ticket) => println!("frame {} on its way", ticket.value()),
+///     Submitted::Skipped => println!("every slot busy: frame dropped ({} so far)", ctx.skipped()),
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Submitted {
     /// The frame is on its way.
@@ -136,6 +301,25 @@ pub enum Submitted {
 /// ([`NeuralFrameContext::export_timelines`](crate::NeuralFrameContext::export_timelines)):
 /// import each once as a timeline semaphore (`vkImportSemaphoreFdKHR`, or
 /// `cuImportExternalSemaphore`) and wait on it for a ticket's value.
+///
+/// ```no_run
+/// use std::os::fd::IntoRawFd;
+/// use ash::vk;
+/// use neural_frame::NeuralFrameContext;
+///
+/// # fn renderer(ctx: &NeuralFrameContext, semaphore_fd: &ash::khr::external_semaphore_fd::Device,
+/// #     output_ready: vk::Semaphore) -> Result<(), Box<dyn std::error::Error>> {
+/// let exported = ctx.export_timelines()?;
+/// // `output_ready`: a timeline semaphore the renderer created to receive the context's.
+/// let info = vk::ImportSemaphoreFdInfoKHR::default()
+///     .semaphore(output_ready)
+///     .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD)
+///     .fd(exported.output_ready.into_raw_fd()); // Vulkan owns it once the import succeeds
+/// // SAFETY: `output_ready` is an unused timeline semaphore of the device `semaphore_fd` was loaded for.
+/// unsafe { semaphore_fd.import_semaphore_fd(&info) }?;
+/// // From now on, each ticket's output_ready().value is waited for on `output_ready`.
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ExportedTimelines {
     /// Reaches a frame's value when its input has been read.
@@ -147,6 +331,24 @@ pub struct ExportedTimelines {
 /// Times of one frame, in milliseconds. GPU times come from Vulkan timestamp
 /// queries and CUDA events; `NaN` where there are none (no pass ran, the device
 /// has no timestamps, or the frame's times were no longer kept).
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::NeuralFrameContext;
+///
+/// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// # let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+/// # let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+/// let stats = ctx.infer(input, output)?;
+/// println!(
+///     "frame {} in slot {}: pre {:.2} ms, model {:.2} ms, post {:.2} ms, {:.2} ms in all",
+///     stats.ticket, stats.slot, stats.pre_ms, stats.infer_ms, stats.post_ms, stats.latency_ms
+/// );
+/// if stats.pre_ms.is_nan() {
+///     println!("(the device writes no timestamps)");
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FrameStats {
     /// The frame's ticket value.

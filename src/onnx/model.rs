@@ -6,7 +6,17 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-/// The tensor layouts the pipeline converts to and from.
+/// The tensor layouts the pipeline converts to and from: a model's
+/// [`ModelContract::input`] and [`ModelContract::output`].
+///
+/// ```
+/// use neural_frame::TensorKind;
+///
+/// // A 960×540 frame as the model's input tensor, and its size in bytes.
+/// assert_eq!(TensorKind::NchwF32.shape(960, 540), [1, 3, 540, 960]);
+/// assert_eq!(TensorKind::NchwF32.bytes(960, 540), 960 * 540 * 3 * 4);
+/// assert_eq!(TensorKind::NhwcU8.describe(), "NHWC RGBA u8");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum TensorKind {
     /// `[1, 3, H, W]` f32, RGB in [0, 1].
@@ -19,6 +29,12 @@ pub enum TensorKind {
 
 impl TensorKind {
     /// The tensor's shape for a W×H image.
+    ///
+    /// ```
+    /// use neural_frame::TensorKind;
+    /// assert_eq!(TensorKind::NchwF16.shape(640, 360), [1, 3, 360, 640]);
+    /// assert_eq!(TensorKind::NhwcU8.shape(640, 360), [1, 360, 640, 4]);
+    /// ```
     pub fn shape(self, width: u32, height: u32) -> [i64; 4] {
         let (w, h) = (width as i64, height as i64);
         match self {
@@ -28,6 +44,13 @@ impl TensorKind {
     }
 
     /// The tensor's size in bytes for a W×H image.
+    ///
+    /// ```
+    /// use neural_frame::TensorKind;
+    /// assert_eq!(TensorKind::NchwF32.bytes(2, 2), 2 * 2 * 3 * 4);
+    /// assert_eq!(TensorKind::NchwF16.bytes(2, 2), 2 * 2 * 3 * 2);
+    /// assert_eq!(TensorKind::NhwcU8.bytes(2, 2), 2 * 2 * 4);
+    /// ```
     pub fn bytes(self, width: u32, height: u32) -> u64 {
         let px = width as u64 * height as u64;
         match self {
@@ -38,6 +61,13 @@ impl TensorKind {
     }
 
     /// The buffer size the shaders need: whole 32-bit words.
+    ///
+    /// ```
+    /// use neural_frame::TensorKind;
+    /// // 3×3 pixels of f16 RGB are 54 bytes, rounded up to 14 words.
+    /// assert_eq!(TensorKind::NchwF16.bytes(3, 3), 54);
+    /// assert_eq!(TensorKind::NchwF16.buffer_bytes(3, 3), 56);
+    /// ```
     pub fn buffer_bytes(self, width: u32, height: u32) -> u64 {
         self.bytes(width, height).div_ceil(4) * 4
     }
@@ -53,6 +83,10 @@ impl TensorKind {
     }
 
     /// A short name for reports.
+    ///
+    /// ```
+    /// assert_eq!(neural_frame::TensorKind::NchwF32.describe(), "NCHW RGB f32");
+    /// ```
     pub fn describe(self) -> &'static str {
         match self {
             Self::NchwF32 => "NCHW RGB f32",
@@ -62,7 +96,20 @@ impl TensorKind {
     }
 }
 
-/// Where a contract's scale came from.
+/// Where a contract's scale came from ([`ModelContract::scale_source`]).
+///
+/// ```no_run
+/// use neural_frame::{NeuralFrameContext, ScaleSource};
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// let contract = ctx.contract();
+/// if contract.scale_source == ScaleSource::Metadata {
+///     // Dynamic shapes: the ×N came from the model's `scale` metadata, and the
+///     // first frame is what checks it.
+///     println!("the model says it scales ×{}", contract.scale);
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScaleSource {
@@ -73,7 +120,22 @@ pub enum ScaleSource {
     Metadata,
 }
 
-/// What the pipeline needs to know about a model.
+/// What the pipeline needs to know about a model: its one input and one
+/// output, their layouts, and the scale between them
+/// ([`NeuralFrameContext::contract`](crate::NeuralFrameContext::contract)).
+///
+/// ```no_run
+/// use neural_frame::NeuralFrameContext;
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// let c = ctx.contract();
+/// println!("{} ({}) -> {} ({}), ×{}", c.input_name, c.input.describe(), c.output_name, c.output.describe(), c.scale);
+/// assert_eq!(ctx.output_size(), (960 * c.scale, 540 * c.scale));
+/// if let Some((w, h)) = c.fixed_size {
+///     println!("the model takes only {w}×{h} frames");
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModelContract {
     /// The input's name.

@@ -12,12 +12,18 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::onnx::model::{self, ModelContract};
 
-/// How cuDNN picks convolution algorithms (CUDA backend only).
+/// How cuDNN picks convolution algorithms (CUDA backend only; the CPU backend
+/// ignores it).
 ///
-/// ```
+/// ```no_run
 /// use neural_frame::{ConvSearch, NeuralFrameContext};
-/// let builder = NeuralFrameContext::builder("models/upscale.onnx").conv_search(ConvSearch::Exhaustive);
-/// # let _ = builder;
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+///     .conv_search(ConvSearch::Exhaustive) // slower first frame, sometimes faster after
+///     .frame_size(960, 540)
+///     .build()?;
+/// assert_eq!(ctx.tuning().conv_search, ConvSearch::Exhaustive);
+/// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -61,7 +67,22 @@ pub(crate) struct SessionConfig {
 }
 
 /// Checks that `path` is a model file this process can read: it exists, is
-/// not a directory, and opens for reading. Each case has its own message.
+/// not a directory, and opens for reading. Each case has its own message, of
+/// kind [`ErrorKind::ModelContract`](crate::ErrorKind::ModelContract). It
+/// does not parse the model: [`ContextBuilder::build`](crate::ContextBuilder::build) does.
+///
+/// ```
+/// use std::path::Path;
+/// use neural_frame::{ErrorKind, check_model_file};
+///
+/// check_model_file(Path::new("models/test/tiny-x2-f32.onnx"))?;
+/// let missing = check_model_file(Path::new("models/no-such-model.onnx")).expect_err("no such file");
+/// assert_eq!(missing.kind(), ErrorKind::ModelContract);
+/// assert!(missing.to_string().contains("no such file"), "{missing}");
+/// let dir = check_model_file(Path::new("models")).expect_err("a directory");
+/// assert!(dir.to_string().contains("is a directory"), "{dir}");
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 pub fn check_model_file(path: &Path) -> Result<()> {
     let model_err = |message: String| Error::ModelContract { model: path.display().to_string(), message };
     match std::fs::metadata(path) {

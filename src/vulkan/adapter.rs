@@ -15,7 +15,23 @@ pub(crate) const REQUIRED_EXTENSIONS: &[&CStr] = &[ash::khr::external_memory_fd:
 /// Device extensions used when present (semaphore sharing with CUDA).
 pub(crate) const OPTIONAL_EXTENSIONS: &[&CStr] = &[ash::khr::external_semaphore_fd::NAME];
 
-/// What a physical device is, as the user sees it.
+/// What a physical device is, as the user sees it: from [`suitable_devices`](crate::suitable_devices),
+/// or [`BackendReport::vulkan_device`](crate::BackendReport::vulkan_device) of a context.
+/// `Display` gives a one-line summary: `#0 "NVIDIA H200" (discrete gpu, UUID …)`.
+///
+/// ```no_run
+/// use neural_frame::{Backend, NeuralFrameContext};
+///
+/// for d in neural_frame::suitable_devices(Backend::Cpu)? {
+///     println!("{d}: {} {}, Vulkan {}, driver UUID {}", d.driver_name, d.driver_info, d.api_version, d.driver_uuid);
+/// }
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// let d = &ctx.report().vulkan_device;
+/// if !d.external_semaphore_fd {
+///     println!("{} cannot share semaphores: {:?}", d.name, ctx.sync_mode());
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct AdapterInfo {
     /// Position in `vkEnumeratePhysicalDevices`.
@@ -56,7 +72,23 @@ impl fmt::Display for AdapterInfo {
     }
 }
 
-/// Which Vulkan device to use.
+/// Which Vulkan device to use ([`ContextBuilder::device`](crate::ContextBuilder::device)).
+///
+/// It parses from `auto`, a device index, or a `deviceUUID` (32 hex digits,
+/// dashes and a `GPU-` prefix optional, as `nvidia-smi -L` prints it), and
+/// displays as the error messages name it.
+///
+/// ```
+/// use neural_frame::DeviceSelector;
+///
+/// assert_eq!("auto".parse(), Ok(DeviceSelector::Auto));
+/// assert_eq!("1".parse(), Ok(DeviceSelector::Index(1)));
+/// let by_uuid: DeviceSelector = "GPU-73ca0102-0304-0506-0708-090a0b0c0d77".parse()?;
+/// assert_eq!(by_uuid, DeviceSelector::Uuid([0x73, 0xca, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0x77]));
+/// assert_eq!(by_uuid.to_string(), "UUID 73ca0102-0304-0506-0708-090a0b0c0d77");
+/// assert!("first".parse::<DeviceSelector>().is_err());
+/// # Ok::<(), String>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeviceSelector {
     /// The first suitable device, discrete GPUs first.

@@ -16,6 +16,18 @@ use crate::error::{Error, Result};
 use crate::onnx::TensorKind;
 
 /// Medians of the host round trip's parts (ms), or one frame's parts.
+///
+/// ```no_run
+/// use neural_frame::NeuralFrameContext;
+///
+/// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// let p = ctx.host_round_trip(input, output)?;
+/// let total = p.readback_ms + p.to_tensor_ms + p.run_ms + p.from_tensor_ms + p.upload_ms;
+/// println!("host round trip: {total:.1} ms, of which ONNX Runtime {:.1} ms", p.run_ms);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct HostParts {
     /// Image → host (copy to a staging buffer, wait, copy out).
@@ -84,6 +96,18 @@ fn host_image(kind: TensorKind, v: &[f32], input: &[u8], w: u32, h: u32, s: u32)
 impl NeuralFrameContext {
     /// One frame through the naive host round trip, from `input` into `output`
     /// (both made by the context), with the times of its parts.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let naive = ctx.host_round_trip(input, output)?;
+    /// let zero_copy = ctx.infer(input, output)?;
+    /// println!("model on host tensors {:.1} ms, zero-copy frame {:.1} ms", naive.run_ms, zero_copy.latency_ms);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn host_round_trip(&mut self, input: InputId, output: OutputId) -> Result<HostParts> {
         self.retire_all()?;
         let mut parts = HostParts::default();

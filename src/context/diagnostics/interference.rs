@@ -18,6 +18,11 @@ use crate::vulkan::command;
 use crate::vulkan::compute::{DescriptorSet, Resource};
 
 /// What runs beside the model in [`NeuralFrameContext::interference`].
+///
+/// ```
+/// use neural_frame::diagnostics::Load;
+/// assert_eq!(Load::ALL.first(), Some(&Load::Idle)); // the reference case comes first
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Load {
@@ -50,6 +55,14 @@ pub enum Load {
 
 impl Load {
     /// Every load, in the order measured.
+    ///
+    /// ```
+    /// use neural_frame::diagnostics::Load;
+    /// for load in Load::ALL {
+    ///     println!("{load:?}");
+    /// }
+    /// assert_eq!(Load::ALL.len(), 11);
+    /// ```
     pub const ALL: [Load; 11] = [
         Load::Idle,
         Load::RotateSlots,
@@ -76,6 +89,19 @@ impl Load {
 }
 
 /// The model's GPU time under one load (median ms).
+///
+/// ```no_run
+/// use neural_frame::NeuralFrameContext;
+///
+/// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// let probe = ctx.interference(input, output, 50)?;
+/// for case in &probe.cases {
+///     println!("{:?}: {:.2} ms", case.load, case.model_ms);
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct InterferenceCase {
     /// What ran beside the model.
@@ -86,6 +112,21 @@ pub struct InterferenceCase {
 
 /// The model's GPU time while Vulkan does different things (CUDA events, medians
 /// over back-to-back runs on slot 0's buffers): [`NeuralFrameContext::interference`].
+///
+/// ```no_run
+/// use neural_frame::NeuralFrameContext;
+/// use neural_frame::diagnostics::Load;
+///
+/// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// let probe = ctx.interference(input, output, 50)?;
+/// let idle = probe.cases.iter().find(|c| c.load == Load::Idle).map_or(f64::NAN, |c| c.model_ms);
+/// for case in &probe.cases {
+///     println!("{:?}: {:+.2} ms over idle ({} runs)", case.load, case.model_ms - idle, probe.runs);
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct Interference {
     /// Runs per case.
@@ -113,6 +154,18 @@ impl NeuralFrameContext {
     /// buffers, under each [`Load`] in turn: what Vulkan (or the CUDA stream's
     /// semaphore operations) do to the model while it runs. Per-run Vulkan work
     /// goes on the last slot's buffers and the given input and output.
+    /// The CUDA backend only; `input` and `output` are images.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let probe = ctx.interference(input, output, 100)?;
+    /// println!("{probe:#?}"); // or serialise it: Interference is serde::Serialize
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn interference(&mut self, input: InputId, output: OutputId, runs: usize) -> Result<Interference> {
         let Some(cuda_device) = self.res.engine.cuda_device().cloned() else {
             return Err(Error::InvalidArgument("interference is measured on the CUDA backend".into()));

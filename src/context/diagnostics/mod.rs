@@ -27,6 +27,18 @@ fn ms(d: Duration) -> f64 {
 
 /// Where one synchronous frame's time goes: when the host saw each step,
 /// in ms after `submit` began (spin-polled: microsecond resolution).
+///
+/// ```no_run
+/// use neural_frame::NeuralFrameContext;
+///
+/// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+/// let (_, t) = ctx.trace_frame(input, output)?;
+/// println!("to CUDA {:.3} ms, model {:.3} ms, back {:.3} ms",
+///     t.model_start_ms - t.input_ready_ms, t.model_end_ms - t.model_start_ms, t.frame_done_ms - t.model_end_ms);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct FrameTrace {
     /// `submit` returned.
@@ -47,6 +59,18 @@ impl NeuralFrameContext {
     /// Runs ONNX Runtime alone on slot 0's own buffers (no pre or post pass, no
     /// hand-off) and waits for it: the floor of the pipeline. With CUDA graphs on
     /// and slot 0's graph captured, the graph is what runs. Milliseconds, host clock.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let floor = ctx.run_model_only()?;
+    /// let frame = ctx.infer(input, output)?;
+    /// println!("the pipeline adds {:.2} ms to the model's {floor:.2} ms", frame.latency_ms - floor);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn run_model_only(&mut self) -> Result<f64> {
         self.retire_all()?;
         let res = &mut *self.res;
@@ -71,6 +95,18 @@ impl NeuralFrameContext {
 
     /// Runs one frame like [`infer`](Self::infer) and spin-polls the host for when
     /// each step of its hand-off happens (CUDA backend).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// let (stats, trace) = ctx.trace_frame(input, output)?;
+    /// let (submit, done) = (trace.submitted_ms, trace.frame_done_ms);
+    /// println!("frame {}: submit took {submit:.3} ms, done at {done:.3} ms", stats.ticket);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn trace_frame(&mut self, input: InputId, output: OutputId) -> Result<(FrameStats, FrameTrace)> {
         if !matches!(self.res.engine, Engine::Cuda(_)) {
             return Err(Error::InvalidArgument("frames are traced on the CUDA backend".into()));
@@ -117,6 +153,19 @@ impl NeuralFrameContext {
     }
 
     /// The model's input tensor as the last frame's slot holds it (tests, debugging).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.infer(input, output)?;
+    /// let tensor = ctx.read_input_tensor()?; // bytes, in the contract's input layout
+    /// let (w, h) = ctx.frame_size();
+    /// assert_eq!(tensor.len() as u64, ctx.contract().input.bytes(w, h));
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn read_input_tensor(&mut self) -> Result<Vec<u8>> {
         self.retire_all()?;
         let t = self.last_slot_tensors()?;
@@ -124,6 +173,19 @@ impl NeuralFrameContext {
     }
 
     /// The model's output tensor as the last frame's slot holds it, read through Vulkan (tests, debugging).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.infer(input, output)?;
+    /// let tensor = ctx.read_output_tensor()?;
+    /// let (w, h) = ctx.output_size();
+    /// assert_eq!(tensor.len() as u64, ctx.contract().output.bytes(w, h));
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn read_output_tensor(&mut self) -> Result<Vec<u8>> {
         self.retire_all()?;
         let t = self.last_slot_tensors()?;
@@ -132,6 +194,19 @@ impl NeuralFrameContext {
     }
 
     /// Fills every slot's output tensor memory with a 32-bit pattern (poisoning, in tests).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.poison_output_tensor(0xDEAD_BEEF)?;
+    /// ctx.infer(input, output)?;
+    /// let tensor = ctx.read_output_tensor()?;
+    /// assert!(!tensor.chunks_exact(4).any(|w| w == 0xDEAD_BEEFu32.to_ne_bytes()), "the model left words unwritten");
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn poison_output_tensor(&mut self, word: u32) -> Result<()> {
         self.retire_all()?;
         for slot in &self.res.slots {
@@ -144,6 +219,18 @@ impl NeuralFrameContext {
 
     /// Fills every slot's input and output tensor memory with a 32-bit pattern,
     /// so that a test can show that a frame never touched them.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// ctx.poison_slot_tensors(0x5A5A_5A5A)?;
+    /// // ... a frame whose model reads and writes the caller's buffers itself ...
+    /// for (input, output) in ctx.slot_tensors()? {
+    ///     assert!(input.iter().chain(&output).all(|&b| b == 0x5A), "a slot's tensor was touched");
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn poison_slot_tensors(&mut self, word: u32) -> Result<()> {
         self.retire_all()?;
         for slot in &self.res.slots {
@@ -155,7 +242,19 @@ impl NeuralFrameContext {
         Ok(())
     }
 
-    /// Every slot's input and output tensor bytes (tests).
+    /// Every slot's input and output tensor bytes (tests), one pair per slot.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// # let input = ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// # let output = ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM)?;
+    /// ctx.infer(input, output)?;
+    /// let tensors = ctx.slot_tensors()?;
+    /// assert_eq!(tensors.len(), ctx.slot_count());
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
     pub fn slot_tensors(&mut self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.retire_all()?;
         let mut out = Vec::new();
