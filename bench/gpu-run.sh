@@ -72,10 +72,10 @@ for what in "$@"; do
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       ;;
     bench)
-      step bench-fp32 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --no-host-round-trip --diagnose \
+      step bench-fp32 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --diagnose \
         --json-file "$OUT/bench-fp32.json"
       step bench-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 --frames 200 \
-        --no-host-round-trip --diagnose --prefer-nhwc --cuda-graph --post-wait host --spin-wait \
+        --diagnose --prefer-nhwc --cuda-graph --post-wait host --spin-wait \
         --json-file "$OUT/bench-fp16.json"
       ;;
   esac

@@ -152,7 +152,7 @@ pub use vulkan::{AdapterInfo, DeviceSelector};
 /// The benchmark's probes and the tests' hooks (cargo feature `diagnostics`, on by default).
 #[cfg(feature = "diagnostics")]
 pub mod diagnostics {
-    pub use crate::context::diagnostics::{FrameTrace, HostParts, Interference, InterferenceCase, Load};
+    pub use crate::context::diagnostics::{FrameTrace, HostParts, HostPinned, Interference, InterferenceCase, Load};
 }
 
 /// Loads ONNX Runtime (once per process) the way contexts do: `explicit`, then

@@ -19,6 +19,7 @@ fn bench_reports_every_mode() {
             "8",
             "--warmup",
             "2",
+            "--host-naive",
             "--json",
         ],
         &[],
@@ -26,7 +27,10 @@ fn bench_reports_every_mode() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json(&o);
     let modes: Vec<&str> = r["modes"].as_array().expect("modes").iter().filter_map(|m| m["mode"].as_str()).collect();
-    assert_eq!(modes, ["ort-alone", "zero-copy sync", "zero-copy pipelined", "host round trip"]);
+    assert_eq!(modes, ["ort-alone", "zero-copy sync", "zero-copy pipelined", "host pinned", "host naive"]);
+    // The competent host path computes the zero-copy path's image (the bench checks it and says so).
+    assert_eq!(r["host_pinned_max_difference"], 0, "{r}");
+    assert!(r["host_naive_parts"]["run_ms"].as_f64().is_some_and(|v| v > 0.0), "{r}");
     for m in r["modes"].as_array().expect("modes") {
         assert!(m["median_ms"].as_f64().is_some_and(|v| v > 0.0), "{m}");
         assert!(m["fps"].as_f64().is_some_and(|v| v > 0.0), "{m}");
@@ -96,7 +100,6 @@ fn cuda_only_options_are_reported_and_diagnostics_say_they_need_cuda() {
             "6",
             "--warmup",
             "1",
-            "--no-host-round-trip",
             "--diagnose",
             "--cuda-graph",
             "--post-wait",
@@ -118,5 +121,6 @@ fn cuda_only_options_are_reported_and_diagnostics_say_they_need_cuda() {
     let frames = r["pipelined"]["frames"].as_array().expect("per-frame times");
     assert_eq!(frames.len(), 6);
     let modes: Vec<&str> = r["modes"].as_array().expect("modes").iter().filter_map(|m| m["mode"].as_str()).collect();
-    assert_eq!(modes, ["ort-alone", "zero-copy sync", "zero-copy pipelined"]);
+    assert_eq!(modes, ["ort-alone", "zero-copy sync", "zero-copy pipelined", "host pinned"]);
+    assert!(r["host_naive_parts"].is_null(), "the naive round trip runs only with --host-naive");
 }

@@ -7,7 +7,9 @@ mod common;
 use std::path::Path;
 
 use ash::vk;
-use common::pipeline::{Tolerance, check_backend, expected_image, max_diff, picture, reference_output};
+use common::pipeline::{
+    Tolerance, check_backend, check_host_pinned, expected_image, max_diff, picture, reference_output,
+};
 use neural_frame::{Backend, ErrorKind, NeuralFrameContext};
 
 fn check(model: &str, width: u32, height: u32, seed: u32) {
@@ -251,4 +253,9 @@ fn slow_consumer_meets_back_pressure() {
         (96, 64),
         12,
     );
+}
+
+#[test]
+fn host_pinned_frames_match_onnx_runtime() {
+    check_host_pinned(Backend::Cpu, "models/test/tiny-x2-f32.onnx", 37, 53);
 }

@@ -6,7 +6,7 @@ mod common;
 
 use ash::vk;
 use common::gpu;
-use common::pipeline::{Tolerance, check_backend, check_frames};
+use common::pipeline::{Tolerance, check_backend, check_frames, check_host_pinned};
 use neural_frame::{Backend, ContextBuilder, DeviceSelector, NeuralFrameContext, PostWait, format_uuid};
 
 fn cuda(model: &str, w: u32, h: u32, seed: u32, tol: Tolerance) {
@@ -161,4 +161,11 @@ fn cuda_graph_after_a_frame_size_change() {
         .build()
         .expect("context");
     across_resizes(ctx, vk::Format::R8G8B8A8_UNORM, 5);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn host_pinned_frames_on_cuda_match_cpu_reference() {
+    gpu();
+    check_host_pinned(Backend::Cuda, "models/test/tiny-x2-f32.onnx", 37, 53);
 }

@@ -240,9 +240,10 @@ enum Command {
         /// indices or UUIDs), frames distributed round-robin; reports per-device and total frames/s.
         #[arg(long)]
         devices: Option<String>,
-        /// Leave out the host round trip (it takes most of the benchmark's own time).
+        /// Also time the naive host round trip (a staging buffer per call, the tensor
+        /// built and converted on the CPU, ORT on host tensors): slow, kept as the path users start from.
         #[arg(long)]
-        no_host_round_trip: bool,
+        host_naive: bool,
         /// Also measure where the time goes (CUDA backend): a host-polled timeline of
         /// synchronous frames, and the model's GPU time while Vulkan is idle, waiting or busy.
         #[arg(long)]
@@ -393,7 +394,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             slots,
             input,
             devices,
-            no_host_round_trip,
+            host_naive,
             diagnose,
             serve,
             json_file,
@@ -415,7 +416,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             }
             #[cfg(not(feature = "diagnostics"))]
             {
-                let _ = (devices, no_host_round_trip, diagnose, json_file);
+                let _ = (devices, host_naive, diagnose, json_file);
                 anyhow::bail!(
                     "this neural-frame was built without its `diagnostics` feature, which `bench` needs (its probes): \
                      rebuild with the default features, or run `bench --serve`"
@@ -430,7 +431,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
                     warmup,
                     slots,
                     picture,
-                    host_round_trip: !no_host_round_trip,
+                    host_naive,
                     diagnose,
                 };
                 if let Some(list) = devices {

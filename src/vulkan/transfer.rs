@@ -333,3 +333,197 @@ unsafe fn full_barrier(device: &Device, cmd: vk::CommandBuffer) {
         )
     };
 }
+
+/// Host frames through persistent staging: two host-visible, coherent buffers
+/// (pinned system memory the GPU copies by DMA) allocated once, and the two copy
+/// command buffers recorded once — staging → input image, output image →
+/// staging — submitted each frame with timeline waits and signals, so a frame
+/// goes host → GPU → host with one host wait. The benchmark's "host pinned" path.
+#[cfg_attr(not(feature = "diagnostics"), allow(dead_code))]
+pub(crate) struct StagedImageCopies {
+    /// Leaked instead of destroyed when a copy never finishes (see `Drop`).
+    res: std::mem::ManuallyDrop<Staging>,
+    copy_in: vk::CommandBuffer,
+    copy_out: vk::CommandBuffer,
+    /// A copy-out was submitted and its fence not yet waited for.
+    pending: bool,
+    device: Arc<Device>,
+}
+
+/// What the copies use. Teardown order: the fence and the pool (its recorded
+/// command buffers) before the buffers they copy.
+struct Staging {
+    fence: super::sync::Fence,
+    /// Held for the command buffers allocated from it.
+    _pool: super::command::CommandPool,
+    upload: Buffer,
+    download: Buffer,
+}
+
+#[cfg_attr(not(feature = "diagnostics"), allow(dead_code))]
+impl StagedImageCopies {
+    /// Staging for `input` (written from the host) and `output` (read back).
+    ///
+    /// # Safety
+    /// Both images must be live images of `device` in `GENERAL` layout, owned by
+    /// the caller of the copies and alive for as long as this value submits them.
+    pub(crate) unsafe fn new(device: &Arc<Device>, input: &Image, output: &Image) -> Result<Self> {
+        let upload = staging(device, input.desc().packed_len())?;
+        let download = staging(device, output.desc().packed_len())?;
+        let pool = super::command::CommandPool::new(device)?;
+        let copy_in = pool.allocate()?;
+        let copy_out = pool.allocate()?;
+        // SAFETY: copy_in is a fresh command buffer of this device's pool.
+        unsafe { super::command::begin(device, copy_in) }?;
+        let before = image_barrier(
+            input.raw(),
+            vk::ImageLayout::GENERAL,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+            vk::AccessFlags::TRANSFER_WRITE,
+        );
+        let after = image_barrier(
+            input.raw(),
+            vk::ImageLayout::GENERAL,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::TRANSFER_WRITE,
+            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+        );
+        // SAFETY: copy_in is recording; the barrier names the live input image.
+        unsafe { barrier(device, copy_in, before) };
+        // SAFETY: copy_in is recording; the staging buffer holds the image's packed size.
+        unsafe {
+            device.raw().cmd_copy_buffer_to_image(
+                copy_in,
+                upload.raw(),
+                input.raw(),
+                vk::ImageLayout::GENERAL,
+                &[region(input)],
+            )
+        };
+        // SAFETY: as for the first barrier.
+        unsafe { barrier(device, copy_in, after) };
+        // SAFETY: copy_in is recording.
+        unsafe { super::command::end(device, copy_in) }?;
+
+        // SAFETY: copy_out is a fresh command buffer of this device's pool.
+        unsafe { super::command::begin(device, copy_out) }?;
+        let to_read = image_barrier(
+            output.raw(),
+            vk::ImageLayout::GENERAL,
+            vk::ImageLayout::GENERAL,
+            vk::AccessFlags::MEMORY_WRITE,
+            vk::AccessFlags::TRANSFER_READ,
+        );
+        // SAFETY: copy_out is recording; the barrier names the live output image.
+        unsafe { barrier(device, copy_out, to_read) };
+        // SAFETY: copy_out is recording; the staging buffer holds the image's packed size.
+        unsafe {
+            device.raw().cmd_copy_image_to_buffer(
+                copy_out,
+                output.raw(),
+                vk::ImageLayout::GENERAL,
+                download.raw(),
+                &[region(output)],
+            )
+        };
+        let to_host = vk::BufferMemoryBarrier::default()
+            .buffer(download.raw())
+            .size(vk::WHOLE_SIZE)
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED);
+        // SAFETY: copy_out is recording; the barrier names the live staging buffer.
+        unsafe {
+            device.raw().cmd_pipeline_barrier(
+                copy_out,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[to_host],
+                &[],
+            )
+        };
+        // SAFETY: copy_out is recording.
+        unsafe { super::command::end(device, copy_out) }?;
+        let fence = super::sync::Fence::new(device)?;
+        let res = std::mem::ManuallyDrop::new(Staging { fence, _pool: pool, upload, download });
+        Ok(Self { res, copy_in, copy_out, pending: false, device: Arc::clone(device) })
+    }
+
+    /// The host frame that the next [`submit_in`](Self::submit_in) copies into the input image.
+    pub(crate) fn upload_mut(&mut self) -> Result<&mut [u8]> {
+        if self.pending {
+            return Err(Error::internal("the staging buffer is written while a frame is in flight"));
+        }
+        // SAFETY: no copy is pending (checked above); &mut self is the only host access.
+        unsafe { self.res.upload.mapped_mut() }.ok_or_else(|| Error::internal("staging buffer not mapped"))
+    }
+
+    /// The host frame that the last copy-out wrote, once [`wait_out`](Self::wait_out) saw it done.
+    pub(crate) fn download(&self) -> Result<&[u8]> {
+        if self.pending {
+            return Err(Error::internal("the staging buffer is read while a frame is in flight"));
+        }
+        // SAFETY: the copy-out into it has completed (its fence was waited for).
+        unsafe { self.res.download.mapped() }.ok_or_else(|| Error::internal("staging buffer not mapped"))
+    }
+
+    /// Submits staging → input image on queue 0, signalling `signal = value` when done.
+    ///
+    /// # Safety
+    /// `signal` must be a live timeline semaphore of this device whose value is below
+    /// `value`; the previous frame's copies must have completed ([`wait_out`](Self::wait_out)).
+    pub(crate) unsafe fn submit_in(&self, signal: vk::Semaphore, value: u64) -> Result<()> {
+        let (cmds, sems, values) = ([self.copy_in], [signal], [value]);
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+        let submit = vk::SubmitInfo::default().command_buffers(&cmds).signal_semaphores(&sems).push_next(&mut timeline);
+        // SAFETY: copy_in is executable and not pending (caller's contract); the semaphore is live.
+        unsafe { self.device.submit_to(0, &[submit], vk::Fence::null()) }
+    }
+
+    /// Submits output image → staging on queue 0 once `wait = value`, with the fence.
+    ///
+    /// # Safety
+    /// `wait` must be a live timeline semaphore of this device that reaches `value`
+    /// once the output image is written.
+    pub(crate) unsafe fn submit_out(&mut self, wait: vk::Semaphore, value: u64) -> Result<()> {
+        let (cmds, sems, values) = ([self.copy_out], [wait], [value]);
+        let stages = [vk::PipelineStageFlags::TRANSFER];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
+        let submit = vk::SubmitInfo::default()
+            .command_buffers(&cmds)
+            .wait_semaphores(&sems)
+            .wait_dst_stage_mask(&stages)
+            .push_next(&mut timeline);
+        // SAFETY: copy_out is executable and not pending (the last fence was waited for); the semaphore is live.
+        unsafe { self.device.submit_to(0, &[submit], self.res.fence.raw()) }?;
+        self.pending = true;
+        Ok(())
+    }
+
+    /// Waits (bounded) for the last copy-out. False on time-out.
+    pub(crate) fn wait_out(&mut self, timeout: std::time::Duration) -> Result<bool> {
+        if !self.pending {
+            return Ok(true);
+        }
+        let done = self.res.fence.wait_and_reset(timeout)?;
+        self.pending = !done;
+        Ok(done)
+    }
+}
+
+impl Drop for StagedImageCopies {
+    fn drop(&mut self) {
+        // A copy still pending must finish before its command buffer and buffers go;
+        // one that never does (a lost device) leaves them leaked, not destroyed in use.
+        if self.pending && !matches!(self.wait_out(std::time::Duration::from_secs(10)), Ok(true)) {
+            log::error!("a host-pinned copy did not finish in 10 s; its staging buffers are leaked");
+            return;
+        }
+        // SAFETY: nothing pending uses them (waited above), and `res` is not used after this.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.res) };
+    }
+}

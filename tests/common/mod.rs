@@ -17,15 +17,24 @@ pub fn bin() -> PathBuf {
     }
     let exe = std::env::current_exe().expect("the test knows its path");
     // target/<profile>/deps/<test> → target/<profile>/neural-frame
-    let path = exe.parent().and_then(|deps| deps.parent()).map(|dir| dir.join("neural-frame"));
-    match path {
-        Some(p) if p.is_file() => p,
-        _ => panic!(
-            "the neural-frame binary is not built beside {}: run `cargo test --workspace` (or `cargo build -p \
-             neural-frame-cli` with this profile first), or set NEURAL_FRAME_BIN",
-            exe.display()
-        ),
+    let deps = exe.parent().expect("the test's directory");
+    let path = deps.parent().map(|dir| dir.join("neural-frame")).filter(|p| p.is_file());
+    let build = "run `cargo test --workspace` (it builds the CLI package too), or set NEURAL_FRAME_BIN";
+    let Some(path) = path else { panic!("the neural-frame binary is not built beside {}: {build}", exe.display()) };
+    // A binary older than the library it links was built before the last library change:
+    // `cargo test -p neural-frame` (or `--test X`) does not rebuild the CLI package.
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let newest_lib = std::fs::read_dir(deps)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libneural_frame-")))
+        .filter_map(|p| modified(&p))
+        .max();
+    if let (Some(lib), Some(binary)) = (newest_lib, modified(&path)) {
+        assert!(binary >= lib, "{} is older than the library it is tested against: {build}", path.display());
     }
+    path
 }
 
 /// Runs the `neural-frame` binary with `args` and extra environment.

@@ -375,3 +375,31 @@ pub fn drop_in_flight(model: &str, backend: Backend, tune: Tune, rounds: u32) ->
     }
     (before, super::open_fds())
 }
+
+/// The benchmark's competent host path (`host_pinned_frame`: pinned staging in and out, one
+/// host wait) on `backend`, under the validation layer: two different frames in a row, each
+/// equal to ONNX Runtime's CPU run on its own pixels (the second's result must be its own,
+/// not the first's), and no validation errors.
+pub fn check_host_pinned(backend: Backend, model: &str, w: u32, h: u32) {
+    let mut ctx = NeuralFrameContext::builder(model)
+        .backend(backend)
+        .frame_size(w, h)
+        .validation(true)
+        .build()
+        .expect("context under the validation layer");
+    let contract = ctx.contract().clone();
+    let mut lane = ctx.host_pinned().expect("a host-pinned lane");
+    for seed in [11, 12] {
+        let rgba = picture(w, h, seed);
+        lane.input_mut().expect("staging").copy_from_slice(&rgba);
+        let stats = ctx.host_pinned_frame(&mut lane).expect("host-pinned frame");
+        assert!(stats.infer_ms > 0.0, "{stats:?}");
+        let reference = reference_output(Path::new(model), &contract, &rgba, w, h);
+        let want = expected_image(&contract, &reference, &rgba, w, h);
+        let got = lane.output().expect("read back").to_vec();
+        let (d, x, y, c) = max_diff(&got, &want, contract.scale * w);
+        assert!(d <= 1, "seed {seed}: ({x}, {y}) ch {c} differs by {d}");
+    }
+    ctx.close_host_pinned(lane).expect("closed");
+    assert_eq!(ctx.validation_errors(), 0, "the validation layer reported errors");
+}

@@ -1,13 +1,16 @@
 //! Probes for the benchmark and hooks for tests (cargo feature `diagnostics`,
 //! on by default): the model alone on a slot's buffers, a host-polled timeline
-//! of one frame, the model's GPU time under Vulkan load, the naive host round
-//! trip, and the slots' tensors read and poisoned.
+//! of one frame, the model's GPU time under Vulkan load, the host paths (the
+//! competent one through pinned staging, and the naive round trip), and the
+//! slots' tensors read and poisoned.
 
 mod host;
 mod interference;
+mod pinned;
 
 pub use host::HostParts;
 pub use interference::{Interference, InterferenceCase, Load};
+pub use pinned::HostPinned;
 
 use std::time::{Duration, Instant};
 
