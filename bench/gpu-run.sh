@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|setup|serve|serve-bench|bench ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -57,8 +57,11 @@ for what in "$@"; do
       step cuda-libraries 20 bash -c "ldconfig -p | grep -E 'libcublas|libcudnn[.]|libcufft[.]|libcurand[.]|libcudart[.]'"
       step preflight-3 120 .gpu-bin/neural-frame preflight --stage 3
       step upscale-file 120 .gpu-bin/upscale_file models/coffee.png "$OUT/upscale-file.png"
-      step preflight-3-hidden 120 unshare -m sh -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' sh \
-        .gpu-bin/neural-frame preflight --stage 3
+      # Hidden: the system's library cache (a private mount namespace) and every CUDA directory on
+      # LD_LIBRARY_PATH; cuDNN in /lib/x86_64-linux-gnu (a default directory) stays visible.
+      no_cuda_path="$(echo "$LD_LIBRARY_PATH" | tr : '\n' | grep -v cuda | paste -sd:)"
+      step preflight-3-hidden 120 env LD_LIBRARY_PATH="$no_cuda_path" unshare -m sh -c \
+        'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' sh .gpu-bin/neural-frame preflight --stage 3
       ;;
     ring)
       step ring 300 .gpu-bin/gpu_ring "${tests[@]}"
@@ -77,6 +80,17 @@ for what in "$@"; do
       step bench-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 --frames 200 \
         --diagnose --prefer-nhwc --cuda-graph --post-wait host --spin-wait \
         --json-file "$OUT/bench-fp16.json"
+      ;;
+    bench-1080)
+      step bench-fp16-1080p 300 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 1920x1080 \
+        --frames 100 --prefer-nhwc --cuda-graph --post-wait host --spin-wait --json-file "$OUT/bench-fp16-1080p.json"
+      ;;
+    torch)
+      # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
+      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
+        --json "$OUT/torch-540p.json"
+      step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
+        --frames 100 --json "$OUT/torch-1080p.json"
       ;;
   esac
 done

@@ -60,9 +60,9 @@ pub(crate) fn cuda_against_cpu(ordinal: i32) -> Result<ProviderRun> {
     let t = Instant::now();
     let mut cuda = builder()?
         .with_execution_providers([ep::CUDA::default().with_device_id(ordinal).build().error_on_failure()])
-        .map_err(|e| Error::ProviderUnavailable { reason: e.to_string() })?
+        .map_err(crate::onnx::runtime::provider_failure)?
         .commit_from_memory(TINY)
-        .map_err(|e| Error::ProviderUnavailable { reason: e.to_string() })?;
+        .map_err(crate::onnx::runtime::provider_failure)?;
     let register_ms = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
     let got = run(&mut cuda, "the CUDA provider").map_err(|e| match e {

@@ -197,3 +197,52 @@ fn available_providers() -> Result<Vec<String>> {
     let _ = unsafe { (api.ReleaseAvailableProviders)(list, n) };
     Ok(names)
 }
+
+/// The CUDA libraries onnxruntime-gpu 1.31.1's CUDA provider links (CUDA 13, cuDNN 9).
+#[cfg(feature = "cuda")]
+const CUDA_PROVIDER_LIBRARIES: [&str; 6] =
+    ["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcufft.so.12", "libcurand.so.10", "libcudnn.so.9"];
+
+/// The CUDA provider's registration error, trimmed, and — when it is a library that
+/// failed to load — every other library the provider needs that cannot be loaded
+/// either (the dynamic linker stops at the first), so one message names them all.
+#[cfg(feature = "cuda")]
+pub(crate) fn provider_failure(e: impl std::fmt::Display) -> Error {
+    let mut reason = e.to_string().trim_end().to_string();
+    if reason.contains("cannot open shared object file") {
+        let others: Vec<String> = CUDA_PROVIDER_LIBRARIES
+            .iter()
+            .filter(|lib| !reason.contains(*lib))
+            // SAFETY: probing a system library the provider itself would load; it is closed at once.
+            .filter_map(|lib| unsafe { libloading::Library::new(*lib) }.err())
+            // libloading's own text is "dlopen failed"; dlerror's, its source, names the library.
+            .map(|e| std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string()))
+            .collect();
+        if !others.is_empty() {
+            reason = format!("{reason}; not loadable either: {}", others.join("; "));
+        }
+    }
+    Error::ProviderUnavailable { reason }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod provider_tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_names_the_others_that_cannot_load() {
+        let first = "Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.13: cannot \
+                     open shared object file: No such file or directory\n";
+        let text = provider_failure(first).to_string();
+        assert!(text.contains("Missing: libcublasLt.so.13 (PyPI: nvidia-cublas)"), "{text}");
+        assert!(!text.contains("directory\n"), "the provider's message is trimmed: {text}");
+        for lib in CUDA_PROVIDER_LIBRARIES {
+            // SAFETY: probing whether a system library loads, as provider_failure does.
+            let loadable = unsafe { libloading::Library::new(lib) }.is_ok();
+            assert_eq!(text.contains(lib), !loadable || lib == "libcublasLt.so.13", "{lib}: {text}");
+        }
+        // Another failure is left as it is.
+        let other = provider_failure("CUDA driver version is insufficient").to_string();
+        assert!(!other.contains("not loadable"), "{other}");
+    }
+}

@@ -150,7 +150,7 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
             }
             builder = builder
                 .with_execution_providers([cuda.build().error_on_failure()])
-                .map_err(|e| Error::ProviderUnavailable { reason: e.to_string() })?;
+                .map_err(crate::onnx::runtime::provider_failure)?;
         }
     }
     let session = builder.commit_from_file(path).map_err(|e| {

@@ -96,8 +96,9 @@ impl NeuralFrameContext {
     /// One host frame: the staged input copied into the input image, the frame (pre
     /// pass, model, post pass) waiting on the GPU for that copy (on the host in
     /// [`SyncMode::Host`]), the output image
-    /// copied into staging once the frame's "output ready" is reached, and one host
-    /// wait for it all. Frames in flight are retired first.
+    /// copied into staging once the frame's "output ready" is reached (all three
+    /// queued before the host waits), then the host waits for the frame and the
+    /// copy. Frames in flight are retired first.
     ///
     /// ```no_run
     /// # let mut ctx = neural_frame::NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
@@ -131,10 +132,13 @@ impl NeuralFrameContext {
         let ready = ticket.output_ready();
         // SAFETY: the context's output timeline, which reaches the ticket's value once the post pass wrote the output.
         unsafe { lane.copies.submit_out(ready.semaphore, ready.value) }?;
+        // The copy-out is queued behind the frame on the GPU; `wait` retires the frame (and with
+        // PostWait::Host is what submits its post pass, so it must come before the copy's fence).
+        let stats = self.wait(&ticket)?;
         if !lane.copies.wait_out(self.frame_timeout)? {
             return Err(Error::Timeout { what: "a host-pinned frame's read-back".into(), waited: self.frame_timeout });
         }
-        self.wait(&ticket)
+        Ok(stats)
     }
 
     /// Releases a host-pinned lane: its copies, images and timeline.
