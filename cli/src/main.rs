@@ -520,24 +520,17 @@ fn python_onnx_runtime() -> Option<PathBuf> {
             if neural_frame::locate_onnx_runtime(None).is_ok() {
                 return None;
             }
+            // The package's capi/libonnxruntime.so.X.Y.Z, not its providers' libraries (the last name in order).
+            let find = "import onnxruntime, os, glob; d = os.path.join(os.path.dirname(onnxruntime.__file__), 'capi'); \
+                        print(sorted(f for f in glob.glob(os.path.join(d, 'libonnxruntime.so*')) \
+                        if 'providers' not in os.path.basename(f))[-1])";
             let out = std::process::Command::new("python3")
-                .args(["-c", "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))"])
+                .args(["-c", find])
                 .stderr(std::process::Stdio::null())
                 .output()
                 .ok()
                 .filter(|o| o.status.success())?;
-            let capi = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim()).join("capi");
-            let mut found: Vec<PathBuf> = std::fs::read_dir(&capi)
-                .ok()?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("libonnxruntime.so") && !n.contains("providers"))
-                })
-                .collect();
-            found.sort();
-            let library = found.pop()?;
+            let library = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
             log::info!("ONNX Runtime: the Python package's {}", library.display());
             Some(library)
         })

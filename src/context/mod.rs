@@ -4,7 +4,7 @@
 //! The parts, each in a file of its own: [`builder`] (what a context is made
 //! with), [`setup`] (instance, device, backend choice), [`ring`] (the slot
 //! state machine, pure), [`slots`] (a slot's buffers and device limits),
-//! [`registry`] and [`register`] (registered inputs, outputs and timelines),
+//! [`registry`], [`register`] and [`import`] (registered inputs, outputs and timelines),
 //! [`record`] (one frame's commands), [`frame`] (submit, retire, waits),
 //! [`passes`] (the compute pipelines), [`backend`] (CUDA or host), and, behind
 //! the `diagnostics` feature, the benchmark's probes.
@@ -15,6 +15,7 @@ pub(crate) mod builder;
 pub(crate) mod diagnostics;
 pub(crate) mod foreign;
 pub(crate) mod frame;
+pub(crate) mod import;
 pub(crate) mod passes;
 pub(crate) mod record;
 pub(crate) mod register;

@@ -13,6 +13,12 @@
 //!    with the CPU provider's. A provider that cannot load names each missing
 //!    CUDA library and the PyPI package that ships it.
 
+mod render;
+mod stage3;
+
+pub use render::render;
+pub use stage3::{Stage3, stage3};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -263,32 +269,6 @@ pub struct Stage2 {
     pub round_trip: Timing,
 }
 
-/// Stage 3's measurements.
-///
-/// Read from a [`Report`]; see [`Details`] for an example.
-#[derive(Debug, Clone, Serialize)]
-pub struct Stage3 {
-    /// The ONNX Runtime that was loaded.
-    pub runtime: crate::RuntimeInfo,
-    /// The Vulkan device.
-    pub vulkan_device: AdapterInfo,
-    /// The CUDA device it was paired with (by UUID), where the provider ran.
-    pub cuda_device: String,
-    /// Its ordinal.
-    pub cuda_ordinal: i32,
-    /// Creating a session with the CUDA provider: loading the provider library,
-    /// the CUDA runtime, cuBLAS and cuDNN.
-    pub register_ms: f64,
-    /// The first run (cuDNN loads its kernels then).
-    pub first_run_ms: f64,
-    /// Output values compared with the CPU provider's.
-    pub values: usize,
-    /// The largest |CUDA − CPU| among them.
-    pub max_abs_difference: f32,
-    /// The largest allowed (TF32 convolutions round to a 10-bit mantissa).
-    pub tolerance: f32,
-}
-
 /// The details of a stage that ran.
 ///
 /// ```no_run
@@ -470,63 +450,6 @@ pub fn run(stages: &[u8], options: &Options) -> Report {
         out.push(report);
     }
     Report { stages: out }
-}
-
-/// Stage 3: ONNX Runtime's CUDA provider registered on the CUDA device paired with the
-/// Vulkan device and run on a tiny built-in model (NCHW f32, ×2), compared with the
-/// CPU provider. Skipped ([`Error::CudaUnavailable`]) where there is no CUDA driver.
-///
-/// ```no_run
-/// let s3 = neural_frame::preflight::stage3(&Default::default())?;
-/// println!("ONNX Runtime {} on CUDA {}: registered in {:.0} ms", s3.runtime.version, s3.cuda_device, s3.register_ms);
-/// # Ok::<(), neural_frame::Error>(())
-/// ```
-#[cfg(feature = "cuda")]
-pub fn stage3(options: &Options) -> Result<Stage3> {
-    cuda::init()?;
-    let runtime = crate::onnx::runtime::load(options.ort_library.as_deref())?.clone();
-    log::debug!("stage 3: ONNX Runtime {} from {}", runtime.version, runtime.library.display());
-    if !runtime.providers.iter().any(|p| p == "CUDAExecutionProvider") {
-        return Err(Error::ProviderUnavailable {
-            reason: format!(
-                "{} (ONNX Runtime {}) has no CUDA provider, only {}: it is the CPU build; install onnxruntime-gpu",
-                runtime.library.display(),
-                runtime.version,
-                runtime.providers.join(", ")
-            ),
-        });
-    }
-    let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
-    let device = Device::new(&instance, options.device)?;
-    let cuda_device = cuda::CudaDevice::by_uuid(&device.info().uuid_bytes)?;
-    let (ordinal, name) = (cuda_device.info().ordinal, cuda_device.info().name.clone());
-    log::debug!("stage 3: registering the CUDA provider on CUDA {ordinal} \"{name}\"");
-    let run = crate::onnx::probe::cuda_against_cpu(ordinal)?;
-    Ok(Stage3 {
-        runtime,
-        vulkan_device: device.info().clone(),
-        cuda_device: name,
-        cuda_ordinal: ordinal,
-        register_ms: run.register_ms,
-        first_run_ms: run.first_run_ms,
-        values: run.values,
-        max_abs_difference: run.max_abs_difference,
-        tolerance: 1e-2 * run.max_abs_expected.max(1.0),
-    })
-}
-
-/// Stage 3 in a build without the `cuda` feature: skipped, saying so.
-///
-/// ```
-/// # #[cfg(not(feature = "cuda"))] {
-/// let e = neural_frame::preflight::stage3(&Default::default()).err().expect("no CUDA in this build");
-/// assert_eq!(e.kind(), neural_frame::ErrorKind::ProviderUnavailable);
-/// # }
-/// ```
-#[cfg(not(feature = "cuda"))]
-pub fn stage3(_options: &Options) -> Result<Stage3> {
-    // The stub's init always fails, with the reason (built without `cuda`).
-    cuda::init().and_then(|()| Err(Error::internal("the CUDA stub initialised")))
 }
 
 fn ms_since(t: Instant) -> f64 {
@@ -836,120 +759,6 @@ fn stream_idle(stream: &cuda::Stream, limit: std::time::Duration) -> Result<bool
     let end = cuda::Event::new(stream.device())?;
     end.record(stream)?;
     end.wait_timeout(limit)
-}
-
-/// The report as readable text.
-///
-/// ```no_run
-/// let report = neural_frame::preflight::run(&[], &Default::default());
-/// print!("{}", neural_frame::preflight::render(&report));
-/// ```
-pub fn render(report: &Report) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    for st in &report.stages {
-        let status = match st.status {
-            Status::Passed => "PASSED",
-            Status::Different => "FAILED (different)",
-            Status::Error => "FAILED",
-            Status::Skipped => "SKIPPED",
-        };
-        let _ = writeln!(s, "stage {}: {} — {status}", st.stage, st.name);
-        if let Some(r) = &st.reason {
-            let _ = writeln!(s, "  reason: {r}");
-        }
-        match &st.details {
-            Some(Details::Stage1(d)) => {
-                let _ = writeln!(
-                    s,
-                    "  device: {} ({}), driver {} {}",
-                    d.device.name, d.device.device_type, d.device.driver_name, d.device.driver_info
-                );
-                let _ = writeln!(s, "  UUID: {}", d.device.uuid);
-                let _ = writeln!(
-                    s,
-                    "  {}×{} RGBA8, {} bytes compared: {}",
-                    d.width,
-                    d.height,
-                    d.bytes_compared,
-                    if d.identical { "identical" } else { "DIFFERENT" }
-                );
-                let _ = writeln!(s, "  allocation: {}", if d.dedicated { "dedicated" } else { "not dedicated" });
-                let _ = writeln!(s, "  export (vkGetMemoryFdKHR): {:.3} ms", d.export_ms);
-                let _ = writeln!(s, "  import (create + allocate + bind on 2nd VkDevice): {:.3} ms", d.import_ms);
-                let _ = writeln!(
-                    s,
-                    "  GPU→CPU→GPU round trip: min {:.3} ms, median {:.3} ms ({} trials)",
-                    d.round_trip.min_ms, d.round_trip.median_ms, d.round_trip.trials
-                );
-                if let Some(v) = d.validation_errors {
-                    let _ = writeln!(s, "  validation errors: {v}");
-                }
-            }
-            Some(Details::Stage2(d)) => {
-                let _ = writeln!(
-                    s,
-                    "  paired: Vulkan #{} \"{}\" ↔ CUDA {} \"{}\" (UUID {})",
-                    d.vulkan_device.index, d.vulkan_device.name, d.cuda_ordinal, d.cuda_device, d.cuda_uuid
-                );
-                for (what, c) in [("image → mipmapped array", &d.image), ("linear buffer → device pointer", &d.buffer)]
-                {
-                    let _ = writeln!(
-                        s,
-                        "  {what}: import {:.3} ms, map {:.3} ms, copy {:.3} ms GPU / {:.3} ms host ({:.1} GB/s), {}",
-                        c.import_ms,
-                        c.map_ms,
-                        c.copy_gpu_ms,
-                        c.copy_host_ms,
-                        c.throughput_gb_s,
-                        if c.identical { "identical" } else { "DIFFERENT" }
-                    );
-                }
-                let _ = writeln!(
-                    s,
-                    "  image allocation: {}",
-                    if d.image_dedicated { "dedicated" } else { "not dedicated" }
-                );
-                let _ = writeln!(s, "  CUDA write through mapped buffer seen by Vulkan: {}", d.buffer_written_by_cuda);
-                let h = &d.semaphore;
-                let _ = writeln!(
-                    s,
-                    "  timeline semaphore Vulkan→CUDA→Vulkan ({} rounds, medians): Vulkan→CUDA {:.3} ms, CUDA→Vulkan {:.3} ms, round trip {:.3} ms (min {:.3})",
-                    h.round_trip.trials,
-                    h.vulkan_to_cuda.median_ms,
-                    h.cuda_to_vulkan.median_ms,
-                    h.round_trip.median_ms,
-                    h.round_trip.min_ms
-                );
-                let _ = writeln!(
-                    s,
-                    "  GPU→CPU→GPU round trip: min {:.3} ms, median {:.3} ms ({} trials)",
-                    d.round_trip.min_ms, d.round_trip.median_ms, d.round_trip.trials
-                );
-            }
-            Some(Details::Stage3(d)) => {
-                let _ = writeln!(
-                    s,
-                    "  ONNX Runtime {} ({}), providers: {}",
-                    d.runtime.version,
-                    d.runtime.library.display(),
-                    d.runtime.providers.join(", ")
-                );
-                let _ = writeln!(
-                    s,
-                    "  paired: Vulkan #{} \"{}\" ↔ CUDA {} \"{}\"",
-                    d.vulkan_device.index, d.vulkan_device.name, d.cuda_ordinal, d.cuda_device
-                );
-                let _ = writeln!(
-                    s,
-                    "  session with the CUDA provider: {:.1} ms; first run {:.1} ms; {} values, max |CUDA − CPU| {:.2e} (allowed {:.0e})",
-                    d.register_ms, d.first_run_ms, d.values, d.max_abs_difference, d.tolerance
-                );
-            }
-            None => {}
-        }
-    }
-    s
 }
 
 #[cfg(test)]
