@@ -70,6 +70,22 @@ use wire::RecvError;
 
 /// The socket a worker listens on by default: `$XDG_RUNTIME_DIR/neural-frame.sock`
 /// (`/tmp/neural-frame-UID.sock` where `XDG_RUNTIME_DIR` is not set).
+///
+/// `neural-frame serve` listens there unless given `--socket`.
+///
+/// ```
+/// use std::path::Path;
+///
+/// let socket = neural_frame_client::default_socket();
+/// match std::env::var_os("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
+///     Some(dir) => assert_eq!(socket, Path::new(&dir).join("neural-frame.sock")),
+///     None => {
+///         let name = socket.file_name().and_then(|n| n.to_str()).ok_or("no file name")?;
+///         assert!(socket.starts_with("/tmp") && name.starts_with("neural-frame-") && name.ends_with(".sock"));
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn default_socket() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(dir) if !dir.is_empty() => Path::new(&dir).join("neural-frame.sock"),
@@ -79,6 +95,19 @@ pub fn default_socket() -> PathBuf {
 }
 
 /// Which sync mode the client asks for.
+///
+/// The worker chooses; [`Client::sync_mode`] says what it chose.
+///
+/// ```
+/// use neural_frame_client::ash::vk;
+/// use neural_frame_client::{Options, SyncPreference};
+///
+/// let mut options = Options::new("/tmp/nf.sock", 960, 540, vk::Format::R8G8B8A8_UNORM);
+/// assert_eq!(options.sync, SyncPreference::Auto);
+/// // Host mode even on a device that could share timeline semaphores: the renderer
+/// // then waits on the host for each frame.
+/// options.sync = SyncPreference::Host;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncPreference {
     /// GPU mode where the client's device can share timeline semaphores, else host mode.
@@ -88,6 +117,23 @@ pub enum SyncPreference {
 }
 
 /// How to connect: the socket, the input frames, the slots.
+///
+/// Start from [`Options::new`] and change the fields that differ.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use neural_frame_client::ash::vk;
+/// use neural_frame_client::{Options, SyncPreference};
+///
+/// let mut options = Options::new(neural_frame_client::default_socket(), 1920, 1080, vk::Format::R16G16B16A16_SFLOAT);
+/// options.row_pitch = Some(1920 * 8 + 256); // the renderer's rows are padded
+/// options.input_slots = 2;
+/// options.output_slots = 2;
+/// options.sync = SyncPreference::Host;
+/// options.frame_timeout = Duration::from_secs(60); // a worker on its CPU backend takes seconds a frame
+/// assert_eq!(options.model, ""); // whatever model the worker serves
+/// ```
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The worker's socket.
@@ -118,6 +164,20 @@ pub struct Options {
 impl Options {
     /// Three input and three output slots, automatic sync, a 10 s frame timeout
     /// and a 60 s hand-over timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use neural_frame_client::ash::vk;
+    /// use neural_frame_client::{Options, SyncPreference};
+    ///
+    /// let options = Options::new("/tmp/nf.sock", 960, 540, vk::Format::B8G8R8A8_SRGB);
+    /// assert_eq!((options.input_slots, options.output_slots), (3, 3));
+    /// assert_eq!(options.sync, SyncPreference::Auto);
+    /// assert_eq!(options.row_pitch, None); // tightly packed: 960 × 4 bytes
+    /// assert_eq!(options.frame_timeout, Duration::from_secs(10));
+    /// assert_eq!(options.handover_timeout, Duration::from_secs(60));
+    /// ```
     pub fn new(socket: impl Into<PathBuf>, width: u32, height: u32, format: vk::Format) -> Self {
         Self {
             socket: socket.into(),
@@ -136,11 +196,34 @@ impl Options {
 }
 
 /// A frame handed to the worker, by its number.
+///
+/// [`Client::submit`] returns one; the waits take it. Frames are numbered 1,
+/// 2, 3, … in submission order, and compare in that order.
+///
+/// ```no_run
+/// # fn example(client: &mut neural_frame_client::Client) -> neural_frame_client::Result<()> {
+/// // Host mode, with input slots 0 and 1 written (the renderer waited for its fences).
+/// let a = client.submit(0, 0, 0, 0)?;
+/// let b = client.submit(1, 1, 0, 0)?;
+/// assert!(a < b);
+/// client.wait_done(a)?;
+/// client.wait_done(b)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FrameId(u64);
 
 impl FrameId {
     /// The frame's number (1, 2, 3, …).
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) -> neural_frame_client::Result<()> {
+    /// let first = client.submit(0, 0, 0, 0)?; // host mode, the first frame of the connection
+    /// assert_eq!(first.number(), 1);
+    /// let ms = client.wait_done(first)?;
+    /// println!("frame {}: the model took {ms:.1} ms", first.number());
+    /// # Ok(()) }
+    /// ```
     pub fn number(self) -> u64 {
         self.0
     }
@@ -148,6 +231,32 @@ impl FrameId {
 
 /// A point on one of the worker's timelines, as the client's device sees it:
 /// wait for `semaphore` to reach `value` in the renderer's `vkQueueSubmit`.
+///
+/// ```no_run
+/// use neural_frame_client::ash::{self, vk};
+/// use neural_frame_client::WaitPoint;
+///
+/// /// Submits `cmd` to run once the worker has reached `wait`.
+/// fn submit_after(
+///     device: &ash::Device,
+///     queue: vk::Queue,
+///     cmd: vk::CommandBuffer,
+///     wait: WaitPoint,
+/// ) -> ash::prelude::VkResult<()> {
+///     let (semaphores, values) = ([wait.semaphore], [wait.value]);
+///     let stages = [vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER];
+///     let cmds = [cmd];
+///     let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
+///     let info = vk::SubmitInfo::default()
+///         .wait_semaphores(&semaphores)
+///         .wait_dst_stage_mask(&stages)
+///         .command_buffers(&cmds)
+///         .push_next(&mut timeline);
+///     // SAFETY: `cmd` is executable and of `queue`'s family; `wait` came from Client::enqueued, so the
+///     // worker has already submitted its signal; the arrays live for the call; only this thread uses `queue`.
+///     unsafe { device.queue_submit(queue, &[info], vk::Fence::null()) }
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaitPoint {
     /// The client's import of the worker's timeline.
@@ -157,6 +266,22 @@ pub struct WaitPoint {
 }
 
 /// What the worker queued for a frame (GPU mode).
+///
+/// [`Client::enqueued`] returns it. The renderer's queue may wait for
+/// `input_consumed` before it acquires and rewrites the input slot, and for
+/// `output_ready` before it acquires and reads the output slot.
+///
+/// ```no_run
+/// # use neural_frame_client::{Client, FrameId, WaitPoint};
+/// # fn example(client: &mut Client, frame: FrameId) -> neural_frame_client::Result<()> {
+/// let points = client.enqueued(frame)?;
+/// // The next use of the input slot waits for the worker's read of it...
+/// let before_rewriting: WaitPoint = points.input_consumed;
+/// // ... and the renderer's read of the result for the worker's write.
+/// let before_reading: WaitPoint = points.output_ready;
+/// assert_ne!(before_rewriting.semaphore, before_reading.semaphore); // two timelines of the worker
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Enqueued {
     /// Reached when the worker has read the input slot.
@@ -181,6 +306,29 @@ const MAX_TRACKED: usize = 256;
 ///
 /// Fields in teardown order: the socket and its reader, then the semaphores and
 /// slots on the caller's device, then the exporter.
+///
+/// A frame in host mode, from rendering to reading the result:
+///
+/// ```no_run
+/// use neural_frame_client::ash::vk;
+/// use neural_frame_client::{Client, ClientDevice, Options, SyncMode, SyncPreference};
+///
+/// # fn example(device: &ClientDevice) -> neural_frame_client::Result<()> {
+/// let mut options = Options::new(neural_frame_client::default_socket(), 960, 540, vk::Format::R8G8B8A8_UNORM);
+/// options.sync = SyncPreference::Host;
+/// // SAFETY: the device's handles are valid, it has VK_KHR_external_memory_fd, and it outlives the
+/// // client; the renderer's queue is done with the slots before the client is dropped.
+/// let mut client = unsafe { Client::connect(device, options) }?;
+/// assert_eq!(client.sync_mode(), SyncMode::Host);
+/// // ... record a copy of the frame into client.input_slot(0).buffer() and release_to_worker,
+/// // submit it, and wait for its fence ...
+/// let frame = client.submit(0, 0, 0, 0)?;
+/// let ms = client.wait_done(frame)?;
+/// // ... record acquire_from_worker and a read of client.output_slot(0).buffer() ...
+/// println!("{} took {ms:.1} ms on the worker", client.model());
+/// client.close()?;
+/// # Ok(()) }
+/// ```
 pub struct Client {
     stream: UnixStream,
     rx: mpsc::Receiver<Incoming>,
@@ -216,6 +364,39 @@ impl Client {
     /// its slots and semaphores: the renderer's queue must be done with them by
     /// then (wait for every frame, then for the renderer's own submissions that
     /// use the slots or wait on [`Enqueued`] points).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for options it refuses, [`Error::Unsupported`]
+    /// for a device that lacks what serving needs (or a socket served by another
+    /// user), [`Error::Io`] where nothing listens on the socket,
+    /// [`Error::Protocol`] where the worker refuses the client (another GPU, a
+    /// format its model cannot take, busy, …), [`Error::Timeout`] and
+    /// [`Error::WorkerGone`] where it does not finish the hand-over, and
+    /// [`Error::Vulkan`] where creating or exporting a slot fails.
+    ///
+    /// ```no_run
+    /// use neural_frame_client::ash::vk;
+    /// use neural_frame_client::{Client, ClientDevice, Error, ErrorCode, Options};
+    ///
+    /// # fn example(device: &ClientDevice) -> neural_frame_client::Result<()> {
+    /// let options = Options::new(neural_frame_client::default_socket(), 1280, 720, vk::Format::B8G8R8A8_SRGB);
+    /// // SAFETY: `device` was created with VK_KHR_external_memory_fd (and, where its
+    /// // external_semaphore_fd says so, VK_KHR_external_semaphore_fd and timelineSemaphore), its handles
+    /// // are valid and outlive the client, and the renderer's queue is idle before the client is dropped.
+    /// let client = match unsafe { Client::connect(device, options) } {
+    ///     Ok(client) => client,
+    ///     Err(Error::Protocol { code: ErrorCode::WrongDevice, message }) => {
+    ///         eprintln!("render on the worker's GPU: {message}");
+    ///         return Ok(());
+    ///     }
+    ///     Err(e) => return Err(e),
+    /// };
+    /// let out = client.output_geometry();
+    /// println!("{:?} mode, model {}, output {}×{}", client.sync_mode(), client.model(), out.width, out.height);
+    /// client.close()?;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn connect(device: &ClientDevice, options: Options) -> Result<Client> {
         if !(1..=protocol::MAX_SLOTS).contains(&options.input_slots)
             || !(1..=protocol::MAX_SLOTS).contains(&options.output_slots)
@@ -394,40 +575,167 @@ impl Client {
     }
 
     /// The sync mode the worker chose.
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) {
+    /// use neural_frame_client::SyncMode;
+    ///
+    /// match client.sync_mode() {
+    ///     // Signal rendered_timeline() after writing an input slot; wait on enqueued()'s points on the GPU.
+    ///     SyncMode::Gpu => assert!(client.rendered_timeline().is_some()),
+    ///     // Wait for the renderer's fence before submit(); wait_consumed() and wait_done() on the host.
+    ///     SyncMode::Host => assert!(client.rendered_timeline().is_none()),
+    /// }
+    /// # }
+    /// ```
     pub fn sync_mode(&self) -> SyncMode {
         self.mode
     }
     /// The output frames' geometry (tightly packed rows).
+    ///
+    /// ```no_run
+    /// # fn example(client: &neural_frame_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use neural_frame_client::ash::vk;
+    ///
+    /// let out = client.output_geometry();
+    /// let format = vk::Format::from_raw(out.format as i32);
+    /// let bytes = out.bytes().ok_or("the output frame's size overflows")?;
+    /// // Each output slot holds one frame: a read-back buffer of `bytes` takes it whole.
+    /// assert_eq!(client.output_slot(0).size(), bytes);
+    /// println!("{}×{} {format:?}, {bytes} bytes", out.width, out.height);
+    /// # Ok(()) }
+    /// ```
     pub fn output_geometry(&self) -> Geometry {
         self.output
     }
     /// The worker's model.
+    ///
+    /// ```no_run
+    /// # fn example(client: &neural_frame_client::Client) {
+    /// println!("the worker runs {}", client.model());
+    /// # }
+    /// ```
     pub fn model(&self) -> &str {
         &self.model
     }
-    /// Frames the worker holds in flight at most.
+    /// Frames the worker holds in flight at most; further frames wait until one
+    /// finishes.
+    ///
+    /// ```no_run
+    /// # fn example(client: &neural_frame_client::Client) {
+    /// // Frames ahead of the worker worth keeping: more only wait on its side.
+    /// let ahead = client.input_slots().min(client.max_in_flight() as usize);
+    /// # let _ = ahead;
+    /// # }
+    /// ```
     pub fn max_in_flight(&self) -> u32 {
         self.max_in_flight
     }
     /// Input slots.
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) -> neural_frame_client::Result<()> {
+    /// // Host mode: a ring over the slots, each frame written, submitted and finished in turn.
+    /// for n in 0..100 {
+    ///     let (input, output) = (n % client.input_slots(), n % client.output_slots());
+    ///     // ... render into client.input_slot(input) and wait for the renderer's fence ...
+    ///     let frame = client.submit(input, output, 0, 0)?;
+    ///     client.wait_done(frame)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn input_slots(&self) -> usize {
         self.inputs.len()
     }
     /// Output slots.
+    ///
+    /// ```no_run
+    /// # fn example(client: &neural_frame_client::Client) {
+    /// let sizes: Vec<u64> = (0..client.output_slots()).map(|j| client.output_slot(j).size()).collect();
+    /// assert!(sizes.iter().all(|&s| Some(s) == client.output_geometry().bytes()));
+    /// # }
+    /// ```
     pub fn output_slots(&self) -> usize {
         self.outputs.len()
     }
     /// Input slot `i`: the renderer writes a frame into its buffer.
+    ///
+    /// Panics where `i` is not below [`input_slots`](Self::input_slots).
+    ///
+    /// ```no_run
+    /// use neural_frame_client::ash::vk;
+    /// use neural_frame_client::{Client, ClientDevice, release_to_worker};
+    ///
+    /// /// Records the copy of a rendered frame (`staging`, one frame in the input's geometry) into input slot 0.
+    /// fn record_input(device: &ClientDevice, cmd: vk::CommandBuffer, staging: vk::Buffer, client: &Client) {
+    ///     let slot = client.input_slot(0);
+    ///     let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: slot.size() };
+    ///     // SAFETY: `cmd` is recording, outside a render pass, from a pool of device.queue_family_index;
+    ///     // both buffers are live and at least `copy.size` bytes.
+    ///     unsafe { device.device.cmd_copy_buffer(cmd, staging, slot.buffer(), &[copy]) };
+    ///     // SAFETY: as above; the slot lives as long as the client, which outlives the command buffer.
+    ///     unsafe { release_to_worker(device, cmd, slot) };
+    /// }
+    /// ```
     pub fn input_slot(&self, i: usize) -> &SlotBuffer {
         &self.inputs[i]
     }
     /// Output slot `j`: the worker writes the result into its buffer.
+    ///
+    /// Panics where `j` is not below [`output_slots`](Self::output_slots).
+    ///
+    /// ```no_run
+    /// use neural_frame_client::ash::vk;
+    /// use neural_frame_client::{Client, ClientDevice, acquire_from_worker, release_to_worker};
+    ///
+    /// /// Records the read of output slot 0 into `readback` (one frame in the output's geometry).
+    /// fn record_output(device: &ClientDevice, cmd: vk::CommandBuffer, readback: vk::Buffer, client: &Client) {
+    ///     let slot = client.output_slot(0);
+    ///     // SAFETY: `cmd` is recording, outside a render pass, from a pool of device.queue_family_index; the
+    ///     // slot lives as long as the client, which outlives the command buffer.
+    ///     unsafe { acquire_from_worker(device, cmd, slot) };
+    ///     let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: slot.size() };
+    ///     // SAFETY: as above; both buffers are live and at least `copy.size` bytes.
+    ///     unsafe { device.device.cmd_copy_buffer(cmd, slot.buffer(), readback, &[copy]) };
+    ///     // SAFETY: as above. The slot goes back to the worker for the next frame.
+    ///     unsafe { release_to_worker(device, cmd, slot) };
+    /// }
+    /// ```
     pub fn output_slot(&self, j: usize) -> &SlotBuffer {
         &self.outputs[j]
     }
     /// GPU mode: the client's timeline that the renderer signals after writing an
     /// input slot (the `rendered` value of [`submit`](Self::submit)) and, if it
-    /// wants, after reading an output slot (`output_free`).
+    /// wants, after reading an output slot (`output_free`). `None` in host mode.
+    ///
+    /// ```no_run
+    /// use neural_frame_client::ash::{self, vk};
+    /// use neural_frame_client::{Client, FrameId};
+    ///
+    /// /// GPU mode: submits `cmd` (which writes and releases input slot `slot`), signals "rendered" = `n`,
+    /// /// and hands the frame to the worker.
+    /// fn hand_over(
+    ///     device: &ash::Device,
+    ///     queue: vk::Queue,
+    ///     cmd: vk::CommandBuffer,
+    ///     client: &mut Client,
+    ///     slot: usize,
+    ///     n: u64,
+    /// ) -> Result<FrameId, Box<dyn std::error::Error>> {
+    ///     let rendered = client.rendered_timeline().ok_or("host mode has no rendered timeline")?;
+    ///     let (semaphores, values, cmds) = ([rendered], [n], [cmd]);
+    ///     let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+    ///     let info = vk::SubmitInfo::default()
+    ///         .command_buffers(&cmds)
+    ///         .signal_semaphores(&semaphores)
+    ///         .push_next(&mut timeline);
+    ///     // SAFETY: `cmd` is executable and of `queue`'s family; `rendered` is a timeline semaphore of this device,
+    ///     // alive while the client is, and `n` is above every value signalled before; the arrays live for the call.
+    ///     unsafe { device.queue_submit(queue, &[info], vk::Fence::null()) }?;
+    ///     // output_free 0: the renderer no longer reads the output slot.
+    ///     Ok(client.submit(slot, slot % client.output_slots(), n, 0)?)
+    /// }
+    /// ```
     pub fn rendered_timeline(&self) -> Option<vk::Semaphore> {
         self.rendered
     }
@@ -441,6 +749,24 @@ impl Client {
     /// do not decrease).
     /// Host mode: both are 0, and the renderer's writes to the slot are complete
     /// (it waited for its fence).
+    ///
+    /// Slots out of range and values that break these rules are
+    /// [`Error::InvalidArgument`], and nothing is sent.
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client, n: u64) -> neural_frame_client::Result<()> {
+    /// use neural_frame_client::SyncMode;
+    ///
+    /// // Frame `n` (1, 2, 3, …) of the renderer, in input slot 0, to output slot 0.
+    /// let frame = match client.sync_mode() {
+    ///     // The renderer's submission that writes the slot signals rendered_timeline() = n.
+    ///     SyncMode::Gpu => client.submit(0, 0, n, 0)?,
+    ///     // The renderer waited for the fence of its submission that wrote the slot.
+    ///     SyncMode::Host => client.submit(0, 0, 0, 0)?,
+    /// };
+    /// client.wait_done(frame)?;
+    /// # Ok(()) }
+    /// ```
     pub fn submit(
         &mut self,
         input_slot: usize,
@@ -493,6 +819,19 @@ impl Client {
     /// GPU mode: waits (at most the frame timeout, normally far less: the worker
     /// answers as soon as it has queued the frame) until the worker has queued
     /// the frame's signals, and returns the points to wait for on the GPU.
+    /// In host mode: [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client, n: u64) -> neural_frame_client::Result<()> {
+    /// // GPU mode: frame n, whose input slot 0 is written by a submission that signals rendered_timeline() = n.
+    /// let frame = client.submit(0, 0, n, 0)?;
+    /// let points = client.enqueued(frame)?;
+    /// // Only now may the renderer's queue wait for the worker: the submission that reads output slot 0
+    /// // waits for points.output_ready (see WaitPoint); the next rewrite of input slot 0 for
+    /// // points.input_consumed.
+    /// # let _ = points;
+    /// # Ok(()) }
+    /// ```
     pub fn enqueued(&mut self, frame: FrameId) -> Result<Enqueued> {
         let Some((consumed, ready)) = self.worker_timelines else {
             return Err(Error::InvalidArgument(
@@ -507,6 +846,16 @@ impl Client {
     }
 
     /// Waits until the frame's input slot may be rewritten.
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) -> neural_frame_client::Result<()> {
+    /// // Host mode, one input slot: render the next frame while the worker runs this one.
+    /// let frame = client.submit(0, 0, 0, 0)?;
+    /// client.wait_consumed(frame)?;
+    /// // ... acquire_from_worker and render the next frame into input slot 0 ...
+    /// client.wait_done(frame)?;
+    /// # Ok(()) }
+    /// ```
     pub fn wait_consumed(&mut self, frame: FrameId) -> Result<()> {
         self.until(frame, "the worker's Consumed", |s| s.consumed.then_some(()))
     }
@@ -514,13 +863,41 @@ impl Client {
     /// Waits until the frame's output slot is written; the model's time on the worker, in ms.
     /// The frame is then forgotten (as are the oldest finished frames beyond 256
     /// that nobody collected).
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) -> neural_frame_client::Result<()> {
+    /// let frame = client.submit(0, 0, 0, 0)?; // host mode
+    /// let ms = client.wait_done(frame)?;
+    /// // ... acquire_from_worker and read output slot 0 ...
+    /// println!("the model took {ms:.1} ms"); // NaN where the worker did not measure it
+    /// assert!(client.wait_done(frame).is_err()); // collected: the frame is no longer in flight
+    /// # Ok(()) }
+    /// ```
     pub fn wait_done(&mut self, frame: FrameId) -> Result<f64> {
         let ms = self.until(frame, "the worker's Done", |s| s.done)?;
         self.frames.remove(&frame.0);
         Ok(ms)
     }
 
-    /// Whether the frame's output is written, without blocking.
+    /// Whether the frame's output is written, without blocking: the model's time
+    /// once it is (the frame is then forgotten, as by
+    /// [`wait_done`](Self::wait_done)), `None` before.
+    ///
+    /// ```no_run
+    /// # use neural_frame_client::{Client, FrameId, Result};
+    /// # fn example(client: &mut Client, pending: &mut std::collections::VecDeque<FrameId>) -> Result<()> {
+    /// // Collects the frames that are done, oldest first (frames finish in submission order).
+    /// while let Some(&frame) = pending.front() {
+    ///     match client.try_done(frame)? {
+    ///         Some(ms) => {
+    ///             println!("frame {}: {ms:.1} ms", frame.number());
+    ///             pending.pop_front();
+    ///         }
+    ///         None => break,
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn try_done(&mut self, frame: FrameId) -> Result<Option<f64>> {
         self.pump(Duration::ZERO)?;
         let done = self.frames.get(&frame.0).and_then(|s| s.done);
@@ -532,16 +909,44 @@ impl Client {
 
     /// Takes the messages that arrived, without blocking: an error once the
     /// worker is gone (it said Bye, closed, or faulted).
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) -> neural_frame_client::Result<()> {
+    /// // Once a frame of the renderer, whatever it handed to the worker:
+    /// if let Err(e) = client.poll() {
+    ///     eprintln!("rendering without the worker: {e}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn poll(&mut self) -> Result<()> {
         self.pump(Duration::ZERO)
     }
 
     /// Changes the frame timeout (the bound on every wait for the worker).
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) {
+    /// use std::time::Duration;
+    ///
+    /// // A worker on its CPU backend can take seconds a frame.
+    /// client.set_frame_timeout(Duration::from_secs(60));
+    /// # }
+    /// ```
     pub fn set_frame_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }
 
     /// Frames submitted whose `Done` has not been collected.
+    ///
+    /// ```no_run
+    /// # fn example(client: &mut neural_frame_client::Client) -> neural_frame_client::Result<()> {
+    /// assert_eq!(client.in_flight(), 0);
+    /// let frame = client.submit(0, 0, 0, 0)?; // host mode
+    /// assert_eq!(client.in_flight(), 1);
+    /// client.wait_done(frame)?;
+    /// assert_eq!(client.in_flight(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn in_flight(&self) -> usize {
         self.frames.len()
     }
@@ -549,6 +954,23 @@ impl Client {
     /// Leaves cleanly: sends Bye, waits for the frames in flight, and closes.
     /// The slots and semaphores are destroyed with the client (see
     /// [`connect`](Self::connect)'s safety rule), also when this fails.
+    ///
+    /// ```no_run
+    /// use neural_frame_client::{Client, ClientDevice, FrameId};
+    ///
+    /// type BoxError = Box<dyn std::error::Error>;
+    ///
+    /// fn finish(device: &ClientDevice, mut client: Client, pending: Vec<FrameId>) -> Result<(), BoxError> {
+    ///     for frame in pending {
+    ///         client.wait_done(frame)?;
+    ///     }
+    ///     // SAFETY: the device is live; no other thread submits to its queues now. Its submissions
+    ///     // wait only on points the worker has signalled, or that the client released.
+    ///     unsafe { device.device.device_wait_idle() }?;
+    ///     client.close()?;
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn close(mut self) -> Result<()> {
         self.send(&Message::Bye { reason: "the client is done".into() }, &[])?;
         let pending: Vec<u64> = self.frames.keys().copied().collect();
@@ -739,6 +1161,15 @@ fn too_large(o: &Options) -> Error {
 }
 
 /// Bytes per pixel of the formats the worker takes.
+///
+/// ```
+/// use neural_frame_client::ash::vk;
+/// use neural_frame_client::bytes_per_pixel;
+///
+/// assert_eq!(bytes_per_pixel(vk::Format::B8G8R8A8_SRGB), Some(4));
+/// assert_eq!(bytes_per_pixel(vk::Format::R16G16B16A16_SFLOAT), Some(8));
+/// assert_eq!(bytes_per_pixel(vk::Format::R8G8B8_UNORM), None); // not a format the worker takes
+/// ```
 pub fn bytes_per_pixel(format: vk::Format) -> Option<u64> {
     match format {
         vk::Format::R8G8B8A8_UNORM

@@ -7,30 +7,190 @@
 //! descriptors carried with it — and then its body. All integers are
 //! little-endian, strings are a `u16` byte length and UTF-8 bytes, and there is
 //! no padding beyond what a body lists.
+//!
+//! ```
+//! use neural_frame_client::protocol::{HEADER, Message};
+//!
+//! let submit = Message::Submit { frame: 1, input_slot: 0, output_slot: 2, rendered: 0, output_free: 0 };
+//! let frame = submit.encode();
+//! // The header: the length of what follows the length field, the kind, the fd count.
+//! let length = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+//! let kind = u16::from_le_bytes([frame[4], frame[5]]);
+//! let fds = u16::from_le_bytes([frame[6], frame[7]]);
+//! assert_eq!((length, kind, fds), (frame.len() - 4, submit.kind(), 0));
+//! // The body decodes back into the same message.
+//! assert_eq!(Message::decode(kind, &frame[HEADER..])?, submit);
+//! # Ok::<(), neural_frame_client::protocol::WireError>(())
+//! ```
 
 use std::fmt;
 
 /// The protocol's magic, first in a hello.
+///
+/// ```
+/// use neural_frame_client::protocol::{Geometry, HEADER, MAGIC, Message, SYNC_HOST, VERSION};
+///
+/// assert_eq!(&MAGIC, b"NFRM");
+/// let hello = Message::Hello {
+///     version: VERSION,
+///     device_uuid: [0; 16],
+///     driver_uuid: [0; 16],
+///     input: Geometry { width: 4, height: 4, format: 37, row_pitch: 16 },
+///     input_slots: 1,
+///     output_slots: 1,
+///     sync_modes: SYNC_HOST,
+///     model: String::new(),
+/// };
+/// assert_eq!(hello.encode()[HEADER..HEADER + 4], MAGIC);
+/// ```
 pub const MAGIC: [u8; 4] = *b"NFRM";
 /// The protocol version this crate speaks.
+///
+/// A hello of another version is refused with [`ErrorCode::Version`]:
+///
+/// ```
+/// use neural_frame_client::protocol::{ErrorCode, Geometry, HEADER, Message, SYNC_HOST, VERSION, kind};
+///
+/// assert_eq!(VERSION, 1);
+/// let hello = |version| Message::Hello {
+///     version,
+///     device_uuid: [0; 16],
+///     driver_uuid: [0; 16],
+///     input: Geometry { width: 4, height: 4, format: 37, row_pitch: 16 },
+///     input_slots: 1,
+///     output_slots: 1,
+///     sync_modes: SYNC_HOST,
+///     model: String::new(),
+/// };
+/// let newer = hello(VERSION + 1).encode();
+/// let refused = Message::decode(kind::HELLO, &newer[HEADER..]).unwrap_err();
+/// assert_eq!(refused.code, ErrorCode::Version);
+/// ```
 pub const VERSION: u16 = 1;
 /// The largest frame (header included) either side accepts.
+///
+/// Strings are cut to [`MAX_STRING`] bytes, so even the longest message fits:
+///
+/// ```
+/// use neural_frame_client::protocol::{ErrorCode, MAX_MESSAGE, Message};
+///
+/// assert_eq!(MAX_MESSAGE, 65536);
+/// let error = Message::Error { code: ErrorCode::Inference, message: "x".repeat(MAX_MESSAGE) };
+/// assert!(error.encode().len() <= MAX_MESSAGE);
+/// ```
 pub const MAX_MESSAGE: usize = 64 * 1024;
 /// The most file descriptors one frame may carry.
+///
+/// The most a valid frame needs is a `Slots` message in GPU mode with
+/// [`MAX_SLOTS`] slots on each side and the client's timeline:
+///
+/// ```
+/// use neural_frame_client::protocol::{MAX_FDS, MAX_SLOTS, Message, SlotMemory};
+///
+/// let memory = SlotMemory {
+///     allocation_size: 1 << 20,
+///     buffer_size: 1 << 20,
+///     memory_type_index: 0,
+///     usage: 0x23,
+///     dedicated: true,
+/// };
+/// let slots = Message::Slots {
+///     inputs: vec![memory; MAX_SLOTS as usize],
+///     outputs: vec![memory; MAX_SLOTS as usize],
+///     timeline: true,
+/// };
+/// assert_eq!(slots.fd_count(), 33);
+/// assert!(slots.fd_count() <= MAX_FDS);
+/// ```
 pub const MAX_FDS: usize = 64;
 /// The longest string a message carries, in bytes (longer ones are cut at a character boundary).
+///
+/// ```
+/// use neural_frame_client::protocol::{HEADER, MAX_STRING, Message};
+///
+/// let bye = Message::Bye { reason: "é".repeat(MAX_STRING) }; // 2 bytes a character
+/// let Message::Bye { reason } = Message::decode(bye.kind(), &bye.encode()[HEADER..])? else { unreachable!() };
+/// assert_eq!(reason.len(), MAX_STRING);
+/// assert_eq!(reason.chars().count(), MAX_STRING / 2);
+/// # Ok::<(), neural_frame_client::protocol::WireError>(())
+/// ```
 pub const MAX_STRING: usize = 8 * 1024;
 /// The most slots on either side.
+///
+/// [`Options`](crate::Options) takes 1 to `MAX_SLOTS` input and output slots,
+/// and a `Slots` message with more does not decode:
+///
+/// ```
+/// use neural_frame_client::protocol::{ErrorCode, HEADER, MAX_SLOTS, Message, SlotMemory};
+///
+/// assert_eq!(MAX_SLOTS, 16);
+/// let memory =
+///     SlotMemory { allocation_size: 4096, buffer_size: 4096, memory_type_index: 0, usage: 0x20, dedicated: true };
+/// let slots = Message::Slots { inputs: vec![memory; MAX_SLOTS as usize + 1], outputs: vec![memory], timeline: false };
+/// let refused = Message::decode(slots.kind(), &slots.encode()[HEADER..]).unwrap_err();
+/// assert_eq!(refused.code, ErrorCode::Malformed);
+/// ```
 pub const MAX_SLOTS: u16 = 16;
 /// Bytes of the frame header.
+///
+/// The header is the `u32` length, the `u16` kind and the `u16` fd count; the
+/// body follows it.
+///
+/// ```
+/// use neural_frame_client::protocol::{HEADER, Message};
+///
+/// assert_eq!(HEADER, 8);
+/// let consumed = Message::Consumed { frame: 7 };
+/// let frame = consumed.encode();
+/// assert_eq!(frame.len(), HEADER + 8); // a Consumed body is its u64 frame number
+/// assert_eq!(frame[HEADER..], 7u64.to_le_bytes());
+/// ```
 pub const HEADER: usize = 8;
 
 /// Sync mode bits in a hello.
+///
+/// ```
+/// use neural_frame_client::protocol::{SYNC_GPU, SYNC_HOST, SyncMode};
+///
+/// assert_eq!(SYNC_HOST, SyncMode::Host.bits());
+/// let offered = SYNC_HOST | SYNC_GPU; // what a client on a device that can share timelines offers
+/// assert_eq!(offered, 3);
+/// assert!(offered & SYNC_GPU != 0);
+/// ```
 pub const SYNC_HOST: u32 = 1;
 /// See [`SYNC_HOST`].
+///
+/// ```
+/// use neural_frame_client::protocol::{SYNC_GPU, SyncMode};
+///
+/// assert_eq!(SYNC_GPU, SyncMode::Gpu.bits());
+/// let host_only = neural_frame_client::protocol::SYNC_HOST;
+/// assert_eq!(host_only & SYNC_GPU, 0);
+/// ```
 pub const SYNC_GPU: u32 = 2;
 
 /// How frames are handed over.
+///
+/// The worker chooses it ([`Client::sync_mode`](crate::Client::sync_mode) says
+/// which); it travels in a `Welcome`:
+///
+/// ```
+/// use neural_frame_client::protocol::{Geometry, HEADER, Message, VERSION};
+/// use neural_frame_client::SyncMode;
+///
+/// let welcome = Message::Welcome {
+///     version: VERSION,
+///     sync_mode: SyncMode::Host,
+///     model: "upscale.onnx".into(),
+///     output: Geometry { width: 1920, height: 1080, format: 37, row_pitch: 1920 * 4 },
+///     max_in_flight: 3,
+/// };
+/// let Message::Welcome { sync_mode, .. } = Message::decode(welcome.kind(), &welcome.encode()[HEADER..])? else {
+///     unreachable!()
+/// };
+/// assert_eq!(sync_mode, SyncMode::Host);
+/// # Ok::<(), neural_frame_client::protocol::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
     /// Completion travels as socket messages: the client submits once its writes are
@@ -44,6 +204,16 @@ pub enum SyncMode {
 
 impl SyncMode {
     /// The wire value (1 host, 2 GPU).
+    ///
+    /// ```
+    /// use neural_frame_client::SyncMode;
+    /// use neural_frame_client::protocol::{SYNC_GPU, SYNC_HOST};
+    ///
+    /// assert_eq!(SyncMode::Host.bits(), 1);
+    /// assert_eq!(SyncMode::Gpu.bits(), 2);
+    /// let offered = SYNC_HOST | SYNC_GPU;
+    /// assert!([SyncMode::Host, SyncMode::Gpu].iter().all(|m| offered & m.bits() != 0));
+    /// ```
     pub fn bits(self) -> u32 {
         match self {
             SyncMode::Host => SYNC_HOST,
@@ -60,6 +230,23 @@ impl SyncMode {
 }
 
 /// Why a connection ends with an error (the `Error` message's code).
+///
+/// The enum is `#[non_exhaustive]`: a `match` needs a `_` arm.
+///
+/// ```
+/// use neural_frame_client::ErrorCode;
+///
+/// fn advice(code: ErrorCode) -> &'static str {
+///     match code {
+///         ErrorCode::Busy => "the worker serves its maximum of clients: try later, or start another worker",
+///         ErrorCode::WrongDevice => "render on the worker's GPU",
+///         ErrorCode::Format => "render in a format and size the model takes",
+///         _ => "a bug on one side: report it",
+///     }
+/// }
+/// assert_eq!(advice(ErrorCode::from_code(11)), advice(ErrorCode::Busy));
+/// assert_eq!(advice(ErrorCode::Other(99)), "a bug on one side: report it");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorCode {
@@ -101,6 +288,14 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// The wire value.
+    ///
+    /// ```
+    /// use neural_frame_client::ErrorCode;
+    ///
+    /// assert_eq!(ErrorCode::Malformed.code(), 1);
+    /// assert_eq!(ErrorCode::Timeout.code(), 16);
+    /// assert_eq!(ErrorCode::Other(99).code(), 99); // a newer peer's code, kept as it came
+    /// ```
     pub fn code(self) -> u32 {
         match self {
             ErrorCode::Malformed => 1,
@@ -122,7 +317,19 @@ impl ErrorCode {
             ErrorCode::Other(c) => c,
         }
     }
-    /// From the wire value.
+    /// From the wire value; codes this crate does not know are kept as
+    /// [`ErrorCode::Other`].
+    ///
+    /// ```
+    /// use neural_frame_client::ErrorCode;
+    ///
+    /// assert_eq!(ErrorCode::from_code(9), ErrorCode::SlotRange);
+    /// assert_eq!(ErrorCode::from_code(17), ErrorCode::Other(17));
+    /// // Every wire value survives the round trip.
+    /// for code in 0..64 {
+    ///     assert_eq!(ErrorCode::from_code(code).code(), code);
+    /// }
+    /// ```
     pub fn from_code(code: u32) -> Self {
         match code {
             1 => ErrorCode::Malformed,
@@ -148,6 +355,19 @@ impl ErrorCode {
 
 /// A frame's pixels in a slot buffer: `height` rows of `width` pixels of
 /// `format` (a `VkFormat` value), `row_pitch` bytes apart, from offset 0.
+///
+/// ```
+/// use neural_frame_client::ash::vk;
+/// use neural_frame_client::{Geometry, bytes_per_pixel};
+///
+/// let format = vk::Format::R8G8B8A8_UNORM;
+/// let width = 960;
+/// let row_pitch = width as u64 * bytes_per_pixel(format).ok_or("a format the worker does not take")?;
+/// let frame = Geometry { width, height: 540, format: format.as_raw() as u32, row_pitch };
+/// assert_eq!(frame.format, 37);
+/// assert_eq!(frame.bytes(), Some(960 * 4 * 540));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
     /// Pixels per row.
@@ -162,12 +382,42 @@ pub struct Geometry {
 
 impl Geometry {
     /// Bytes the pixels span (`row_pitch × height`), `None` on overflow.
+    ///
+    /// ```
+    /// use neural_frame_client::Geometry;
+    ///
+    /// let padded = Geometry { width: 1000, height: 10, format: 37, row_pitch: 4096 };
+    /// assert_eq!(padded.bytes(), Some(40960)); // the row pitch counts, not the width
+    /// let absurd = Geometry { width: 1, height: u32::MAX, format: 37, row_pitch: u64::MAX };
+    /// assert_eq!(absurd.bytes(), None);
+    /// ```
     pub fn bytes(&self) -> Option<u64> {
         self.row_pitch.checked_mul(self.height as u64)
     }
 }
 
 /// One slot's memory, as the client allocated it (its fd travels with `Slots`).
+///
+/// The client fills these in itself; a worker reads them to import the memory.
+///
+/// ```
+/// use neural_frame_client::protocol::{HEADER, Message, SlotMemory};
+///
+/// let memory = SlotMemory {
+///     allocation_size: 2 << 20,
+///     buffer_size: 960 * 540 * 4,
+///     memory_type_index: 1,
+///     usage: 0x23, // STORAGE_BUFFER | TRANSFER_SRC | TRANSFER_DST
+///     dedicated: true,
+/// };
+/// let slots = Message::Slots { inputs: vec![memory], outputs: vec![memory], timeline: false };
+/// let Message::Slots { inputs, .. } = Message::decode(slots.kind(), &slots.encode()[HEADER..])? else {
+///     unreachable!()
+/// };
+/// assert_eq!(inputs[0], memory);
+/// assert!(inputs[0].allocation_size >= inputs[0].buffer_size);
+/// # Ok::<(), neural_frame_client::protocol::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotMemory {
     /// `VkMemoryAllocateInfo::allocationSize`.
@@ -183,9 +433,50 @@ pub struct SlotMemory {
 }
 
 /// Every message of the protocol.
+///
+/// Each encodes to one frame ([`encode`](Message::encode)) and decodes from
+/// its kind and body ([`decode`](Message::decode)):
+///
+/// ```
+/// use neural_frame_client::protocol::{ErrorCode, HEADER, Message};
+///
+/// fn round_trip(m: &Message) -> Result<Message, neural_frame_client::protocol::WireError> {
+///     Message::decode(m.kind(), &m.encode()[HEADER..])
+/// }
+/// for m in [
+///     Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 },
+///     Message::Consumed { frame: 1 },
+///     Message::Done { frame: 1, infer_ms: 4.25 },
+///     Message::Bye { reason: "the client is done".into() },
+///     Message::Error { code: ErrorCode::SlotRange, message: "slot 3 of 3".into() },
+/// ] {
+///     assert_eq!(round_trip(&m)?, m);
+/// }
+/// # Ok::<(), neural_frame_client::protocol::WireError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     /// Client → worker, first: who the client is and what it will send.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{Geometry, HEADER, MAGIC, Message, SYNC_GPU, SYNC_HOST, VERSION};
+    ///
+    /// let hello = Message::Hello {
+    ///     version: VERSION,
+    ///     device_uuid: [0x73; 16],
+    ///     driver_uuid: [0x01; 16],
+    ///     input: Geometry { width: 960, height: 540, format: 37, row_pitch: 960 * 4 },
+    ///     input_slots: 3,
+    ///     output_slots: 3,
+    ///     sync_modes: SYNC_HOST | SYNC_GPU,
+    ///     model: String::new(), // the worker's own
+    /// };
+    /// let frame = hello.encode();
+    /// assert_eq!(frame.len(), HEADER + 74); // 74 bytes and the model's name
+    /// assert_eq!(frame[HEADER..HEADER + 4], MAGIC);
+    /// assert_eq!(Message::decode(hello.kind(), &frame[HEADER..])?, hello);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Hello {
         /// The protocol version the client speaks ([`VERSION`]).
         version: u16,
@@ -205,6 +496,26 @@ pub enum Message {
         model: String,
     },
     /// Worker → client: the frame format accepted, and what the output slots must hold.
+    ///
+    /// ```
+    /// use neural_frame_client::SyncMode;
+    /// use neural_frame_client::protocol::{Geometry, HEADER, Message, VERSION};
+    ///
+    /// let output = Geometry { width: 1920, height: 1080, format: 37, row_pitch: 1920 * 4 };
+    /// let welcome = Message::Welcome {
+    ///     version: VERSION,
+    ///     sync_mode: SyncMode::Gpu,
+    ///     model: "x2".into(),
+    ///     output,
+    ///     max_in_flight: 2,
+    /// };
+    /// let frame = welcome.encode();
+    /// assert_eq!(frame.len(), HEADER + 38 + 2); // 38 bytes and the model's name
+    /// assert_eq!(Message::decode(welcome.kind(), &frame[HEADER..])?, welcome);
+    /// // Each output slot holds at least this much:
+    /// assert_eq!(output.bytes(), Some(1920 * 4 * 1080));
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Welcome {
         /// The protocol version the worker speaks.
         version: u16,
@@ -219,6 +530,24 @@ pub enum Message {
     },
     /// Client → worker: the slots' memory, inputs then outputs; fds in the same
     /// order, then (GPU mode) the client's "rendered" timeline semaphore.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{HEADER, Message, SlotMemory};
+    ///
+    /// let memory = SlotMemory {
+    ///     allocation_size: 65536,
+    ///     buffer_size: 61440,
+    ///     memory_type_index: 2,
+    ///     usage: 0x23,
+    ///     dedicated: true,
+    /// };
+    /// let slots = Message::Slots { inputs: vec![memory; 3], outputs: vec![memory; 2], timeline: true };
+    /// assert_eq!(slots.fd_count(), 3 + 2 + 1); // the memories' fds, then the timeline's
+    /// let frame = slots.encode();
+    /// assert_eq!(frame.len(), HEADER + 8 + 28 * 5);
+    /// assert_eq!(Message::decode(slots.kind(), &frame[HEADER..])?, slots);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Slots {
         /// The input slots.
         inputs: Vec<SlotMemory>,
@@ -229,11 +558,35 @@ pub enum Message {
     },
     /// Worker → client: everything imported. In GPU mode two fds come with it:
     /// the worker's "input consumed" and "output ready" timelines.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{ErrorCode, HEADER, Message};
+    ///
+    /// assert_eq!(Message::Ready { timelines: 0 }.fd_count(), 0); // host mode
+    /// assert_eq!(Message::Ready { timelines: 2 }.fd_count(), 2); // GPU mode
+    /// // Any other count encodes, but does not decode.
+    /// let odd = Message::Ready { timelines: 1 };
+    /// assert_eq!(Message::decode(odd.kind(), &odd.encode()[HEADER..]).unwrap_err().code, ErrorCode::Malformed);
+    /// ```
     Ready {
         /// The number of timeline fds carried (0 or 2).
         timelines: u8,
     },
     /// Client → worker: run one frame.
+    ///
+    /// [`Client::submit`](crate::Client::submit) sends it.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{HEADER, Message};
+    ///
+    /// // GPU mode, frame 5: read input slot 1 once "rendered" reaches 5, write output slot 1
+    /// // once it reaches 2 (the renderer's read of the slot's previous result).
+    /// let submit = Message::Submit { frame: 5, input_slot: 1, output_slot: 1, rendered: 5, output_free: 2 };
+    /// let frame = submit.encode();
+    /// assert_eq!(frame.len(), HEADER + 28);
+    /// assert_eq!(Message::decode(submit.kind(), &frame[HEADER..])?, submit);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Submit {
         /// The client's frame number, increasing from 1.
         frame: u64,
@@ -252,6 +605,18 @@ pub enum Message {
     },
     /// Worker → client: the frame is submitted, and its signals are enqueued on the
     /// worker's GPU: the client may now wait for these values (GPU mode).
+    ///
+    /// [`Client::enqueued`](crate::Client::enqueued) waits for it.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{HEADER, Message};
+    ///
+    /// let enqueued = Message::Enqueued { frame: 5, input_consumed: 5, output_ready: 5 };
+    /// let frame = enqueued.encode();
+    /// assert_eq!(frame.len(), HEADER + 24);
+    /// assert_eq!(Message::decode(enqueued.kind(), &frame[HEADER..])?, enqueued);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Enqueued {
         /// The client's frame number.
         frame: u64,
@@ -261,11 +626,39 @@ pub enum Message {
         output_ready: u64,
     },
     /// Worker → client: the frame's input has been read (the slot may be rewritten).
+    ///
+    /// [`Client::wait_consumed`](crate::Client::wait_consumed) waits for it.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{HEADER, Message};
+    ///
+    /// let consumed = Message::Consumed { frame: 5 };
+    /// let frame = consumed.encode();
+    /// assert_eq!(frame.len(), HEADER + 8);
+    /// assert_eq!(Message::decode(consumed.kind(), &frame[HEADER..])?, consumed);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Consumed {
         /// The client's frame number.
         frame: u64,
     },
     /// Worker → client: the frame's output is written.
+    ///
+    /// [`Client::wait_done`](crate::Client::wait_done) waits for it.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{HEADER, Message};
+    ///
+    /// let done = Message::Done { frame: 5, infer_ms: f64::NAN }; // a worker that did not time the model
+    /// let frame = done.encode();
+    /// assert_eq!(frame.len(), HEADER + 16);
+    /// // NaN is not equal to itself, so compare the fields, not the messages.
+    /// let Message::Done { frame: 5, infer_ms } = Message::decode(done.kind(), &frame[HEADER..])? else {
+    ///     unreachable!()
+    /// };
+    /// assert!(infer_ms.is_nan());
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Done {
         /// The client's frame number.
         frame: u64,
@@ -273,11 +666,39 @@ pub enum Message {
         infer_ms: f64,
     },
     /// Either way: the sender is leaving, after finishing the frames in flight.
+    ///
+    /// [`Client::close`](crate::Client::close) sends it.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{HEADER, Message};
+    ///
+    /// let bye = Message::Bye { reason: "shutting down".into() };
+    /// let frame = bye.encode();
+    /// assert_eq!(frame.len(), HEADER + 2 + "shutting down".len());
+    /// assert_eq!(Message::decode(bye.kind(), &frame[HEADER..])?, bye);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Bye {
         /// Why.
         reason: String,
     },
     /// Either way: a fault; the sender closes the connection after it.
+    ///
+    /// The client turns one from the worker into
+    /// [`Error::Protocol`](crate::Error::Protocol).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{ErrorCode, HEADER, Message};
+    ///
+    /// let error = Message::Error { code: ErrorCode::Busy, message: "the worker serves 4 clients".into() };
+    /// let frame = error.encode();
+    /// assert_eq!(frame.len(), HEADER + 6 + "the worker serves 4 clients".len());
+    /// assert_eq!(Message::decode(error.kind(), &frame[HEADER..])?, error);
+    /// // A code from a newer peer is kept as a number.
+    /// let newer = Message::Error { code: ErrorCode::Other(40), message: String::new() };
+    /// assert_eq!(Message::decode(newer.kind(), &newer.encode()[HEADER..])?, newer);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     Error {
         /// What kind of fault.
         code: ErrorCode,
@@ -287,31 +708,110 @@ pub enum Message {
 }
 
 /// The kinds' wire values.
+///
+/// ```
+/// use neural_frame_client::protocol::{Message, kind};
+///
+/// let frame = Message::Consumed { frame: 3 }.encode();
+/// match u16::from_le_bytes([frame[4], frame[5]]) {
+///     kind::ENQUEUED | kind::CONSUMED | kind::DONE => {} // the per-frame answers
+///     kind::BYE | kind::ERROR => panic!("the worker is leaving"),
+///     other => panic!("a kind {other} message while streaming"),
+/// }
+/// assert_eq!((kind::HELLO, kind::ERROR), (1, 10));
+/// ```
 pub mod kind {
     /// [`Message::Hello`](super::Message::Hello).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::HELLO, kind_name(kind::HELLO)), (1, "Hello"));
+    /// ```
     pub const HELLO: u16 = 1;
     /// [`Message::Welcome`](super::Message::Welcome).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::WELCOME, kind_name(kind::WELCOME)), (2, "Welcome"));
+    /// ```
     pub const WELCOME: u16 = 2;
     /// [`Message::Slots`](super::Message::Slots).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::SLOTS, kind_name(kind::SLOTS)), (3, "Slots"));
+    /// ```
     pub const SLOTS: u16 = 3;
     /// [`Message::Ready`](super::Message::Ready).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::READY, kind_name(kind::READY)), (4, "Ready"));
+    /// ```
     pub const READY: u16 = 4;
     /// [`Message::Submit`](super::Message::Submit).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::SUBMIT, kind_name(kind::SUBMIT)), (5, "Submit"));
+    /// ```
     pub const SUBMIT: u16 = 5;
     /// [`Message::Enqueued`](super::Message::Enqueued).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::ENQUEUED, kind_name(kind::ENQUEUED)), (6, "Enqueued"));
+    /// ```
     pub const ENQUEUED: u16 = 6;
     /// [`Message::Consumed`](super::Message::Consumed).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::CONSUMED, kind_name(kind::CONSUMED)), (7, "Consumed"));
+    /// ```
     pub const CONSUMED: u16 = 7;
     /// [`Message::Done`](super::Message::Done).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::DONE, kind_name(kind::DONE)), (8, "Done"));
+    /// ```
     pub const DONE: u16 = 8;
     /// [`Message::Bye`](super::Message::Bye).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::BYE, kind_name(kind::BYE)), (9, "Bye"));
+    /// ```
     pub const BYE: u16 = 9;
     /// [`Message::Error`](super::Message::Error).
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{kind, kind_name};
+    ///
+    /// assert_eq!((kind::ERROR, kind_name(kind::ERROR)), (10, "Error"));
+    /// ```
     pub const ERROR: u16 = 10;
 }
 
 impl Message {
     /// The message's kind on the wire.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{Message, kind};
+    ///
+    /// assert_eq!(Message::Consumed { frame: 1 }.kind(), kind::CONSUMED);
+    /// assert_eq!(Message::Ready { timelines: 0 }.kind(), 4);
+    /// ```
     pub fn kind(&self) -> u16 {
         match self {
             Message::Hello { .. } => kind::HELLO,
@@ -328,6 +828,19 @@ impl Message {
     }
 
     /// The number of file descriptors that must travel with this message.
+    ///
+    /// [`wire::send`](crate::wire::send) refuses another number.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{Message, SlotMemory};
+    ///
+    /// let memory =
+    ///     SlotMemory { allocation_size: 4096, buffer_size: 4096, memory_type_index: 0, usage: 0x20, dedicated: true };
+    /// let host = Message::Slots { inputs: vec![memory; 3], outputs: vec![memory; 3], timeline: false };
+    /// assert_eq!(host.fd_count(), 6);
+    /// assert_eq!(Message::Ready { timelines: 2 }.fd_count(), 2);
+    /// assert_eq!(Message::Done { frame: 1, infer_ms: 1.0 }.fd_count(), 0);
+    /// ```
     pub fn fd_count(&self) -> usize {
         match self {
             Message::Slots { inputs, outputs, timeline } => inputs.len() + outputs.len() + usize::from(*timeline),
@@ -337,6 +850,17 @@ impl Message {
     }
 
     /// The whole frame: header and body.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{HEADER, Message};
+    ///
+    /// let frame = Message::Ready { timelines: 2 }.encode();
+    /// assert_eq!(frame.len(), HEADER + 4);
+    /// assert_eq!(frame[..4], 8u32.to_le_bytes()); // what follows the length field: kind, fd count, body
+    /// assert_eq!(frame[4..6], 4u16.to_le_bytes()); // kind::READY
+    /// assert_eq!(frame[6..8], 2u16.to_le_bytes()); // two descriptors travel with it
+    /// assert_eq!(frame[8..], 2u32.to_le_bytes());
+    /// ```
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer(Vec::with_capacity(64));
         w.u32(0); // length, patched below
@@ -414,6 +938,21 @@ impl Message {
     }
 
     /// A message from its kind and body (the bytes after the header).
+    ///
+    /// The body must be exactly as long as its kind needs; the error carries the
+    /// [`ErrorCode`] to answer with.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{ErrorCode, HEADER, Message, kind};
+    ///
+    /// let frame = Message::Consumed { frame: 3 }.encode();
+    /// assert_eq!(Message::decode(kind::CONSUMED, &frame[HEADER..])?, Message::Consumed { frame: 3 });
+    /// // Short, long, or of an unknown kind: Malformed.
+    /// assert_eq!(Message::decode(kind::CONSUMED, &frame[HEADER..HEADER + 7]).unwrap_err().code, ErrorCode::Malformed);
+    /// assert_eq!(Message::decode(kind::CONSUMED, &[0; 9]).unwrap_err().code, ErrorCode::Malformed);
+    /// assert_eq!(Message::decode(99, &[]).unwrap_err().code, ErrorCode::Malformed);
+    /// # Ok::<(), neural_frame_client::protocol::WireError>(())
+    /// ```
     pub fn decode(kind: u16, body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader { buf: body, at: 0 };
         let m = match kind {
@@ -509,6 +1048,13 @@ impl Message {
 }
 
 /// A kind's name, for messages.
+///
+/// ```
+/// use neural_frame_client::protocol::{kind, kind_name};
+///
+/// assert_eq!(kind_name(kind::DONE), "Done");
+/// assert_eq!(kind_name(99), "unknown");
+/// ```
 pub fn kind_name(kind: u16) -> &'static str {
     match kind {
         kind::HELLO => "Hello",
@@ -526,6 +1072,17 @@ pub fn kind_name(kind: u16) -> &'static str {
 }
 
 /// A frame that does not follow the protocol, with the code to answer it with.
+///
+/// ```
+/// use neural_frame_client::protocol::{ErrorCode, Message, kind};
+///
+/// // A Ready that claims one timeline.
+/// let fault = Message::decode(kind::READY, &1u32.to_le_bytes()).unwrap_err();
+/// assert_eq!(fault.code, ErrorCode::Malformed);
+/// // The answer to the peer, before closing the connection:
+/// let answer = Message::Error { code: fault.code, message: fault.message.clone() };
+/// assert_eq!(answer.kind(), kind::ERROR);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WireError {
     /// The code for the `Error` reply.
@@ -536,6 +1093,13 @@ pub struct WireError {
 
 impl WireError {
     /// A fault with its code.
+    ///
+    /// ```
+    /// use neural_frame_client::protocol::{ErrorCode, WireError};
+    ///
+    /// let e = WireError::new(ErrorCode::Model, "the worker serves upscale.onnx, not x4.onnx");
+    /// assert_eq!(e.to_string(), "the worker serves upscale.onnx, not x4.onnx (Model)");
+    /// ```
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self { code, message: message.into() }
     }

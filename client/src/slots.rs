@@ -34,6 +34,57 @@ const SEMAPHORE_HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemap
 /// and the `timelineSemaphore` feature (`VkPhysicalDeviceVulkan12Features` or
 /// `VkPhysicalDeviceTimelineSemaphoreFeatures`). Without those two the client
 /// can still serve in host mode.
+///
+/// A renderer that creates its device for serving:
+///
+/// ```no_run
+/// use neural_frame_client::ClientDevice;
+/// use neural_frame_client::ash::{self, vk};
+///
+/// // SAFETY: the Vulkan loader's initialisation has no requirements here; nothing else loads it now.
+/// let entry = unsafe { ash::Entry::load() }?;
+/// let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+/// let info = vk::InstanceCreateInfo::default().application_info(&app);
+/// // SAFETY: `info` and what it points to live for the call.
+/// let instance = unsafe { entry.create_instance(&info, None) }?;
+/// // SAFETY: the instance is live.
+/// let physical_device = *unsafe { instance.enumerate_physical_devices() }?.first().ok_or("no Vulkan device")?;
+/// // SAFETY: the physical device is of this instance.
+/// let families = unsafe { instance.get_physical_device_queue_family_properties(physical_device) };
+/// let queue_family_index =
+///     families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)).ok_or("no compute queue")? as u32;
+///
+/// // VK_KHR_external_memory_fd is required; the semaphore extension and the timeline feature give GPU mode.
+/// // SAFETY: as above.
+/// let available = unsafe { instance.enumerate_device_extension_properties(physical_device) }?;
+/// let has = |name: &std::ffi::CStr| available.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
+/// let external_semaphore_fd = has(ash::khr::external_semaphore_fd::NAME);
+/// let mut extensions = vec![ash::khr::external_memory_fd::NAME.as_ptr()];
+/// if external_semaphore_fd {
+///     extensions.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
+/// }
+/// let mut supported = vk::PhysicalDeviceVulkan12Features::default();
+/// let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported);
+/// // SAFETY: the physical device is of this instance; the chain is one output structure that lives for the call.
+/// unsafe { instance.get_physical_device_features2(physical_device, &mut features) };
+/// let timelines = supported.timeline_semaphore == vk::TRUE;
+/// let mut enabled = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(timelines);
+///
+/// let priorities = [1.0];
+/// let queues =
+///     [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family_index).queue_priorities(&priorities)];
+/// let info = vk::DeviceCreateInfo::default()
+///     .queue_create_infos(&queues)
+///     .enabled_extension_names(&extensions)
+///     .push_next(&mut enabled);
+/// // SAFETY: the extensions are ones the device lists, the feature one it supports; `info` and its chain live
+/// // for the call.
+/// let device = unsafe { instance.create_device(physical_device, &info, None) }?;
+///
+/// let client_device = ClientDevice { instance, physical_device, device, queue_family_index, external_semaphore_fd };
+/// # let _ = client_device;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct ClientDevice {
     /// The instance `device` was created from.
@@ -570,6 +621,18 @@ fn timeline_sharing(device: &ClientDevice, semaphore_fd: bool) -> std::result::R
 ///
 /// Made and destroyed by the client; dropping one without destroying it leaks
 /// the buffer and its memory.
+///
+/// The renderer borrows them from [`Client::input_slot`](crate::Client::input_slot)
+/// and [`Client::output_slot`](crate::Client::output_slot):
+///
+/// ```no_run
+/// # fn example(client: &neural_frame_client::Client) {
+/// for i in 0..client.input_slots() {
+///     let slot = client.input_slot(i);
+///     println!("input slot {i}: {:?}, {} bytes, device-local: {}", slot.buffer(), slot.size(), slot.device_local());
+/// }
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct SlotBuffer {
     buffer: vk::Buffer,
@@ -586,23 +649,55 @@ pub struct SlotBuffer {
 impl SlotBuffer {
     /// The buffer, for the caller's copies and shaders (usage `STORAGE_BUFFER |
     /// TRANSFER_SRC | TRANSFER_DST`; frames start at offset 0).
+    ///
+    /// ```no_run
+    /// use neural_frame_client::ash::vk;
+    /// use neural_frame_client::SlotBuffer;
+    ///
+    /// /// A descriptor for a compute shader that writes the frame into the slot.
+    /// fn storage_binding(slot: &SlotBuffer) -> vk::DescriptorBufferInfo {
+    ///     vk::DescriptorBufferInfo { buffer: slot.buffer(), offset: 0, range: slot.size() }
+    /// }
+    /// ```
     pub fn buffer(&self) -> vk::Buffer {
         self.buffer
     }
 
-    /// The buffer's size in bytes (its allocation may be larger).
+    /// The buffer's size in bytes (its allocation may be larger): one frame,
+    /// `row_pitch × height` of its geometry.
+    ///
+    /// ```no_run
+    /// # fn example(client: &neural_frame_client::Client) {
+    /// assert_eq!(Some(client.output_slot(0).size()), client.output_geometry().bytes());
+    /// # }
+    /// ```
     pub fn size(&self) -> u64 {
         self.size
     }
 
     /// Whether the memory is of a `DEVICE_LOCAL` type; false where no device-local
     /// type the buffer allows had room, and the slot lives in other memory.
+    ///
+    /// ```no_run
+    /// # fn example(client: &neural_frame_client::Client) {
+    /// if !(0..client.input_slots()).all(|i| client.input_slot(i).device_local()) {
+    ///     eprintln!("some input slots live outside device-local memory: frames will be slower");
+    /// }
+    /// # }
+    /// ```
     pub fn device_local(&self) -> bool {
         self.device_local
     }
 
     /// Whether the driver requires a dedicated allocation for exported memory of
     /// this kind (the client always makes one anyway).
+    ///
+    /// ```no_run
+    /// # fn example(client: &neural_frame_client::Client) {
+    /// let slot = client.output_slot(0);
+    /// println!("the driver {} dedicated allocations", if slot.dedicated_required() { "requires" } else { "allows" });
+    /// # }
+    /// ```
     pub fn dedicated_required(&self) -> bool {
         self.dedicated_required
     }
@@ -659,6 +754,24 @@ fn slot_stages(device: &ClientDevice) -> (vk::PipelineStageFlags, vk::AccessFlag
 /// `cmd` is a command buffer of `device.device` in the recording state, from a
 /// pool of `device.queue_family_index`, outside a render pass; `slot` was made
 /// on `device` and is not destroyed before the command buffer completes.
+///
+/// # Example
+///
+/// A frame rendered by a compute shader straight into an input slot:
+///
+/// ```no_run
+/// use neural_frame_client::ash::vk;
+/// use neural_frame_client::{ClientDevice, SlotBuffer, release_to_worker};
+///
+/// fn record_frame(device: &ClientDevice, cmd: vk::CommandBuffer, slot: &SlotBuffer, groups: (u32, u32)) {
+///     // ... bind a compute pipeline whose storage buffer is slot.buffer() ...
+///     // SAFETY: `cmd` is recording, outside a render pass, from a pool of device.queue_family_index, with
+///     // a compute pipeline and its descriptors bound.
+///     unsafe { device.device.cmd_dispatch(cmd, groups.0, groups.1, 1) };
+///     // SAFETY: as above; the slot was made on `device` by the client, which outlives the command buffer.
+///     unsafe { release_to_worker(device, cmd, slot) };
+/// }
+/// ```
 pub unsafe fn release_to_worker(device: &ClientDevice, cmd: vk::CommandBuffer, slot: &SlotBuffer) {
     let (stages, writes, _) = slot_stages(device);
     let barrier = vk::BufferMemoryBarrier::default()
@@ -695,6 +808,24 @@ pub unsafe fn release_to_worker(device: &ClientDevice, cmd: vk::CommandBuffer, s
 /// # Safety
 ///
 /// As [`release_to_worker`].
+///
+/// # Example
+///
+/// GPU mode: before rewriting input slot `i`, the renderer's submission waits
+/// for the previous frame's `input_consumed` (at `TRANSFER | COMPUTE_SHADER`);
+/// its command buffer starts with the acquire.
+///
+/// ```no_run
+/// use neural_frame_client::ash::vk;
+/// use neural_frame_client::{Client, ClientDevice, acquire_from_worker};
+///
+/// fn begin_rewrite(device: &ClientDevice, cmd: vk::CommandBuffer, client: &Client, i: usize) {
+///     // SAFETY: `cmd` is recording, outside a render pass, from a pool of device.queue_family_index; the slot
+///     // is the client's, which outlives the command buffer.
+///     unsafe { acquire_from_worker(device, cmd, client.input_slot(i)) };
+///     // ... the renderer's writes to client.input_slot(i).buffer(), then release_to_worker ...
+/// }
+/// ```
 pub unsafe fn acquire_from_worker(device: &ClientDevice, cmd: vk::CommandBuffer, slot: &SlotBuffer) {
     let (stages, _, accesses) = slot_stages(device);
     let barrier = vk::BufferMemoryBarrier::default()

@@ -1,5 +1,30 @@
 //! Frames on a Unix stream socket, with file descriptors passed as
 //! `SCM_RIGHTS` ancillary data on the frame's first byte.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use std::os::fd::AsRawFd;
+//! use std::os::unix::net::UnixStream;
+//!
+//! use neural_frame_client::protocol::Message;
+//! use neural_frame_client::wire;
+//!
+//! let (worker, client) = UnixStream::pair()?;
+//! // Two descriptors travel with a GPU-mode Ready: pipes' read ends stand in for the timelines.
+//! let (consumed, mut consumed_writer) = std::io::pipe()?;
+//! let (ready, _ready_writer) = std::io::pipe()?;
+//! wire::send(&worker, &Message::Ready { timelines: 2 }, &[consumed.as_raw_fd(), ready.as_raw_fd()])?;
+//!
+//! let (message, fds) = wire::recv(&client)?;
+//! assert_eq!(message, Message::Ready { timelines: 2 });
+//! assert_eq!(fds.len(), 2);
+//! // The first descriptor received is the first pipe's read end: what is written shows through it.
+//! consumed_writer.write_all(b"!")?;
+//! let mut byte = [0u8; 1];
+//! std::fs::File::from(fds.into_iter().next().ok_or("no descriptor")?).read_exact(&mut byte)?;
+//! assert_eq!(&byte, b"!");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -8,6 +33,30 @@ use std::os::unix::net::UnixStream;
 use crate::protocol::{ErrorCode, HEADER, MAX_FDS, MAX_MESSAGE, Message, WireError, kind_name};
 
 /// What reading a frame can end in.
+///
+/// ```
+/// use std::os::unix::net::UnixStream;
+///
+/// use neural_frame_client::protocol::{ErrorCode, Message};
+/// use neural_frame_client::wire::{self, RecvError};
+///
+/// let (a, b) = UnixStream::pair()?;
+/// wire::send_raw(&a, &[0xff; 8], &[])?; // a header that declares a frame of 4 GiB
+/// drop(a);
+/// match wire::recv(&b) {
+///     Err(RecvError::Protocol(e)) => assert_eq!(e.code, ErrorCode::Malformed),
+///     other => panic!("{other:?}"),
+/// }
+/// // A close at a frame boundary:
+/// assert!(matches!(wire::recv(&b), Err(RecvError::Closed)));
+///
+/// // A close in the middle of a frame:
+/// let (a, b) = UnixStream::pair()?;
+/// wire::send_raw(&a, &Message::Consumed { frame: 1 }.encode()[..12], &[])?;
+/// drop(a);
+/// assert!(matches!(wire::recv(&b), Err(RecvError::Io(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum RecvError {
     /// The peer closed the connection at a frame boundary.
@@ -32,6 +81,31 @@ impl std::error::Error for RecvError {}
 
 /// Sends one message, with `fds` on its first byte. The number of descriptors
 /// must be what the message declares.
+///
+/// The descriptors stay open on the sender's side: the receiver gets its own
+/// copies.
+///
+/// ```
+/// use std::io::ErrorKind;
+/// use std::os::fd::AsRawFd;
+/// use std::os::unix::net::UnixStream;
+///
+/// use neural_frame_client::protocol::{Message, SlotMemory};
+/// use neural_frame_client::wire;
+///
+/// let (client, worker) = UnixStream::pair()?;
+/// let memory =
+///     SlotMemory { allocation_size: 4096, buffer_size: 4096, memory_type_index: 0, usage: 0x20, dedicated: true };
+/// // A file stands in for the memory fd vkGetMemoryFdKHR gives.
+/// let slot = std::fs::File::open("/dev/null")?;
+/// let slots = Message::Slots { inputs: vec![memory], outputs: vec![], timeline: false };
+/// // One descriptor too few is refused before anything is sent.
+/// assert_eq!(wire::send(&client, &slots, &[]).unwrap_err().kind(), ErrorKind::InvalidInput);
+/// wire::send(&client, &slots, &[slot.as_raw_fd()])?;
+/// let (got, fds) = wire::recv(&worker)?;
+/// assert_eq!((got, fds.len()), (slots, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn send(stream: &UnixStream, message: &Message, fds: &[RawFd]) -> io::Result<()> {
     if fds.len() != message.fd_count() || fds.len() > MAX_FDS {
         return Err(io::Error::new(
@@ -55,6 +129,24 @@ pub fn send(stream: &UnixStream, message: &Message, fds: &[RawFd]) -> io::Result
 }
 
 /// Sends bytes as they are, with `fds` on the first (for tests of malformed input).
+///
+/// ```
+/// use std::os::unix::net::UnixStream;
+///
+/// use neural_frame_client::protocol::{ErrorCode, Message};
+/// use neural_frame_client::wire::{self, RecvError};
+///
+/// let (a, b) = UnixStream::pair()?;
+/// // A Consumed frame whose header declares a descriptor that does not come.
+/// let mut frame = Message::Consumed { frame: 1 }.encode();
+/// frame[6] = 1;
+/// wire::send_raw(&a, &frame, &[])?;
+/// match wire::recv(&b) {
+///     Err(RecvError::Protocol(e)) => assert_eq!(e.code, ErrorCode::FdCount),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn send_raw(stream: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
     let mut sent = 0;
     let mut first = true;
@@ -181,6 +273,31 @@ fn take_fds(msg: &libc::msghdr, fds: &mut Vec<OwnedFd>) {
 
 /// Reads one frame and decodes it; checks that it came with the descriptors it
 /// declares (excess descriptors are closed with the error).
+///
+/// Blocks until a whole frame has come; a peer that closes at a frame boundary
+/// gives [`RecvError::Closed`].
+///
+/// ```
+/// use std::os::unix::net::UnixStream;
+///
+/// use neural_frame_client::protocol::Message;
+/// use neural_frame_client::wire::{self, RecvError};
+///
+/// let (worker, client) = UnixStream::pair()?;
+/// wire::send(&worker, &Message::Done { frame: 1, infer_ms: 3.5 }, &[])?;
+/// wire::send(&worker, &Message::Bye { reason: "shutting down".into() }, &[])?;
+/// drop(worker);
+/// let mut got = Vec::new();
+/// loop {
+///     match wire::recv(&client) {
+///         Ok((message, _fds)) => got.push(message),
+///         Err(RecvError::Closed) => break,
+///         Err(e) => return Err(e.into()),
+///     }
+/// }
+/// assert_eq!(got, [Message::Done { frame: 1, infer_ms: 3.5 }, Message::Bye { reason: "shutting down".into() }]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn recv(stream: &UnixStream) -> Result<(Message, Vec<OwnedFd>), RecvError> {
     let socket = stream.as_raw_fd();
     let mut fds = Vec::new();
