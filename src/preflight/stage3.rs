@@ -12,7 +12,7 @@ use crate::vulkan::{Device, Instance, InstanceOptions};
 
 /// Stage 3's measurements.
 ///
-/// Read from a [`Report`]; see [`Details`] for an example.
+/// Read from a [`Report`](super::Report); see [`Details`](super::Details) for an example.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stage3 {
     /// The ONNX Runtime that was loaded.
