@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -84,6 +84,18 @@ for what in "$@"; do
     bench-1080)
       step bench-fp16-1080p 300 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 1920x1080 \
         --frames 100 --prefer-nhwc --cuda-graph --post-wait host --spin-wait --json-file "$OUT/bench-fp16-1080p.json"
+      ;;
+    side-stream)
+      # Issue 13's experiment: the CUDA wait for "input ready" on a side stream, joined by an
+      # event, against the same run without it (each pair back to back, one process each).
+      for side in "" --side-stream-wait; do
+        tag=${side:+-side}
+        step "bench-fp32$tag" 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --diagnose $side \
+          --json-file "$OUT/bench-fp32$tag.json"
+        step "bench-fp16$tag" 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
+          --frames 200 --diagnose --prefer-nhwc --cuda-graph --post-wait host --spin-wait $side \
+          --json-file "$OUT/bench-fp16$tag.json"
+      done
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).

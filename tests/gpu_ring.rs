@@ -15,12 +15,21 @@ fn host_post(b: ContextBuilder) -> ContextBuilder {
     b.post_wait(PostWait::Host)
 }
 
-fn every_option(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_graph(true).post_wait(PostWait::Host).spin_wait(true).gpu_timestamps(false)
+fn side_wait(b: ContextBuilder) -> ContextBuilder {
+    b.side_stream_wait(true)
 }
 
-const TUNINGS: [(&str, Tune); 4] =
-    [("default", plain), ("CUDA graphs", graphs), ("post waits on host", host_post), ("all options", every_option)];
+fn every_option(b: ContextBuilder) -> ContextBuilder {
+    b.cuda_graph(true).post_wait(PostWait::Host).spin_wait(true).gpu_timestamps(false).side_stream_wait(true)
+}
+
+const TUNINGS: [(&str, Tune); 5] = [
+    ("default", plain),
+    ("CUDA graphs", graphs),
+    ("post waits on host", host_post),
+    ("side-stream wait", side_wait),
+    ("all options", every_option),
+];
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]

@@ -456,13 +456,14 @@ pub(crate) fn render(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, {} slots, {} warm-up frames, {} timed frames per mode",
+        "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, {} slots, {} warm-up frames, {} timed frames per mode",
         r.tuning.conv_search,
         r.tuning.prefer_nhwc,
         r.tuning.cuda_graph,
         r.tuning.post_wait,
         r.tuning.gpu_timestamps,
         r.tuning.spin_wait,
+        r.tuning.side_stream_wait,
         r.slots,
         r.warmup,
         r.modes[0].frames

@@ -96,6 +96,9 @@ struct ModelArgs {
     /// Wait for frames by polling (a busy core) instead of sleeping in the driver.
     #[arg(long)]
     spin_wait: bool,
+    /// Put the CUDA wait for each frame's input on a side stream, joined by an event (CUDA backend).
+    #[arg(long)]
+    side_stream_wait: bool,
 }
 
 impl ModelArgs {
@@ -122,6 +125,7 @@ impl ModelArgs {
             },
             gpu_timestamps: !self.no_gpu_timestamps,
             spin_wait: self.spin_wait,
+            side_stream_wait: self.side_stream_wait,
         }
     }
 
@@ -149,6 +153,7 @@ impl ModelArgs {
             (self.cuda_graph, "--cuda-graph"),
             (self.no_gpu_timestamps, "--no-gpu-timestamps"),
             (self.spin_wait, "--spin-wait"),
+            (self.side_stream_wait, "--side-stream-wait"),
         ] {
             if on {
                 a.push(flag.into());

@@ -118,6 +118,8 @@ pub struct Tuning {
     pub gpu_timestamps: bool,
     /// Frames are waited for by polling instead of sleeping in the driver.
     pub spin_wait: bool,
+    /// The CUDA wait for each frame's input goes on a side stream, joined by an event (CUDA backend).
+    pub side_stream_wait: bool,
 }
 
 impl Default for Tuning {
@@ -129,6 +131,7 @@ impl Default for Tuning {
             post_wait: PostWait::Gpu,
             gpu_timestamps: true,
             spin_wait: false,
+            side_stream_wait: false,
         }
     }
 }
@@ -237,6 +240,23 @@ impl ContextBuilder {
     /// ```
     pub fn spin_wait(mut self, on: bool) -> Self {
         self.tuning.spin_wait = on;
+        self
+    }
+    /// Put the CUDA wait for each frame's "input ready" on a side stream and join
+    /// the model's stream to it with an event (CUDA backend; default off), so the
+    /// external-semaphore wait is never enqueued behind a running model. An
+    /// experiment of the benchmark's (`--side-stream-wait`): see the README's
+    /// "Measured" for what it changes.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").side_stream_wait(true).frame_size(960, 540).build()?;
+    /// println!("side-stream wait in effect: {}", ctx.tuning().side_stream_wait); // false off CUDA
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn side_stream_wait(mut self, on: bool) -> Self {
+        self.tuning.side_stream_wait = on;
         self
     }
     /// Replay each slot's model run as a CUDA graph captured from ONNX Runtime's

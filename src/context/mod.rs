@@ -214,7 +214,8 @@ impl NeuralFrameContext {
                 config.cuda_stream = Some(stream.raw() as *mut c_void);
                 // SAFETY: the stream goes into the engine with the session, which drops the session first.
                 let (session, contract) = unsafe { session::create(&b.model, &config) }?;
-                let engine = CudaEngine::new(session, stream, Arc::clone(c), n, b.tuning.cuda_graph)?;
+                let engine =
+                    CudaEngine::new(session, stream, Arc::clone(c), n, b.tuning.cuda_graph, b.tuning.side_stream_wait)?;
                 (Engine::Cuda(engine), contract)
             }
             None => {
@@ -262,7 +263,11 @@ impl NeuralFrameContext {
             report: base.report,
             model: b.model.clone(),
             // CUDA graphs exist only on the CUDA backend: the tuning reports what runs.
-            tuning: Tuning { cuda_graph: b.tuning.cuda_graph && on_cuda, ..b.tuning },
+            tuning: Tuning {
+                cuda_graph: b.tuning.cuda_graph && on_cuda,
+                side_stream_wait: b.tuning.side_stream_wait && on_cuda,
+                ..b.tuning
+            },
             back_pressure: b.back_pressure,
             frame_timeout: b.frame_timeout,
             sync_mode,

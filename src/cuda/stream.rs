@@ -44,6 +44,13 @@ impl Stream {
     pub fn device(&self) -> &Arc<CudaDevice> {
         &self.device
     }
+    /// Makes work enqueued on this stream after this call wait (on the GPU) for
+    /// `event`'s last recording.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        self.device.bind()?;
+        // SAFETY: both are live objects of this context; flags must be 0.
+        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.raw, event.raw, 0) })
+    }
 }
 
 impl Drop for Stream {

@@ -37,6 +37,9 @@ pub(crate) struct CudaEngine {
     last_end: Option<(u64, f64)>,
     /// CUDA graphs are wanted (tuning).
     graphs: bool,
+    /// `Tuning::side_stream_wait`: the wait for `to_model` goes on this stream, and the
+    /// model's stream waits for `joined`, recorded after it.
+    side: Option<(cuda::Stream, cuda::Event)>,
     pub(crate) stream: cuda::Stream,
     pub(crate) device: Arc<CudaDevice>,
 }
@@ -49,6 +52,7 @@ impl CudaEngine {
         device: Arc<CudaDevice>,
         slots: usize,
         graphs: bool,
+        side_stream_wait: bool,
     ) -> Result<Self> {
         let reference = cuda::Event::new(&device)?;
         reference.record(&stream)?;
@@ -65,7 +69,9 @@ impl CudaEngine {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Self { session, slots, reference, last_end: None, graphs, stream, device })
+        let side =
+            if side_stream_wait { Some((cuda::Stream::new(&device)?, cuda::Event::new(&device)?)) } else { None };
+        Ok(Self { session, slots, reference, last_end: None, graphs, side, stream, device })
     }
 
     /// Enqueues: wait for `to_model = n`, the model (replayed as a graph where
@@ -73,7 +79,15 @@ impl CudaEngine {
     pub(crate) fn run(&mut self, run: Run<'_>, timelines: &Timelines) -> Result<()> {
         let n = run.value;
         let slot = &mut self.slots[run.slot];
-        timelines.to_model.cuda()?.wait(&self.stream, n)?;
+        match &self.side {
+            // The external wait on an idle stream of its own; the model's stream joins it by an event.
+            Some((side, joined)) => {
+                timelines.to_model.cuda()?.wait(side, n)?;
+                joined.record(side)?;
+                self.stream.wait_event(joined)?;
+            }
+            None => timelines.to_model.cuda()?.wait(&self.stream, n)?,
+        }
         slot.events.0.record(&self.stream)?;
         let use_graph = self.graphs && run.slot_tensors;
         if use_graph && slot.graph.is_none() && slot.runs >= 1 {
