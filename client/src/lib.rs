@@ -881,7 +881,10 @@ impl Client {
 
     /// Whether the frame's output is written, without blocking: the model's time
     /// once it is (the frame is then forgotten, as by
-    /// [`wait_done`](Self::wait_done)), `None` before.
+    /// [`wait_done`](Self::wait_done)), `None` before. A `Done` that arrived
+    /// before the worker went is still returned; a frame the client does not track
+    /// (never submitted, already collected, or forgotten among more than 256
+    /// uncollected finished frames) is [`Error::InvalidArgument`], as for `wait_done`.
     ///
     /// ```no_run
     /// # use neural_frame_client::{Client, FrameId, Result};
@@ -899,12 +902,15 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn try_done(&mut self, frame: FrameId) -> Result<Option<f64>> {
-        self.pump(Duration::ZERO)?;
-        let done = self.frames.get(&frame.0).and_then(|s| s.done);
-        if done.is_some() {
+        let pumped = self.pump(Duration::ZERO);
+        // A frame it does not track never becomes done: an error, as for `wait_done`, not `None`
+        // forever. What came before a Bye or a break still counts, as for `wait_done`.
+        let state = self.frames.get(&frame.0).ok_or_else(|| not_in_flight(frame))?;
+        if let Some(ms) = state.done {
             self.frames.remove(&frame.0);
+            return Ok(Some(ms));
         }
-        Ok(done)
+        pumped.map(|()| None)
     }
 
     /// Takes the messages that arrived, without blocking: an error once the
@@ -985,10 +991,7 @@ impl Client {
     fn until<T>(&mut self, frame: FrameId, what: &str, got: impl Fn(&FrameState) -> Option<T>) -> Result<T> {
         let deadline = Instant::now() + self.timeout;
         loop {
-            let state = self
-                .frames
-                .get(&frame.0)
-                .ok_or_else(|| Error::InvalidArgument(format!("frame {} is not in flight", frame.0)))?;
+            let state = self.frames.get(&frame.0).ok_or_else(|| not_in_flight(frame))?;
             if let Some(v) = got(state) {
                 return Ok(v);
             }
@@ -1122,6 +1125,17 @@ impl Client {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         lock(&self.release).release();
     }
+}
+
+/// The error for a frame the client does not track: never submitted on this
+/// connection, already collected, or forgotten among more than `MAX_TRACKED`
+/// uncollected finished frames.
+fn not_in_flight(frame: FrameId) -> Error {
+    Error::InvalidArgument(format!(
+        "frame {} is not in flight: never submitted here, already collected, or forgotten after {MAX_TRACKED} \
+         finished frames nobody collected",
+        frame.0
+    ))
 }
 
 impl Drop for Client {

@@ -359,9 +359,16 @@ pub fn frames_match_onnx_runtime(backend: &str, sync: SyncPreference, expect_mod
     // Pipelined: three frames in flight before the first is read.
     let pics: Vec<_> = (8..=10u64).map(|n| picture(w, h, n as u32)).collect();
     let ids: Vec<_> = (8..=10u64).zip(&pics).map(|(n, p)| side.send(&r, p, n)).collect();
+    let last = ids[2];
     for (id, p) in ids.into_iter().zip(&pics) {
         let got = side.receive(&r, id);
         assert!(super::pipeline::max_diff(&got, &expected(F32, p, w, h), 2 * w).0 <= 1);
+    }
+    // A collected frame is no longer tracked: both ways of asking say so at once (not None forever).
+    let polled = side.client.try_done(last).expect_err("a collected frame");
+    let waited = side.client.wait_done(last).expect_err("a collected frame");
+    for e in [polled, waited] {
+        assert!(matches!(&e, neural_frame_client::Error::InvalidArgument(m) if m.contains("not in flight")), "{e}");
     }
     side.close(&r);
     assert_eq!(r.validation_errors(), 0, "the renderer's validation layer");
