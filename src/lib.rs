@@ -141,9 +141,11 @@ pub use context::setup::{BackendReport, suitable_devices};
 pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};
 pub use context::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, PostWait, Tuning};
 pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
-pub use onnx::model::ScaleSource;
 pub use onnx::session::check_model_file;
-pub use onnx::{ConvSearch, ModelContract, RuntimeInfo, TensorKind};
+pub use onnx::{
+    ColorOrder, ConvSearch, Element, Layout, ModelContract, Normalization, PROBE_SIZE, RuntimeInfo, Scale, ScaleSource,
+    TensorDeclaration, TensorKind,
+};
 /// The `ort` this crate is built with (an exact pre-release pin), for
 /// [`ort_environment`]'s sessions.
 pub use ort;

@@ -151,8 +151,72 @@ fn unsupported_input_signature() {
         &["run", "--backend", "cpu", "--model", "models/test/bad-one-channel.onnx"],
         &[],
         &tmp("e3.png"),
-        &["input `gray`", "expected one image input"],
+        &["input `gray`", "1-channel", "expected an image tensor"],
     );
+    fails(
+        &["run", "--backend", "cpu", "--model", "models/test/tiny-x2-f32.onnx", "--layout", "nhwc"],
+        &[],
+        &tmp("e3b.png"),
+        &["declared NHWC"],
+    );
+}
+
+#[test]
+fn layout_colour_and_range_options_reach_the_model() {
+    // The same picture through the same ×2 model, told BGR [-1, 1] or nothing: both run, the contract line says
+    // what was declared, and the outputs differ.
+    let (plain, declared) = (tmp("plain.png"), tmp("declared.png"));
+    let base = ["run", "--backend", "cpu", "--model", "models/test/tiny-x2-f32.onnx", "--size", "32x24"];
+    let o = neural_frame(&[&base[..], &["--output", plain.to_str().unwrap_or("")]].concat(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = neural_frame(
+        &[&base[..], &["--color", "bgr", "--range", "-1,1", "--output", declared.to_str().unwrap_or("")]].concat(),
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("NCHW BGR f32 [-1, 1]"), "{}", text(&o));
+    let read = |p: &Path| image::open(p).expect("png").to_rgba8().into_raw();
+    assert_ne!(read(&plain), read(&declared), "--color/--range changed nothing");
+    let o = neural_frame(
+        &[
+            &base[..],
+            &["--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225", "--output", declared.to_str().unwrap_or("")],
+        ]
+        .concat(),
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("mean [0.485, 0.456, 0.406]"), "{}", text(&o));
+    // A model without metadata runs, its scale from the probe.
+    let o = neural_frame(
+        &[
+            "run",
+            "--backend",
+            "cpu",
+            "--model",
+            "models/test/tiny-x2-f32-no-meta.onnx",
+            "--size",
+            "32x24",
+            "--output",
+            declared.to_str().unwrap_or(""),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("×2 (scale from Probe)"), "{}", text(&o));
+    assert_eq!(png_size(&declared), (64, 48));
+    // Values the options cannot take: exit code 2, naming the option.
+    for (args, needle) in [
+        (&["--range", "0,2"][..], "--range"),
+        (&["--color", "grb"][..], "--color"),
+        (&["--mean", "0.5,0.5"][..], "--mean"),
+        (&["--mean", "0.5,0.5,0.5"][..], "--std"),
+        (&["--mean", "0.5,0.5,0.5", "--std", "1,0,1"][..], "zero"),
+    ] {
+        let o = neural_frame(&[&base[..], args].concat(), &[]);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
+    }
 }
 
 #[test]

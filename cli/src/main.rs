@@ -14,7 +14,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use neural_frame::image_io::{self, Rgba8};
-use neural_frame::{Backend, ConvSearch, DeviceSelector, ErrorKind, NeuralFrameContext, PostWait, Tuning, preflight};
+use neural_frame::{
+    Backend, ColorOrder, ConvSearch, DeviceSelector, ErrorKind, Layout, NeuralFrameContext, Normalization, PostWait,
+    TensorDeclaration, Tuning, preflight,
+};
 
 #[derive(Parser)]
 #[command(name = "neural-frame", version, about = "Zero-copy neural inference on Vulkan frames")]
@@ -99,6 +102,45 @@ struct ModelArgs {
     /// Put the CUDA wait for each frame's input on a side stream, joined by an event (CUDA backend).
     #[arg(long)]
     side_stream_wait: bool,
+    /// The model's tensor layout, `nchw` or `nhwc`, where its shapes are ambiguous (overrides its metadata).
+    #[arg(long, value_parser = parse_with::<Layout>)]
+    layout: Option<Layout>,
+    /// The model's colour order, `rgb` or `bgr` (overrides its metadata; default rgb).
+    #[arg(long, value_parser = parse_with::<ColorOrder>)]
+    color: Option<ColorOrder>,
+    /// The value range of the model's float tensors: `0,1`, `-1,1` or `0,255` (overrides its metadata; default 0,1).
+    #[arg(long, value_parser = parse_with::<Normalization>, allow_hyphen_values = true, conflicts_with_all = ["mean", "std"])]
+    range: Option<Normalization>,
+    /// Per-channel mean of the model's normalisation t = (x − mean) / std, for x in [0, 1] (with --std).
+    #[arg(long, value_name = "R,G,B", requires = "std", allow_hyphen_values = true, value_parser = parse_triple)]
+    mean: Option<[f32; 3]>,
+    /// Per-channel std of the model's normalisation (with --mean), none of them 0.
+    #[arg(long, value_name = "R,G,B", requires = "mean", value_parser = parse_std)]
+    std: Option<[f32; 3]>,
+}
+
+/// Three comma-separated finite numbers.
+fn parse_triple(s: &str) -> Result<[f32; 3], String> {
+    let v: Vec<f32> =
+        s.split(',').map(|x| x.trim().parse::<f32>()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    match v[..] {
+        [a, b, c] if v.iter().all(|x| x.is_finite()) => Ok([a, b, c]),
+        _ => Err(format!("`{s}` is not three comma-separated finite numbers")),
+    }
+}
+
+/// Three non-zero comma-separated numbers.
+fn parse_std(s: &str) -> Result<[f32; 3], String> {
+    let v = parse_triple(s)?;
+    if v.contains(&0.0) {
+        return Err(format!("`{s}` has a zero: every channel needs a non-zero std"));
+    }
+    Ok(v)
+}
+
+/// A clap value parser over a library type's `FromStr`.
+fn parse_with<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
+    s.parse()
 }
 
 impl ModelArgs {
@@ -148,6 +190,25 @@ impl ModelArgs {
             "--post-wait".into(),
             value(&self.post_wait).into(),
         ]);
+        let text = |v: &dyn std::fmt::Debug| format!("{v:?}").to_ascii_lowercase();
+        if let Some(l) = self.layout {
+            a.extend(["--layout".into(), text(&l).into()]);
+        }
+        if let Some(c) = self.color {
+            a.extend(["--color".into(), text(&c).into()]);
+        }
+        if let Some(r) = self.range {
+            let r = match r {
+                Normalization::Signed => "-1,1",
+                Normalization::Byte => "0,255",
+                _ => "0,1",
+            };
+            a.extend(["--range".into(), r.into()]);
+        }
+        if let (Some(m), Some(s)) = (self.mean, self.std) {
+            let triple = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
+            a.extend(["--mean".into(), triple(m).into(), "--std".into(), triple(s).into()]);
+        }
         for (on, flag) in [
             (self.prefer_nhwc, "--prefer-nhwc"),
             (self.cuda_graph, "--cuda-graph"),
@@ -167,13 +228,23 @@ impl ModelArgs {
         neural_frame::check_model_file(&self.model).context("checking --model")
     }
 
+    /// What `--layout`, `--color`, `--range` and `--mean`/`--std` declare.
+    fn declaration(&self) -> TensorDeclaration {
+        let normalization = match (self.mean, self.std) {
+            (Some(mean), Some(std)) => Some(Normalization::MeanStd { mean, std }),
+            _ => self.range,
+        };
+        TensorDeclaration { layout: self.layout, color: self.color, normalization }
+    }
+
     /// A builder with these options.
     fn builder(&self, width: u32, height: u32) -> neural_frame::ContextBuilder {
         let mut b = NeuralFrameContext::builder(&self.model)
             .backend(self.backend())
             .device(self.device)
             .frame_size(width, height)
-            .tuning(self.tuning());
+            .tuning(self.tuning())
+            .declare(self.declaration());
         if let Some(p) = self.ort_library() {
             b = b.ort_library(p);
         }

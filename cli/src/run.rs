@@ -32,11 +32,18 @@ fn max_rss_mib() -> Option<f64> {
 fn frame_context(c: &ModelContract) -> String {
     match c.scale_source {
         ScaleSource::Metadata => format!(
-            "running the frame (the model's `scale` metadata says ×{}; check it against the model's real output \
+            "running the frame (the model's `scale` metadata says {}; check it against the model's real output \
              size: a wrong `scale` makes the output tensor's shape differ from the one bound)",
             c.scale
         ),
-        ScaleSource::Shapes => "running the frame".into(),
+        ScaleSource::Probe => format!(
+            "running the frame (the model's scale, {}, came from a probe run at {}×{}: a model whose scale \
+             depends on the frame size needs a `scale` metadata entry)",
+            c.scale,
+            neural_frame::PROBE_SIZE.0,
+            neural_frame::PROBE_SIZE.1
+        ),
+        _ => "running the frame".into(),
     }
 }
 
@@ -95,13 +102,14 @@ pub(crate) fn run_model(
         );
         let c = ctx.contract();
         eprintln!(
-            "model: {} — {} `{}` → {} `{}`, ×{}",
+            "model: {} — {} `{}` → {} `{}`, {} (scale from {:?})",
             args.model.display(),
             c.input.describe(),
             c.input_name,
             c.output.describe(),
             c.output_name,
-            c.scale
+            c.scale,
+            c.scale_source
         );
     }
     let in_image = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::context::NeuralFrameContext;
 use crate::context::foreign::CallerDevice;
 use crate::error::Result;
-use crate::onnx::ConvSearch;
+use crate::onnx::{ColorOrder, ConvSearch, Layout, Normalization, TensorDeclaration};
 use crate::vulkan::DeviceSelector;
 
 /// Which implementation carries frames between the Vulkan buffers and ONNX Runtime.
@@ -159,7 +159,7 @@ pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 ///     .frame_size(960, 540)
 ///     .slots(3)
 ///     .build()?;
-/// println!("{} ×{}", ctx.backend_name(), ctx.contract().scale);
+/// println!("{} {}", ctx.backend_name(), ctx.contract().scale);
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -175,6 +175,7 @@ pub struct ContextBuilder {
     pub(crate) slots: usize,
     pub(crate) back_pressure: BackPressure,
     pub(crate) frame_timeout: Duration,
+    pub(crate) declared: TensorDeclaration,
 }
 
 impl ContextBuilder {
@@ -191,7 +192,77 @@ impl ContextBuilder {
             slots: 3,
             back_pressure: BackPressure::Block,
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
+            declared: TensorDeclaration::default(),
         }
+    }
+
+    /// Declares the model's tensor layout, where its shapes are ambiguous or
+    /// its metadata says nothing (overrides metadata `neural_frame.layout`).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Layout, NeuralFrameContext};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32-nhwc.onnx")
+    ///     .layout(Layout::Nhwc)
+    ///     .frame_size(64, 48)
+    ///     .build()?;
+    /// assert_eq!(ctx.contract().input.layout, Layout::Nhwc);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.declared.layout = Some(layout);
+        self
+    }
+
+    /// Declares the model's colour channel order (overrides metadata `neural_frame.color`; default RGB).
+    ///
+    /// ```no_run
+    /// use neural_frame::{ColorOrder, NeuralFrameContext};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+    ///     .color_order(ColorOrder::Bgr) // an OpenCV-trained model
+    ///     .frame_size(64, 48)
+    ///     .build()?;
+    /// assert_eq!(ctx.contract().input.describe(), "NCHW BGR f32 [0, 1]");
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn color_order(mut self, order: ColorOrder) -> Self {
+        self.declared.color = Some(order);
+        self
+    }
+
+    /// Declares the value range of the model's float tensors (overrides metadata
+    /// `neural_frame.range` and `neural_frame.mean`/`std`; default [0, 1]). The pre
+    /// pass maps colour values into it and the post pass back, on the GPU.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, Normalization};
+    ///
+    /// let imagenet = Normalization::mean_std("0.485,0.456,0.406", "0.229,0.224,0.225").expect("three values each");
+    /// let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+    ///     .normalization(imagenet)
+    ///     .frame_size(64, 48)
+    ///     .build()?;
+    /// assert_eq!(ctx.contract().input.normalization, imagenet);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn normalization(mut self, normalization: Normalization) -> Self {
+        self.declared.normalization = Some(normalization);
+        self
+    }
+
+    /// Every declaration at once ([`TensorDeclaration`]; `None` fields are left to the model).
+    ///
+    /// ```no_run
+    /// use neural_frame::{ColorOrder, NeuralFrameContext, TensorDeclaration};
+    ///
+    /// let bgr = TensorDeclaration { color: Some(ColorOrder::Bgr), ..Default::default() };
+    /// let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx").declare(bgr).frame_size(64, 48).build()?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn declare(mut self, declaration: TensorDeclaration) -> Self {
+        self.declared = declaration;
+        self
     }
 
     /// Every tuning option at once.

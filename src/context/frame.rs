@@ -119,7 +119,7 @@ impl NeuralFrameContext {
                 }
             }
         }
-        let kind = self.contract.input;
+        let (kind, out_kind) = (self.contract.input, self.contract.output);
         // Record what is not recorded yet: the slot is free, so nothing of it is pending.
         let (pre, post) = {
             let res = &mut *self.res;
@@ -143,7 +143,7 @@ impl NeuralFrameContext {
             } else {
                 let reg = res.registry.registration_mut(frame.output.0)?;
                 // SAFETY: as above.
-                Some(unsafe { recorder.post(i, reg, tensors, generation) }?)
+                Some(unsafe { recorder.post(i, reg, tensors, out_kind, generation) }?)
             };
             (pre, post)
         };

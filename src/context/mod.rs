@@ -139,7 +139,8 @@ impl NeuralFrameContext {
     /// use neural_frame::NeuralFrameContext;
     ///
     /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(1920, 1080).build()?;
-    /// assert_eq!(ctx.output_size(), (1920 * ctx.contract().scale, 1080 * ctx.contract().scale));
+    /// let s = ctx.contract().scale;
+    /// assert_eq!(ctx.output_size(), (1920 * s.x, 1080 * s.y));
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn builder(model: impl AsRef<Path>) -> ContextBuilder {
@@ -206,6 +207,7 @@ impl NeuralFrameContext {
             prefer_nhwc: b.tuning.prefer_nhwc,
             cuda_stream: None,
             threads: b.threads,
+            declared: b.declared,
         };
         let (engine, contract) = match cuda {
             Some(c) => {
@@ -383,7 +385,7 @@ impl NeuralFrameContext {
     ///
     /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
     /// let c = ctx.contract();
-    /// println!("{} → {}, ×{}", c.input.describe(), c.output.describe(), c.scale);
+    /// println!("{} → {}, {}", c.input.describe(), c.output.describe(), c.scale);
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn contract(&self) -> &ModelContract {

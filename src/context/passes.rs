@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ash::vk;
 
 use crate::error::{Error, Result};
-use crate::onnx::TensorKind;
+use crate::onnx::{Element, TensorKind};
 use crate::vulkan::Device;
 use crate::vulkan::compute::{ComputePass, linear_grid};
 
@@ -66,10 +66,10 @@ pub(crate) struct Passes {
 const SB: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
 
 fn suffix(kind: TensorKind) -> &'static str {
-    match kind {
-        TensorKind::NchwF32 => "nchw_f32",
-        TensorKind::NchwF16 => "nchw_f16",
-        TensorKind::NhwcU8 => "nhwc_u8",
+    match kind.element {
+        Element::F32 => "f32",
+        Element::F16 => "f16",
+        Element::U8 => "u8",
     }
 }
 
@@ -121,12 +121,13 @@ impl Passes {
     }
 }
 
-/// The pre pass's work items for a W×H frame of `kind` (pairs of elements for f16).
+/// The pre pass's work items for a W×H frame of `kind`: pixels for f32, words for f16 and u8.
 pub(crate) fn pre_items(kind: TensorKind, width: u32, height: u32) -> u64 {
     let px = width as u64 * height as u64;
-    match kind {
-        TensorKind::NchwF16 => (3 * px).div_ceil(2),
-        _ => px,
+    match kind.element {
+        Element::F32 => px,
+        Element::F16 => kind.elements(width, height).div_ceil(2),
+        Element::U8 => kind.elements(width, height).div_ceil(4),
     }
 }
 
@@ -158,5 +159,55 @@ fn too_many_groups(device: &Device, w: u32, h: u32, max: [u32; 3]) -> Error {
         device: device.info().name.clone(),
         what: format!("a pass over {w}×{h} pixels (maxComputeWorkGroupCount = {max:?})"),
         remedy: "use a smaller frame".into(),
+    }
+}
+
+impl PreParams {
+    /// The pre pass's push constants for a `width × height` frame into a `kind` tensor.
+    pub(crate) fn new(kind: TensorKind, width: u32, height: u32, row: u32) -> Self {
+        let w = kind.pass_words();
+        Self {
+            width,
+            height,
+            row,
+            nhwc: w[0],
+            channels: w[1],
+            bgr: w[2],
+            mul0: w[3],
+            mul1: w[4],
+            mul2: w[5],
+            mul3: w[6],
+            add0: w[7],
+            add1: w[8],
+            add2: w[9],
+            add3: w[10],
+            ..Self::default()
+        }
+    }
+}
+
+impl PostParams {
+    /// The post pass's push constants for a `kind` tensor of `out_width × out_height`
+    /// from a `width × height` frame.
+    pub(crate) fn new(kind: TensorKind, (width, height): (u32, u32), (out_width, out_height): (u32, u32)) -> Self {
+        let w = kind.pass_words();
+        Self {
+            width,
+            height,
+            out_width,
+            out_height,
+            nhwc: w[0],
+            channels: w[1],
+            bgr: w[2],
+            mul0: w[3],
+            mul1: w[4],
+            mul2: w[5],
+            mul3: w[6],
+            add0: w[7],
+            add1: w[8],
+            add2: w[9],
+            add3: w[10],
+            ..Self::default()
+        }
     }
 }

@@ -155,7 +155,8 @@ impl Recorder<'_> {
         let srgb =
             matches!(&reg.resource, Res::Image { format: vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB, .. });
         let (format, pitch) = buffer_format(reg);
-        let params = PreParams { width: size.width, height: size.height, srgb: srgb as u32, row, format, pitch };
+        let params =
+            PreParams { srgb: srgb as u32, format, pitch, ..PreParams::new(kind, size.width, size.height, row) };
         let resources = [
             source_binding(reg)?,
             Resource::StorageBuffer(tensors.input.buffer().raw(), size.input_bytes),
@@ -217,6 +218,7 @@ impl Recorder<'_> {
         slot: usize,
         reg: &mut Registration,
         tensors: &SlotTensors,
+        kind: TensorKind,
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
         if let Some(r) = reg.recorded.get(slot).and_then(Option::as_ref)
@@ -229,12 +231,9 @@ impl Recorder<'_> {
         let grid = post_grid(self.device, pass, size.out_width, size.out_height)?;
         let (format, pitch) = buffer_format(reg);
         let params = PostParams {
-            width: size.width,
-            height: size.height,
-            out_width: size.out_width,
-            out_height: size.out_height,
             format,
             pitch,
+            ..PostParams::new(kind, (size.width, size.height), (size.out_width, size.out_height))
         };
         let resources = [
             Resource::StorageBuffer(tensors.output.buffer().raw(), size.output_bytes),

@@ -217,7 +217,7 @@ impl NeuralFrameContext {
     /// lies: NHWC uint8 RGBA, tightly packed.
     pub(super) fn takes_as_is(&self, role: Role, layout: &PixelLayout) -> bool {
         let kind = if role == Role::Input { self.contract.input } else { self.contract.output };
-        kind == TensorKind::NhwcU8
+        kind == TensorKind::NHWC_U8_RGBA
             && matches!(layout.format, vk::Format::R8G8B8A8_UNORM | vk::Format::R8G8B8A8_SRGB)
             && layout.row_pitch == layout.width as u64 * 4
     }

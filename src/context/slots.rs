@@ -29,16 +29,14 @@ impl FrameSize {
     /// The sizes for a `width × height` input, or an error naming what overflows.
     pub(crate) fn new(contract: &ModelContract, width: u32, height: u32) -> Result<Self> {
         let s = contract.scale;
-        let too_big = || {
-            Error::InvalidArgument(format!(
-                "a {width}×{height} frame at ×{s} gives an output whose size does not fit in 32 bits"
-            ))
-        };
         if width == 0 || height == 0 {
             return Err(Error::InvalidArgument(format!("a frame of {width}×{height} pixels is empty")));
         }
-        let out_width = width.checked_mul(s).ok_or_else(too_big)?;
-        let out_height = height.checked_mul(s).ok_or_else(too_big)?;
+        let (out_width, out_height) = s.apply(width, height).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a {width}×{height} frame at {s} gives an output whose size does not fit in 32 bits"
+            ))
+        })?;
         Ok(Self {
             width,
             height,

@@ -17,7 +17,7 @@ use ort::session::Session;
 use ort::sys::{OrtIoBinding, OrtStatusPtr, OrtValue};
 
 use crate::error::{Error, Result};
-use crate::onnx::model::TensorKind;
+use crate::onnx::tensor::TensorKind;
 
 /// Turns an `OrtStatus` into `Ok` or [`Error::Onnx`], releasing it.
 pub(crate) fn status(what: &str, s: OrtStatusPtr) -> Result<()> {
@@ -100,7 +100,7 @@ impl TensorValue {
                 bytes as usize,
                 shape.as_ptr(),
                 shape.len(),
-                kind.element(),
+                kind.element_type(),
                 &mut out,
             )
         })?;

@@ -8,8 +8,10 @@ pub(crate) mod model;
 pub(crate) mod probe;
 pub(crate) mod runtime;
 pub(crate) mod session;
+pub(crate) mod tensor;
 
 pub(crate) use binding::{Binding, Placement, TensorValue};
-pub use model::{ModelContract, TensorKind};
+pub use model::{ModelContract, PROBE_SIZE, Scale, ScaleSource, TensorDeclaration};
 pub use runtime::RuntimeInfo;
 pub use session::ConvSearch;
+pub use tensor::{ColorOrder, Element, Layout, Normalization, TensorKind};

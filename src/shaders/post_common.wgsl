@@ -1,7 +1,9 @@
 // Post pass, shared part: the model's output tensor (array of 32-bit words, as
-// in pre_common.wgsl) → the caller's output (an image or a linear buffer; the
-// target part defines `store`). RGB models get the frame's alpha from the
-// slot's alpha buffer (written by the pre pass), upscaled bilinearly.
+// in pre_common.wgsl, described by the same push constants: layout, channels,
+// order and x = (t − add) / mul) → the caller's output (an image or a linear
+// buffer; the target part defines `store`). Models of 3 channels get the
+// frame's alpha from the slot's alpha buffer (written by the pre pass),
+// upscaled bilinearly; models of 4 give their own; 1 channel is grey.
 
 struct Params {
     width: u32,      // input frame width
@@ -10,6 +12,17 @@ struct Params {
     out_height: u32, // output height
     format: u32,     // buffer target: 0 RGBA8, 1 BGRA8, 2 RGBA16F
     pitch: u32,      // buffer target: row pitch in 32-bit words
+    nhwc: u32,       // 1: [1, H, W, C]; 0: [1, C, H, W]
+    channels: u32,   // C: 1, 3 or 4
+    bgr: u32,        // 1: tensor channels 0 and 2 are B and R
+    mul0: u32,       // f32 bits: t = x·mul + add, per tensor channel
+    mul1: u32,
+    mul2: u32,
+    mul3: u32,
+    add0: u32,
+    add1: u32,
+    add2: u32,
+    add3: u32,
 }
 
 var<immediate> p: Params;
@@ -36,15 +49,52 @@ fn alpha_at(x: u32, y: u32) -> f32 {
     return mix(mix(alpha_px(x0, y0), alpha_px(x1, y0), tx), mix(alpha_px(x0, y1), alpha_px(x1, y1), tx), ty);
 }
 
+fn mul_of(ch: u32) -> f32 {
+    return bitcast<f32>(select(select(select(p.mul3, p.mul2, ch == 2u), p.mul1, ch == 1u), p.mul0, ch == 0u));
+}
+
+fn add_of(ch: u32) -> f32 {
+    return bitcast<f32>(select(select(select(p.add3, p.add2, ch == 2u), p.add1, ch == 1u), p.add0, ch == 0u));
+}
+
+// The tensor element index of output pixel i, channel ch.
+fn index(i: u32, ch: u32) -> u32 {
+    if p.nhwc != 0u {
+        return i * p.channels + ch;
+    }
+    return ch * p.out_width * p.out_height + i;
+}
+
+// The output pixel from its channels' raw values t (in tensor order): colour
+// values x = (t − add) / mul in frame order (RGBA).
+fn pixel(t: vec4<f32>, x: u32, y: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    for (var ch = 0u; ch < 4u; ch++) {
+        v[ch] = (t[ch] - add_of(ch)) / mul_of(ch);
+    }
+    if p.channels == 1u {
+        v = vec4<f32>(v.x, v.x, v.x, 1.0);
+    }
+    if p.bgr != 0u {
+        v = v.zyxw;
+    }
+    if p.channels < 4u {
+        v.w = alpha_at(x, y);
+    }
+    return v;
+}
+
 @compute @workgroup_size(8, 8)
-fn post_nchw_f32(@builtin(global_invocation_id) id: vec3<u32>) {
+fn post_f32(@builtin(global_invocation_id) id: vec3<u32>) {
     if id.x >= p.out_width || id.y >= p.out_height {
         return;
     }
-    let plane = p.out_width * p.out_height;
     let i = id.y * p.out_width + id.x;
-    let rgb = vec3<f32>(bitcast<f32>(tensor[i]), bitcast<f32>(tensor[plane + i]), bitcast<f32>(tensor[2u * plane + i]));
-    store(id.x, id.y, vec4<f32>(rgb, alpha_at(id.x, id.y)));
+    var t = vec4<f32>(0.0);
+    for (var ch = 0u; ch < p.channels; ch++) {
+        t[ch] = bitcast<f32>(tensor[index(i, ch)]);
+    }
+    store(id.x, id.y, pixel(t, id.x, id.y));
 }
 
 fn half_at(e: u32) -> f32 {
@@ -53,20 +103,28 @@ fn half_at(e: u32) -> f32 {
 }
 
 @compute @workgroup_size(8, 8)
-fn post_nchw_f16(@builtin(global_invocation_id) id: vec3<u32>) {
+fn post_f16(@builtin(global_invocation_id) id: vec3<u32>) {
     if id.x >= p.out_width || id.y >= p.out_height {
         return;
     }
-    let plane = p.out_width * p.out_height;
     let i = id.y * p.out_width + id.x;
-    let rgb = vec3<f32>(half_at(i), half_at(plane + i), half_at(2u * plane + i));
-    store(id.x, id.y, vec4<f32>(rgb, alpha_at(id.x, id.y)));
+    var t = vec4<f32>(0.0);
+    for (var ch = 0u; ch < p.channels; ch++) {
+        t[ch] = half_at(index(i, ch));
+    }
+    store(id.x, id.y, pixel(t, id.x, id.y));
 }
 
 @compute @workgroup_size(8, 8)
-fn post_nhwc_u8(@builtin(global_invocation_id) id: vec3<u32>) {
+fn post_u8(@builtin(global_invocation_id) id: vec3<u32>) {
     if id.x >= p.out_width || id.y >= p.out_height {
         return;
     }
-    store(id.x, id.y, unpack4x8unorm(tensor[id.y * p.out_width + id.x]));
+    let i = id.y * p.out_width + id.x;
+    var t = vec4<f32>(0.0);
+    for (var ch = 0u; ch < p.channels; ch++) {
+        let e = index(i, ch);
+        t[ch] = f32((tensor[e / 4u] >> (8u * (e % 4u))) & 0xffu);
+    }
+    store(id.x, id.y, pixel(t, id.x, id.y));
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod contract;
 pub mod foreign;
 pub mod pipeline;
 pub mod serve;

@@ -7,8 +7,8 @@ use std::path::Path;
 use ash::vk;
 use half::f16;
 use neural_frame::{
-    BackPressure, Backend, ContextBuilder, Frame, InputId, ModelContract, NeuralFrameContext, OutputId, Submitted,
-    TensorKind, Ticket,
+    BackPressure, Backend, ColorOrder, ContextBuilder, Element, Frame, InputId, Layout, ModelContract,
+    NeuralFrameContext, Normalization, OutputId, Submitted, TensorKind, Ticket,
 };
 
 /// How close the pipeline must come to the reference.
@@ -48,24 +48,47 @@ pub fn picture(width: u32, height: u32, seed: u32) -> Vec<u8> {
     out
 }
 
+/// Element index of pixel `px`, tensor channel `ch`, for a tensor of `kind` over `plane` pixels.
+pub fn element_index(kind: TensorKind, plane: usize, px: usize, ch: usize) -> usize {
+    match kind.layout {
+        Layout::Nchw => ch * plane + px,
+        Layout::Nhwc => px * kind.channels as usize + ch,
+    }
+}
+
+/// `(mul, add)` of tensor channel `ch`, from the declared range written out by hand.
+fn affine(n: Normalization, ch: usize) -> (f32, f32) {
+    match n {
+        Normalization::Unit => (1.0, 0.0),
+        Normalization::Signed => (2.0, -1.0),
+        Normalization::Byte => (255.0, 0.0),
+        Normalization::MeanStd { mean, std } if ch < 3 => (1.0 / std[ch], -mean[ch] / std[ch]),
+        Normalization::MeanStd { .. } => (1.0, 0.0),
+        other => panic!("no reference for {other:?}"),
+    }
+}
+
+/// The RGBA channel that tensor channel `ch` holds.
+fn rgba_channel(kind: TensorKind, ch: usize) -> usize {
+    if kind.color == ColorOrder::Bgr && ch < 3 { 2 - ch } else { ch }
+}
+
 /// The model's input tensor for `rgba`, computed on the host (as raw little-endian bytes).
 pub fn input_tensor(kind: TensorKind, rgba: &[u8], width: u32, height: u32) -> Vec<u8> {
     let plane = (width * height) as usize;
-    match kind {
-        TensorKind::NhwcU8 => rgba.to_vec(),
-        TensorKind::NchwF32 | TensorKind::NchwF16 => {
-            let mut v = vec![0f32; 3 * plane];
-            for i in 0..plane {
-                for c in 0..3 {
-                    v[c * plane + i] = rgba[i * 4 + c] as f32 / 255.0;
-                }
-            }
-            if kind == TensorKind::NchwF32 {
-                v.iter().flat_map(|x| x.to_le_bytes()).collect()
-            } else {
-                v.iter().flat_map(|x| f16::from_f32(*x).to_le_bytes()).collect()
-            }
+    let c = kind.channels as usize;
+    let mut v = vec![0f32; c * plane];
+    for px in 0..plane {
+        for ch in 0..c {
+            let (mul, add) = affine(kind.normalization, ch);
+            v[element_index(kind, plane, px, ch)] = rgba[px * 4 + rgba_channel(kind, ch)] as f32 / 255.0 * mul + add;
         }
+    }
+    match kind.element {
+        Element::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Element::F16 => v.iter().flat_map(|x| f16::from_f32(*x).to_le_bytes()).collect(),
+        Element::U8 => v.iter().map(|x| x.round().clamp(0.0, 255.0) as u8).collect(),
+        other => panic!("no reference for {other:?}"),
     }
 }
 
@@ -80,31 +103,31 @@ pub fn reference_output(model: &Path, contract: &ModelContract, rgba: &[u8], wid
     let shape = contract.input.shape(width, height).map(|d| d as usize);
     let bytes = input_tensor(contract.input, rgba, width, height);
     let name = contract.input_name.as_str();
-    let out = match contract.input {
-        TensorKind::NchwF32 => {
+    let out = match contract.input.element {
+        Element::F32 => {
             let data: Vec<f32> = bytes.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
             let t = ort::value::Tensor::from_array((shape, data)).expect("tensor");
             session.run(ort::inputs![name => t]).expect("reference run")
         }
-        TensorKind::NchwF16 => {
+        Element::F16 => {
             let data: Vec<f16> = bytes.chunks(2).map(|c| f16::from_le_bytes([c[0], c[1]])).collect();
             let t = ort::value::Tensor::from_array((shape, data)).expect("tensor");
             session.run(ort::inputs![name => t]).expect("reference run")
         }
-        TensorKind::NhwcU8 => {
+        _ => {
             let t = ort::value::Tensor::from_array((shape, bytes)).expect("tensor");
             session.run(ort::inputs![name => t]).expect("reference run")
         }
     };
     let value = &out[0];
-    match contract.output {
-        TensorKind::NchwF32 => {
+    match contract.output.element {
+        Element::F32 => {
             value.try_extract_tensor::<f32>().expect("f32").1.iter().flat_map(|x| x.to_le_bytes()).collect()
         }
-        TensorKind::NchwF16 => {
+        Element::F16 => {
             value.try_extract_tensor::<f16>().expect("f16").1.iter().flat_map(|x| x.to_le_bytes()).collect()
         }
-        TensorKind::NhwcU8 => value.try_extract_tensor::<u8>().expect("u8").1.to_vec(),
+        _ => value.try_extract_tensor::<u8>().expect("u8").1.to_vec(),
     }
 }
 
@@ -116,10 +139,10 @@ pub fn abs_diff(a: f32, b: f32) -> f32 {
 
 /// Decodes a tensor's bytes to f32 values (u8 as is).
 pub fn values(kind: TensorKind, bytes: &[u8]) -> Vec<f32> {
-    match kind {
-        TensorKind::NchwF32 => bytes.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-        TensorKind::NchwF16 => bytes.chunks(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-        TensorKind::NhwcU8 => bytes.iter().map(|b| *b as f32).collect(),
+    match kind.element {
+        Element::F32 => bytes.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        Element::F16 => bytes.chunks(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        _ => bytes.iter().map(|b| *b as f32).collect(),
     }
 }
 
@@ -138,23 +161,36 @@ fn alpha(rgba: &[u8], w: u32, h: u32, ow: u32, oh: u32, x: u32, y: u32) -> f32 {
 
 /// The output image the pipeline should produce from the reference tensor.
 pub fn expected_image(contract: &ModelContract, tensor: &[u8], rgba: &[u8], w: u32, h: u32) -> Vec<u8> {
-    let s = contract.scale;
-    let (ow, oh) = (w * s, h * s);
+    let (ow, oh) = (w * contract.scale.x, h * contract.scale.y);
     let plane = (ow * oh) as usize;
-    let v = values(contract.output, tensor);
+    let kind = contract.output;
+    let v = values(kind, tensor);
     let q = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
     let mut out = vec![0u8; plane * 4];
     for y in 0..oh {
         for x in 0..ow {
             let i = (y * ow + x) as usize;
-            let px = match contract.output {
-                TensorKind::NhwcU8 => [v[i * 4] as u8, v[i * 4 + 1] as u8, v[i * 4 + 2] as u8, v[i * 4 + 3] as u8],
-                _ => [q(v[i]), q(v[plane + i]), q(v[2 * plane + i]), q(alpha(rgba, w, h, ow, oh, x, y))],
-            };
+            let mut px = [0u8, 0, 0, q(alpha(rgba, w, h, ow, oh, x, y))];
+            for ch in 0..kind.channels as usize {
+                let (mul, add) = affine(kind.normalization, ch);
+                let value = q((v[element_index(kind, plane, i, ch)] - add) / mul);
+                if kind.channels == 1 {
+                    px[..3].fill(value);
+                } else {
+                    px[rgba_channel(kind, ch)] = value;
+                }
+            }
             out[i * 4..i * 4 + 4].copy_from_slice(&px);
         }
     }
     out
+}
+
+/// Peak signal-to-noise ratio of two RGBA8 images in dB (infinite when equal).
+pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len(), "sizes differ");
+    let mse = a.iter().zip(b).map(|(x, y)| (*x as f64 - *y as f64).powi(2)).sum::<f64>() / a.len() as f64;
+    if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() }
 }
 
 /// Largest per-channel difference, and where it is.
@@ -249,7 +285,7 @@ pub fn check_frame(
     let want_out = values(contract.output, &reference);
     assert_eq!(got_out.len(), want_out.len());
     let worst_out = got_out.iter().zip(&want_out).map(|(a, b)| abs_diff(*a, *b)).fold(0f32, f32::max);
-    let limit = if contract.output == TensorKind::NchwF16 { tol.tensor_f16 } else { tol.tensor };
+    let limit = if contract.output.element == Element::F16 { tol.tensor_f16 } else { tol.tensor };
     assert!(
         worst_out <= limit,
         "{}: output tensor in the Vulkan buffer differs from ORT's by {worst_out} (NaN means unwritten)",
@@ -397,7 +433,7 @@ pub fn check_host_pinned(backend: Backend, model: &str, w: u32, h: u32) {
         let reference = reference_output(Path::new(model), &contract, &rgba, w, h);
         let want = expected_image(&contract, &reference, &rgba, w, h);
         let got = lane.output().expect("read back").to_vec();
-        let (d, x, y, c) = max_diff(&got, &want, contract.scale * w);
+        let (d, x, y, c) = max_diff(&got, &want, contract.scale.x * w);
         assert!(d <= 1, "seed {seed}: ({x}, {y}) ch {c} differs by {d}");
     }
     ctx.close_host_pinned(lane).expect("closed");

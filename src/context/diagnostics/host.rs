@@ -13,7 +13,7 @@ use crate::context::NeuralFrameContext;
 use crate::context::backend::Engine;
 use crate::context::registry::{InputId, OutputId};
 use crate::error::{Error, Result};
-use crate::onnx::TensorKind;
+use crate::onnx::{Element, Layout, TensorKind};
 
 /// Medians of the host round trip's parts (ms), or one frame's parts.
 ///
@@ -52,41 +52,49 @@ fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-fn host_tensor(kind: TensorKind, rgba: &[u8], w: u32, h: u32) -> HostTensor {
-    let plane = (w * h) as usize;
-    match kind {
-        TensorKind::NhwcU8 => HostTensor::U8(rgba.to_vec()),
-        TensorKind::NchwF32 | TensorKind::NchwF16 => {
-            let mut v = vec![0f32; 3 * plane];
-            for (i, px) in rgba.chunks_exact(4).enumerate() {
-                v[i] = px[0] as f32 / 255.0;
-                v[plane + i] = px[1] as f32 / 255.0;
-                v[2 * plane + i] = px[2] as f32 / 255.0;
-            }
-            if kind == TensorKind::NchwF32 {
-                HostTensor::F32(v)
-            } else {
-                HostTensor::F16(v.into_iter().map(f16::from_f32).collect())
-            }
-        }
+/// Element index of pixel `px`, tensor channel `ch`, in a `plane`-pixel tensor of `kind`.
+fn index(kind: TensorKind, plane: usize, px: usize, ch: usize) -> usize {
+    match kind.layout {
+        Layout::Nchw => ch * plane + px,
+        Layout::Nhwc => px * kind.channels as usize + ch,
     }
 }
 
-fn host_image(kind: TensorKind, v: &[f32], input: &[u8], w: u32, h: u32, s: u32) -> Vec<u8> {
-    let (ow, oh) = ((w * s) as usize, (h * s) as usize);
+fn host_tensor(kind: TensorKind, rgba: &[u8], w: u32, h: u32) -> HostTensor {
+    let plane = (w * h) as usize;
+    let mut v = vec![0f32; kind.elements(w, h) as usize];
+    for (px, p) in rgba.chunks_exact(4).enumerate() {
+        for ch in 0..kind.channels {
+            let x = p[kind.frame_channel(ch) as usize] as f32 / 255.0;
+            v[index(kind, plane, px, ch as usize)] = kind.normalize(x, ch);
+        }
+    }
+    match kind.element {
+        Element::F32 => HostTensor::F32(v),
+        Element::F16 => HostTensor::F16(v.into_iter().map(f16::from_f32).collect()),
+        Element::U8 => HostTensor::U8(v.into_iter().map(|x| x.round().clamp(0.0, 255.0) as u8).collect()),
+    }
+}
+
+fn host_image(kind: TensorKind, v: &[f32], input: &[u8], (w, h): (u32, u32), (ow, oh): (u32, u32)) -> Vec<u8> {
+    let (ow, oh) = (ow as usize, oh as usize);
     let plane = ow * oh;
     let mut out = vec![0u8; plane * 4];
     let q = |x: f32| (x.clamp(0.0, 1.0) * 255.0).round() as u8;
     for y in 0..oh {
         for x in 0..ow {
             let i = y * ow + x;
-            let px = match kind {
-                TensorKind::NhwcU8 => [v[4 * i] as u8, v[4 * i + 1] as u8, v[4 * i + 2] as u8, v[4 * i + 3] as u8],
-                _ => {
-                    let src = (y / s as usize) * w as usize + x / s as usize;
-                    [q(v[i]), q(v[plane + i]), q(v[2 * plane + i]), input[4 * src + 3]]
+            let src = (y * h as usize / oh) * w as usize + x * w as usize / ow;
+            let mut px = [0u8, 0, 0, input[4 * src + 3]];
+            for ch in 0..kind.channels {
+                let (mul, add) = kind.normalization.affine(ch);
+                let value = q((v[index(kind, plane, i, ch as usize)] - add) / mul);
+                if kind.channels == 1 {
+                    px[..3].fill(value);
+                } else {
+                    px[kind.frame_channel(ch) as usize] = value;
                 }
-            };
+            }
             out[4 * i..4 * i + 4].copy_from_slice(&px);
         }
     }
@@ -151,7 +159,7 @@ impl NeuralFrameContext {
         drop(outputs);
         parts.run_ms = ms_since(t);
         let t = Instant::now();
-        let rgba = host_image(contract.output, &out, &pixels, w, h, contract.scale);
+        let rgba = host_image(contract.output, &out, &pixels, (w, h), self.output_size());
         parts.from_tensor_ms = ms_since(t);
         let t = Instant::now();
         self.upload_output(output, &rgba)?;

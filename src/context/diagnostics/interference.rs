@@ -249,18 +249,12 @@ impl NeuralFrameContext {
             if pre {
                 let pass = self.res.passes.pre(crate::context::passes::Source::Image);
                 let (grid, row) = pre_grid(d, pass, self.contract.input, s.width, s.height)?;
-                let p = PreParams { width: s.width, height: s.height, row, ..PreParams::default() };
+                let p = PreParams::new(self.contract.input, s.width, s.height, row);
                 pass.compute.record(probe.cmd, &probe.pre_set, &p.bytes(), grid);
             } else {
                 let pass = self.res.passes.post(self.res.registry.output(output)?.target());
                 let grid = post_grid(d, pass, s.out_width, s.out_height)?;
-                let p = PostParams {
-                    width: s.width,
-                    height: s.height,
-                    out_width: s.out_width,
-                    out_height: s.out_height,
-                    ..PostParams::default()
-                };
+                let p = PostParams::new(self.contract.output, (s.width, s.height), (s.out_width, s.out_height));
                 pass.compute.record(probe.cmd, &probe.post_set, &p.bytes(), grid);
             }
             command::end(d, probe.cmd)
