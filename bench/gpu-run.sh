@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,6 +20,9 @@ for what in "$@"; do
   case "$what" in
     info)
       step nvidia-smi 20 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv
+      ;;
+    contract)
+      step contract 180 .gpu-bin/gpu_contract "${tests[@]}"
       ;;
     tests)
       step lib-gpu 120 .gpu-bin/neural_frame gpu_tests "${tests[@]}"
