@@ -135,7 +135,9 @@ pub use context::foreign::{
     BufferImport, CallerBuffer, CallerDevice, CallerImage, DeviceIdentity, ImageImport, ImportError, MemoryImport,
     PixelLayout, SemaphoreImport,
 };
-pub use context::register::{INPUT_FORMATS, INPUT_USAGE, OUTPUT_BUFFER_FORMATS, OUTPUT_IMAGE_FORMATS, OUTPUT_USAGE};
+pub use context::register::{
+    AUX_INPUT_IMAGE_FORMATS, INPUT_FORMATS, INPUT_USAGE, OUTPUT_BUFFER_FORMATS, OUTPUT_IMAGE_FORMATS, OUTPUT_USAGE,
+};
 pub use context::registry::{InputId, OutputId, TimelineId};
 pub use context::setup::{BackendReport, suitable_devices};
 pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};
@@ -143,8 +145,8 @@ pub use context::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, Pos
 pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
 pub use onnx::session::check_model_file;
 pub use onnx::{
-    ColorOrder, ConvSearch, Element, Layout, ModelContract, Normalization, PROBE_SIZE, RuntimeInfo, Scale, ScaleSource,
-    TensorDeclaration, TensorKind,
+    ColorOrder, ConvSearch, Element, Layout, ModelContract, NamedTensor, Normalization, PROBE_SIZE, RuntimeInfo, Scale,
+    ScaleSource, TensorDeclaration, TensorKind,
 };
 /// The `ort` this crate is built with (an exact pre-release pin), for
 /// [`ort_environment`]'s sessions.

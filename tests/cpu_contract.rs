@@ -46,3 +46,23 @@ fn same_symbols() {
 fn bad_models_are_refused() {
     contract::bad_models_are_refused(Backend::Cpu);
 }
+
+#[test]
+fn two_named_inputs() {
+    contract::two_named_inputs(Backend::Cpu);
+}
+
+#[test]
+fn depth_from_a_float_image() {
+    contract::depth_from_a_float_image(Backend::Cpu);
+}
+
+#[test]
+fn two_outputs() {
+    contract::two_outputs(Backend::Cpu);
+}
+
+#[test]
+fn bad_frames_are_refused() {
+    contract::bad_frames_are_refused(Backend::Cpu);
+}

@@ -63,3 +63,31 @@ fn bad_models_are_refused_on_cuda() {
     gpu();
     contract::bad_models_are_refused(Backend::Cuda);
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn two_named_inputs_on_cuda() {
+    gpu();
+    contract::two_named_inputs(Backend::Cuda);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn depth_from_a_float_image_on_cuda() {
+    gpu();
+    contract::depth_from_a_float_image(Backend::Cuda);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn two_outputs_on_cuda() {
+    gpu();
+    contract::two_outputs(Backend::Cuda);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn bad_frames_are_refused_on_cuda() {
+    gpu();
+    contract::bad_frames_are_refused(Backend::Cuda);
+}

@@ -274,13 +274,15 @@ enum Command {
     Run {
         #[command(flatten)]
         model: ModelArgs,
-        /// Input PNG or JPEG (default: the bundled sample photo models/coffee.png).
-        #[arg(long)]
-        input: Option<PathBuf>,
-        /// Output PNG.
-        #[arg(long, default_value = "upscaled.png")]
-        output: PathBuf,
-        /// Resize the input to WIDTHxHEIGHT first (e.g. 960x540).
+        /// Input PNG or JPEG for the frame (default: the bundled sample photo models/coffee.png); NAME=PATH
+        /// for a model input by name (repeatable: `--input color=c.png --input albedo=a.png`).
+        #[arg(long, value_parser = run::parse_named)]
+        input: Vec<run::Named>,
+        /// Output PNG for the frame's output (default: upscaled.png); NAME=PATH for a model output by name
+        /// (repeatable).
+        #[arg(long, value_parser = run::parse_named)]
+        output: Vec<run::Named>,
+        /// Resize the inputs to WIDTHxHEIGHT first (e.g. 960x540).
         #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
         size: Option<(u32, u32)>,
         /// Run the same frame N times (1 to 1000000) and print per-stage medians.
@@ -551,7 +553,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             }
         }
         Command::Run { model, input, output, size, frames, json } => {
-            run::run_model(&model, input, &output, size, frames, json)?;
+            run::run_model(&model, input, output, size, frames, json)?;
             Ok(0)
         }
         Command::Serve { model, socket, max_clients, allow_uid, slots, frame_timeout } => {

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::context::NeuralFrameContext;
 use crate::context::foreign::CallerDevice;
 use crate::error::Result;
+use crate::onnx::model::Declarations;
 use crate::onnx::{ColorOrder, ConvSearch, Layout, Normalization, TensorDeclaration};
 use crate::vulkan::DeviceSelector;
 
@@ -175,7 +176,7 @@ pub struct ContextBuilder {
     pub(crate) slots: usize,
     pub(crate) back_pressure: BackPressure,
     pub(crate) frame_timeout: Duration,
-    pub(crate) declared: TensorDeclaration,
+    pub(crate) declared: Declarations,
 }
 
 impl ContextBuilder {
@@ -192,7 +193,7 @@ impl ContextBuilder {
             slots: 3,
             back_pressure: BackPressure::Block,
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
-            declared: TensorDeclaration::default(),
+            declared: Declarations::default(),
         }
     }
 
@@ -210,7 +211,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn layout(mut self, layout: Layout) -> Self {
-        self.declared.layout = Some(layout);
+        self.declared.all.layout = Some(layout);
         self
     }
 
@@ -227,7 +228,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn color_order(mut self, order: ColorOrder) -> Self {
-        self.declared.color = Some(order);
+        self.declared.all.color = Some(order);
         self
     }
 
@@ -247,11 +248,12 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn normalization(mut self, normalization: Normalization) -> Self {
-        self.declared.normalization = Some(normalization);
+        self.declared.all.normalization = Some(normalization);
         self
     }
 
-    /// Every declaration at once ([`TensorDeclaration`]; `None` fields are left to the model).
+    /// Every declaration for all of the model's image tensors at once
+    /// ([`TensorDeclaration`]; `None` fields are left to the model).
     ///
     /// ```no_run
     /// use neural_frame::{ColorOrder, NeuralFrameContext, TensorDeclaration};
@@ -261,7 +263,27 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn declare(mut self, declaration: TensorDeclaration) -> Self {
-        self.declared = declaration;
+        self.declared.all = declaration;
+        self
+    }
+
+    /// A declaration for one of the model's tensors, by name: it wins over
+    /// [`declare`](Self::declare) and its neighbours for that tensor (a depth
+    /// input in [0, 1] beside a colour input in [−1, 1], say).
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, Normalization, TensorDeclaration};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/test/tiny-x1-f32-color-depth.onnx")
+    ///     .normalization(Normalization::Signed)
+    ///     .declare_tensor("depth", TensorDeclaration { normalization: Some(Normalization::Unit), ..Default::default() })
+    ///     .frame_size(64, 48)
+    ///     .build()?;
+    /// assert_eq!(ctx.contract().extra_inputs[0].kind.normalization, Normalization::Unit);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn declare_tensor(mut self, name: impl Into<String>, declaration: TensorDeclaration) -> Self {
+        self.declared.per_tensor.insert(name.into(), declaration);
         self
     }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::context::backend::{Engine, Run};
-use crate::context::record::{Recorder, size_mismatch};
+use crate::context::record::{Recorder, Tensor, size_mismatch};
 use crate::context::registry::{InputId, OutputId, TimelineId};
 use crate::context::ring::{InFlight, Signaller, Status};
 use crate::context::sync::{Frame, FrameStats, Submission, Submitted, SyncMode, Ticket};
@@ -82,7 +82,7 @@ impl NeuralFrameContext {
                 "the context cannot take frames any more: {why}; drop it and build a new one"
             )));
         }
-        let mut sub = self.resolve(frame)?;
+        let mut sub = self.resolve(&frame)?;
         let (direct_in, direct_out) = {
             let r = &self.res.registry;
             (r.input(frame.input)?.direct.is_some(), r.output(frame.output)?.direct.is_some())
@@ -120,8 +120,13 @@ impl NeuralFrameContext {
             }
         }
         let (kind, out_kind) = (self.contract.input, self.contract.output);
+        let extra_kinds = |v: &[crate::onnx::NamedTensor]| v.iter().map(|t| t.kind).collect::<Vec<_>>();
+        let (extra_in_kinds, extra_out_kinds) =
+            (extra_kinds(&self.contract.extra_inputs), extra_kinds(&self.contract.extra_outputs));
         // Record what is not recorded yet: the slot is free, so nothing of it is pending.
-        let (pre, post) = {
+        // The extra inputs' pre passes go before the frame's, the extra outputs' post
+        // passes after the frame's, all in the frame's two batches.
+        let (pres, posts) = {
             let res = &mut *self.res;
             let tensors = res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
             let recorder = Recorder {
@@ -131,21 +136,31 @@ impl NeuralFrameContext {
                 pool: &res.pool,
                 on_cuda,
             };
-            let pre = if direct_in {
-                None
-            } else {
-                let reg = res.registry.registration_mut(frame.input.0)?;
+            let mut pres = Vec::with_capacity(1 + sub.extra_inputs.len());
+            for &(k, id) in &sub.extra_inputs {
+                let reg = res.registry.registration_mut(id.0)?;
                 // SAFETY: slot i is free, so no submission of its command buffers is pending.
-                Some(unsafe { recorder.pre(i, reg, tensors, kind, generation) }?)
-            };
-            let post = if direct_out {
-                None
-            } else {
+                pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Extra(k), extra_in_kinds[k]), generation) }?);
+            }
+            if !direct_in {
+                let reg = res.registry.registration_mut(frame.input.0)?;
+                // SAFETY: as above.
+                pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Frame, kind), generation) }?);
+            }
+            let mut posts = Vec::with_capacity(1 + sub.extra_outputs.len());
+            if !direct_out {
                 let reg = res.registry.registration_mut(frame.output.0)?;
                 // SAFETY: as above.
-                Some(unsafe { recorder.post(i, reg, tensors, out_kind, generation) }?)
-            };
-            (pre, post)
+                posts.push(unsafe { recorder.post(i, reg, tensors, (Tensor::Frame, out_kind), generation) }?);
+            }
+            for &(k, id) in &sub.extra_outputs {
+                let reg = res.registry.registration_mut(id.0)?;
+                // SAFETY: as above.
+                posts.push(unsafe {
+                    recorder.post(i, reg, tensors, (Tensor::Extra(k), extra_out_kinds[k]), generation)
+                }?);
+            }
+            (pres, posts)
         };
         // Bind what the model reads and writes this frame.
         {
@@ -160,7 +175,7 @@ impl NeuralFrameContext {
                 Some(d) => &d.value,
                 None => &tensors.output_value,
             };
-            slot.binding.bind(input, output)?;
+            tensors.bind(&mut slot.binding, input, output)?;
         }
 
         let n = self.ring.take_value();
@@ -168,7 +183,7 @@ impl NeuralFrameContext {
         let t = &self.res.timelines;
         // 1. Vulkan: the pre pass (or, when the model reads the caller's buffer, an
         // empty batch) waits for the caller and signals the model's start.
-        let mut first = Batch { cmds: pre.into_iter().collect(), ..Batch::default() };
+        let mut first = Batch { cmds: pres, ..Batch::default() };
         if direct_in && let Some(cmd) = self.host_visibility {
             // The host reads the caller's buffer: make the device's writes visible to it.
             first.cmds.push(cmd);
@@ -218,27 +233,31 @@ impl NeuralFrameContext {
         // 3. Vulkan: the post pass waits for the model (and for "output free") and
         // signals "output ready". The frame is in the ring before it is submitted, so
         // that a failing submission leaves it tracked (and retried at retirement).
-        let post_pending = post.is_some() && on_cuda && self.tuning.post_wait == PostWait::Host;
+        let post_pending = !posts.is_empty() && on_cuda && self.tuning.post_wait == PostWait::Host;
+        let extras =
+            sub.extra_inputs.iter().map(|(_, id)| id.0.index).chain(sub.extra_outputs.iter().map(|(_, id)| id.0.index));
+        let extras = extras.collect();
         self.ring.occupy(
             InFlight {
                 value: n,
                 submitted,
                 input: frame.input.0.index,
                 output: frame.output.0.index,
+                extras,
                 host_infer_ms,
                 enqueue_ms,
                 post_pending,
                 pre_pass: !direct_in,
                 post_pass: !direct_out,
-                post_cmd: post,
+                post_cmds: posts.clone(),
                 output_free: sub.output_free,
                 post_fenced: false,
             },
             signallers,
         );
-        if let Some(cmd) = post
+        if !posts.is_empty()
             && !post_pending
-            && let Err(e) = self.submit_post(i, cmd, n, sub.output_free)
+            && let Err(e) = self.submit_post(i, posts, n, sub.output_free)
         {
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = true;
@@ -253,8 +272,9 @@ impl NeuralFrameContext {
         Ticket { context: self.id, value, input_consumed: t.input_consumed.raw(), output_ready: t.output_ready.raw() }
     }
 
-    /// Checks a frame's handles and resolves its sync points to semaphores.
-    fn resolve(&self, frame: Frame) -> Result<Submission> {
+    /// Checks a frame's handles and resolves its sync points to semaphores and its
+    /// extra inputs and outputs to the model's tensors.
+    fn resolve(&self, frame: &Frame) -> Result<Submission> {
         let r = &self.res.registry;
         let (input, output) = (r.input(frame.input)?, r.output(frame.output)?);
         let size = self.size.ok_or_else(|| Error::internal("a context without a frame size"))?;
@@ -274,7 +294,72 @@ impl NeuralFrameContext {
                     .into(),
             ));
         }
-        Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)? })
+        let c = &self.contract;
+        let mut extra_inputs = Vec::with_capacity(frame.extra_inputs.len());
+        for (name, id) in &frame.extra_inputs {
+            let k = c.extra_input(name).ok_or_else(|| {
+                Error::InvalidArgument(if *name == c.input_name {
+                    format!("`{name}` is the model's frame input: give it to Frame::new")
+                } else {
+                    format!("the model has no input `{name}`; its inputs are {}", c.describe_inputs())
+                })
+            })?;
+            if extra_inputs.iter().any(|(j, _)| *j == k) {
+                return Err(Error::InvalidArgument(format!("the frame gives the input `{name}` twice")));
+            }
+            let reg = r.input(*id)?;
+            if (reg.width, reg.height) != (size.width, size.height) {
+                return Err(size_mismatch(
+                    &format!("input `{name}`"),
+                    (reg.width, reg.height),
+                    (size.width, size.height),
+                ));
+            }
+            extra_inputs.push((k, *id));
+        }
+        if let Some(missing) =
+            c.extra_inputs.iter().enumerate().find(|(k, _)| !extra_inputs.iter().any(|(j, _)| j == k))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the frame does not give the model's input `{}` ({}): add Frame::with_input({:?}, ..); the model's \
+                 inputs are {}",
+                missing.1.name,
+                missing.1.kind.describe(),
+                missing.1.name,
+                c.describe_inputs()
+            )));
+        }
+        let mut extra_outputs = Vec::with_capacity(frame.extra_outputs.len());
+        for (name, id) in &frame.extra_outputs {
+            let k = c.extra_output(name).ok_or_else(|| {
+                Error::InvalidArgument(if *name == c.output_name {
+                    format!("`{name}` is the model's frame output: give it to Frame::new")
+                } else {
+                    format!("the model has no output `{name}`; its outputs are {}", c.describe_outputs())
+                })
+            })?;
+            if extra_outputs.iter().any(|(j, _)| *j == k) {
+                return Err(Error::InvalidArgument(format!("the frame asks for the output `{name}` twice")));
+            }
+            let reg = r.output(*id)?;
+            if (reg.width, reg.height) != (size.out_width, size.out_height) {
+                return Err(size_mismatch(
+                    &format!("output `{name}`"),
+                    (reg.width, reg.height),
+                    (size.out_width, size.out_height),
+                ));
+            }
+            extra_outputs.push((k, *id));
+        }
+        if !extra_outputs.is_empty() && output.direct.is_some() {
+            return Err(Error::InvalidArgument(
+                "a frame with extra outputs needs its frame output converted by a post pass, but the model writes \
+                 this registered output itself (a tightly packed RGBA8 buffer of a uint8 RGBA model): register \
+                 another kind of output"
+                    .into(),
+            ));
+        }
+        Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)?, extra_inputs, extra_outputs })
     }
 
     fn queue_submit(&self, queue: usize, batch: &Batch, fence: vk::Fence) -> Result<()> {
@@ -304,13 +389,13 @@ impl NeuralFrameContext {
     fn submit_post(
         &mut self,
         i: usize,
-        cmd: vk::CommandBuffer,
+        cmds: Vec<vk::CommandBuffer>,
         n: u64,
         output_free: Option<(vk::Semaphore, u64)>,
     ) -> Result<()> {
         let t = &self.res.timelines;
         let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
-        let mut batch = Batch { cmds: vec![cmd], ..Batch::default() };
+        let mut batch = Batch { cmds, ..Batch::default() };
         if on_cuda {
             batch.wait.push((t.model_done.raw(), n));
         }
@@ -341,12 +426,13 @@ impl NeuralFrameContext {
             if !self.model_done(i, value, deadline)? {
                 return Ok(()); // later frames wait behind this one: timeline values rise in order
             }
-            let (cmd, output_free) = match self.ring.slot(i) {
-                Some(InFlight { post_cmd: Some(cmd), output_free, .. }) => (*cmd, *output_free),
+            let (cmds, output_free) = match self.ring.slot(i) {
+                Some(InFlight { post_cmds, output_free, .. }) if !post_cmds.is_empty() => {
+                    (post_cmds.clone(), *output_free)
+                }
                 _ => continue,
             };
-
-            self.submit_post(i, cmd, value, output_free)?;
+            self.submit_post(i, cmds, value, output_free)?;
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = false;
             }

@@ -207,7 +207,7 @@ impl NeuralFrameContext {
             prefer_nhwc: b.tuning.prefer_nhwc,
             cuda_stream: None,
             threads: b.threads,
-            declared: b.declared,
+            declared: b.declared.clone(),
         };
         let (engine, contract) = match cuda {
             Some(c) => {
@@ -227,7 +227,15 @@ impl NeuralFrameContext {
             }
         };
         log::debug!("model {}: {:?}", b.model.display(), contract);
-        let passes = Passes::new(&device, contract.input, contract.output)?;
+        let elements =
+            |first: crate::onnx::TensorKind, extras: &[crate::onnx::NamedTensor]| -> Vec<crate::onnx::Element> {
+                std::iter::once(first.element).chain(extras.iter().map(|t| t.kind.element)).collect()
+            };
+        let passes = Passes::new(
+            &device,
+            &elements(contract.input, &contract.extra_inputs),
+            &elements(contract.output, &contract.extra_outputs),
+        )?;
         let pool = CommandPool::new(&device)?;
         if b.tuning.gpu_timestamps && !device.has_timestamps() {
             log::info!("the queue family writes no timestamps: pass times are not measured");
@@ -239,7 +247,13 @@ impl NeuralFrameContext {
         };
         let slots = (0..n)
             .map(|_| {
-                let binding = Binding::new(engine.session(), &contract.input_name, &contract.output_name)?;
+                let inputs: Vec<&str> = std::iter::once(contract.input_name.as_str())
+                    .chain(contract.extra_inputs.iter().map(|t| t.name.as_str()))
+                    .collect();
+                let outputs: Vec<&str> = std::iter::once(contract.output_name.as_str())
+                    .chain(contract.extra_outputs.iter().map(|t| t.name.as_str()))
+                    .collect();
+                let binding = Binding::new(engine.session(), &inputs, &outputs)?;
                 let fences = [Fence::new(&device)?, Fence::new(&device)?];
                 Ok(Slot { binding, tensors: None, fences })
             })
@@ -320,14 +334,14 @@ impl NeuralFrameContext {
         size.check(&self.res.device, self.ring.len(), self.res.engine.placement())?;
         passes::pre_grid(
             &self.res.device,
-            self.res.passes.pre(passes::Source::Image),
+            self.res.passes.pre(passes::Source::Image, self.contract.input.element)?,
             self.contract.input,
             width,
             height,
         )?;
         passes::post_grid(
             &self.res.device,
-            self.res.passes.post(passes::Target::Image8),
+            self.res.passes.post(passes::Target::Image8, self.contract.output.element)?,
             size.out_width,
             size.out_height,
         )?;

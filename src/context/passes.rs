@@ -54,19 +54,18 @@ pub(crate) struct Pass {
     pub(crate) workgroup: [u32; 3],
 }
 
-/// Every pass a context may need for its model.
+/// Every pass a context may need for its model: per element type of its
+/// inputs, one pre pass per source; per element type of its outputs, one post
+/// pass per target.
 pub(crate) struct Passes {
-    pre_image: Pass,
-    pre_buffer: Pass,
-    post_image8: Pass,
-    post_image16: Pass,
-    post_buffer: Pass,
+    pre: Vec<(Element, [Pass; 2])>,
+    post: Vec<(Element, [Pass; 3])>,
 }
 
 const SB: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
 
-fn suffix(kind: TensorKind) -> &'static str {
-    match kind.element {
+fn suffix(element: Element) -> &'static str {
+    match element {
         Element::F32 => "f32",
         Element::F16 => "f16",
         Element::U8 => "u8",
@@ -89,35 +88,67 @@ fn pass(
 }
 
 impl Passes {
-    /// The pipelines for a model that takes `input` and gives `output`.
-    pub(crate) fn new(device: &Arc<Device>, input: TensorKind, output: TensorKind) -> Result<Self> {
-        let pre = format!("pre_{}", suffix(input));
-        let post = format!("post_{}", suffix(output));
+    /// The pipelines for a model whose inputs and outputs have these element types.
+    pub(crate) fn new(device: &Arc<Device>, inputs: &[Element], outputs: &[Element]) -> Result<Self> {
         let (pre_size, post_size) = (PreParams::SIZE, PostParams::SIZE);
-        Ok(Self {
-            pre_image: pass(device, &PRE_IMAGE, &pre, &[vk::DescriptorType::SAMPLED_IMAGE, SB, SB], pre_size)?,
-            pre_buffer: pass(device, &PRE_BUFFER, &pre, &[SB, SB, SB], pre_size)?,
-            post_image8: pass(device, &POST_IMAGE8, &post, &[SB, SB, vk::DescriptorType::STORAGE_IMAGE], post_size)?,
-            post_image16: pass(device, &POST_IMAGE16, &post, &[SB, SB, vk::DescriptorType::STORAGE_IMAGE], post_size)?,
-            post_buffer: pass(device, &POST_BUFFER, &post, &[SB, SB, SB], post_size)?,
+        let mut pre: Vec<(Element, [Pass; 2])> = Vec::new();
+        for &e in inputs {
+            if pre.iter().any(|(k, _)| *k == e) {
+                continue;
+            }
+            let name = format!("pre_{}", suffix(e));
+            pre.push((
+                e,
+                [
+                    pass(device, &PRE_IMAGE, &name, &[vk::DescriptorType::SAMPLED_IMAGE, SB, SB], pre_size)?,
+                    pass(device, &PRE_BUFFER, &name, &[SB, SB, SB], pre_size)?,
+                ],
+            ));
+        }
+        let mut post: Vec<(Element, [Pass; 3])> = Vec::new();
+        for &e in outputs {
+            if post.iter().any(|(k, _)| *k == e) {
+                continue;
+            }
+            let name = format!("post_{}", suffix(e));
+            let image = [SB, SB, vk::DescriptorType::STORAGE_IMAGE];
+            post.push((
+                e,
+                [
+                    pass(device, &POST_IMAGE8, &name, &image, post_size)?,
+                    pass(device, &POST_IMAGE16, &name, &image, post_size)?,
+                    pass(device, &POST_BUFFER, &name, &[SB, SB, SB], post_size)?,
+                ],
+            ));
+        }
+        Ok(Self { pre, post })
+    }
+
+    /// The pre pass for `source` into a tensor of `element`s.
+    pub(crate) fn pre(&self, source: Source, element: Element) -> Result<&Pass> {
+        let (_, p) = self
+            .pre
+            .iter()
+            .find(|(e, _)| *e == element)
+            .ok_or_else(|| Error::internal(format!("no pre pass for {element:?}")))?;
+        Ok(match source {
+            Source::Image => &p[0],
+            Source::Buffer => &p[1],
         })
     }
 
-    /// The pre pass for `source`.
-    pub(crate) fn pre(&self, source: Source) -> &Pass {
-        match source {
-            Source::Image => &self.pre_image,
-            Source::Buffer => &self.pre_buffer,
-        }
-    }
-
-    /// The post pass for `target`.
-    pub(crate) fn post(&self, target: Target) -> &Pass {
-        match target {
-            Target::Image8 => &self.post_image8,
-            Target::Image16 => &self.post_image16,
-            Target::Buffer => &self.post_buffer,
-        }
+    /// The post pass for `target` from a tensor of `element`s.
+    pub(crate) fn post(&self, target: Target, element: Element) -> Result<&Pass> {
+        let (_, p) = self
+            .post
+            .iter()
+            .find(|(e, _)| *e == element)
+            .ok_or_else(|| Error::internal(format!("no post pass for {element:?}")))?;
+        Ok(match target {
+            Target::Image8 => &p[0],
+            Target::Image16 => &p[1],
+            Target::Buffer => &p[2],
+        })
     }
 }
 
@@ -181,6 +212,7 @@ impl PreParams {
             add1: w[8],
             add2: w[9],
             add3: w[10],
+            alpha: 1,
             ..Self::default()
         }
     }

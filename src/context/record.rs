@@ -115,8 +115,48 @@ fn buffer_format(reg: &Registration) -> (u32, u32) {
     }
 }
 
+/// Which of a slot's tensors a pass writes (pre) or reads (post).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tensor {
+    /// The frame's: the model's first image input or output. Its passes carry the
+    /// frame's alpha and are timed.
+    Frame,
+    /// The model's extra input or output of this index.
+    Extra(usize),
+}
+
+impl Tensor {
+    /// A number for the recorded-pass cache.
+    fn code(self) -> usize {
+        match self {
+            Self::Frame => 0,
+            Self::Extra(k) => k + 1,
+        }
+    }
+}
+
+/// A slot tensor's buffer and size.
+fn tensor_buffer(tensors: &SlotTensors, input: bool, which: Tensor) -> Result<(vk::Buffer, u64)> {
+    let missing = || Error::internal(format!("a slot without the tensor {which:?}"));
+    Ok(match (input, which) {
+        (true, Tensor::Frame) => (tensors.input.buffer().raw(), tensors.size.input_bytes),
+        (false, Tensor::Frame) => (tensors.output.buffer().raw(), tensors.size.output_bytes),
+        (true, Tensor::Extra(k)) => {
+            let t = tensors.extra_inputs.get(k).ok_or_else(missing)?;
+            (t.buffer.buffer().raw(), t.bytes)
+        }
+        (false, Tensor::Extra(k)) => {
+            let t = tensors.extra_outputs.get(k).ok_or_else(missing)?;
+            (t.buffer.buffer().raw(), t.bytes)
+        }
+    })
+}
+
 impl Recorder<'_> {
-    fn timestamp_pair(&self, cmd: vk::CommandBuffer, first: u32, start: bool) {
+    fn timestamp_pair(&self, cmd: vk::CommandBuffer, first: u32, start: bool, which: Tensor) {
+        if which != Tensor::Frame {
+            return; // one pair of queries per pass and slot: the frame's
+        }
         if let Some(q) = self.queries {
             // SAFETY: cmd is recording on the pool's device (callers begin it); the pool lives
             // in the context, which outlives every frame's execution.
@@ -141,25 +181,32 @@ impl Recorder<'_> {
         slot: usize,
         reg: &mut Registration,
         tensors: &SlotTensors,
-        kind: TensorKind,
+        (which, kind): (Tensor, TensorKind),
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
         if let Some(r) = reg.recorded.get(slot).and_then(Option::as_ref)
             && r.generation == generation
+            && r.tensor == which.code()
         {
             return Ok(r.cmd);
         }
-        let pass = self.passes.pre(reg.source());
+        let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, true, which)?;
+        let pass = self.passes.pre(reg.source(), kind.element)?;
         let size = tensors.size;
         let (grid, row) = pre_grid(self.device, pass, kind, size.width, size.height)?;
         let srgb =
             matches!(&reg.resource, Res::Image { format: vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB, .. });
         let (format, pitch) = buffer_format(reg);
-        let params =
-            PreParams { srgb: srgb as u32, format, pitch, ..PreParams::new(kind, size.width, size.height, row) };
+        let params = PreParams {
+            srgb: srgb as u32,
+            format,
+            pitch,
+            alpha: (which == Tensor::Frame) as u32,
+            ..PreParams::new(kind, size.width, size.height, row)
+        };
         let resources = [
             source_binding(reg)?,
-            Resource::StorageBuffer(tensors.input.buffer().raw(), size.input_bytes),
+            Resource::StorageBuffer(tensor_raw, tensor_bytes),
             Resource::StorageBuffer(tensors.alpha.raw(), size.alpha_bytes),
         ];
         // SAFETY: the registration's resource and the slot's buffers outlive the set: the
@@ -172,7 +219,7 @@ impl Recorder<'_> {
         // names live resources of this device.
         unsafe {
             command::begin(d, cmd)?;
-            self.timestamp_pair(cmd, base, true);
+            self.timestamp_pair(cmd, base, true, which);
             let (img, buf) = handover(d, reg, true, false);
             // The slot's tensor and alpha are overwritten whole: only ordering against the
             // last frame's post pass on this queue is needed, which the semaphores give.
@@ -182,8 +229,7 @@ impl Recorder<'_> {
             let (img, buf) = handover(d, reg, false, false);
             // Hand the tensor over: to CUDA (release to the external queue family) or to the
             // host (make the writes visible to host reads).
-            let tensor =
-                buffer_barrier(tensors.input.buffer().raw(), vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::empty());
+            let tensor = buffer_barrier(tensor_raw, vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::empty());
             let (tensor, dst) = if self.on_cuda {
                 let (s, t) = families(d, false);
                 (tensor.src_queue_family_index(s).dst_queue_family_index(t), vk::PipelineStageFlags::BOTTOM_OF_PIPE)
@@ -202,10 +248,10 @@ impl Recorder<'_> {
                 &buffers,
                 img.as_slice(),
             );
-            self.timestamp_pair(cmd, base, false);
+            self.timestamp_pair(cmd, base, false, which);
             command::end(d, cmd)?;
         }
-        store(reg, slot, cmd, set, generation);
+        store(reg, slot, cmd, set, (generation, which.code()));
         Ok(cmd)
     }
 
@@ -218,15 +264,17 @@ impl Recorder<'_> {
         slot: usize,
         reg: &mut Registration,
         tensors: &SlotTensors,
-        kind: TensorKind,
+        (which, kind): (Tensor, TensorKind),
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
         if let Some(r) = reg.recorded.get(slot).and_then(Option::as_ref)
             && r.generation == generation
+            && r.tensor == which.code()
         {
             return Ok(r.cmd);
         }
-        let pass = self.passes.post(reg.target());
+        let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, false, which)?;
+        let pass = self.passes.post(reg.target(), kind.element)?;
         let size = tensors.size;
         let grid = post_grid(self.device, pass, size.out_width, size.out_height)?;
         let (format, pitch) = buffer_format(reg);
@@ -236,7 +284,7 @@ impl Recorder<'_> {
             ..PostParams::new(kind, (size.width, size.height), (size.out_width, size.out_height))
         };
         let resources = [
-            Resource::StorageBuffer(tensors.output.buffer().raw(), size.output_bytes),
+            Resource::StorageBuffer(tensor_raw, tensor_bytes),
             Resource::StorageBuffer(tensors.alpha.raw(), size.alpha_bytes),
             target_binding(reg)?,
         ];
@@ -248,11 +296,10 @@ impl Recorder<'_> {
         // SAFETY: as in `pre`.
         unsafe {
             command::begin(d, cmd)?;
-            self.timestamp_pair(cmd, base, true);
+            self.timestamp_pair(cmd, base, true, which);
             // Take the output tensor back: from CUDA (acquire from the external queue
             // family) or from the host (its writes are visible to this submission).
-            let tensor =
-                buffer_barrier(tensors.output.buffer().raw(), vk::AccessFlags::empty(), vk::AccessFlags::SHADER_READ);
+            let tensor = buffer_barrier(tensor_raw, vk::AccessFlags::empty(), vk::AccessFlags::SHADER_READ);
             let (tensor, src) = if self.on_cuda {
                 let (s, t) = families(d, true);
                 (tensor.src_queue_family_index(s).dst_queue_family_index(t), vk::PipelineStageFlags::ALL_COMMANDS)
@@ -282,10 +329,10 @@ impl Recorder<'_> {
                 buf.as_slice(),
                 img.as_slice(),
             );
-            self.timestamp_pair(cmd, base, false);
+            self.timestamp_pair(cmd, base, false, which);
             command::end(d, cmd)?;
         }
-        store(reg, slot, cmd, set, generation);
+        store(reg, slot, cmd, set, (generation, which.code()));
         Ok(cmd)
     }
 
@@ -298,11 +345,17 @@ impl Recorder<'_> {
     }
 }
 
-fn store(reg: &mut Registration, slot: usize, cmd: vk::CommandBuffer, set: DescriptorSet, generation: u64) {
+fn store(
+    reg: &mut Registration,
+    slot: usize,
+    cmd: vk::CommandBuffer,
+    set: DescriptorSet,
+    (generation, tensor): (u64, usize),
+) {
     if reg.recorded.len() <= slot {
         reg.recorded.resize_with(slot + 1, || None);
     }
-    reg.recorded[slot] = Some(super::registry::Recorded { cmd, _set: set, generation });
+    reg.recorded[slot] = Some(super::registry::Recorded { cmd, _set: set, generation, tensor });
 }
 
 /// The error for a registration that does not match the context's frame size.

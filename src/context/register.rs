@@ -96,9 +96,30 @@ impl Role {
     }
 }
 
+/// Formats an input image may have besides [`INPUT_FORMATS`]: one or two float
+/// channels (depth, motion vectors) and four 32-bit floats, for a model's extra
+/// inputs (a channel the format lacks reads as 0, alpha as 1).
+///
+/// ```
+/// use ash::vk;
+/// use neural_frame::AUX_INPUT_IMAGE_FORMATS;
+///
+/// assert!(AUX_INPUT_IMAGE_FORMATS.contains(&vk::Format::R32_SFLOAT)); // a depth buffer's copy
+/// assert!(AUX_INPUT_IMAGE_FORMATS.contains(&vk::Format::R16G16_SFLOAT)); // motion vectors
+/// ```
+pub const AUX_INPUT_IMAGE_FORMATS: [vk::Format; 5] = [
+    vk::Format::R16_SFLOAT,
+    vk::Format::R32_SFLOAT,
+    vk::Format::R16G16_SFLOAT,
+    vk::Format::R32G32_SFLOAT,
+    vk::Format::R32G32B32A32_SFLOAT,
+];
+
 fn check_format(role: Role, format: vk::Format, image: bool) -> Result<()> {
+    let input_images: Vec<vk::Format> = INPUT_FORMATS.iter().chain(&AUX_INPUT_IMAGE_FORMATS).copied().collect();
     let allowed: &[vk::Format] = match (role, image) {
-        (Role::Input, _) => &INPUT_FORMATS,
+        (Role::Input, true) => &input_images,
+        (Role::Input, false) => &INPUT_FORMATS,
         (Role::Output, true) => &OUTPUT_IMAGE_FORMATS,
         (Role::Output, false) => &OUTPUT_BUFFER_FORMATS,
     };

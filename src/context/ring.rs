@@ -31,14 +31,16 @@ pub(crate) struct InFlight {
     /// Registry keys of the frame's input and output (kept alive while in flight).
     pub(crate) input: u32,
     pub(crate) output: u32,
+    /// Registry keys of the frame's extra inputs and outputs.
+    pub(crate) extras: Vec<u32>,
     pub(crate) host_infer_ms: f64,
     pub(crate) enqueue_ms: f64,
     /// The post pass is recorded but not yet submitted (post waits on the host).
     pub(crate) post_pending: bool,
     pub(crate) pre_pass: bool,
     pub(crate) post_pass: bool,
-    /// The frame's recorded post pass (a plain handle, submitted later when post waits on the host).
-    pub(crate) post_cmd: Option<vk::CommandBuffer>,
+    /// The frame's recorded post passes (plain handles, submitted later when post waits on the host).
+    pub(crate) post_cmds: Vec<vk::CommandBuffer>,
     /// What the post pass waits for besides the model (a plain handle and value).
     pub(crate) output_free: Option<(vk::Semaphore, u64)>,
     /// Whether the post pass was submitted (with the slot's second fence).
@@ -178,7 +180,12 @@ impl Ring {
 
     /// The newest frame in flight that uses registry key `key`, if any.
     pub(crate) fn last_use(&self, key: u32) -> Option<u64> {
-        self.slots.iter().flatten().filter(|f| f.input == key || f.output == key).map(|f| f.value).max()
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|f| f.input == key || f.output == key || f.extras.contains(&key))
+            .map(|f| f.value)
+            .max()
     }
 }
 
@@ -192,12 +199,13 @@ mod tests {
             submitted: Instant::now(),
             input,
             output,
+            extras: Vec::new(),
             host_infer_ms: f64::NAN,
             enqueue_ms: 0.0,
             post_pending: false,
             pre_pass: true,
             post_pass: true,
-            post_cmd: None,
+            post_cmds: Vec::new(),
             output_free: None,
             post_fenced: false,
         }

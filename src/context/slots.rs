@@ -23,6 +23,9 @@ pub(crate) struct FrameSize {
     pub(crate) input_bytes: u64,
     pub(crate) output_bytes: u64,
     pub(crate) alpha_bytes: u64,
+    /// The largest of the model's extra input and output tensors, and all of them together.
+    pub(crate) extra_max: u64,
+    pub(crate) extra_total: u64,
 }
 
 impl FrameSize {
@@ -37,6 +40,9 @@ impl FrameSize {
                 "a {width}×{height} frame at {s} gives an output whose size does not fit in 32 bits"
             ))
         })?;
+        let extras = contract.extra_inputs.iter().map(|t| t.kind.buffer_bytes(width, height));
+        let extras: Vec<u64> =
+            extras.chain(contract.extra_outputs.iter().map(|t| t.kind.buffer_bytes(out_width, out_height))).collect();
         Ok(Self {
             width,
             height,
@@ -45,6 +51,8 @@ impl FrameSize {
             input_bytes: contract.input.buffer_bytes(width, height),
             output_bytes: contract.output.buffer_bytes(out_width, out_height),
             alpha_bytes: 4 * width as u64 * height as u64,
+            extra_max: extras.iter().copied().max().unwrap_or(0),
+            extra_total: extras.iter().sum(),
         })
     }
 
@@ -81,23 +89,36 @@ impl FrameSize {
         limit("model's input tensor", self.input_bytes, range, "maxStorageBufferRange")?;
         limit("model's output tensor", self.output_bytes, range, "maxStorageBufferRange")?;
         limit("model's output tensor", self.output_bytes, device.max_allocation(), "maxMemoryAllocationSize")?;
+        limit("model's largest extra tensor", self.extra_max, range, "maxStorageBufferRange")?;
+        limit("model's largest extra tensor", self.extra_max, device.max_allocation(), "maxMemoryAllocationSize")?;
         let flags = match placement {
             Placement::Cuda(_) => vk::MemoryPropertyFlags::DEVICE_LOCAL,
             Placement::Host => vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
         };
         if let Some(t) = device.memory_type(u32::MAX, flags) {
-            let total = (self.input_bytes + self.output_bytes + self.alpha_bytes).saturating_mul(slots as u64);
+            let total = (self.input_bytes + self.output_bytes + self.alpha_bytes + self.extra_total)
+                .saturating_mul(slots as u64);
             limit(&format!("buffers of {slots} slots"), total, device.heap_size(t), "the memory heap's size")?;
         }
         Ok(())
     }
 }
 
+/// One of a slot's tensors for the model's extra inputs and outputs. Fields in
+/// teardown order: the value, then the memory it points at.
+pub(crate) struct ExtraTensor {
+    pub(crate) value: TensorValue,
+    pub(crate) buffer: SharedBuffer,
+    pub(crate) bytes: u64,
+}
+
 /// A slot's buffers for one frame size. Fields in teardown order: the tensor
-/// values, then the memory they point at.
+/// values (the extra tensors' own first), then the memory they point at.
 pub(crate) struct SlotTensors {
     pub(crate) input_value: TensorValue,
     pub(crate) output_value: TensorValue,
+    pub(crate) extra_inputs: Vec<ExtraTensor>,
+    pub(crate) extra_outputs: Vec<ExtraTensor>,
     pub(crate) input: SharedBuffer,
     pub(crate) output: SharedBuffer,
     pub(crate) alpha: Buffer,
@@ -119,6 +140,16 @@ const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 );
 
 impl SlotTensors {
+    /// Binds `input` and `output` (the slot's own, or a caller's buffer taken as it
+    /// is) with the slot's extra tensors to `binding`.
+    pub(crate) fn bind(&self, binding: &mut Binding, input: &TensorValue, output: &TensorValue) -> Result<()> {
+        let inputs: Vec<&TensorValue> =
+            std::iter::once(input).chain(self.extra_inputs.iter().map(|t| &t.value)).collect();
+        let outputs: Vec<&TensorValue> =
+            std::iter::once(output).chain(self.extra_outputs.iter().map(|t| &t.value)).collect();
+        binding.bind(&inputs, &outputs)
+    }
+
     /// Allocates a slot's buffers (checked by [`FrameSize::check`] first).
     pub(crate) fn new(
         device: &Arc<Device>,
@@ -137,6 +168,15 @@ impl SlotTensors {
         };
         let input_value = value(&input, contract.input, size.width, size.height, size.input_bytes)?;
         let output_value = value(&output, contract.output, size.out_width, size.out_height, size.output_bytes)?;
-        Ok(Self { input_value, output_value, input, output, alpha, size })
+        let extra = |kind: TensorKind, (w, h): (u32, u32)| -> Result<ExtraTensor> {
+            let bytes = kind.buffer_bytes(w, h);
+            let buffer = SharedBuffer::new(device, cuda, bytes, USAGE)?;
+            let value = value(&buffer, kind, w, h, bytes)?;
+            Ok(ExtraTensor { value, buffer, bytes })
+        };
+        let (frame, out) = ((size.width, size.height), (size.out_width, size.out_height));
+        let extra_inputs = contract.extra_inputs.iter().map(|t| extra(t.kind, frame)).collect::<Result<_>>()?;
+        let extra_outputs = contract.extra_outputs.iter().map(|t| extra(t.kind, out)).collect::<Result<_>>()?;
+        Ok(Self { input_value, output_value, extra_inputs, extra_outputs, input, output, alpha, size })
     }
 }

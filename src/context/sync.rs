@@ -81,7 +81,7 @@ pub struct SyncPoint {
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     /// The input image or buffer.
     pub input: InputId,
@@ -92,6 +92,14 @@ pub struct Frame {
     /// "The output may be overwritten": the context's GPU waits for it before
     /// writing the output (the renderer may still be reading the last result).
     pub output_free: Option<SyncPoint>,
+    /// The model's extra inputs ([`ModelContract::extra_inputs`](crate::ModelContract::extra_inputs)),
+    /// by name: every one of them, each a registered input of the frame's size
+    /// written under the same `wait`.
+    pub extra_inputs: Vec<(String, InputId)>,
+    /// Extra outputs the caller wants ([`ModelContract::extra_outputs`](crate::ModelContract::extra_outputs)),
+    /// by name, each a registered output of the output's size written by "output
+    /// ready". Those not named are still computed, into the slot's own memory.
+    pub extra_outputs: Vec<(String, OutputId)>,
 }
 
 impl Frame {
@@ -112,7 +120,7 @@ impl Frame {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn new(input: InputId, output: OutputId) -> Self {
-        Self { input, output, wait: None, output_free: None }
+        Self { input, output, wait: None, output_free: None, extra_inputs: Vec::new(), extra_outputs: Vec::new() }
     }
     /// Waits on the GPU for `timeline` to reach `value` before reading the input
     /// ([`SyncMode::Gpu`] only).
@@ -148,6 +156,45 @@ impl Frame {
     /// ```
     pub fn output_free_after(mut self, timeline: TimelineId, value: u64) -> Self {
         self.output_free = Some(SyncPoint { timeline, value });
+        self
+    }
+
+    /// Feeds the model's extra input `name` (an albedo, normal, depth or motion
+    /// image beside the frame) from `input`, a registered input of the frame's size.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{Frame, NeuralFrameContext};
+    ///
+    /// // A denoiser that takes `color` and `albedo`.
+    /// let mut ctx = NeuralFrameContext::builder("models/test/tiny-x1-f32-color-albedo.onnx").frame_size(64, 48).build()?;
+    /// let color = ctx.create_input_image(vk::Format::R16G16B16A16_SFLOAT)?;
+    /// let albedo = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// let output = ctx.create_output_image(vk::Format::R16G16B16A16_SFLOAT)?;
+    /// ctx.submit(Frame::new(color, output).with_input("albedo", albedo))?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn with_input(mut self, name: impl Into<String>, input: InputId) -> Self {
+        self.extra_inputs.push((name.into(), input));
+        self
+    }
+
+    /// Converts the model's extra output `name` into `output`, a registered output
+    /// of the output's size, as well.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{Frame, NeuralFrameContext};
+    ///
+    /// let mut ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32-two-outputs.onnx").frame_size(64, 48).build()?;
+    /// let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// let image = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
+    /// let edges = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?; // one channel, as grey
+    /// ctx.submit(Frame::new(input, image).with_output("edges", edges))?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn with_output(mut self, name: impl Into<String>, output: OutputId) -> Self {
+        self.extra_outputs.push((name.into(), output));
         self
     }
 }
@@ -394,8 +441,12 @@ impl FrameStats {
 }
 
 /// A frame's submission, as the submit path passes it on (inputs resolved).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Submission {
     pub(crate) wait: Option<(vk::Semaphore, u64)>,
     pub(crate) output_free: Option<(vk::Semaphore, u64)>,
+    /// The model's extra inputs: (index in the contract's extra inputs, registration).
+    pub(crate) extra_inputs: Vec<(usize, InputId)>,
+    /// The extra outputs asked for: (index in the contract's extra outputs, registration).
+    pub(crate) extra_outputs: Vec<(usize, OutputId)>,
 }

@@ -120,9 +120,9 @@ impl Drop for TensorValue {
 /// A session's IoBinding, with the ids of the values bound to it.
 pub(crate) struct Binding {
     raw: NonNull<OrtIoBinding>,
-    input_name: CString,
-    output_name: CString,
-    bound: (u64, u64),
+    input_names: Vec<CString>,
+    output_names: Vec<CString>,
+    bound: Vec<u64>,
 }
 
 // SAFETY: the binding is a plain handle; &mut self serialises its use, and ONNX Runtime
@@ -130,36 +130,53 @@ pub(crate) struct Binding {
 unsafe impl Send for Binding {}
 
 impl Binding {
-    /// An empty IoBinding of `session` for the named input and output.
-    pub(crate) fn new(session: &Session, input: &str, output: &str) -> Result<Self> {
+    /// An empty IoBinding of `session` for the named inputs and outputs (in the order
+    /// [`bind`](Self::bind) takes their values).
+    pub(crate) fn new(session: &Session, inputs: &[&str], outputs: &[&str]) -> Result<Self> {
         let name =
-            |n: &str| CString::new(n).map_err(|_| Error::InvalidArgument(format!("tensor name {n:?} has a NUL")));
-        let (input_name, output_name) = (name(input)?, name(output)?);
+            |n: &&str| CString::new(*n).map_err(|_| Error::InvalidArgument(format!("tensor name {n:?} has a NUL")));
+        let input_names = inputs.iter().map(name).collect::<Result<Vec<_>>>()?;
+        let output_names = outputs.iter().map(name).collect::<Result<Vec<_>>>()?;
         let mut raw: *mut OrtIoBinding = std::ptr::null_mut();
         // SAFETY: the session is live; raw is a valid out pointer.
         status("creating an IoBinding", unsafe { (ort::api().CreateIoBinding)(session.ptr().cast_mut(), &mut raw) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::onnx("creating an IoBinding", "null binding"))?;
-        Ok(Self { raw, input_name, output_name, bound: (0, 0) })
+        Ok(Self { raw, input_names, output_names, bound: Vec::new() })
     }
 
-    /// Binds `input` and `output` (a cheap map update in ONNX Runtime; nothing is
-    /// copied: a value already on the session's device is used in place, and a
-    /// pre-allocated output is written in place).
-    pub(crate) fn bind(&mut self, input: &TensorValue, output: &TensorValue) -> Result<()> {
-        if self.bound == (input.id, output.id) {
+    /// Binds `inputs` and `outputs`, one value per name given to [`new`](Self::new),
+    /// in that order (a cheap map update in ONNX Runtime; nothing is copied: a value
+    /// already on the session's device is used in place, and a pre-allocated output
+    /// is written in place).
+    pub(crate) fn bind(&mut self, inputs: &[&TensorValue], outputs: &[&TensorValue]) -> Result<()> {
+        if inputs.len() != self.input_names.len() || outputs.len() != self.output_names.len() {
+            return Err(Error::internal(format!(
+                "binding {} inputs and {} outputs to a model of {} and {}",
+                inputs.len(),
+                outputs.len(),
+                self.input_names.len(),
+                self.output_names.len()
+            )));
+        }
+        let ids: Vec<u64> = inputs.iter().chain(outputs).map(|v| v.id).collect();
+        if self.bound == ids {
             return Ok(());
         }
         let api = ort::api();
-        self.bound = (0, 0);
-        // SAFETY: binding and value are live; BindInput keeps its own reference to the value.
-        status("binding the input", unsafe {
-            (api.BindInput)(self.raw.as_ptr(), self.input_name.as_ptr(), input.raw.as_ptr())
-        })?;
-        // SAFETY: as above.
-        status("binding the output", unsafe {
-            (api.BindOutput)(self.raw.as_ptr(), self.output_name.as_ptr(), output.raw.as_ptr())
-        })?;
-        self.bound = (input.id, output.id);
+        self.bound.clear();
+        for (name, value) in self.input_names.iter().zip(inputs) {
+            // SAFETY: binding and value are live; BindInput keeps its own reference to the value.
+            status("binding an input", unsafe {
+                (api.BindInput)(self.raw.as_ptr(), name.as_ptr(), value.raw.as_ptr())
+            })?;
+        }
+        for (name, value) in self.output_names.iter().zip(outputs) {
+            // SAFETY: as above.
+            status("binding an output", unsafe {
+                (api.BindOutput)(self.raw.as_ptr(), name.as_ptr(), value.raw.as_ptr())
+            })?;
+        }
+        self.bound = ids;
         Ok(())
     }
 
@@ -171,7 +188,7 @@ impl Binding {
     /// The memory behind the bound values must still be valid, and no other
     /// work may write the input or touch the output while the run executes.
     pub(crate) unsafe fn run(&mut self, session: &Session, options: Option<&ort::session::RunOptions>) -> Result<()> {
-        if self.bound == (0, 0) {
+        if self.bound.is_empty() {
             return Err(Error::internal("a run with nothing bound"));
         }
         let options = options.map_or(std::ptr::null(), |o| o.ptr());

@@ -11,7 +11,7 @@ pub(crate) mod session;
 pub(crate) mod tensor;
 
 pub(crate) use binding::{Binding, Placement, TensorValue};
-pub use model::{ModelContract, PROBE_SIZE, Scale, ScaleSource, TensorDeclaration};
+pub use model::{ModelContract, NamedTensor, PROBE_SIZE, Scale, ScaleSource, TensorDeclaration};
 pub use runtime::RuntimeInfo;
 pub use session::ConvSearch;
 pub use tensor::{ColorOrder, Element, Layout, Normalization, TensorKind};

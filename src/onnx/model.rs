@@ -134,6 +134,64 @@ pub struct ModelContract {
     pub scale_source: ScaleSource,
     /// The only frame size the model takes, when its input shape is static.
     pub fixed_size: Option<(u32, u32)>,
+    /// The model's other inputs, in the model's order: auxiliary images of the
+    /// frame's size (albedo, normals, depth, motion vectors), each bound by name
+    /// to a registered input ([`Frame::with_input`](crate::Frame::with_input)).
+    pub extra_inputs: Vec<NamedTensor>,
+    /// The model's other outputs, in the model's order: images of the output's
+    /// size, bound on the GPU to the slot's own memory, and converted into a
+    /// registered output only when a frame asks ([`Frame::with_output`](crate::Frame::with_output)).
+    pub extra_outputs: Vec<NamedTensor>,
+}
+
+/// A model input or output besides the frame's: its name and how it lays out an image.
+///
+/// ```
+/// use neural_frame::{NamedTensor, TensorKind};
+/// let depth = NamedTensor { name: "depth".into(), kind: TensorKind { channels: 1, ..TensorKind::NCHW_F32 } };
+/// assert_eq!(depth.kind.describe(), "NCHW 1-channel f32 [0, 1]");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedTensor {
+    /// The tensor's name in the model.
+    pub name: String,
+    /// Its layout, type, channels and range.
+    pub kind: TensorKind,
+}
+
+impl ModelContract {
+    /// Every input's name, kind and role, for messages: `` `color` (frame, NCHW RGB f32 [0, 1]), `albedo` (NCHW RGB f32 [0, 1]) ``.
+    ///
+    /// ```no_run
+    /// let ctx = neural_frame::NeuralFrameContext::builder("models/upscale.onnx").frame_size(64, 48).build()?;
+    /// assert_eq!(ctx.contract().describe_inputs(), "`input` (the frame, NCHW RGB f32 [0, 1])");
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn describe_inputs(&self) -> String {
+        describe(&self.input_name, self.input, &self.extra_inputs)
+    }
+
+    /// Every output's name, kind and role, for messages.
+    pub fn describe_outputs(&self) -> String {
+        describe(&self.output_name, self.output, &self.extra_outputs)
+    }
+
+    /// The index of the extra input named `name` in [`extra_inputs`](Self::extra_inputs).
+    pub fn extra_input(&self, name: &str) -> Option<usize> {
+        self.extra_inputs.iter().position(|t| t.name == name)
+    }
+
+    /// The index of the extra output named `name` in [`extra_outputs`](Self::extra_outputs).
+    pub fn extra_output(&self, name: &str) -> Option<usize> {
+        self.extra_outputs.iter().position(|t| t.name == name)
+    }
+}
+
+fn describe(first: &str, kind: TensorKind, extras: &[NamedTensor]) -> String {
+    std::iter::once(format!("`{first}` (the frame, {})", kind.describe()))
+        .chain(extras.iter().map(|t| format!("`{}` ({})", t.name, t.kind.describe())))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The model's metadata entries the contract reads (the keys are documented
@@ -142,48 +200,42 @@ pub struct ModelContract {
 pub(crate) struct Metadata(pub(crate) HashMap<String, String>);
 
 impl Metadata {
-    /// The keys the contract reads.
-    pub(crate) const KEYS: [&'static str; 7] = [
-        "scale",
-        "neural_frame.scale",
-        "neural_frame.layout",
-        "neural_frame.color",
-        "neural_frame.range",
-        "neural_frame.mean",
-        "neural_frame.std",
-    ];
-
-    /// The entry for `what` (`scale`, `layout`, `color`, `range`, `mean`, `std`): its key and value.
-    fn get(&self, what: &str) -> Option<(&'static str, &str)> {
-        Self::KEYS
-            .into_iter()
-            .filter(|k| k.trim_start_matches("neural_frame.") == what)
-            .find_map(|k| self.0.get(k).map(|v| (k, v.as_str())))
+    /// The entry for `what` (`scale`, `layout`, `color`, `range`, `mean`, `std`) of
+    /// tensor `tensor`: `neural_frame.WHAT.TENSOR`, else `neural_frame.WHAT` (and
+    /// plain `scale`); its key and value.
+    fn get(&self, what: &str, tensor: &str) -> Option<(String, &str)> {
+        let keys = [format!("neural_frame.{what}.{tensor}"), format!("neural_frame.{what}"), what.to_string()];
+        let keys = if what == "scale" { &keys[1..] } else { &keys[..2] };
+        keys.iter().find_map(|k| self.0.get(k).map(|v| (k.clone(), v.as_str())))
     }
 }
 
 const EXPECTED: &str = "an image tensor [1, C, H, W] or [1, H, W, C] of float32, float16 or uint8 with C = 3 (RGB) \
-                        or 4 (RGBA)";
+                        or 4 (RGBA) for the frame";
 
-/// The declaration in force: the caller's, else the metadata's.
-fn merge(declared: &TensorDeclaration, meta: &Metadata) -> std::result::Result<TensorDeclaration, String> {
+/// The declaration in force for tensor `name`: the caller's for that tensor, the
+/// caller's for every tensor, the metadata's for that tensor, the metadata's for every tensor.
+fn merge(declared: &Declarations, meta: &Metadata, name: &str) -> std::result::Result<TensorDeclaration, String> {
+    let own = declared.per_tensor.get(name).copied().unwrap_or_default();
+    let all = declared.all;
     let bad = |key: &str, e: String| format!("metadata `{key}`: {e}");
-    let layout = match (declared.layout, meta.get("layout")) {
+    let layout = match (own.layout.or(all.layout), meta.get("layout", name)) {
         (Some(l), _) => Some(l),
-        (None, Some((k, v))) => Some(v.parse().map_err(|e| bad(k, e))?),
+        (None, Some((k, v))) => Some(v.parse().map_err(|e| bad(&k, e))?),
         (None, None) => None,
     };
-    let color = match (declared.color, meta.get("color")) {
+    let color = match (own.color.or(all.color), meta.get("color", name)) {
         (Some(c), _) => Some(c),
-        (None, Some((k, v))) => Some(v.parse().map_err(|e| bad(k, e))?),
+        (None, Some((k, v))) => Some(v.parse().map_err(|e| bad(&k, e))?),
         (None, None) => None,
     };
-    let normalization = match (declared.normalization, meta.get("range"), meta.get("mean"), meta.get("std")) {
+    let given = own.normalization.or(all.normalization);
+    let normalization = match (given, meta.get("range", name), meta.get("mean", name), meta.get("std", name)) {
         (Some(n), ..) => Some(n),
         (None, Some(_), Some(_), _) | (None, Some(_), _, Some(_)) => {
             return Err("metadata has both `neural_frame.range` and `neural_frame.mean`/`std`; give one".into());
         }
-        (None, Some((k, v)), None, None) => Some(v.parse().map_err(|e| bad(k, e))?),
+        (None, Some((k, v)), None, None) => Some(v.parse().map_err(|e| bad(&k, e))?),
         (None, None, Some((_, m)), Some((_, s))) => {
             Some(Normalization::mean_std(m, s).map_err(|e| bad("neural_frame.mean/std", e))?)
         }
@@ -193,6 +245,13 @@ fn merge(declared: &TensorDeclaration, meta: &Metadata) -> std::result::Result<T
         (None, None, None, None) => None,
     };
     Ok(TensorDeclaration { layout, color, normalization })
+}
+
+/// What the caller declares: for every image tensor, and for tensors by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Declarations {
+    pub(crate) all: TensorDeclaration,
+    pub(crate) per_tensor: HashMap<String, TensorDeclaration>,
 }
 
 fn shown(dims: &[i64]) -> String {
@@ -205,6 +264,7 @@ fn kind_of(
     ty: &ValueType,
     role: &str,
     declared: &TensorDeclaration,
+    allowed: &[i64],
 ) -> std::result::Result<(TensorKind, i64, i64), String> {
     let ValueType::Tensor { ty, shape, .. } = ty else {
         return Err(format!("{role} `{name}` is not a tensor ({ty:?}); expected {EXPECTED}"));
@@ -236,13 +296,13 @@ fn kind_of(
             shown(dims)
         ));
     }
-    let channels_ok = |c: i64| c == 3 || c == 4 || (role == "output" && c == 1);
+    let channels_ok = |c: i64| allowed.contains(&c);
     let layout = match declared.layout {
         Some(Layout::Nchw) if channels_ok(dims[1]) => Layout::Nchw,
         Some(Layout::Nhwc) if channels_ok(dims[3]) => Layout::Nhwc,
         Some(l) => {
             return Err(format!(
-                "{role} `{name}` has shape {}, which is not an {l} image of 3 or 4 channels (the layout was declared {l})",
+                "{role} `{name}` has shape {}, which is not an {l} image of {allowed:?} channels (the layout was declared {l})",
                 shown(dims)
             ));
         }
@@ -257,16 +317,10 @@ fn kind_of(
                 ));
             }
             (false, false) => {
-                let c = [dims[1], dims[3]].into_iter().find(|c| (1..=2).contains(c));
-                let more = if let Some(c) = c {
-                    format!(
-                        "; a {c}-channel tensor (depth, motion vectors) can only be an extra input beside a frame, \
-                         and models with several inputs are not supported yet"
-                    )
-                } else {
-                    String::new()
-                };
-                return Err(format!("{role} `{name}` has shape {}; expected {EXPECTED}{more}", shown(dims)));
+                return Err(format!(
+                    "{role} `{name}` has shape {}; expected {EXPECTED} ({allowed:?} channels here)",
+                    shown(dims)
+                ));
             }
         },
     };
@@ -311,50 +365,81 @@ fn ratio(input: (i64, i64), output: (i64, i64)) -> std::result::Result<Scale, St
     Err(format!("output {ow}×{oh} is not an integer multiple of input {iw}×{ih}"))
 }
 
-/// A probe run: given the input's kind and a frame size, the output tensor's shape.
-pub(crate) type ProbeRun<'a> = &'a mut dyn FnMut(TensorKind, (u32, u32)) -> Result<Vec<i64>>;
+/// A probe run: given every input's name and kind (in the model's order) and a
+/// frame size, the shapes of every output (in the model's order).
+pub(crate) type ProbeRun<'a> = &'a mut dyn FnMut(&[(String, TensorKind)], (u32, u32)) -> Result<Vec<Vec<i64>>>;
+
+fn list(v: &[(String, ValueType)]) -> String {
+    v.iter()
+        .map(|(n, t)| match t {
+            ValueType::Tensor { ty, shape, .. } => format!("`{n}` {ty:?} {}", shown(shape)),
+            other => format!("`{n}` {other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A probe run's frame size and the shapes of every output.
+type Probed = ((u32, u32), Vec<Vec<i64>>);
+
+/// An image tensor of the model, as the contract classifies it.
+struct Found {
+    name: String,
+    kind: TensorKind,
+    h: i64,
+    w: i64,
+    symbols: Option<(String, String)>,
+}
 
 /// Works out the contract from a model's inputs, outputs, metadata and the caller's
-/// declaration, running `probe` only when nothing else gives the scale.
+/// declarations, running `probe` only when nothing else gives the scale.
 pub(crate) fn contract_from(
     model: &str,
     inputs: &[(String, ValueType)],
     outputs: &[(String, ValueType)],
     meta: &Metadata,
-    declared: &TensorDeclaration,
+    declared: &Declarations,
     probe: ProbeRun<'_>,
 ) -> Result<ModelContract> {
     let err = |message: String| Error::ModelContract { model: model.to_string(), message };
-    let list = |v: &[(String, ValueType)]| {
-        v.iter()
-            .map(|(n, t)| match t {
-                ValueType::Tensor { ty, shape, .. } => format!("`{n}` {ty:?} {}", shown(shape)),
-                other => format!("`{n}` {other:?}"),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+    let find = |(name, ty): &(String, ValueType), role: &str, allowed: &[i64]| -> Result<Found> {
+        let d = merge(declared, meta, name).map_err(err)?;
+        let (kind, h, w) = kind_of(name, ty, role, &d, allowed).map_err(err)?;
+        Ok(Found { name: name.clone(), kind, h, w, symbols: symbols(ty, kind.layout) })
     };
-    if inputs.len() != 1 {
+    if inputs.is_empty() || outputs.is_empty() {
         return Err(err(format!(
-            "has {} inputs ({}); models with several inputs are not supported yet: expected one input, {EXPECTED}",
+            "has {} inputs and {} outputs; it needs at least one of each",
             inputs.len(),
+            outputs.len()
+        )));
+    }
+    let ins = inputs.iter().map(|i| find(i, "input", &[1, 2, 3, 4])).collect::<Result<Vec<_>>>()?;
+    let outs = outputs.iter().map(|o| find(o, "output", &[1, 3, 4])).collect::<Result<Vec<_>>>()?;
+    let Some(first) = ins.iter().position(|f| f.kind.channels >= 3) else {
+        return Err(err(format!(
+            "has no input for the frame, one of 3 (RGB) or 4 (RGBA) channels: its inputs are {}; 1- and 2-channel \
+             tensors (depth, motion vectors) are extra inputs beside a frame",
             list(inputs)
         )));
+    };
+    let input = &ins[first];
+    let output = &outs[0];
+    let (ih, iw, oh, ow) = (input.h, input.w, output.h, output.w);
+    // Extra inputs are frame-sized: static sizes that disagree are refused here.
+    for f in ins.iter().filter(|f| f.name != input.name) {
+        if ih > 0 && iw > 0 && f.h > 0 && f.w > 0 && (f.h, f.w) != (ih, iw) {
+            return Err(err(format!(
+                "input sizes disagree: `{}` is {}×{} but the frame input `{}` is {iw}×{ih}; extra inputs are of the \
+                 frame's size",
+                f.name, f.w, f.h, input.name
+            )));
+        }
     }
-    if outputs.len() != 1 {
-        return Err(err(format!(
-            "has {} outputs ({}); models with several outputs are not supported yet: expected one image output",
-            outputs.len(),
-            list(outputs)
-        )));
-    }
-    let declared = merge(declared, meta).map_err(err)?;
-    let (input, ih, iw) = kind_of(&inputs[0].0, &inputs[0].1, "input", &declared).map_err(err)?;
-    let (output, oh, ow) = kind_of(&outputs[0].0, &outputs[0].1, "output", &declared).map_err(err)?;
     let fixed_size = (ih > 0 && iw > 0).then_some((iw as u32, ih as u32));
     let statics = ih > 0 && iw > 0 && oh > 0 && ow > 0;
     let static_scale = if statics { Some(ratio((iw, ih), (ow, oh)).map_err(err)?) } else { None };
-    let metadata_scale = match meta.get("scale") {
+    let metadata_scale = match meta.get("scale", "") {
         Some((_, text)) => Some(
             text.trim()
                 .parse::<u32>()
@@ -365,10 +450,9 @@ pub(crate) fn contract_from(
         ),
         None => None,
     };
-    let same_symbols = match (symbols(&inputs[0].1, input.layout), symbols(&outputs[0].1, output.layout)) {
-        (Some(i), Some(o)) => i == o,
-        _ => false,
-    };
+    let same_symbols = input.symbols.is_some() && input.symbols == output.symbols;
+    // The probe's frame size and output shapes, when it ran.
+    let mut probed: Option<Probed> = None;
     let (scale, scale_source) = match (metadata_scale, static_scale) {
         (Some(m), Some(s)) if m != s => {
             return Err(err(format!(
@@ -381,33 +465,60 @@ pub(crate) fn contract_from(
         (None, Some(s)) => (s, ScaleSource::Shapes),
         (None, None) if same_symbols => (Scale::uniform(1), ScaleSource::Symbols),
         (None, None) => {
-            let size = fixed_size.unwrap_or(PROBE_SIZE);
-            let size = (if iw > 0 { iw as u32 } else { size.0 }, if ih > 0 { ih as u32 } else { size.1 });
-            let dims = probe(input, size).map_err(|e| {
+            let size = (if iw > 0 { iw as u32 } else { PROBE_SIZE.0 }, if ih > 0 { ih as u32 } else { PROBE_SIZE.1 });
+            let kinds: Vec<(String, TensorKind)> = ins.iter().map(|f| (f.name.clone(), f.kind)).collect();
+            let shapes = probe(&kinds, size).map_err(|e| {
                 err(format!(
                     "has dynamic height/width and no `scale` metadata, and a probe run at {}×{} to find its output \
                      size failed ({e}); add metadata_props {{key: \"scale\", value: \"N\"}} to the model",
                     size.0, size.1
                 ))
             })?;
-            let (h, w) = match (output.layout, dims.as_slice()) {
-                (Layout::Nchw, [_, _, h, w]) | (Layout::Nhwc, [_, h, w, _]) => (*h, *w),
-                _ => return Err(err(format!("a probe run gave an output of shape {dims:?}, not an image"))),
-            };
-            let s = ratio((size.0 as i64, size.1 as i64), (w, h))
-                .map_err(|e| err(format!("a probe run at {}×{}: {e}", size.0, size.1)))?;
+            let s = probed_scale(output.kind, shapes.first(), size).map_err(err)?;
+            probed = Some((size, shapes));
             (s, ScaleSource::Probe)
         }
     };
+    // Extra outputs are of the output's size: checked where the shapes or a probe tell.
+    for (k, f) in outs.iter().enumerate().skip(1) {
+        let found = if ih > 0 && iw > 0 && f.h > 0 && f.w > 0 {
+            Some(ratio((iw, ih), (f.w, f.h)).map_err(err)?)
+        } else if let Some((size, shapes)) = &probed {
+            Some(probed_scale(f.kind, shapes.get(k), *size).map_err(err)?)
+        } else {
+            None
+        };
+        if let Some(fs) = found
+            && fs != scale
+        {
+            return Err(err(format!(
+                "output sizes disagree: `{}` scales the frame {fs} but `{}` scales it {scale}; extra outputs are of \
+                 the output's size",
+                f.name, output.name
+            )));
+        }
+    }
+    let named = |f: &Found| NamedTensor { name: f.name.clone(), kind: f.kind };
     Ok(ModelContract {
-        input_name: inputs[0].0.clone(),
-        output_name: outputs[0].0.clone(),
-        input,
-        output,
+        input_name: input.name.clone(),
+        output_name: output.name.clone(),
+        input: input.kind,
+        output: output.kind,
         scale,
         scale_source,
         fixed_size,
+        extra_inputs: ins.iter().filter(|f| f.name != input.name).map(named).collect(),
+        extra_outputs: outs.iter().skip(1).map(named).collect(),
     })
+}
+
+/// The scale a probe run at `size` shows for an output of `kind` and `shape`.
+fn probed_scale(kind: TensorKind, shape: Option<&Vec<i64>>, size: (u32, u32)) -> std::result::Result<Scale, String> {
+    let (h, w) = match (kind.layout, shape.map(Vec::as_slice)) {
+        (Layout::Nchw, Some([_, _, h, w])) | (Layout::Nhwc, Some([_, h, w, _])) => (*h, *w),
+        _ => return Err(format!("a probe run gave an output of shape {shape:?}, not an image")),
+    };
+    ratio((size.0 as i64, size.1 as i64), (w, h)).map_err(|e| format!("a probe run at {}×{}: {e}", size.0, size.1))
 }
 
 /// The contract of a loaded session; `probe` runs the model once when its scale
@@ -415,16 +526,18 @@ pub(crate) fn contract_from(
 pub(crate) fn contract(
     session: &ort::session::Session,
     model: &str,
-    declared: &TensorDeclaration,
+    declared: &Declarations,
     probe: ProbeRun<'_>,
 ) -> Result<ModelContract> {
     let inputs: Vec<_> = session.inputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
     let outputs: Vec<_> = session.outputs().iter().map(|o| (o.name().to_string(), o.dtype().clone())).collect();
     let mut meta = Metadata::default();
     if let Ok(m) = session.metadata() {
-        for key in Metadata::KEYS {
-            if let Some(v) = m.custom(key) {
-                meta.0.insert(key.to_string(), v);
+        for key in m.custom_keys().unwrap_or_default() {
+            if (key == "scale" || key.starts_with("neural_frame."))
+                && let Some(v) = m.custom(&key)
+            {
+                meta.0.insert(key, v);
             }
         }
     }
@@ -452,13 +565,17 @@ mod tests {
     fn meta(pairs: &[(&str, &str)]) -> Metadata {
         Metadata(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
     }
-    fn no_probe() -> impl FnMut(TensorKind, (u32, u32)) -> Result<Vec<i64>> {
+    type Shapes = Result<Vec<Vec<i64>>>;
+    fn no_probe() -> impl FnMut(&[(String, TensorKind)], (u32, u32)) -> Shapes {
         |_, _| panic!("no probe expected")
+    }
+    fn all(d: &TensorDeclaration) -> Declarations {
+        Declarations { all: *d, ..Default::default() }
     }
     const F32: TensorElementType = TensorElementType::Float32;
 
     fn build(i: ValueType, o: ValueType, m: &Metadata, d: &TensorDeclaration) -> Result<ModelContract> {
-        contract_from("m.onnx", &one("img", i), &one("out", o), m, d, &mut no_probe())
+        contract_from("m.onnx", &one("img", i), &one("out", o), m, &all(d), &mut no_probe())
     }
 
     #[test]
@@ -533,7 +650,7 @@ mod tests {
     fn unsupported_signatures_name_the_tensor_and_the_reason() {
         let m = meta(&[("scale", "2")]);
         let cases = [
-            (t(F32, &[1, 1, -1, -1]), "extra input"),
+            (t(F32, &[1, 1, -1, -1]), "no input for the frame"),
             (t(TensorElementType::Int64, &[1, 3, -1, -1]), "Int64"),
             (t(TensorElementType::String, &[1]), "String"),
             (t(F32, &[3, -1, -1]), "shape"),
@@ -544,12 +661,76 @@ mod tests {
         for (ty, needle) in cases {
             let e = build(ty, t(F32, &[1, 3, -1, -1]), &m, &Default::default()).expect_err("unsupported");
             let msg = e.to_string();
-            assert!(msg.contains("m.onnx") && msg.contains("input `img`") && msg.contains(needle), "{msg}");
+            assert!(msg.contains("m.onnx") && msg.contains("`img`") && msg.contains(needle), "{msg}");
         }
-        let two = vec![("a".to_string(), t(F32, &[1, 3, -1, -1])), ("b".to_string(), t(F32, &[1, 1, -1, -1]))];
-        let e = contract_from("m", &two, &one("o", t(F32, &[1, 3, -1, -1])), &m, &Default::default(), &mut no_probe())
-            .expect_err("two inputs");
-        assert!(e.to_string().contains("2 inputs (`a` Float32 [1, 3, ?, ?], `b` Float32 [1, 1, ?, ?])"), "{e}");
+    }
+
+    #[test]
+    fn extra_inputs_and_outputs_are_classified_and_checked() {
+        let m = meta(&[("scale", "2"), ("neural_frame.range.depth", "0,255")]);
+        let ins = vec![
+            ("depth".to_string(), t(F32, &[1, 1, -1, -1])),
+            ("color".to_string(), t(F32, &[1, 3, -1, -1])),
+            ("motion".to_string(), t(F32, &[1, -1, -1, 2])),
+        ];
+        let outs = vec![("image".to_string(), t(F32, &[1, 3, -1, -1])), ("mask".to_string(), t(F32, &[1, 1, -1, -1]))];
+        let c = contract_from("m", &ins, &outs, &m, &Default::default(), &mut no_probe()).expect("supported");
+        assert_eq!((c.input_name.as_str(), c.output_name.as_str()), ("color", "image"));
+        let names: Vec<_> = c.extra_inputs.iter().map(|t| (t.name.as_str(), t.kind.channels, t.kind.layout)).collect();
+        assert_eq!(names, [("depth", 1, Layout::Nchw), ("motion", 2, Layout::Nhwc)]);
+        assert_eq!(c.extra_inputs[0].kind.normalization, Normalization::Byte);
+        assert_eq!(c.extra_inputs[1].kind.normalization, Normalization::Unit);
+        assert_eq!((c.extra_outputs[0].name.as_str(), c.extra_outputs[0].kind.channels), ("mask", 1));
+        assert_eq!(c.extra_input("motion"), Some(1));
+        assert!(
+            c.describe_inputs().starts_with("`color` (the frame, NCHW RGB f32 [0, 1]), `depth`"),
+            "{}",
+            c.describe_inputs()
+        );
+        // Static sizes that disagree.
+        let ins = vec![("color".to_string(), t(F32, &[1, 3, 8, 8])), ("albedo".to_string(), t(F32, &[1, 3, 5, 5]))];
+        let e = contract_from(
+            "m",
+            &ins,
+            &one("o", t(F32, &[1, 3, 16, 16])),
+            &meta(&[]),
+            &Default::default(),
+            &mut no_probe(),
+        )
+        .expect_err("sizes disagree");
+        assert!(e.to_string().contains("input sizes disagree: `albedo` is 5×5"), "{e}");
+        let outs = vec![("a".to_string(), t(F32, &[1, 3, 16, 16])), ("b".to_string(), t(F32, &[1, 1, 8, 8]))];
+        let e = contract_from(
+            "m",
+            &one("i", t(F32, &[1, 3, 8, 8])),
+            &outs,
+            &meta(&[]),
+            &Default::default(),
+            &mut no_probe(),
+        )
+        .expect_err("outputs disagree");
+        assert!(e.to_string().contains("output sizes disagree"), "{e}");
+        // Only 1- and 2-channel inputs: no frame.
+        let ins = vec![("d".to_string(), t(F32, &[1, 1, -1, -1]))];
+        let e = contract_from("m", &ins, &one("o", t(F32, &[1, 3, -1, -1])), &m, &Default::default(), &mut no_probe())
+            .expect_err("no frame");
+        assert!(e.to_string().contains("no input for the frame"), "{e}");
+        // A declaration for one tensor by name wins over the one for all.
+        let mut d = Declarations {
+            all: TensorDeclaration { normalization: Some(Normalization::Signed), ..Default::default() },
+            ..Default::default()
+        };
+        d.per_tensor.insert(
+            "depth".into(),
+            TensorDeclaration { normalization: Some(Normalization::Unit), ..Default::default() },
+        );
+        let ins = vec![("color".to_string(), t(F32, &[1, 3, -1, -1])), ("depth".to_string(), t(F32, &[1, 1, -1, -1]))];
+        let c =
+            contract_from("m", &ins, &one("o", t(F32, &[1, 3, -1, -1])), &m, &d, &mut no_probe()).expect("declared");
+        assert_eq!(
+            (c.input.normalization, c.extra_inputs[0].kind.normalization),
+            (Normalization::Signed, Normalization::Unit)
+        );
     }
 
     #[test]
@@ -566,9 +747,9 @@ mod tests {
         .expect("same symbols");
         assert_eq!((c.scale, c.scale_source), (Scale::uniform(1), ScaleSource::Symbols));
         let mut calls = Vec::new();
-        let mut probe = |k: TensorKind, (w, h): (u32, u32)| {
-            calls.push((k, w, h));
-            Ok(vec![1, 3, 2 * h as i64, w as i64])
+        let mut probe = |k: &[(String, TensorKind)], (w, h): (u32, u32)| {
+            calls.push((k[0].1, w, h));
+            Ok(vec![vec![1, 3, 2 * h as i64, w as i64]])
         };
         let c = contract_from(
             "m",
@@ -581,7 +762,9 @@ mod tests {
         .expect("probed");
         assert_eq!((c.scale, c.scale_source), (Scale { x: 1, y: 2 }, ScaleSource::Probe));
         assert_eq!(calls, vec![(TensorKind::NCHW_F32, PROBE_SIZE.0, PROBE_SIZE.1)]);
-        let mut fractional = |_: TensorKind, (w, h): (u32, u32)| Ok(vec![1, 3, (h * 3 / 2) as i64, (w * 3 / 2) as i64]);
+        let mut fractional = |_: &[(String, TensorKind)], (w, h): (u32, u32)| {
+            Ok(vec![vec![1, 3, (h * 3 / 2) as i64, (w * 3 / 2) as i64]])
+        };
         let e = contract_from(
             "m",
             &one("i", same("w")),
@@ -592,7 +775,7 @@ mod tests {
         )
         .expect_err("×1.5");
         assert!(e.to_string().contains("not an integer multiple"), "{e}");
-        let mut failing = |_: TensorKind, _: (u32, u32)| Err(Error::InvalidArgument("boom".into()));
+        let mut failing = |_: &[(String, TensorKind)], _: (u32, u32)| Err(Error::InvalidArgument("boom".into()));
         let e = contract_from(
             "m",
             &one("i", same("w")),

@@ -10,7 +10,7 @@ use ort::session::builder::GraphOptimizationLevel;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::onnx::model::{self, ModelContract, TensorDeclaration};
+use crate::onnx::model::{self, Declarations, ModelContract};
 use crate::onnx::tensor::{Element, TensorKind};
 
 /// How cuDNN picks convolution algorithms (CUDA backend only; the CPU backend
@@ -66,7 +66,7 @@ pub(crate) struct SessionConfig {
     /// CPU threads for the CPU provider (ONNX Runtime's default when None).
     pub(crate) threads: Option<usize>,
     /// What the caller declares about the model's tensors.
-    pub(crate) declared: TensorDeclaration,
+    pub(crate) declared: Declarations,
 }
 
 /// Checks that `path` is a model file this process can read: it exists, is
@@ -165,21 +165,20 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
             Error::onnx(format!("loading {shown}"), text)
         }
     })?;
-    let mut probe = |kind: TensorKind, size: (u32, u32)| probe_output_shape(path, &session, kind, size);
+    let mut probe = |inputs: &[(String, TensorKind)], size: (u32, u32)| probe_output_shapes(path, inputs, size);
     let contract = model::contract(&session, &shown, &config.declared, &mut probe)?;
     Ok((session, contract))
 }
 
-/// The output shape of one run of the model at `width × height` on ONNX Runtime's
+/// The output shapes of one run of the model at `width × height` on ONNX Runtime's
 /// CPU provider (a session of its own, so the context's provider and stream stay
-/// untouched), from a mid-grey input: how a dynamic model without metadata tells
+/// untouched), from mid-grey inputs: how a dynamic model without metadata tells
 /// its scale.
-fn probe_output_shape(
+fn probe_output_shapes(
     path: &Path,
-    session: &Session,
-    kind: TensorKind,
+    inputs: &[(String, TensorKind)],
     (width, height): (u32, u32),
-) -> Result<Vec<i64>> {
+) -> Result<Vec<Vec<i64>>> {
     let env = crate::onnx::runtime::environment()?;
     let err = |e: ort::Error| Error::onnx("the probe run", e);
     let start = std::time::Instant::now();
@@ -187,23 +186,31 @@ fn probe_output_shape(
         .map_err(|e| Error::onnx("creating the probe's session", e))?
         .commit_from_file(path)
         .map_err(|e| Error::onnx("loading the model for the probe run", e))?;
-    let name = session.inputs().first().map(|i| i.name().to_string()).unwrap_or_default();
-    let shape = kind.shape(width, height).map(|d| d as usize);
-    let n = kind.elements(width, height) as usize;
-    let outputs = match kind.element {
-        Element::F32 => cpu.run(ort::inputs![name.as_str() => ort::value::Tensor::from_array((shape, vec![0.5f32; n])).map_err(err)?]),
-        Element::F16 => cpu.run(ort::inputs![name.as_str() => ort::value::Tensor::from_array((shape, vec![half::f16::from_f32(0.5); n])).map_err(err)?]),
-        Element::U8 => cpu.run(ort::inputs![name.as_str() => ort::value::Tensor::from_array((shape, vec![128u8; n])).map_err(err)?]),
+    let mut values: Vec<(String, ort::value::DynValue)> = Vec::new();
+    for (name, kind) in inputs {
+        let shape = kind.shape(width, height).map(|d| d as usize);
+        let n = kind.elements(width, height) as usize;
+        let value = match kind.element {
+            Element::F16 => {
+                ort::value::Tensor::from_array((shape, vec![half::f16::from_f32(0.5); n])).map_err(err)?.into_dyn()
+            }
+            Element::U8 => ort::value::Tensor::from_array((shape, vec![128u8; n])).map_err(err)?.into_dyn(),
+            _ => ort::value::Tensor::from_array((shape, vec![0.5f32; n])).map_err(err)?.into_dyn(),
+        };
+        values.push((name.clone(), value));
     }
-    .map_err(err)?;
-    let dims = match outputs[0].dtype() {
-        ort::value::ValueType::Tensor { shape, .. } => shape.to_vec(),
-        other => return Err(Error::onnx("the probe run", format!("the output is {other:?}, not a tensor"))),
-    };
+    let outputs = cpu.run(values).map_err(err)?;
+    let mut shapes = Vec::new();
+    for (_, value) in outputs.iter() {
+        match value.dtype() {
+            ort::value::ValueType::Tensor { shape, .. } => shapes.push(shape.to_vec()),
+            other => return Err(Error::onnx("the probe run", format!("an output is {other:?}, not a tensor"))),
+        }
+    }
     log::info!(
-        "{}: no scale in its shapes or metadata; a probe run at {width}×{height} on the CPU gave {dims:?} ({:.0} ms)",
+        "{}: no scale in its shapes or metadata; a probe run at {width}×{height} on the CPU gave {shapes:?} ({:.0} ms)",
         path.display(),
         start.elapsed().as_secs_f64() * 1e3
     );
-    Ok(dims)
+    Ok(shapes)
 }

@@ -28,6 +28,7 @@ struct Params {
     add1: u32,
     add2: u32,
     add3: u32,
+    alpha: u32,    // 1: write the frame's alpha (the frame's input); 0: an extra input, leave it
 }
 
 var<immediate> p: Params;
@@ -62,7 +63,7 @@ fn element(e: u32) -> f32 {
         ch = e % p.channels;
     }
     let c = load(px);
-    if ch == 0u {
+    if ch == 0u && p.alpha != 0u {
         alpha[px] = c.a;
     }
     return channel_value(c, ch);
@@ -84,7 +85,9 @@ fn pre_f32(@builtin(global_invocation_id) id: vec3<u32>) {
         }
         tensor[e] = bitcast<u32>(channel_value(c, ch));
     }
-    alpha[i] = c.a;
+    if p.alpha != 0u {
+        alpha[i] = c.a;
+    }
 }
 
 // 16-bit floats: one work item per word, two consecutive elements (a pair may

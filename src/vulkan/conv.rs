@@ -9,7 +9,9 @@ pub(crate) fn bytes_per_pixel(format: vk::Format) -> Option<u32> {
         | vk::Format::R8G8B8A8_SRGB
         | vk::Format::B8G8R8A8_UNORM
         | vk::Format::B8G8R8A8_SRGB => Some(4),
-        vk::Format::R16G16B16A16_SFLOAT => Some(8),
+        vk::Format::R16G16B16A16_SFLOAT | vk::Format::R32G32_SFLOAT => Some(8),
+        vk::Format::R16_SFLOAT => Some(2),
+        vk::Format::R32_SFLOAT | vk::Format::R16G16_SFLOAT => Some(4),
         vk::Format::R32G32B32A32_SFLOAT => Some(16),
         _ => None,
     }

@@ -13,7 +13,9 @@ use neural_frame::{
     TensorKind,
 };
 
-use super::pipeline::{Tolerance, Tune, check_frame, expected_image, picture, plain, psnr, reference_output};
+use super::pipeline::{
+    Tolerance, Tune, check_frame, expected_image, input_tensor, picture, plain, psnr, reference_output,
+};
 
 /// Runs `model` (built with `tune`) on a `w × h` picture through the pipeline on
 /// `backend`, checks it against ONNX Runtime's CPU run, and returns the context's
@@ -125,16 +127,13 @@ pub fn same_symbols(backend: Backend) {
 
 /// Every model the contract refuses: a `ModelContract` error naming the tensor and the reason.
 pub fn bad_models_are_refused(backend: Backend) {
-    let cases: [(&str, &[&str]); 9] = [
+    let cases: [(&str, &[&str]); 6] = [
         ("bad-rank5.onnx", &["input `input`", "rank 5"]),
         ("bad-batch2.onnx", &["input `input`", "batch of 2"]),
         ("bad-int64.onnx", &["input `input`", "Int64", "float32, float16 or uint8"]),
         ("bad-string.onnx", &["input `input`", "String"]),
         ("bad-x1.5-no-meta.onnx", &["probe run at 64×48", "96×72", "not an integer multiple of input 64×48"]),
-        ("bad-one-channel.onnx", &["input `gray`", "1-channel", "several inputs"]),
-        ("tiny-x1-f32-color-albedo.onnx", &["2 inputs", "`color` Float32 [1, 3, ?, ?]", "`albedo`"]),
-        ("tiny-x1-f32-color-depth.onnx", &["2 inputs", "`depth` Float32 [1, 1, ?, ?]"]),
-        ("tiny-x2-f32-two-outputs.onnx", &["2 outputs", "`image`", "`edges`"]),
+        ("bad-one-channel.onnx", &["no input for the frame", "`gray` Float32 [1, 1, ?, ?]", "1- and 2-channel"]),
     ];
     for (file, needles) in cases {
         let model = format!("models/test/{file}");
@@ -170,4 +169,186 @@ pub fn bad_models_are_refused(backend: Backend) {
         Err(e) => e,
     };
     assert!(e.to_string().contains("declared NHWC"), "{e}");
+}
+
+/// ONNX Runtime's CPU provider on host tensors (name, kind, raw bytes) of a `w × h`
+/// frame, as a user without neural-frame would run it: every output's bytes, in order.
+pub fn reference_run(model: &str, inputs: &[(&str, TensorKind, Vec<u8>)], w: u32, h: u32) -> Vec<Vec<u8>> {
+    let env = neural_frame::ort_environment().expect("ONNX Runtime loads");
+    let mut session =
+        ort::session::Session::builder(env).expect("builder").commit_from_file(model).expect("model loads on the CPU");
+    let values: Vec<(String, ort::value::DynValue)> = inputs
+        .iter()
+        .map(|(name, kind, bytes)| {
+            let shape = kind.shape(w, h).map(|d| d as usize);
+            let data: Vec<f32> = bytes.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            (name.to_string(), ort::value::Tensor::from_array((shape, data)).expect("tensor").into_dyn())
+        })
+        .collect();
+    let out = session.run(values).expect("reference run");
+    out.iter()
+        .map(|(_, v)| v.try_extract_tensor::<f32>().expect("f32").1.iter().flat_map(|x| x.to_le_bytes()).collect())
+        .collect()
+}
+
+/// A denoiser of two named inputs, `color` and `albedo`, each from an image of its own.
+pub fn two_named_inputs(backend: Backend) {
+    let model = "models/test/tiny-x1-f32-color-albedo.onnx";
+    let (w, h) = (37, 53);
+    let mut ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(w, h).build().expect("context");
+    let c = ctx.contract().clone();
+    assert_eq!((c.input_name.as_str(), c.extra_inputs.len()), ("color", 1));
+    let color = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("color");
+    let albedo = ctx.create_input_image(vk::Format::B8G8R8A8_UNORM).expect("albedo");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    let (pc, pa) = (picture(w, h, 31), picture(w, h, 32));
+    ctx.upload(color, &pc).expect("upload color");
+    let bgra: Vec<u8> = pa.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
+    ctx.upload(albedo, &bgra).expect("upload albedo");
+    ctx.upload_output(output, &vec![0xa5; (w * h * 4) as usize]).expect("poison");
+    ctx.poison_output_tensor(super::pipeline::POISON).expect("poison tensor");
+    let frame = neural_frame::Frame::new(color, output).with_input("albedo", albedo);
+    match ctx.submit(frame).expect("submit") {
+        neural_frame::Submitted::Frame(t) => ctx.wait(&t).expect("wait"),
+        neural_frame::Submitted::Skipped => panic!("skipped"),
+    };
+    let kind = c.input;
+    let refs = reference_run(
+        model,
+        &[
+            ("color", kind, input_tensor(kind, &pc, w, h)),
+            ("albedo", c.extra_inputs[0].kind, input_tensor(kind, &pa, w, h)),
+        ],
+        w,
+        h,
+    );
+    let got = ctx.read_output_tensor().expect("output tensor");
+    let worst = super::pipeline::values(c.output, &got)
+        .iter()
+        .zip(super::pipeline::values(c.output, &refs[0]))
+        .map(|(a, b)| super::pipeline::abs_diff(*a, b))
+        .fold(0f32, f32::max);
+    assert!(worst <= 1e-4, "{model}: output tensor differs from ONNX Runtime's by {worst}");
+    let want = expected_image(&c, &refs[0], &pc, w, h);
+    let image = ctx.readback(output).expect("readback");
+    let db = psnr(&image, &want);
+    println!("{model} on {}: color + albedo, max |tensor diff| {worst:.2e}, PSNR {db:.1} dB", ctx.backend_name());
+    assert!(db >= 48.0, "PSNR {db:.1} dB");
+    // The albedo matters: another albedo, another output.
+    ctx.upload(albedo, &picture(w, h, 33)).expect("upload");
+    ctx.submit(neural_frame::Frame::new(color, output).with_input("albedo", albedo)).expect("submit");
+    ctx.wait_all().expect("wait");
+    assert_ne!(ctx.readback(output).expect("readback"), image, "the albedo input changed nothing");
+}
+
+/// A colour + depth model, the depth from a one-channel R32F image.
+pub fn depth_from_a_float_image(backend: Backend) {
+    let model = "models/test/tiny-x1-f32-color-depth.onnx";
+    let (w, h) = (40, 24);
+    let mut ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(w, h).build().expect("context");
+    let c = ctx.contract().clone();
+    assert_eq!((c.extra_inputs[0].name.as_str(), c.extra_inputs[0].kind.channels), ("depth", 1));
+    let color = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("color");
+    let depth = ctx.create_input_image(vk::Format::R32_SFLOAT).expect("an R32F input image");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    let pc = picture(w, h, 41);
+    let d: Vec<f32> = (0..w * h).map(|i| ((i % w) as f32 * 0.37 + (i / w) as f32 * 1.3).sin() * 0.5 + 0.5).collect();
+    ctx.upload(color, &pc).expect("upload color");
+    ctx.upload(depth, &d.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).expect("upload depth");
+    ctx.submit(neural_frame::Frame::new(color, output).with_input("depth", depth)).expect("submit");
+    ctx.wait_all().expect("wait");
+    let refs = reference_run(
+        model,
+        &[
+            ("color", c.input, input_tensor(c.input, &pc, w, h)),
+            ("depth", c.extra_inputs[0].kind, d.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        ],
+        w,
+        h,
+    );
+    let want = expected_image(&c, &refs[0], &pc, w, h);
+    let image = ctx.readback(output).expect("readback");
+    let (diff, x, y, ch) = super::pipeline::max_diff(&image, &want, w);
+    let db = psnr(&image, &want);
+    println!("{model} on {}: color + R32F depth, max pixel diff {diff}, PSNR {db:.1} dB", ctx.backend_name());
+    assert!(diff <= 1 && db >= 48.0, "({x}, {y}) ch {ch} differs by {diff}; PSNR {db:.1} dB");
+    // The depth matters: another depth, another output.
+    ctx.upload(depth, &d.iter().flat_map(|x| (1.0 - x).to_le_bytes()).collect::<Vec<u8>>()).expect("upload depth");
+    ctx.submit(neural_frame::Frame::new(color, output).with_input("depth", depth)).expect("submit");
+    ctx.wait_all().expect("wait");
+    assert_ne!(ctx.readback(output).expect("readback"), image, "the depth input changed nothing");
+}
+
+/// A model of two outputs: the image, and a one-channel `edges` map asked for by name
+/// (shown grey); a frame that does not ask for it still runs, the same image.
+pub fn two_outputs(backend: Backend) {
+    let model = "models/test/tiny-x2-f32-two-outputs.onnx";
+    let (w, h) = (37, 53);
+    let mut ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(w, h).build().expect("context");
+    let c = ctx.contract().clone();
+    assert_eq!((c.output_name.as_str(), c.extra_outputs[0].name.as_str()), ("image", "edges"));
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let image = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("image");
+    let edges = ctx.create_output_image(vk::Format::R16G16B16A16_SFLOAT).expect("edges");
+    let (ow, oh) = ctx.output_size();
+    let rgba = picture(w, h, 51);
+    ctx.upload(input, &rgba).expect("upload");
+    ctx.upload_output(edges, &vec![0xff; (ow * oh * 8) as usize]).expect("poison (NaN halves)");
+    ctx.submit(neural_frame::Frame::new(input, image).with_output("edges", edges)).expect("submit");
+    ctx.wait_all().expect("wait");
+    let refs = reference_run(model, &[("input", c.input, input_tensor(c.input, &rgba, w, h))], w, h);
+    let want = expected_image(&c, &refs[0], &rgba, w, h);
+    let got = ctx.readback(image).expect("readback image");
+    let db = psnr(&got, &want);
+    assert!(db >= 48.0, "image PSNR {db:.1} dB");
+    // The edges, as the RGBA16F image holds them: the model's values unclamped, grey, with the frame's alpha.
+    let halves = ctx.readback(edges).expect("readback edges");
+    let got_edges: Vec<f32> = halves.chunks(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
+    let want_edges = super::pipeline::values(c.extra_outputs[0].kind, &refs[1]);
+    let mut worst = 0f32;
+    for (i, e) in want_edges.iter().enumerate() {
+        for ch in 0..3 {
+            worst = worst.max(super::pipeline::abs_diff(got_edges[4 * i + ch], *e));
+        }
+    }
+    let scale = want_edges.iter().fold(0f32, |m, v| m.max(v.abs()));
+    println!(
+        "{model} on {}: image PSNR {db:.1} dB; edges max |diff| {worst:.2e} (values up to {scale:.2})",
+        ctx.backend_name()
+    );
+    assert!(worst <= 2e-3 * scale.max(1.0), "edges differ from ONNX Runtime's by {worst}");
+    // Not asked for: still bound on the GPU, and the image is the same.
+    ctx.upload_output(image, &vec![0; (ow * oh * 4) as usize]).expect("clear");
+    ctx.infer(input, image).expect("a frame without the extra output");
+    assert_eq!(ctx.readback(image).expect("readback"), got);
+}
+
+/// What a frame of a multi-input model may get wrong: each refused with a reason.
+pub fn bad_frames_are_refused(backend: Backend) {
+    let model = "models/test/tiny-x1-f32-color-albedo.onnx";
+    let mut ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(16, 8).build().expect("context");
+    let color = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("color");
+    let albedo = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("albedo");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    let f = || neural_frame::Frame::new(color, output);
+    let cases = [
+        (f(), "does not give the model's input `albedo`"),
+        (
+            f().with_input("albedo", albedo).with_input("normal", albedo),
+            "no input `normal`; its inputs are `color` (the frame",
+        ),
+        (f().with_input("color", albedo), "`color` is the model's frame input"),
+        (f().with_input("albedo", albedo).with_input("albedo", albedo), "gives the input `albedo` twice"),
+        (f().with_input("albedo", albedo).with_output("edges", output), "no output `edges`"),
+    ];
+    for (frame, needle) in cases {
+        let e = ctx.submit(frame).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains(needle), "{needle:?} missing from: {e}");
+    }
+    ctx.resize(32, 16).expect("resize");
+    let color = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("color");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    let e = ctx.submit(neural_frame::Frame::new(color, output).with_input("albedo", albedo)).expect_err("old size");
+    assert!(e.to_string().contains("input `albedo` is 16×8"), "{e}");
 }

@@ -493,14 +493,14 @@ pub fn bad_imports_are_refused_and_give_the_fd_back(backend: Backend) {
             ctx.unregister_input(id).expect("unregister");
         }
     }
-    // A format the model contract cannot take, and missing usage bits.
+    // A format the pre pass cannot read (a depth format: copy depth into R32F first), and missing usage bits.
     let e = ctx
         .import_input_image(ImageImport {
-            format: vk::Format::R32_SFLOAT,
+            format: vk::Format::D32_SFLOAT,
             ..import(r.export(&r32.alloc).expect("export"))
         })
-        .expect_err("R32");
-    assert!(e.to_string().contains("R32_SFLOAT") && e.to_string().contains("R8G8B8A8_UNORM"), "{e}");
+        .expect_err("D32");
+    assert!(e.to_string().contains("D32_SFLOAT") && e.to_string().contains("R8G8B8A8_UNORM"), "{e}");
     drop(e.into_fd());
     let e = ctx
         .import_input_image(ImageImport {

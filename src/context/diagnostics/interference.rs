@@ -210,7 +210,7 @@ impl NeuralFrameContext {
         let s = t.size;
         // SAFETY: the views and slot buffers outlive the probe (no resize runs meanwhile).
         let pre_set = unsafe {
-            self.res.passes.pre(crate::context::passes::Source::Image).compute.bind(&[
+            self.res.passes.pre(crate::context::passes::Source::Image, self.contract.input.element)?.compute.bind(&[
                 Resource::SampledImage(iv, il),
                 Resource::StorageBuffer(t.input.buffer().raw(), s.input_bytes),
                 Resource::StorageBuffer(t.alpha.raw(), s.alpha_bytes),
@@ -218,7 +218,7 @@ impl NeuralFrameContext {
         }?;
         // SAFETY: as above.
         let post_set = unsafe {
-            self.res.passes.post(o.target()).compute.bind(&[
+            self.res.passes.post(o.target(), self.contract.output.element)?.compute.bind(&[
                 Resource::StorageBuffer(t.output.buffer().raw(), s.output_bytes),
                 Resource::StorageBuffer(t.alpha.raw(), s.alpha_bytes),
                 Resource::StorageImage(ov),
@@ -247,12 +247,13 @@ impl NeuralFrameContext {
         unsafe {
             command::begin(d, probe.cmd)?;
             if pre {
-                let pass = self.res.passes.pre(crate::context::passes::Source::Image);
+                let pass = self.res.passes.pre(crate::context::passes::Source::Image, self.contract.input.element)?;
                 let (grid, row) = pre_grid(d, pass, self.contract.input, s.width, s.height)?;
                 let p = PreParams::new(self.contract.input, s.width, s.height, row);
                 pass.compute.record(probe.cmd, &probe.pre_set, &p.bytes(), grid);
             } else {
-                let pass = self.res.passes.post(self.res.registry.output(output)?.target());
+                let pass =
+                    self.res.passes.post(self.res.registry.output(output)?.target(), self.contract.output.element)?;
                 let grid = post_grid(d, pass, s.out_width, s.out_height)?;
                 let p = PostParams::new(self.contract.output, (s.width, s.height), (s.out_width, s.out_height));
                 pass.compute.record(probe.cmd, &probe.post_set, &p.bytes(), grid);
@@ -314,7 +315,7 @@ impl NeuralFrameContext {
         let i = if load == Load::RotateSlots { k % n } else { 0 };
         let slot = &mut res.slots[i];
         let tensors = slot.tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
-        slot.binding.bind(&tensors.input_value, &tensors.output_value)?;
+        tensors.bind(&mut slot.binding, &tensors.input_value, &tensors.output_value)?;
         match &e.slots[i].graph {
             Some(graph) => graph.launch(&e.stream)?,
             // SAFETY: the binding holds the slot's own buffers; no frame is in flight.

@@ -79,7 +79,7 @@ impl NeuralFrameContext {
         let res = &mut *self.res;
         let slot = &mut res.slots[0];
         let tensors = slot.tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
-        slot.binding.bind(&tensors.input_value, &tensors.output_value)?;
+        tensors.bind(&mut slot.binding, &tensors.input_value, &tensors.output_value)?;
         let t = Instant::now();
         match &mut res.engine {
             Engine::Cuda(e) => {
