@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -87,6 +87,17 @@ for what in "$@"; do
     bench-1080)
       step bench-fp16-1080p 300 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 1920x1080 \
         --frames 100 --prefer-nhwc --cuda-graph --post-wait host --spin-wait --json-file "$OUT/bench-fp16-1080p.json"
+      ;;
+    tiles)
+      # Issue 14: 4K and 8K inputs (×4: 15360×8640 and 30720×17280 outputs) in tiles of
+      # 1968×1128 (overlap 24: 4 and 16 tiles), against whole frames where they fit.
+      fp16=(--model models/upscale-fp16.onnx --prefer-nhwc --cuda-graph --post-wait host --spin-wait --frames 10 --warmup 2)
+      step bench-4k-whole 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 3840x2160 --json-file "$OUT/bench-4k-whole.json"
+      step bench-4k-tiles 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 3840x2160 --tile 1968x1128 \
+        --json-file "$OUT/bench-4k-tiles.json"
+      step bench-8k-tiles 400 .gpu-bin/neural-frame bench "${fp16[@]}" --size 7680x4320 --tile 1968x1128 \
+        --json-file "$OUT/bench-8k-tiles.json"
+      step bench-8k-whole 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 7680x4320 --json-file "$OUT/bench-8k-whole.json"
       ;;
     side-stream)
       # Issue 13's experiment: the CUDA wait for "input ready" on a side stream, joined by an

@@ -54,7 +54,7 @@ Models that the pipeline must refuse, each with a clear error:
 - bad-x1.5-no-meta.onnx: linear Resize ×1.5 on H and W, NO metadata, output
   dims ho, wo: a probe at 64×48 gives 96×72, not an integer multiple.
 
-Models with several inputs or outputs (refused today; for the next step):
+Models with several inputs or outputs (tests/common/contract.rs):
 - tiny-x1-f32-color-albedo.onnx: inputs color [1, 3, h, w] and albedo
   [1, 3, h, w], output [1, 3, h, w]: Concat on channels, conv3x3 6→3, + color.
   scale=1.

@@ -66,3 +66,13 @@ fn two_outputs() {
 fn bad_frames_are_refused() {
     contract::bad_frames_are_refused(Backend::Cpu);
 }
+
+#[test]
+fn tiled_equals_untiled() {
+    contract::tiled_equals_untiled(Backend::Cpu);
+}
+
+#[test]
+fn tiles_in_flight_and_by_budget() {
+    contract::tiles_in_flight_and_by_budget(Backend::Cpu);
+}

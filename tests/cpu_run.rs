@@ -428,3 +428,34 @@ fn named_inputs_and_outputs() {
         &["input sizes disagree", "--size"],
     );
 }
+
+#[test]
+fn tiles_from_the_command_line() {
+    let (whole, tiled, budget) = (tmp("whole.png"), tmp("tiled.png"), tmp("budget.png"));
+    let base = ["run", "--backend", "cpu", "--model", "models/test/tiny-x2-f32.onnx", "--size", "100x60"];
+    let o = neural_frame(&[&base[..], &["--output", whole.to_str().unwrap_or("")]].concat(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = neural_frame(
+        &[&base[..], &["--tile", "32x32", "--tile-overlap", "4", "--output", tiled.to_str().unwrap_or(""), "-v"]]
+            .concat(),
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("tiles of 32×32 (overlap 4)"), "{}", text(&o));
+    let o =
+        neural_frame(&[&base[..], &["--memory-budget", "1", "--output", budget.to_str().unwrap_or("")]].concat(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let read = |p: &Path| image::open(p).expect("png").to_rgba8().into_raw();
+    assert_eq!(read(&whole), read(&tiled), "tiled at an overlap of twice the receptive radius differs");
+    assert_eq!(read(&whole), read(&budget), "tiles chosen by the budget differ");
+    for (args, needle) in [
+        (&["--tile", "16x16", "--tile-overlap", "8"][..], "twice the overlap"),
+        (&["--tile", "16x16", "--tile-overlap", "20"][..], "not smaller than the tile"),
+        (&["--tile-overlap", "4"][..], "--tile"),
+        (&["--tile", "0x16"][..], "positive"),
+    ] {
+        let o = neural_frame(&[&base[..], args].concat(), &[]);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
+    }
+}

@@ -91,3 +91,17 @@ fn bad_frames_are_refused_on_cuda() {
     gpu();
     contract::bad_frames_are_refused(Backend::Cuda);
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn tiled_equals_untiled_on_cuda() {
+    gpu();
+    contract::tiled_equals_untiled(Backend::Cuda);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn tiles_in_flight_and_by_budget_on_cuda() {
+    gpu();
+    contract::tiles_in_flight_and_by_budget(Backend::Cuda);
+}

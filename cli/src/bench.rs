@@ -118,6 +118,8 @@ pub(crate) struct BenchReport {
     pub(crate) output_size: (u32, u32),
     /// Model input kind.
     pub(crate) tensor: String,
+    /// How frames were cut into tiles (absent: whole frames): the tile, the overlap, tiles per frame.
+    pub(crate) tiles: Option<TilesReport>,
     /// Backend and devices.
     pub(crate) backend: BackendReport,
     /// The tuning in effect.
@@ -231,11 +233,16 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     }
     let device_memory_used_mib = ctx.cuda_memory()?.map(|(free, total)| (total - free) as f64 / (1024.0 * 1024.0));
 
-    // ort-alone: the floor.
+    // ort-alone: the floor (tiled: the model once per tile of a frame).
+    let tiles_per_frame = ctx.tiles().map_or(1, |(_, n)| n);
     let mut alone = Vec::with_capacity(frames);
     let t = Instant::now();
     for i in 0..frames {
-        alone.push(ctx.run_model_only()?);
+        let mut frame_ms = 0.0;
+        for _ in 0..tiles_per_frame {
+            frame_ms += ctx.run_model_only()?;
+        }
+        alone.push(frame_ms);
         progress("ort-alone", i + 1, frames);
     }
     let alone_total = ms_since(t);
@@ -335,7 +342,10 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     if opts.diagnose && !on_cuda {
         eprintln!("neural-frame: --diagnose measures the Vulkan/CUDA hand-off; skipped on the CPU backend");
     }
-    let (sync_timeline, interference) = if opts.diagnose && on_cuda {
+    if opts.diagnose && tiles_per_frame > 1 {
+        eprintln!("neural-frame: --diagnose probes whole frames; skipped for tiled frames");
+    }
+    let (sync_timeline, interference) = if opts.diagnose && on_cuda && tiles_per_frame == 1 {
         let mut traces = Vec::new();
         for i in 0..frames {
             traces.push(ctx.trace_frame(inputs[i % inputs.len()], outputs[0])?.1);
@@ -408,6 +418,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         input_size: (w, h),
         output_size: (ow, oh),
         tensor: contract.input.describe().to_string(),
+        tiles: ctx.tiles().map(|(t, n)| TilesReport { tile: t.tile, overlap: t.overlap, per_frame: n }),
         backend: ctx.report().clone(),
         tuning: ctx.tuning(),
         slots: ctx.slot_count(),
@@ -438,6 +449,17 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     })
 }
 
+/// Tiling in a bench run.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct TilesReport {
+    /// Tile width and height in input pixels, the halo included.
+    pub(crate) tile: (u32, u32),
+    /// Pixels of context on each side.
+    pub(crate) overlap: u32,
+    /// Tiles per frame.
+    pub(crate) per_frame: usize,
+}
+
 /// The report as a table.
 pub(crate) fn render(r: &BenchReport) -> String {
     use std::fmt::Write;
@@ -454,6 +476,13 @@ pub(crate) fn render(r: &BenchReport) -> String {
         r.backend.backend,
         r.backend.cuda_device.as_deref().unwrap_or(&r.backend.vulkan_device.name)
     );
+    if let Some(t) = &r.tiles {
+        let _ = writeln!(
+            s,
+            "tiles: {} a frame, {}×{} with an overlap of {} (ort-alone runs the model on each tile)",
+            t.per_frame, t.tile.0, t.tile.1, t.overlap
+        );
+    }
     let _ = writeln!(
         s,
         "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, {} slots, {} warm-up frames, {} timed frames per mode",

@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use neural_frame::image_io::{self, Rgba8};
 use neural_frame::{
     Backend, ColorOrder, ConvSearch, DeviceSelector, ErrorKind, Layout, NeuralFrameContext, Normalization, PostWait,
-    TensorDeclaration, Tuning, preflight,
+    TensorDeclaration, Tiling, Tuning, preflight,
 };
 
 #[derive(Parser)]
@@ -114,6 +114,16 @@ struct ModelArgs {
     /// Per-channel mean of the model's normalisation t = (x − mean) / std, for x in [0, 1] (with --std).
     #[arg(long, value_name = "R,G,B", requires = "std", allow_hyphen_values = true, value_parser = parse_triple)]
     mean: Option<[f32; 3]>,
+    /// Run frames as tiles of WIDTHxHEIGHT input pixels (the halo included), through the ring like frames.
+    #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
+    tile: Option<(u32, u32)>,
+    /// Pixels of context on each side of a tile (with --tile; at least twice the model's receptive radius for
+    /// a result equal to the untiled one).
+    #[arg(long, default_value_t = neural_frame::DEFAULT_TILE_OVERLAP, requires = "tile")]
+    tile_overlap: u32,
+    /// Tile frames whose slot buffers would exceed this many MiB (the largest square tiles that fit).
+    #[arg(long, value_name = "MIB", conflicts_with = "tile", value_parser = clap::value_parser!(u64).range(1..))]
+    memory_budget: Option<u64>,
     /// Per-channel std of the model's normalisation (with --mean), none of them 0.
     #[arg(long, value_name = "R,G,B", requires = "mean", value_parser = parse_std)]
     std: Option<[f32; 3]>,
@@ -197,13 +207,31 @@ impl ModelArgs {
         if let Some(c) = self.color {
             a.extend(["--color".into(), text(&c).into()]);
         }
-        if let Some(r) = self.range {
-            let r = match r {
-                Normalization::Signed => "-1,1",
-                Normalization::Byte => "0,255",
-                _ => "0,1",
-            };
-            a.extend(["--range".into(), r.into()]);
+        match self.range {
+            Some(Normalization::MeanStd { mean, std }) => {
+                let triple = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
+                a.extend(["--range".into(), format!("mean={};std={}", triple(mean), triple(std)).into()]);
+            }
+            Some(r) => {
+                let r = match r {
+                    Normalization::Signed => "-1,1",
+                    Normalization::Byte => "0,255",
+                    _ => "0,1",
+                };
+                a.extend(["--range".into(), r.into()]);
+            }
+            None => {}
+        }
+        if let Some((w, h)) = self.tile {
+            a.extend([
+                "--tile".into(),
+                format!("{w}x{h}").into(),
+                "--tile-overlap".into(),
+                self.tile_overlap.to_string().into(),
+            ]);
+        }
+        if let Some(mib) = self.memory_budget {
+            a.extend(["--memory-budget".into(), mib.to_string().into()]);
         }
         if let (Some(m), Some(s)) = (self.mean, self.std) {
             let triple = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
@@ -228,6 +256,11 @@ impl ModelArgs {
         neural_frame::check_model_file(&self.model).context("checking --model")
     }
 
+    /// `--tile` and `--tile-overlap` (checked when the command line is parsed).
+    fn tiling(&self) -> Option<Tiling> {
+        self.tile.map(|(w, h)| Tiling { tile: (w, h), overlap: self.tile_overlap })
+    }
+
     /// What `--layout`, `--color`, `--range` and `--mean`/`--std` declare.
     fn declaration(&self) -> TensorDeclaration {
         let normalization = match (self.mean, self.std) {
@@ -245,6 +278,12 @@ impl ModelArgs {
             .frame_size(width, height)
             .tuning(self.tuning())
             .declare(self.declaration());
+        if let Some(t) = self.tiling() {
+            b = b.tiling(t);
+        }
+        if let Some(mib) = self.memory_budget {
+            b = b.memory_budget(mib << 20);
+        }
         if let Some(p) = self.ort_library() {
             b = b.ort_library(p);
         }
@@ -395,6 +434,16 @@ enum Command {
     },
 }
 
+impl Command {
+    /// The model options of a command that runs a model.
+    fn model_args(&self) -> Option<&ModelArgs> {
+        match self {
+            Command::Run { model, .. } | Command::Bench { model, .. } | Command::Serve { model, .. } => Some(model),
+            _ => None,
+        }
+    }
+}
+
 /// `run --frames` at most: the per-frame timings are kept for the medians (40 bytes a frame).
 const MAX_RUN_FRAMES: usize = 1_000_000;
 /// `bench --frames` at most: the benchmark keeps every frame's statistics in its report.
@@ -433,6 +482,13 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Values that are fine alone but not together: a bad option, as clap reports one (exit code 2).
+    if let Some(t) = cli.command.model_args().and_then(ModelArgs::tiling)
+        && let Err(e) = t.check()
+    {
+        use clap::CommandFactory;
+        Cli::command().error(clap::error::ErrorKind::ValueValidation, format!("--tile/--tile-overlap: {e}")).exit();
+    }
     logger::init(cli.verbose, cli.quiet);
     match dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),

@@ -161,6 +161,11 @@ pub(crate) fn run_model(
             let (_, path, p) = extra_pictures.remove(k);
             (path, p)
         }
+        (None, None) if !extra_pictures.is_empty() => anyhow::bail!(
+            "no picture for the model's frame input `{}`: give --input PATH or --input {}=PATH",
+            contract.input_name,
+            contract.input_name
+        ),
         (_, None) => (input, picture),
     };
     for (name, ..) in &extra_pictures {
@@ -231,8 +236,14 @@ pub(crate) fn run_model(
     // The frame's output (by its name too), and the extra outputs asked for.
     let mut extra_out = Vec::new();
     let mut out_file = Some(out_file);
+    let plain_output = unnamed(&outputs, "--output")?;
     for (name, path, file) in named_out {
         if name == contract.output_name {
+            if plain_output.is_some() {
+                anyhow::bail!(
+                    "the model's frame output `{name}` is given twice: by --output PATH and by --output {name}=PATH"
+                );
+            }
             log::info!("the model's output `{name}` goes to {}", path.display());
             out_file = Some(file);
             continue;

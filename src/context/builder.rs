@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::context::NeuralFrameContext;
 use crate::context::foreign::CallerDevice;
+use crate::context::tiles::Tiling;
 use crate::error::Result;
 use crate::onnx::model::Declarations;
 use crate::onnx::{ColorOrder, ConvSearch, Layout, Normalization, TensorDeclaration};
@@ -177,6 +178,8 @@ pub struct ContextBuilder {
     pub(crate) back_pressure: BackPressure,
     pub(crate) frame_timeout: Duration,
     pub(crate) declared: Declarations,
+    pub(crate) tiling: Option<Tiling>,
+    pub(crate) memory_budget: Option<u64>,
 }
 
 impl ContextBuilder {
@@ -194,6 +197,8 @@ impl ContextBuilder {
             back_pressure: BackPressure::Block,
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
             declared: Declarations::default(),
+            tiling: None,
+            memory_budget: None,
         }
     }
 
@@ -264,6 +269,51 @@ impl ContextBuilder {
     /// ```
     pub fn declare(mut self, declaration: TensorDeclaration) -> Self {
         self.declared.all = declaration;
+        self
+    }
+
+    /// Runs frames as tiles of `tiling.tile` pixels, each with `tiling.overlap`
+    /// pixels of context, through the ring like frames; the post pass blends the
+    /// tiles' shared strips. Memory (the slot buffers and the model's own) is
+    /// then bounded by the tile size, not the frame size. With an overlap of at
+    /// least the model's receptive radius the result equals the untiled one.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, Tiling};
+    ///
+    /// // An 8K frame through a ×4 model, 512×512 at a time.
+    /// let ctx = NeuralFrameContext::builder("models/upscale-fp16.onnx")
+    ///     .tiling(Tiling::new(512, 512, 24)?)
+    ///     .frame_size(7680, 4320)
+    ///     .build()?;
+    /// assert_eq!(ctx.output_size(), (30720, 17280));
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn tiling(mut self, tiling: Tiling) -> Self {
+        self.tiling = Some(tiling);
+        self
+    }
+
+    /// A memory budget for the slot buffers (the model's input, output and alpha
+    /// tensors of every slot): a frame size whose buffers would exceed it runs in
+    /// tiles, the largest square ones that fit, with an overlap of
+    /// [`DEFAULT_TILE_OVERLAP`](crate::DEFAULT_TILE_OVERLAP). The model's own
+    /// working memory (ONNX Runtime's) scales with the tile too, but is not counted.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .memory_budget(512 << 20) // 512 MiB
+    ///     .frame_size(3840, 2160)
+    ///     .build()?;
+    /// if let Some((tiling, n)) = ctx.tiles() {
+    ///     println!("{n} tiles of {:?}", tiling.tile);
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.memory_budget = Some(bytes);
         self
     }
 

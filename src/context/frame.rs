@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::context::backend::{Engine, Run};
-use crate::context::record::{Recorder, Tensor, size_mismatch};
+use crate::context::record::{Place, Recorder, Tensor, size_mismatch};
 use crate::context::registry::{InputId, OutputId, TimelineId};
 use crate::context::ring::{InFlight, Signaller, Status};
 use crate::context::sync::{Frame, FrameStats, Submission, Submitted, SyncMode, Ticket};
@@ -82,11 +82,44 @@ impl NeuralFrameContext {
                 "the context cannot take frames any more: {why}; drop it and build a new one"
             )));
         }
-        let mut sub = self.resolve(&frame)?;
+        let sub = self.resolve(&frame)?;
         let (direct_in, direct_out) = {
             let r = &self.res.registry;
             (r.input(frame.input)?.direct.is_some(), r.output(frame.output)?.direct.is_some())
         };
+        let tiles = self.frame.as_ref().map(|g| g.layout.tiles.clone()).unwrap_or_default();
+        let margin = self.frame.as_ref().and_then(|g| g.tiling).map_or(0, |t| t.overlap / 2);
+        if tiles.len() > 1 && (direct_in || direct_out) {
+            return Err(Error::InvalidArgument(
+                "a buffer the model reads or writes as it is cannot be tiled: the context runs tiles (register \
+                 the frame's input and output as images, or with another layout)"
+                    .into(),
+            ));
+        }
+        let (count, submitted) = (tiles.len().max(1), Instant::now());
+        let mut last = 0;
+        for (k, tile) in tiles.iter().enumerate() {
+            let place = Place { index: k, tile: *tile, margin };
+            // Only the first tile may be skipped: later ones block, as a frame is never cut short.
+            let policy = if k == 0 { policy } else { BackPressure::Block };
+            match self.submit_tile(&frame, sub.clone(), (place, count, submitted), (direct_in, direct_out), policy)? {
+                Some(n) => last = n,
+                None => return Ok(Submitted::Skipped),
+            }
+        }
+        Ok(Submitted::Frame(self.ticket(last)))
+    }
+
+    /// Submits one tile of `frame` (the whole frame, untiled) through the next
+    /// slot; its timeline value, or `None` when the back-pressure policy skips it.
+    fn submit_tile(
+        &mut self,
+        frame: &Frame,
+        mut sub: Submission,
+        (place, tiles, frame_submitted): (Place, usize, Instant),
+        (direct_in, direct_out): (bool, bool),
+        policy: BackPressure,
+    ) -> Result<Option<u64>> {
         let signallers = (
             if direct_in { Signaller::Engine } else { Signaller::Vulkan },
             if direct_out { Signaller::Engine } else { Signaller::Vulkan },
@@ -99,7 +132,7 @@ impl NeuralFrameContext {
         let i = self.ring.next_slot();
         if !self.retire(i, policy == BackPressure::Block)? {
             self.ring.skip();
-            return Ok(Submitted::Skipped);
+            return Ok(None);
         }
         let generation = self.generation;
         let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
@@ -140,24 +173,26 @@ impl NeuralFrameContext {
             for &(k, id) in &sub.extra_inputs {
                 let reg = res.registry.registration_mut(id.0)?;
                 // SAFETY: slot i is free, so no submission of its command buffers is pending.
-                pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Extra(k), extra_in_kinds[k]), generation) }?);
+                pres.push(unsafe {
+                    recorder.pre(i, reg, tensors, (Tensor::Extra(k), extra_in_kinds[k]), place, generation)
+                }?);
             }
             if !direct_in {
                 let reg = res.registry.registration_mut(frame.input.0)?;
                 // SAFETY: as above.
-                pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Frame, kind), generation) }?);
+                pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Frame, kind), place, generation) }?);
             }
             let mut posts = Vec::with_capacity(1 + sub.extra_outputs.len());
             if !direct_out {
                 let reg = res.registry.registration_mut(frame.output.0)?;
                 // SAFETY: as above.
-                posts.push(unsafe { recorder.post(i, reg, tensors, (Tensor::Frame, out_kind), generation) }?);
+                posts.push(unsafe { recorder.post(i, reg, tensors, (Tensor::Frame, out_kind), place, generation) }?);
             }
             for &(k, id) in &sub.extra_outputs {
                 let reg = res.registry.registration_mut(id.0)?;
                 // SAFETY: as above.
                 posts.push(unsafe {
-                    recorder.post(i, reg, tensors, (Tensor::Extra(k), extra_out_kinds[k]), generation)
+                    recorder.post(i, reg, tensors, (Tensor::Extra(k), extra_out_kinds[k]), place, generation)
                 }?);
             }
             (pres, posts)
@@ -179,7 +214,6 @@ impl NeuralFrameContext {
         }
 
         let n = self.ring.take_value();
-        let submitted = Instant::now();
         let t = &self.res.timelines;
         // 1. Vulkan: the pre pass (or, when the model reads the caller's buffer, an
         // empty batch) waits for the caller and signals the model's start.
@@ -240,7 +274,8 @@ impl NeuralFrameContext {
         self.ring.occupy(
             InFlight {
                 value: n,
-                submitted,
+                frame_submitted,
+                tile: (place.index, tiles),
                 input: frame.input.0.index,
                 output: frame.output.0.index,
                 extras,
@@ -264,7 +299,7 @@ impl NeuralFrameContext {
             }
             return Err(e);
         }
-        Ok(Submitted::Frame(self.ticket(n)))
+        Ok(Some(n))
     }
 
     pub(crate) fn ticket(&self, value: u64) -> Ticket {
@@ -277,7 +312,7 @@ impl NeuralFrameContext {
     fn resolve(&self, frame: &Frame) -> Result<Submission> {
         let r = &self.res.registry;
         let (input, output) = (r.input(frame.input)?, r.output(frame.output)?);
-        let size = self.size.ok_or_else(|| Error::internal("a context without a frame size"))?;
+        let size = self.frame.as_ref().ok_or_else(|| Error::internal("a context without a frame size"))?;
         if (input.width, input.height) != (size.width, size.height) {
             return Err(size_mismatch("input", (input.width, input.height), (size.width, size.height)));
         }
@@ -314,6 +349,12 @@ impl NeuralFrameContext {
                     (reg.width, reg.height),
                     (size.width, size.height),
                 ));
+            }
+            if reg.direct.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "the input given for `{name}` was registered for the model to read as it is (a frame input): \
+                     register the extra input's memory again, as an image or a buffer of another layout"
+                )));
             }
             extra_inputs.push((k, *id));
         }
@@ -775,12 +816,13 @@ impl NeuralFrameContext {
             pre_ms,
             infer_ms,
             post_ms,
-            latency_ms: ms(f.submitted.elapsed()),
+            latency_ms: ms(f.frame_submitted.elapsed()),
             enqueue_ms: f.enqueue_ms,
             gpu_gap_ms,
             slot: i,
             pre_pass: f.pre_pass,
             post_pass: f.post_pass,
+            tiles: f.tile.1 as u32,
         };
         self.ring.retire(i, stats);
         self.free_buried();

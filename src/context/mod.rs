@@ -24,6 +24,7 @@ pub(crate) mod ring;
 pub(crate) mod setup;
 pub(crate) mod slots;
 pub(crate) mod sync;
+pub(crate) mod tiles;
 
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
@@ -107,7 +108,13 @@ pub struct NeuralFrameContext {
     back_pressure: BackPressure,
     frame_timeout: Duration,
     sync_mode: SyncMode,
+    /// The slot tensors' size: a tile's, or the whole frame's.
     size: Option<FrameSize>,
+    /// The caller's frame: its size, its output's, and its tiles.
+    frame: Option<Geometry>,
+    /// The builder's tiling, and the memory budget that turns tiling on by itself.
+    tiling: Option<tiles::Tiling>,
+    memory_budget: Option<u64>,
     /// Counts re-allocations of the slot buffers: recorded passes of an older one are stale.
     generation: u64,
     /// CPU backend: a barrier that makes device writes visible to host reads, for
@@ -125,6 +132,18 @@ pub struct NeuralFrameContext {
 // calls bind the context's CUDA context to the calling thread first; ONNX Runtime
 // sessions, bindings and values may be used from any thread one call at a time.
 unsafe impl Send for NeuralFrameContext {}
+
+/// The caller's frame size, its output's, and how it is cut into tiles.
+#[derive(Debug, Clone)]
+pub(crate) struct Geometry {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) out_width: u32,
+    pub(crate) out_height: u32,
+    pub(crate) layout: tiles::TileLayout,
+    /// The tiling in force (the builder's, or one the memory budget chose), if any.
+    pub(crate) tiling: Option<tiles::Tiling>,
+}
 
 fn next_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -288,6 +307,9 @@ impl NeuralFrameContext {
             frame_timeout: b.frame_timeout,
             sync_mode,
             size: None,
+            frame: None,
+            tiling: b.tiling,
+            memory_budget: b.memory_budget,
             generation: 0,
             host_visibility,
             poisoned: None,
@@ -319,25 +341,48 @@ impl NeuralFrameContext {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn resize(&mut self, width: u32, height: u32) -> Result<()> {
-        if self.size.is_some_and(|s| (s.width, s.height) == (width, height)) {
+        if self.frame.as_ref().is_some_and(|g| (g.width, g.height) == (width, height)) {
             return Ok(());
         }
-        if let Some((fw, fh)) = self.contract.fixed_size
-            && (fw, fh) != (width, height)
-        {
-            return Err(Error::ModelContract {
-                model: self.model.display().to_string(),
-                message: format!("takes only {fw}×{fh} frames (static input shape); got {width}×{height}"),
-            });
+        let (out_width, out_height) = self.contract.scale.apply(width, height).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a {width}×{height} frame at {} gives an output whose size does not fit in 32 bits",
+                self.contract.scale
+            ))
+        })?;
+        let tiling = self.choose_tiling(width, height)?;
+        if let Some((fw, fh)) = self.contract.fixed_size {
+            let fits = match tiling {
+                Some(t) => t.tile == (fw, fh) && width >= fw && height >= fh,
+                None => (fw, fh) == (width, height),
+            };
+            if !fits {
+                return Err(Error::ModelContract {
+                    model: self.model.display().to_string(),
+                    message: format!(
+                        "takes only {fw}×{fh} frames (static input shape); got {width}×{height}{}",
+                        if tiling.is_some() {
+                            format!(" in tiles of {:?}", tiling.map(|t| t.tile))
+                        } else {
+                            String::new()
+                        }
+                    ),
+                });
+            }
         }
-        let size = FrameSize::new(&self.contract, width, height)?;
+        let layout = tiles::layout(width, height, tiling);
+        let (tw, th) = layout.size;
+        let size = FrameSize::new(&self.contract, tw, th)?;
+        if layout.tiles.len() > 1 {
+            crate::vulkan::caps::check_image_size(&self.res.device, out_width, out_height)?;
+        }
         size.check(&self.res.device, self.ring.len(), self.res.engine.placement())?;
         passes::pre_grid(
             &self.res.device,
             self.res.passes.pre(passes::Source::Image, self.contract.input.element)?,
             self.contract.input,
-            width,
-            height,
+            tw,
+            th,
         )?;
         passes::post_grid(
             &self.res.device,
@@ -345,9 +390,24 @@ impl NeuralFrameContext {
             size.out_width,
             size.out_height,
         )?;
+        if layout.tiles.len() > 1 {
+            log::info!(
+                "{width}×{height} frames run as {} tiles of {tw}×{th} (overlap {})",
+                layout.tiles.len(),
+                tiling.map_or(0, |t| t.overlap)
+            );
+        }
         self.retire_all()?;
+        let geometry = Geometry { width, height, out_width, out_height, layout, tiling };
+        if self.size == Some(size) {
+            // Same tile size: the slot buffers stay; only the frame's geometry changes.
+            self.generation += 1;
+            self.frame = Some(geometry);
+            return Ok(());
+        }
         self.generation += 1;
         self.size = None;
+        self.frame = None;
         let res = &mut *self.res;
         for (i, slot) in res.slots.iter_mut().enumerate() {
             // Old graphs and values refer to the old buffers: drop them first (teardown order).
@@ -358,7 +418,48 @@ impl NeuralFrameContext {
             slot.tensors = Some(SlotTensors::new(&res.device, res.engine.cuda_device(), &self.contract, size)?);
         }
         self.size = Some(size);
+        self.frame = Some(geometry);
         Ok(())
+    }
+
+    /// The tiling for a `width × height` frame: the builder's, else one the memory
+    /// budget needs (the largest square tiles whose slot buffers fit it), else none.
+    fn choose_tiling(&self, width: u32, height: u32) -> Result<Option<tiles::Tiling>> {
+        if let Some(t) = self.tiling {
+            t.check()?; // its fields are public: a tiling made without Tiling::new
+            return Ok(Some(t));
+        }
+        let Some(budget) = self.memory_budget else { return Ok(None) };
+        let slots = self.ring.len() as u64;
+        let bytes = |s: &FrameSize| (s.input_bytes + s.output_bytes + s.alpha_bytes + s.extra_total) * slots;
+        if bytes(&FrameSize::new(&self.contract, width, height)?) <= budget {
+            return Ok(None);
+        }
+        // Square tiles from 4096 down, a quarter smaller each time (multiples of 8), while
+        // larger than twice the overlap.
+        let overlap = tiles::DEFAULT_TILE_OVERLAP;
+        let sides = std::iter::successors(Some(4096u32), |s| Some(s * 3 / 4 / 8 * 8)).take_while(|s| *s > 2 * overlap);
+        for side in sides {
+            if side >= width.max(height) {
+                continue;
+            }
+            let t = tiles::Tiling::new(side, side, overlap)?;
+            let (tw, th) = tiles::layout(width, height, Some(t)).size;
+            if bytes(&FrameSize::new(&self.contract, tw, th)?) <= budget {
+                log::info!(
+                    "{width}×{height} frames need {} MiB of slot buffers, over the budget of {} MiB: tiles of \
+                     {side}×{side}",
+                    bytes(&FrameSize::new(&self.contract, width, height)?) >> 20,
+                    budget >> 20
+                );
+                return Ok(Some(t));
+            }
+        }
+        Err(Error::InvalidArgument(format!(
+            "no tiling of {width}×{height} frames keeps the slot buffers within the memory budget of {budget} bytes \
+             (the smallest tiles, just over twice the overlap of {overlap}, need more): raise the budget or use \
+             fewer slots"
+        )))
     }
 
     /// Current input frame size.
@@ -373,7 +474,7 @@ impl NeuralFrameContext {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn frame_size(&self) -> (u32, u32) {
-        self.size.map_or((0, 0), |s| (s.width, s.height))
+        self.frame.as_ref().map_or((0, 0), |g| (g.width, g.height))
     }
     /// Current output size (frame size × scale): the size of the output
     /// images and buffers to register.
@@ -390,7 +491,26 @@ impl NeuralFrameContext {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn output_size(&self) -> (u32, u32) {
-        self.size.map_or((0, 0), |s| (s.out_width, s.out_height))
+        self.frame.as_ref().map_or((0, 0), |g| (g.out_width, g.out_height))
+    }
+
+    /// How frames are cut into tiles: the tiling in force (the builder's, or the
+    /// one a memory budget chose) and the number of tiles a frame runs as; `None`
+    /// when frames run whole.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, Tiling};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .tiling(Tiling::new(512, 512, 24)?)
+    ///     .frame_size(1920, 1080)
+    ///     .build()?;
+    /// assert_eq!(ctx.tiles().map(|(_, n)| n), Some(15)); // 5 × 3 tiles
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn tiles(&self) -> Option<(tiles::Tiling, usize)> {
+        let g = self.frame.as_ref()?;
+        g.tiling.filter(|_| g.layout.tiles.len() > 1).map(|t| (t, g.layout.tiles.len()))
     }
     /// The model's contract.
     ///

@@ -8,6 +8,7 @@ use ash::vk;
 use crate::context::passes::{PostParams, PreParams, post_grid, pre_grid};
 use crate::context::registry::{Origin, Registration, Resource as Res};
 use crate::context::slots::SlotTensors;
+use crate::context::tiles::Tile;
 use crate::error::{Error, Result};
 use crate::onnx::TensorKind;
 use crate::vulkan::Device;
@@ -54,9 +55,11 @@ fn handover(
     device: &Device,
     reg: &Registration,
     acquire: bool,
-    write: bool,
+    (write, keep): (bool, bool),
 ) -> (Option<vk::ImageMemoryBarrier<'static>>, Option<vk::BufferMemoryBarrier<'static>>) {
-    let shader = if write { vk::AccessFlags::SHADER_WRITE } else { vk::AccessFlags::SHADER_READ };
+    // A post pass reads what earlier tiles wrote (blending) as well as writing.
+    let shader =
+        if write { vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE } else { vk::AccessFlags::SHADER_READ };
     let other = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
     let (src, dst) = if acquire { (other, shader) } else { (shader, other) };
     match (&reg.resource, reg.origin) {
@@ -68,11 +71,13 @@ fn handover(
             (Some(b), None)
         }
         (Res::Image { raw, layout, .. }, origin) => {
-            // The caller's outputs are discarded (UNDEFINED) before the pass writes them; the
-            // context's own stay GENERAL, so that a pixel the pass misses keeps its poison.
+            // The caller's outputs are discarded (UNDEFINED) before the pass writes them, unless
+            // earlier tiles of the frame wrote them (`keep`); the context's own stay GENERAL, so
+            // that a pixel the pass misses keeps its poison.
             let (old, new) = match (write, acquire) {
                 (false, _) => (*layout, *layout),
                 (true, true) if origin == Origin::Owned => (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL),
+                (true, true) if keep => (*layout, vk::ImageLayout::GENERAL),
                 (true, true) => (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
                 (true, false) => (vk::ImageLayout::GENERAL, *layout),
             };
@@ -113,6 +118,16 @@ fn buffer_format(reg: &Registration) -> (u32, u32) {
         }
         Res::Image { .. } => (0, 0),
     }
+}
+
+/// Which tile of the frame a pass is recorded for: its index in the frame's
+/// layout (the recorded-pass cache keys on it) and where it lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub(crate) index: usize,
+    pub(crate) tile: Tile,
+    /// Input pixels at each end of a shared strip that blending ignores: half the overlap.
+    pub(crate) margin: u32,
 }
 
 /// Which of a slot's tensors a pass writes (pre) or reads (post).
@@ -182,11 +197,12 @@ impl Recorder<'_> {
         reg: &mut Registration,
         tensors: &SlotTensors,
         (which, kind): (Tensor, TensorKind),
+        place: Place,
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
         if let Some(r) = reg.recorded.get(slot).and_then(Option::as_ref)
             && r.generation == generation
-            && r.tensor == which.code()
+            && r.tensor == (which.code(), place.index)
         {
             return Ok(r.cmd);
         }
@@ -202,6 +218,8 @@ impl Recorder<'_> {
             format,
             pitch,
             alpha: (which == Tensor::Frame) as u32,
+            origin_x: place.tile.x,
+            origin_y: place.tile.y,
             ..PreParams::new(kind, size.width, size.height, row)
         };
         let resources = [
@@ -220,13 +238,13 @@ impl Recorder<'_> {
         unsafe {
             command::begin(d, cmd)?;
             self.timestamp_pair(cmd, base, true, which);
-            let (img, buf) = handover(d, reg, true, false);
+            let (img, buf) = handover(d, reg, true, (false, false));
             // The slot's tensor and alpha are overwritten whole: only ordering against the
             // last frame's post pass on this queue is needed, which the semaphores give.
             let src = vk::PipelineStageFlags::ALL_COMMANDS;
             command::barrier(d, cmd, src, vk::PipelineStageFlags::COMPUTE_SHADER, buf.as_slice(), img.as_slice());
             pass.compute.record(cmd, &set, &params.bytes(), grid);
-            let (img, buf) = handover(d, reg, false, false);
+            let (img, buf) = handover(d, reg, false, (false, false));
             // Hand the tensor over: to CUDA (release to the external queue family) or to the
             // host (make the writes visible to host reads).
             let tensor = buffer_barrier(tensor_raw, vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::empty());
@@ -251,7 +269,7 @@ impl Recorder<'_> {
             self.timestamp_pair(cmd, base, false, which);
             command::end(d, cmd)?;
         }
-        store(reg, slot, cmd, set, (generation, which.code()));
+        store(reg, slot, cmd, set, (generation, (which.code(), place.index)));
         Ok(cmd)
     }
 
@@ -265,11 +283,12 @@ impl Recorder<'_> {
         reg: &mut Registration,
         tensors: &SlotTensors,
         (which, kind): (Tensor, TensorKind),
+        place: Place,
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
         if let Some(r) = reg.recorded.get(slot).and_then(Option::as_ref)
             && r.generation == generation
-            && r.tensor == which.code()
+            && r.tensor == (which.code(), place.index)
         {
             return Ok(r.cmd);
         }
@@ -278,9 +297,20 @@ impl Recorder<'_> {
         let size = tensors.size;
         let grid = post_grid(self.device, pass, size.out_width, size.out_height)?;
         let (format, pitch) = buffer_format(reg);
+        // The tile's place and shared strips in output pixels (the scale per axis is the
+        // tensor's output size over its input size).
+        let (sx, sy) = (size.out_width / size.width, size.out_height / size.height);
         let params = PostParams {
             format,
             pitch,
+            origin_x: place.tile.x * sx,
+            origin_y: place.tile.y * sy,
+            blend_left: place.tile.blend_left * sx,
+            blend_top: place.tile.blend_top * sy,
+            blend_right: place.tile.blend_right * sx,
+            blend_bottom: place.tile.blend_bottom * sy,
+            margin_x: place.margin * sx,
+            margin_y: place.margin * sy,
             ..PostParams::new(kind, (size.width, size.height), (size.out_width, size.out_height))
         };
         let resources = [
@@ -308,7 +338,7 @@ impl Recorder<'_> {
             };
             let alpha =
                 buffer_barrier(tensors.alpha.raw(), vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::SHADER_READ);
-            let (img, buf) = handover(d, reg, true, true);
+            let (img, buf) = handover(d, reg, true, (true, place.index > 0));
             let mut buffers = vec![tensor, alpha];
             buffers.extend(buf);
             command::barrier(
@@ -320,7 +350,7 @@ impl Recorder<'_> {
                 img.as_slice(),
             );
             pass.compute.record(cmd, &set, &params.bytes(), grid);
-            let (img, buf) = handover(d, reg, false, true);
+            let (img, buf) = handover(d, reg, false, (true, false));
             command::barrier(
                 d,
                 cmd,
@@ -332,7 +362,7 @@ impl Recorder<'_> {
             self.timestamp_pair(cmd, base, false, which);
             command::end(d, cmd)?;
         }
-        store(reg, slot, cmd, set, (generation, which.code()));
+        store(reg, slot, cmd, set, (generation, (which.code(), place.index)));
         Ok(cmd)
     }
 
@@ -350,7 +380,7 @@ fn store(
     slot: usize,
     cmd: vk::CommandBuffer,
     set: DescriptorSet,
-    (generation, tensor): (u64, usize),
+    (generation, tensor): (u64, (usize, usize)),
 ) {
     if reg.recorded.len() <= slot {
         reg.recorded.resize_with(slot + 1, || None);

@@ -158,8 +158,8 @@ fn owned_image<'a>(reg: &'a Registration, what: &str) -> Result<&'a Image> {
 
 impl NeuralFrameContext {
     fn expected_size(&self, role: Role) -> Result<(u32, u32)> {
-        let s = self.size.ok_or_else(|| Error::internal("a context without a frame size"))?;
-        Ok(if role == Role::Input { (s.width, s.height) } else { (s.out_width, s.out_height) })
+        let g = self.frame.as_ref().ok_or_else(|| Error::internal("a context without a frame size"))?;
+        Ok(if role == Role::Input { (g.width, g.height) } else { (g.out_width, g.out_height) })
     }
 
     pub(super) fn check_image(
@@ -238,7 +238,12 @@ impl NeuralFrameContext {
     /// lies: NHWC uint8 RGBA, tightly packed.
     pub(super) fn takes_as_is(&self, role: Role, layout: &PixelLayout) -> bool {
         let kind = if role == Role::Input { self.contract.input } else { self.contract.output };
-        kind == TensorKind::NHWC_U8_RGBA
+        // A tiled frame is read and written by the passes, a tile at a time; a model that
+        // reads the caller's buffer as it is must give its own alpha (no pre pass keeps it).
+        self.tiling.is_none()
+            && self.memory_budget.is_none()
+            && kind == TensorKind::NHWC_U8_RGBA
+            && (role == Role::Output || self.contract.output.channels == 4)
             && matches!(layout.format, vk::Format::R8G8B8A8_UNORM | vk::Format::R8G8B8A8_SRGB)
             && layout.row_pitch == layout.width as u64 * 4
     }

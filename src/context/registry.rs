@@ -134,8 +134,9 @@ pub(crate) struct Recorded {
     pub(crate) _set: DescriptorSet,
     /// The slot buffers' generation the descriptors point at.
     pub(crate) generation: u64,
-    /// Which of the slot's tensors the pass writes or reads ([`Tensor`](crate::context::record::Tensor)'s code).
-    pub(crate) tensor: usize,
+    /// Which of the slot's tensors the pass writes or reads ([`Tensor`](crate::context::record::Tensor)'s
+    /// code), for which tile of the frame.
+    pub(crate) tensor: (usize, usize),
 }
 
 /// One registered input or output. Fields in teardown order: recorded passes

@@ -27,7 +27,10 @@ pub(crate) enum Signaller {
 #[derive(Debug, Clone)]
 pub(crate) struct InFlight {
     pub(crate) value: u64,
-    pub(crate) submitted: Instant,
+    /// When the frame's first tile was submitted (this one's, untiled).
+    pub(crate) frame_submitted: Instant,
+    /// The tile's index in its frame, and the frame's tiles (0, 1 untiled).
+    pub(crate) tile: (usize, usize),
     /// Registry keys of the frame's input and output (kept alive while in flight).
     pub(crate) input: u32,
     pub(crate) output: u32,
@@ -66,6 +69,8 @@ pub(crate) struct Ring {
     next_value: u64,
     skipped: u64,
     history: VecDeque<FrameStats>,
+    /// The times of a tiled frame's tiles retired so far, summed.
+    tiles_done: Option<FrameStats>,
     /// Who signalled input consumed / output ready for the last submitted frame.
     last: Option<(Signaller, Signaller)>,
 }
@@ -79,6 +84,7 @@ impl Ring {
             next_value: 1,
             skipped: 0,
             history: VecDeque::with_capacity(HISTORY),
+            tiles_done: None,
             last: None,
         }
     }
@@ -157,9 +163,30 @@ impl Ring {
         self.skipped
     }
 
-    /// Frees slot `i` and records its frame's times.
+    /// Frees slot `i` and records its frame's times; a tiled frame's once its
+    /// last tile retires, with the passes' and the model's times summed over its tiles.
     pub(crate) fn retire(&mut self, i: usize, stats: FrameStats) -> Option<InFlight> {
         let frame = self.slots.get_mut(i)?.take();
+        let (index, tiles) = frame.as_ref().map_or((0, 1), |f| f.tile);
+        let stats = if tiles > 1 {
+            let sum = match self.tiles_done.take() {
+                Some(s) if index > 0 => FrameStats {
+                    pre_ms: s.pre_ms + stats.pre_ms,
+                    infer_ms: s.infer_ms + stats.infer_ms,
+                    post_ms: s.post_ms + stats.post_ms,
+                    enqueue_ms: s.enqueue_ms + stats.enqueue_ms,
+                    ..stats
+                },
+                _ => stats,
+            };
+            if index + 1 < tiles {
+                self.tiles_done = Some(sum);
+                return frame;
+            }
+            sum
+        } else {
+            stats
+        };
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }
@@ -196,7 +223,8 @@ mod tests {
     fn frame(value: u64, input: u32, output: u32) -> InFlight {
         InFlight {
             value,
-            submitted: Instant::now(),
+            frame_submitted: Instant::now(),
+            tile: (0, 1),
             input,
             output,
             extras: Vec::new(),

@@ -420,6 +420,10 @@ pub struct FrameStats {
     pub pre_pass: bool,
     /// Whether a post pass converted the output (false: the model wrote the caller's buffer itself).
     pub post_pass: bool,
+    /// The tiles the frame ran as (1: whole); `pre_ms`, `infer_ms`, `post_ms` and
+    /// `enqueue_ms` are then summed over them, `latency_ms` runs from the first
+    /// tile's submission, and `slot` and `gpu_gap_ms` are the last tile's.
+    pub tiles: u32,
 }
 
 impl FrameStats {
@@ -434,6 +438,7 @@ impl FrameStats {
             enqueue_ms: f64::NAN,
             gpu_gap_ms: f64::NAN,
             slot: usize::MAX,
+            tiles: 1,
             pre_pass: true,
             post_pass: true,
         }

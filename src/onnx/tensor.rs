@@ -182,7 +182,8 @@ impl TensorKind {
         }
     }
 
-    /// The frame channel (0 R, 1 G, 2 B, 3 A) that tensor channel `c` holds.
+    /// The frame channel (0 R, 1 G, 2 B, 3 A) that tensor channel `c` holds (a
+    /// tensor of 1 or 2 channels holds R and G whatever the colour order).
     ///
     /// ```
     /// use neural_frame::{ColorOrder, TensorKind};
@@ -191,7 +192,7 @@ impl TensorKind {
     /// ```
     pub fn frame_channel(self, c: u32) -> u32 {
         match (self.color, c) {
-            (ColorOrder::Bgr, 0) => 2,
+            (ColorOrder::Bgr, 0) if self.channels >= 3 => 2,
             (ColorOrder::Bgr, 2) => 0,
             _ => c,
         }

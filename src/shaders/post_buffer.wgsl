@@ -17,3 +17,16 @@ fn store(x: u32, y: u32, c: vec4<f32>) {
     }
     dst[y * p.pitch + x] = pack4x8unorm(v);
 }
+
+// What an earlier tile wrote at (x, y), for blending.
+fn load_prev(x: u32, y: u32) -> vec4<f32> {
+    if p.format == 2u {
+        let w = y * p.pitch + 2u * x;
+        return vec4<f32>(unpack2x16float(dst[w]), unpack2x16float(dst[w + 1u]));
+    }
+    let c = unpack4x8unorm(dst[y * p.pitch + x]);
+    if p.format == 1u {
+        return c.zyxw;
+    }
+    return c;
+}

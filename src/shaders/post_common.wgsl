@@ -23,6 +23,14 @@ struct Params {
     add1: u32,
     add2: u32,
     add3: u32,
+    origin_x: u32,   // the tile's place in the caller's output, in output pixels (0, 0 untiled)
+    origin_y: u32,
+    blend_left: u32, // output pixels this tile shares with the tile to its left (already written)
+    blend_top: u32,  // ... and with the tiles above it
+    blend_right: u32,  // ... with the tile to its right (written later)
+    blend_bottom: u32, // ... and with the tiles below it
+    margin_x: u32,     // output pixels at each end of a shared strip that blending ignores (half the overlap)
+    margin_y: u32,
 }
 
 var<immediate> p: Params;
@@ -55,6 +63,48 @@ fn mul_of(ch: u32) -> f32 {
 
 fn add_of(ch: u32) -> f32 {
     return bitcast<f32>(select(select(select(p.add3, p.add2, ch == 2u), p.add1, ch == 1u), p.add0, ch == 0u));
+}
+
+// The later tile's weight at x in a strip of `strip` pixels shared by two tiles
+// (x counted from the strip's start): 0 over its outer `margin` pixels (too little
+// context there), 1 over the earlier tile's outer `margin`, a linear ramp between.
+// 1 past the strip.
+fn ramp(x: i32, strip: u32, margin: u32) -> f32 {
+    if x >= i32(strip) {
+        return 1.0;
+    }
+    if x < 0 {
+        return 0.0;
+    }
+    return clamp((f32(x) + 0.5 - f32(margin)) / f32(strip - 2u * margin), 0.0, 1.0);
+}
+
+// Writes tile pixel (x, y) into the caller's output at the tile's place. A tile's
+// weight is l·(1 − r) across x times t·(1 − b) across y, where l and t are its
+// ramps over the strips it shares with the tiles to its left and above, r and b
+// its right and lower neighbours' ramps: the weights of the tiles over a pixel
+// sum to 1. Tiles come in raster order, so the tiles up to this one hold
+// (1 − t) + t·(1 − b)·(1 − r) of a pixel's weight (every tile of the rows above,
+// and this row's up to this one): this tile blends over what they wrote with
+// its own weight over that, which leaves each tile its weight in the end.
+fn put(x: u32, y: u32, c: vec4<f32>) {
+    let gx = p.origin_x + x;
+    let gy = p.origin_y + y;
+    let l = ramp(i32(x), p.blend_left, p.margin_x);
+    let t = ramp(i32(y), p.blend_top, p.margin_y);
+    let r = ramp(i32(x) - i32(p.out_width - p.blend_right), p.blend_right, p.margin_x) * f32(p.blend_right > 0u);
+    let b = ramp(i32(y) - i32(p.out_height - p.blend_bottom), p.blend_bottom, p.margin_y) * f32(p.blend_bottom > 0u);
+    let own = l * (1.0 - r) * t * (1.0 - b);
+    let so_far = (1.0 - t) + t * (1.0 - b) * (1.0 - r);
+    var w = 1.0;
+    if so_far > 1e-6 {
+        w = own / so_far;
+    }
+    if w < 1.0 {
+        store(gx, gy, mix(load_prev(gx, gy), c, w));
+    } else {
+        store(gx, gy, c);
+    }
 }
 
 // The tensor element index of output pixel i, channel ch.
@@ -94,7 +144,7 @@ fn post_f32(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var ch = 0u; ch < p.channels; ch++) {
         t[ch] = bitcast<f32>(tensor[index(i, ch)]);
     }
-    store(id.x, id.y, pixel(t, id.x, id.y));
+    put(id.x, id.y, pixel(t, id.x, id.y));
 }
 
 fn half_at(e: u32) -> f32 {
@@ -112,7 +162,7 @@ fn post_f16(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var ch = 0u; ch < p.channels; ch++) {
         t[ch] = half_at(index(i, ch));
     }
-    store(id.x, id.y, pixel(t, id.x, id.y));
+    put(id.x, id.y, pixel(t, id.x, id.y));
 }
 
 @compute @workgroup_size(8, 8)
@@ -126,5 +176,5 @@ fn post_u8(@builtin(global_invocation_id) id: vec3<u32>) {
         let e = index(i, ch);
         t[ch] = f32((tensor[e / 4u] >> (8u * (e % 4u))) & 0xffu);
     }
-    store(id.x, id.y, pixel(t, id.x, id.y));
+    put(id.x, id.y, pixel(t, id.x, id.y));
 }

@@ -5,8 +5,8 @@
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 
 fn load(i: u32) -> vec4<f32> {
-    let x = i % p.width;
-    let y = i / p.width;
+    let x = p.origin_x + i % p.width;
+    let y = p.origin_y + i / p.width;
     if p.format == 2u {
         let w = y * p.pitch + 2u * x;
         return vec4<f32>(unpack2x16float(src[w]), unpack2x16float(src[w + 1u]));

@@ -29,6 +29,8 @@ struct Params {
     add2: u32,
     add3: u32,
     alpha: u32,    // 1: write the frame's alpha (the frame's input); 0: an extra input, leave it
+    origin_x: u32, // the tile's place in the caller's frame (0, 0 untiled)
+    origin_y: u32,
 }
 
 var<immediate> p: Params;
@@ -47,7 +49,7 @@ fn add_of(ch: u32) -> f32 {
 // The frame's value that tensor channel ch of a pixel holds, normalised.
 fn channel_value(c: vec4<f32>, ch: u32) -> f32 {
     var k = ch;
-    if p.bgr != 0u && ch != 1u && ch < 3u {
+    if p.bgr != 0u && p.channels >= 3u && ch != 1u && ch < 3u {
         k = 2u - ch;
     }
     return c[k] * mul_of(ch) + add_of(ch);

@@ -10,7 +10,7 @@ fn encode_srgb(c: vec3<f32>) -> vec3<f32> {
 }
 
 fn load(i: u32) -> vec4<f32> {
-    let c = textureLoad(src, vec2<u32>(i % p.width, i / p.width), 0);
+    let c = textureLoad(src, vec2<u32>(p.origin_x + i % p.width, p.origin_y + i / p.width), 0);
     if p.srgb != 0u {
         // 8-bit sRGB formats store 8-bit codes: re-encode what the view decoded
         // and round back to the code, which recovers it exactly.

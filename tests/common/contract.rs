@@ -352,3 +352,135 @@ pub fn bad_frames_are_refused(backend: Backend) {
     let e = ctx.submit(neural_frame::Frame::new(color, output).with_input("albedo", albedo)).expect_err("old size");
     assert!(e.to_string().contains("input `albedo` is 16×8"), "{e}");
 }
+
+/// The output image of `model` on `picture(w, h, seed)`, with `tune` applied, after
+/// poisoning the output.
+fn output_of(model: &str, backend: Backend, tune: Tune, (w, h): (u32, u32), seed: u32) -> (Vec<u8>, Option<usize>) {
+    let mut ctx = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(w, h))
+        .build()
+        .unwrap_or_else(|e| panic!("{model}: {e}"));
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    let (ow, oh) = ctx.output_size();
+    ctx.upload(input, &picture(w, h, seed)).expect("upload");
+    ctx.upload_output(output, &vec![0x5a; (ow * oh * 4) as usize]).expect("poison");
+    let stats = ctx.infer(input, output).expect("infer");
+    let tiles = ctx.tiles().map(|(_, n)| n);
+    assert_eq!(stats.tiles as usize, tiles.unwrap_or(1));
+    (ctx.readback(output).expect("readback"), tiles)
+}
+
+/// Tiled equals untiled where the overlap is at least twice the model's receptive
+/// radius (PSNR ≥ 50 dB), for the tiny ×2 model (radius 2, overlap 4) and
+/// Real-ESRGAN (radius 18, overlap 40);
+/// the untiled run itself against ONNX Runtime's CPU run; and an overlap of 0 shows
+/// that the comparison can fail.
+pub fn tiled_equals_untiled(backend: Backend) {
+    let cases: [(&str, (u32, u32), Tune, Tune); 2] = [
+        (
+            "models/test/tiny-x2-f32.onnx",
+            (97, 61),
+            |b| b.tiling(neural_frame::Tiling::new(32, 24, 4).expect("tiling")),
+            |b| b.tiling(neural_frame::Tiling::new(32, 24, 0).expect("tiling")),
+        ),
+        (
+            "models/upscale.onnx",
+            (200, 120),
+            |b| b.tiling(neural_frame::Tiling::new(128, 112, 40).expect("tiling")),
+            |b| b.tiling(neural_frame::Tiling::new(128, 112, 0).expect("tiling")),
+        ),
+    ];
+    for (model, size, tiled, seams) in cases {
+        let (whole, none) = output_of(model, backend, plain, size, 61);
+        assert_eq!(none, None);
+        let (tiles, n) = output_of(model, backend, tiled, size, 61);
+        let db = psnr(&tiles, &whole);
+        let (bad, _) = output_of(model, backend, seams, size, 61);
+        let db_seams = psnr(&bad, &whole);
+        println!(
+            "{model} {}×{} on {backend:?}: {} tiles, PSNR {db:.1} dB against untiled; {db_seams:.1} dB with no overlap",
+            size.0,
+            size.1,
+            n.unwrap_or(1)
+        );
+        assert!(n.unwrap_or(1) > 1, "{model}: not tiled");
+        assert!(db >= 50.0, "{model}: tiled against untiled: PSNR {db:.1} dB");
+        assert!(db_seams < db, "{model}: no overlap gave the same image ({db_seams:.1} dB)");
+    }
+    // The untiled image is ONNX Runtime's (checked as in check_model).
+    check_model("models/test/tiny-x2-f32.onnx", backend, plain, (97, 61), 61);
+}
+
+/// Frames of tiles in flight through the ring (three slots, four frames
+/// submitted before any is waited for), each equal to its untiled run; a memory
+/// budget that turns tiling on by itself; tiles with extra inputs.
+pub fn tiles_in_flight_and_by_budget(backend: Backend) {
+    let model = "models/test/tiny-x2-f32.onnx";
+    let (w, h) = (70, 50);
+    let mut ctx = NeuralFrameContext::builder(model)
+        .backend(backend)
+        .tiling(neural_frame::Tiling::new(32, 32, 4).expect("tiling"))
+        .slots(3)
+        .frame_size(w, h)
+        .build()
+        .expect("context");
+    let (ow, oh) = ctx.output_size();
+    let lanes: Vec<_> = (0..4)
+        .map(|_| {
+            (
+                ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input"),
+                ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output"),
+            )
+        })
+        .collect();
+    let mut tickets = Vec::new();
+    for (k, (input, output)) in lanes.iter().enumerate() {
+        ctx.upload(*input, &picture(w, h, 70 + k as u32)).expect("upload");
+        ctx.upload_output(*output, &vec![0x5a; (ow * oh * 4) as usize]).expect("poison");
+        match ctx.submit(neural_frame::Frame::new(*input, *output)).expect("submit") {
+            neural_frame::Submitted::Frame(t) => tickets.push(t),
+            neural_frame::Submitted::Skipped => panic!("blocking never skips"),
+        }
+    }
+    assert!(ctx.in_flight() > 1, "tiles should be in flight together");
+    for (k, t) in tickets.iter().enumerate() {
+        let stats = ctx.wait(t).expect("wait");
+        assert_eq!(Some(stats.tiles as usize), ctx.tiles().map(|(_, n)| n));
+        let (whole, _) = output_of(model, backend, plain, (w, h), 70 + k as u32);
+        let db = psnr(&ctx.readback(lanes[k].1).expect("readback"), &whole);
+        assert!(db >= 50.0, "frame {k}: PSNR {db:.1} dB against untiled");
+    }
+    // A budget smaller than the whole frame's slot buffers: tiles, chosen by the context.
+    let (big_w, big_h) = (600, 400);
+    fn budget(b: ContextBuilder) -> ContextBuilder {
+        b.memory_budget(8 << 20)
+    }
+    let (tiled, n) = output_of(model, backend, budget, (big_w, big_h), 77);
+    assert!(n.is_some_and(|n| n > 1), "the budget did not tile");
+    let (whole, _) = output_of(model, backend, plain, (big_w, big_h), 77);
+    let db = psnr(&tiled, &whole);
+    println!(
+        "{model} {big_w}×{big_h} under an 8 MiB budget: {} tiles, PSNR {db:.1} dB against untiled",
+        n.unwrap_or(0)
+    );
+    assert!(db >= 50.0, "budget tiling: PSNR {db:.1} dB");
+    // Extra inputs are cut into the same tiles.
+    let model = "models/test/tiny-x1-f32-color-albedo.onnx";
+    let run = |tiling: Option<neural_frame::Tiling>| {
+        let mut b = NeuralFrameContext::builder(model).backend(backend).frame_size(w, h);
+        if let Some(t) = tiling {
+            b = b.tiling(t);
+        }
+        let mut ctx = b.build().expect("context");
+        let color = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("color");
+        let albedo = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("albedo");
+        let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+        ctx.upload(color, &picture(w, h, 80)).expect("upload");
+        ctx.upload(albedo, &picture(w, h, 81)).expect("upload");
+        ctx.submit(neural_frame::Frame::new(color, output).with_input("albedo", albedo)).expect("submit");
+        ctx.wait_all().expect("wait");
+        ctx.readback(output).expect("readback")
+    };
+    let db = psnr(&run(Some(neural_frame::Tiling::new(24, 24, 2).expect("tiling"))), &run(None));
+    assert!(db >= 50.0, "tiled extra inputs: PSNR {db:.1} dB");
+}

@@ -70,7 +70,7 @@ fn affine(n: Normalization, ch: usize) -> (f32, f32) {
 
 /// The RGBA channel that tensor channel `ch` holds.
 fn rgba_channel(kind: TensorKind, ch: usize) -> usize {
-    if kind.color == ColorOrder::Bgr && ch < 3 { 2 - ch } else { ch }
+    if kind.color == ColorOrder::Bgr && kind.channels >= 3 && ch < 3 { 2 - ch } else { ch }
 }
 
 /// The model's input tensor for `rgba`, computed on the host (as raw little-endian bytes).
