@@ -83,7 +83,7 @@ impl FrameSize {
                     "the {what} of a {}×{} frame: {bytes} bytes, over {name} = {limit} bytes",
                     self.width, self.height
                 ),
-                remedy: "use a smaller frame (tiling is not available yet)".into(),
+                remedy: "use a smaller frame, or tiles (ContextBuilder::tiling, --tile WxH)".into(),
             })
         };
         limit("model's input tensor", self.input_bytes, range, "maxStorageBufferRange")?;
