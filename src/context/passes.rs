@@ -193,28 +193,23 @@ fn too_many_groups(device: &Device, w: u32, h: u32, max: [u32; 3]) -> Error {
     }
 }
 
+/// Sets the tensor-description fields that the pre and post passes' push
+/// constants share (layout, channels, order, value mapping) from a `TensorKind`.
+macro_rules! with_tensor {
+    ($params:expr, $kind:expr) => {{
+        let mut p = $params;
+        let w = $kind.pass_words();
+        (p.nhwc, p.channels, p.bgr) = (w[0], w[1], w[2]);
+        (p.mul0, p.mul1, p.mul2, p.mul3) = (w[3], w[4], w[5], w[6]);
+        (p.add0, p.add1, p.add2, p.add3) = (w[7], w[8], w[9], w[10]);
+        p
+    }};
+}
+
 impl PreParams {
     /// The pre pass's push constants for a `width × height` frame into a `kind` tensor.
     pub(crate) fn new(kind: TensorKind, width: u32, height: u32, row: u32) -> Self {
-        let w = kind.pass_words();
-        Self {
-            width,
-            height,
-            row,
-            nhwc: w[0],
-            channels: w[1],
-            bgr: w[2],
-            mul0: w[3],
-            mul1: w[4],
-            mul2: w[5],
-            mul3: w[6],
-            add0: w[7],
-            add1: w[8],
-            add2: w[9],
-            add3: w[10],
-            alpha: 1,
-            ..Self::default()
-        }
+        with_tensor!(Self { width, height, row, alpha: 1, ..Self::default() }, kind)
     }
 }
 
@@ -222,24 +217,6 @@ impl PostParams {
     /// The post pass's push constants for a `kind` tensor of `out_width × out_height`
     /// from a `width × height` frame.
     pub(crate) fn new(kind: TensorKind, (width, height): (u32, u32), (out_width, out_height): (u32, u32)) -> Self {
-        let w = kind.pass_words();
-        Self {
-            width,
-            height,
-            out_width,
-            out_height,
-            nhwc: w[0],
-            channels: w[1],
-            bgr: w[2],
-            mul0: w[3],
-            mul1: w[4],
-            mul2: w[5],
-            mul3: w[6],
-            add0: w[7],
-            add1: w[8],
-            add2: w[9],
-            add3: w[10],
-            ..Self::default()
-        }
+        with_tensor!(Self { width, height, out_width, out_height, ..Self::default() }, kind)
     }
 }

@@ -57,13 +57,6 @@ fn alpha_at(x: u32, y: u32) -> f32 {
     return mix(mix(alpha_px(x0, y0), alpha_px(x1, y0), tx), mix(alpha_px(x0, y1), alpha_px(x1, y1), tx), ty);
 }
 
-fn mul_of(ch: u32) -> f32 {
-    return bitcast<f32>(select(select(select(p.mul3, p.mul2, ch == 2u), p.mul1, ch == 1u), p.mul0, ch == 0u));
-}
-
-fn add_of(ch: u32) -> f32 {
-    return bitcast<f32>(select(select(select(p.add3, p.add2, ch == 2u), p.add1, ch == 1u), p.add0, ch == 0u));
-}
 
 // The later tile's weight at x in a strip of `strip` pixels shared by two tiles
 // (x counted from the strip's start): 0 over its outer `margin` pixels (too little

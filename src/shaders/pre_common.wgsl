@@ -38,13 +38,6 @@ var<immediate> p: Params;
 @group(0) @binding(1) var<storage, read_write> tensor: array<u32>;
 @group(0) @binding(2) var<storage, read_write> alpha: array<f32>;
 
-fn mul_of(ch: u32) -> f32 {
-    return bitcast<f32>(select(select(select(p.mul3, p.mul2, ch == 2u), p.mul1, ch == 1u), p.mul0, ch == 0u));
-}
-
-fn add_of(ch: u32) -> f32 {
-    return bitcast<f32>(select(select(select(p.add3, p.add2, ch == 2u), p.add1, ch == 1u), p.add0, ch == 0u));
-}
 
 // The frame's value that tensor channel ch of a pixel holds, normalised.
 fn channel_value(c: vec4<f32>, ch: u32) -> f32 {
