@@ -90,12 +90,12 @@ for what in "$@"; do
       ;;
     tiles)
       # Issue 14: 4K and 8K inputs (×4: 15360×8640 and 30720×17280 outputs) in tiles of
-      # 1968×1128 (overlap 24: 4 and 16 tiles), against whole frames where they fit.
+      # 2000×1152 (overlap 24: 4 and 16 tiles), against whole frames where they fit.
       fp16=(--model models/upscale-fp16.onnx --prefer-nhwc --cuda-graph --post-wait host --spin-wait --frames 10 --warmup 2)
       step bench-4k-whole 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 3840x2160 --json-file "$OUT/bench-4k-whole.json"
-      step bench-4k-tiles 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 3840x2160 --tile 1968x1128 \
+      step bench-4k-tiles 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 3840x2160 --tile 2000x1152 \
         --json-file "$OUT/bench-4k-tiles.json"
-      step bench-8k-tiles 400 .gpu-bin/neural-frame bench "${fp16[@]}" --size 7680x4320 --tile 1968x1128 \
+      step bench-8k-tiles 400 .gpu-bin/neural-frame bench "${fp16[@]}" --size 7680x4320 --tile 2000x1152 \
         --json-file "$OUT/bench-8k-tiles.json"
       step bench-8k-whole 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 7680x4320 --json-file "$OUT/bench-8k-whole.json"
       ;;

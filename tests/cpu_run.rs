@@ -446,10 +446,11 @@ fn tiles_from_the_command_line() {
         neural_frame(&[&base[..], &["--memory-budget", "1", "--output", budget.to_str().unwrap_or("")]].concat(), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let read = |p: &Path| image::open(p).expect("png").to_rgba8().into_raw();
-    assert_eq!(read(&whole), read(&tiled), "tiled at an overlap of twice the receptive radius differs");
+    assert_eq!(read(&whole), read(&tiled), "tiled at an overlap above the receptive radius differs");
     assert_eq!(read(&whole), read(&budget), "tiles chosen by the budget differ");
     for (args, needle) in [
         (&["--tile", "16x16", "--tile-overlap", "8"][..], "twice the overlap"),
+        (&["--tile", "40x40", "--tile-overlap", "16"][..], "three times the overlap"),
         (&["--tile", "16x16", "--tile-overlap", "20"][..], "not smaller than the tile"),
         (&["--tile-overlap", "4"][..], "--tile"),
         (&["--tile", "0x16"][..], "positive"),

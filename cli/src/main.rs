@@ -117,7 +117,7 @@ struct ModelArgs {
     /// Run frames as tiles of WIDTHxHEIGHT input pixels (the halo included), through the ring like frames.
     #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
     tile: Option<(u32, u32)>,
-    /// Pixels of context on each side of a tile (with --tile; at least twice the model's receptive radius for
+    /// Pixels of context on each side of a tile (with --tile; at least the model's receptive radius for
     /// a result equal to the untiled one).
     #[arg(long, default_value_t = neural_frame::DEFAULT_TILE_OVERLAP, requires = "tile")]
     tile_overlap: u32,

@@ -88,7 +88,7 @@ impl NeuralFrameContext {
             (r.input(frame.input)?.direct.is_some(), r.output(frame.output)?.direct.is_some())
         };
         let tiles = self.frame.as_ref().map(|g| g.layout.tiles.clone()).unwrap_or_default();
-        let margin = self.frame.as_ref().and_then(|g| g.tiling).map_or(0, |t| t.overlap / 2);
+        let margin = self.frame.as_ref().and_then(|g| g.tiling).map_or(0, |t| t.overlap);
         if tiles.len() > 1 && (direct_in || direct_out) {
             return Err(Error::InvalidArgument(
                 "a buffer the model reads or writes as it is cannot be tiled: the context runs tiles (register \

@@ -436,9 +436,9 @@ impl NeuralFrameContext {
             return Ok(None);
         }
         // Square tiles from 4096 down, a quarter smaller each time (multiples of 8), while
-        // larger than twice the overlap.
+        // larger than three times the overlap.
         let overlap = tiles::DEFAULT_TILE_OVERLAP;
-        let sides = std::iter::successors(Some(4096u32), |s| Some(s * 3 / 4 / 8 * 8)).take_while(|s| *s > 2 * overlap);
+        let sides = std::iter::successors(Some(4096u32), |s| Some(s * 3 / 4 / 8 * 8)).take_while(|s| *s > 3 * overlap);
         for side in sides {
             if side >= width.max(height) {
                 continue;
@@ -457,7 +457,7 @@ impl NeuralFrameContext {
         }
         Err(Error::InvalidArgument(format!(
             "no tiling of {width}×{height} frames keeps the slot buffers within the memory budget of {budget} bytes \
-             (the smallest tiles, just over twice the overlap of {overlap}, need more): raise the budget or use \
+             (the smallest tiles, just over three times the overlap of {overlap}, need more): raise the budget or use \
              fewer slots"
         )))
     }

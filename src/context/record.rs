@@ -126,7 +126,7 @@ fn buffer_format(reg: &Registration) -> (u32, u32) {
 pub(crate) struct Place {
     pub(crate) index: usize,
     pub(crate) tile: Tile,
-    /// Input pixels at each end of a shared strip that blending ignores: half the overlap.
+    /// Input pixels at each end of a shared strip that blending ignores: the overlap.
     pub(crate) margin: u32,
 }
 

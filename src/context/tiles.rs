@@ -13,15 +13,16 @@ use crate::error::{Error, Result};
 /// How a context cuts frames into tiles ([`ContextBuilder::tiling`](crate::ContextBuilder::tiling)).
 ///
 /// `tile` is the model's input size per tile, halo included; neighbouring
-/// tiles share at least `2 × overlap` pixels, of which each side trusts the
-/// half farther from its own border.
+/// tiles share at least `3 × overlap` pixels: each side's outer `overlap` is
+/// left to the other, and the seam is blended across the middle.
 ///
 /// ```
 /// use neural_frame::Tiling;
 ///
 /// let t = Tiling::new(512, 512, 24)?; // 512×512 tiles, 24 pixels of context on each side
-/// assert_eq!(t.core(), (464, 464));
+/// assert_eq!(t.step(), (440, 440)); // tiles start 440 pixels apart
 /// assert!(Tiling::new(40, 40, 24).is_err()); // smaller than twice the overlap
+/// assert!(Tiling::new(72, 72, 24).is_err()); // no larger than three times: no room to blend
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -32,25 +33,26 @@ pub struct Tiling {
     pub overlap: u32,
 }
 
-/// The default overlap of automatic tiling: above the receptive radius of
-/// realesr-animevideov3 (18 convolutions 3×3: 18 pixels).
+/// The default overlap (of `--tile` and of automatic tiling): above the
+/// receptive radius of realesr-animevideov3 (18 convolutions 3×3: 18 pixels).
 pub const DEFAULT_TILE_OVERLAP: u32 = 24;
 
 impl Tiling {
     /// Tiles of `width × height` with `overlap` pixels of context, checked: each
-    /// side must be larger than twice the overlap.
+    /// side must be larger than three times the overlap (a halo on each side,
+    /// and as much again to blend across).
     pub fn new(width: u32, height: u32, overlap: u32) -> Result<Self> {
         let t = Self { tile: (width, height), overlap };
         t.check()?;
         Ok(t)
     }
 
-    /// The part of a tile that is not halo: `tile − 2 × overlap` per axis.
-    pub fn core(&self) -> (u32, u32) {
-        (self.tile.0.saturating_sub(2 * self.overlap), self.tile.1.saturating_sub(2 * self.overlap))
+    /// How far apart neighbouring tiles start: `tile − 3 × overlap` per axis.
+    pub fn step(&self) -> (u32, u32) {
+        (self.tile.0.saturating_sub(3 * self.overlap), self.tile.1.saturating_sub(3 * self.overlap))
     }
 
-    /// Checks that each side is larger than twice the overlap (what [`new`](Self::new) checks).
+    /// Checks that each side is larger than three times the overlap (what [`new`](Self::new) checks).
     pub fn check(&self) -> Result<()> {
         let (w, h) = self.tile;
         if w == 0 || h == 0 {
@@ -64,8 +66,15 @@ impl Tiling {
         }
         if w <= 2 * self.overlap || h <= 2 * self.overlap {
             return Err(Error::InvalidArgument(format!(
-                "a tile of {w}×{h} is not larger than twice the overlap ({}): no pixel of it would be its own; use a \
-                 larger tile or a smaller overlap",
+                "a tile of {w}×{h} is not larger than twice the overlap ({}): its halos would cover it, and no \
+                 pixel of it would be its own; use a larger tile or a smaller overlap",
+                self.overlap
+            )));
+        }
+        if w <= 3 * self.overlap || h <= 3 * self.overlap {
+            return Err(Error::InvalidArgument(format!(
+                "a tile of {w}×{h} is not larger than three times the overlap ({}): past a halo on each side, \
+                 neighbours need as much again to blend across; use a larger tile or a smaller overlap",
                 self.overlap
             )));
         }
@@ -98,7 +107,7 @@ fn axis(len: u32, tile: u32, overlap: u32) -> (u32, Vec<(u32, u32, u32)>) {
     if len <= tile {
         return (len, vec![(0, 0, 0)]);
     }
-    let step = tile - 2 * overlap;
+    let step = tile - 3 * overlap;
     let mut out: Vec<(u32, u32, u32)> = Vec::new();
     let mut p = 0u32;
     loop {
@@ -139,7 +148,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tiles_cover_the_frame_with_at_least_twice_the_overlap_shared() {
+    fn tiles_cover_the_frame_and_share_at_least_three_times_the_overlap() {
         for (w, h, tw, th, o) in
             [(1000, 700, 256, 200, 24), (37, 53, 16, 20, 3), (300, 300, 300, 300, 8), (97, 5, 32, 32, 4)]
         {
@@ -156,19 +165,19 @@ mod tests {
                     }
                 }
                 if tile.x > 0 {
-                    assert!(tile.blend_left >= 2 * o, "{tile:?}");
+                    assert!(tile.blend_left >= 3 * o, "{tile:?}");
                 }
                 if tile.y > 0 {
-                    assert!(tile.blend_top >= 2 * o, "{tile:?}");
+                    assert!(tile.blend_top >= 3 * o, "{tile:?}");
                 }
             }
             assert!(covered.iter().all(|c| *c), "{w}×{h} not covered by {t:?}");
         }
         let l = layout(1000, 700, Some(Tiling::new(256, 200, 24).expect("valid")));
-        assert_eq!(l.tiles.len(), 5 * 5);
-        assert_eq!(l.tiles[1], Tile { x: 208, y: 0, blend_left: 48, blend_top: 0, blend_right: 48, blend_bottom: 48 });
-        assert_eq!((l.tiles[4].blend_right, l.tiles[24].blend_bottom), (0, 0));
-        assert_eq!(l.tiles[4].x, 1000 - 256);
+        assert_eq!(l.tiles.len(), 6 * 5); // x: 0, 184, 368, 552, 736, 744; y: 0, 128, 256, 384, 500
+        assert_eq!(l.tiles[1], Tile { x: 184, y: 0, blend_left: 72, blend_top: 0, blend_right: 72, blend_bottom: 72 });
+        assert_eq!((l.tiles[5].blend_right, l.tiles[29].blend_bottom), (0, 0));
+        assert_eq!(l.tiles[5].x, 1000 - 256);
         assert_eq!(layout(64, 48, None).tiles.len(), 1);
     }
 
@@ -179,6 +188,7 @@ mod tests {
             (16, 16, 16, "not smaller than the tile"),
             (32, 48, 16, "twice the overlap"),
             (33, 31, 16, "twice the overlap"),
+            (48, 60, 16, "three times the overlap"),
         ] {
             let e = Tiling::new(w, h, o).expect_err("refused");
             assert!(e.to_string().contains(needle), "{e}");

@@ -29,7 +29,7 @@ struct Params {
     blend_top: u32,  // ... and with the tiles above it
     blend_right: u32,  // ... with the tile to its right (written later)
     blend_bottom: u32, // ... and with the tiles below it
-    margin_x: u32,     // output pixels at each end of a shared strip that blending ignores (half the overlap)
+    margin_x: u32,     // output pixels at each end of a shared strip that blending ignores (the overlap)
     margin_y: u32,
 }
 
