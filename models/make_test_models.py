@@ -54,7 +54,8 @@ Models that the pipeline must refuse, each with a clear error:
 - bad-x1.5-no-meta.onnx: linear Resize ×1.5 on H and W, NO metadata, output
   dims ho, wo: a probe at 64×48 gives 96×72, not an integer multiple.
 
-Models with several inputs or outputs (tests/common/contract.rs):
+Models with several inputs or outputs (tests/common/contract.rs; tiny-x2-f32-score-first.onnx has a
+scalar output `score` before its image, which the pipeline leaves on the device):
 - tiny-x1-f32-color-albedo.onnx: inputs color [1, 3, h, w] and albedo
   [1, 3, h, w], output [1, 3, h, w]: Concat on channels, conv3x3 6→3, + color.
   scale=1.
@@ -143,6 +144,15 @@ def tiny_x2_two_outputs(seed=2029):
     nodes.append(conv("image", "we", "be", "edges"))
     g = helper.make_graph(nodes, "tiny-x2-two-outputs", [io("input", F32, [1, 3, "h", "w"])],
                           [io("image", F32, [1, 3, "h2", "w2"]), io("edges", F32, [1, 1, "h2", "w2"])], inits)
+    return helper.make_model(g, opset_imports=OPSET)
+
+
+def tiny_x2_score_first(seed=2032):
+    """A non-image output first (`score`, the image's mean: a scalar), then the image."""
+    nodes, inits = tiny_x2_body(F32, seed, "input", "image")
+    nodes.append(helper.make_node("ReduceMean", ["image"], ["score"], keepdims=0))
+    g = helper.make_graph(nodes, "tiny-x2-score-first", [io("input", F32, [1, 3, "h", "w"])],
+                          [io("score", F32, []), io("image", F32, [1, 3, "h2", "w2"])], inits)
     return helper.make_model(g, opset_imports=OPSET)
 
 
@@ -280,6 +290,7 @@ def write():
     save(tiny_fused("albedo", 3, 13), "tiny-x1-f32-color-albedo.onnx", 1)
     save(tiny_fused("depth", 1, 14), "tiny-x1-f32-color-depth.onnx", 1)
     save(tiny_x2_two_outputs(), "tiny-x2-f32-two-outputs.onnx", 2)
+    save(tiny_x2_score_first(), "tiny-x2-f32-score-first.onnx", 2)
 
 
 ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(uint8)": np.uint8,
@@ -326,15 +337,16 @@ def check():
         x = feed(sess, rng, 53, 37)
         ys = sess.run(None, x)
         x0 = next(iter(x.values()))
+        img = next((k for k, y in enumerate(ys) if y.ndim == 4), 0)  # the first image output
         print("  out: " + ", ".join("%s %s" % (o.name, list(y.shape)) for o, y in zip(sess.get_outputs(), ys)),
-              "| " + ratios(sess, x0, ys[0]))
+              "| " + ratios(sess, x0, ys[img]))
         # A channel-asymmetric net: running on reversed channels is not the reversed output.
         i = sess.get_inputs()[0]
         if (not name.startswith("bad-") and len(sess.get_inputs()) == 1 and i.type == "tensor(float)"
                 and len(i.shape) == 4 and 3 in i.shape):
             c = i.shape.index(3)
-            y_rev = sess.run(None, {i.name: np.flip(x0, c).copy()})[0]
-            d = float(np.abs(y_rev - np.flip(ys[0], c)).max())
+            y_rev = sess.run(None, {i.name: np.flip(x0, c).copy()})[img]
+            d = float(np.abs(y_rev - np.flip(ys[img], c)).max())
             print("  channel order matters: max |f(rev x) - rev f(x)| = %.3g" % d)
             ok &= d > 1e-3
             # Declared normalisation versus none: the output must differ.

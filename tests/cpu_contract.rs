@@ -76,3 +76,8 @@ fn tiled_equals_untiled() {
 fn tiles_in_flight_and_by_budget() {
     contract::tiles_in_flight_and_by_budget(Backend::Cpu);
 }
+
+#[test]
+fn a_non_image_output_first() {
+    contract::a_non_image_output_first(Backend::Cpu);
+}

@@ -105,3 +105,10 @@ fn tiles_in_flight_and_by_budget_on_cuda() {
     gpu();
     contract::tiles_in_flight_and_by_budget(Backend::Cuda);
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn a_non_image_output_first_on_cuda() {
+    gpu();
+    contract::a_non_image_output_first(Backend::Cuda);
+}

@@ -235,8 +235,16 @@ impl NeuralFrameContext {
                 config.cuda_stream = Some(stream.raw() as *mut c_void);
                 // SAFETY: the stream goes into the engine with the session, which drops the session first.
                 let (session, contract) = unsafe { session::create(&b.model, &config) }?;
-                let engine =
-                    CudaEngine::new(session, stream, Arc::clone(c), n, b.tuning.cuda_graph, b.tuning.side_stream_wait)?;
+                // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
+                let graphs = b.tuning.cuda_graph && contract.other_outputs.is_empty();
+                if b.tuning.cuda_graph && !graphs {
+                    log::warn!(
+                        "CUDA graphs are off: the model has outputs that are not images ({}), which ONNX Runtime \
+                         allocates on each run",
+                        contract.other_outputs.join(", ")
+                    );
+                }
+                let engine = CudaEngine::new(session, stream, Arc::clone(c), n, graphs, b.tuning.side_stream_wait)?;
                 (Engine::Cuda(engine), contract)
             }
             None => {
@@ -272,7 +280,8 @@ impl NeuralFrameContext {
                 let outputs: Vec<&str> = std::iter::once(contract.output_name.as_str())
                     .chain(contract.extra_outputs.iter().map(|t| t.name.as_str()))
                     .collect();
-                let binding = Binding::new(engine.session(), &inputs, &outputs)?;
+                let others: Vec<&str> = contract.other_outputs.iter().map(String::as_str).collect();
+                let binding = Binding::new(engine.session(), (&inputs, &outputs), &others, engine.placement())?;
                 let fences = [Fence::new(&device)?, Fence::new(&device)?];
                 Ok(Slot { binding, tensors: None, fences })
             })
@@ -281,6 +290,7 @@ impl NeuralFrameContext {
         let on_cuda = cuda.is_some();
         // SAFETY: the command buffer is new; it comes from the context's pool.
         let host_visibility = if on_cuda { None } else { Some(unsafe { record::host_visibility(&device, &pool) }?) };
+        let no_other_outputs = contract.other_outputs.is_empty();
         let mut ctx = Self {
             res: ManuallyDrop::new(Resources {
                 registry: Registry::new(id),
@@ -299,7 +309,7 @@ impl NeuralFrameContext {
             model: b.model.clone(),
             // CUDA graphs exist only on the CUDA backend: the tuning reports what runs.
             tuning: Tuning {
-                cuda_graph: b.tuning.cuda_graph && on_cuda,
+                cuda_graph: b.tuning.cuda_graph && on_cuda && no_other_outputs,
                 side_stream_wait: b.tuning.side_stream_wait && on_cuda,
                 ..b.tuning
             },

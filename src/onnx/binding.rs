@@ -117,11 +117,15 @@ impl Drop for TensorValue {
     }
 }
 
-/// A session's IoBinding, with the ids of the values bound to it.
+/// A session's IoBinding, with the ids of the values bound to it. Outputs that
+/// are not images (`device_outputs`) are bound to the session's device: ONNX
+/// Runtime allocates them there, and nothing copies them to the host.
 pub(crate) struct Binding {
     raw: NonNull<OrtIoBinding>,
     input_names: Vec<CString>,
     output_names: Vec<CString>,
+    device_outputs: Vec<CString>,
+    placement: Placement,
     bound: Vec<u64>,
 }
 
@@ -131,17 +135,24 @@ unsafe impl Send for Binding {}
 
 impl Binding {
     /// An empty IoBinding of `session` for the named inputs and outputs (in the order
-    /// [`bind`](Self::bind) takes their values).
-    pub(crate) fn new(session: &Session, inputs: &[&str], outputs: &[&str]) -> Result<Self> {
+    /// [`bind`](Self::bind) takes their values), and outputs left to ONNX Runtime on
+    /// `placement`'s device.
+    pub(crate) fn new(
+        session: &Session,
+        (inputs, outputs): (&[&str], &[&str]),
+        device_outputs: &[&str],
+        placement: Placement,
+    ) -> Result<Self> {
         let name =
             |n: &&str| CString::new(*n).map_err(|_| Error::InvalidArgument(format!("tensor name {n:?} has a NUL")));
         let input_names = inputs.iter().map(name).collect::<Result<Vec<_>>>()?;
         let output_names = outputs.iter().map(name).collect::<Result<Vec<_>>>()?;
+        let device_outputs = device_outputs.iter().map(name).collect::<Result<Vec<_>>>()?;
         let mut raw: *mut OrtIoBinding = std::ptr::null_mut();
         // SAFETY: the session is live; raw is a valid out pointer.
         status("creating an IoBinding", unsafe { (ort::api().CreateIoBinding)(session.ptr().cast_mut(), &mut raw) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::onnx("creating an IoBinding", "null binding"))?;
-        Ok(Self { raw, input_names, output_names, bound: Vec::new() })
+        Ok(Self { raw, input_names, output_names, device_outputs, placement, bound: Vec::new() })
     }
 
     /// Binds `inputs` and `outputs`, one value per name given to [`new`](Self::new),
@@ -175,6 +186,15 @@ impl Binding {
             status("binding an output", unsafe {
                 (api.BindOutput)(self.raw.as_ptr(), name.as_ptr(), value.raw.as_ptr())
             })?;
+        }
+        if !self.device_outputs.is_empty() {
+            let info = self.placement.memory_info()?;
+            for name in &self.device_outputs {
+                // SAFETY: binding and memory info are live; ONNX Runtime copies what it needs of the info.
+                status("binding an output to the device", unsafe {
+                    (api.BindOutputToDevice)(self.raw.as_ptr(), name.as_ptr(), info.ptr())
+                })?;
+            }
         }
         self.bound = ids;
         Ok(())

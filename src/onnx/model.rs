@@ -142,6 +142,10 @@ pub struct ModelContract {
     /// size, bound on the GPU to the slot's own memory, and converted into a
     /// registered output only when a frame asks ([`Frame::with_output`](crate::Frame::with_output)).
     pub extra_outputs: Vec<NamedTensor>,
+    /// The model's outputs that are not images (a score, a vector): bound to the
+    /// session's device (ONNX Runtime allocates them there each run), never
+    /// converted or copied to the host. CUDA graphs are not used for such a model.
+    pub other_outputs: Vec<String>,
 }
 
 /// A model input or output besides the frame's: its name and how it lays out an image.
@@ -385,6 +389,8 @@ type Probed = ((u32, u32), Vec<Vec<i64>>);
 /// An image tensor of the model, as the contract classifies it.
 struct Found {
     name: String,
+    /// Its place in the model's inputs or outputs.
+    index: usize,
     kind: TensorKind,
     h: i64,
     w: i64,
@@ -402,10 +408,18 @@ pub(crate) fn contract_from(
     probe: ProbeRun<'_>,
 ) -> Result<ModelContract> {
     let err = |message: String| Error::ModelContract { model: model.to_string(), message };
-    let find = |(name, ty): &(String, ValueType), role: &str, allowed: &[i64]| -> Result<Found> {
+    // An image tensor, or why it is not one (the outer error: a declaration that cannot be read).
+    type Found2 = std::result::Result<Found, String>;
+    let find = |index: usize, (name, ty): &(String, ValueType), role: &str, allowed: &[i64]| -> Result<Found2> {
         let d = merge(declared, meta, name).map_err(err)?;
-        let (kind, h, w) = kind_of(name, ty, role, &d, allowed).map_err(err)?;
-        Ok(Found { name: name.clone(), kind, h, w, symbols: symbols(ty, kind.layout) })
+        Ok(kind_of(name, ty, role, &d, allowed).map(|(kind, h, w)| Found {
+            name: name.clone(),
+            index,
+            kind,
+            h,
+            w,
+            symbols: symbols(ty, kind.layout),
+        }))
     };
     if inputs.is_empty() || outputs.is_empty() {
         return Err(err(format!(
@@ -414,8 +428,29 @@ pub(crate) fn contract_from(
             outputs.len()
         )));
     }
-    let ins = inputs.iter().map(|i| find(i, "input", &[1, 2, 3, 4])).collect::<Result<Vec<_>>>()?;
-    let outs = outputs.iter().map(|o| find(o, "output", &[1, 3, 4])).collect::<Result<Vec<_>>>()?;
+    let mut ins = Vec::with_capacity(inputs.len());
+    for (k, i) in inputs.iter().enumerate() {
+        ins.push(find(k, i, "input", &[1, 2, 3, 4])?.map_err(err)?);
+    }
+    // Outputs that are not images are left to ONNX Runtime on the device; the first image
+    // output is the frame's.
+    let (mut outs, mut others) = (Vec::new(), Vec::new());
+    for (k, o) in outputs.iter().enumerate() {
+        match find(k, o, "output", &[1, 3, 4])? {
+            Ok(f) => outs.push(f),
+            Err(why) => others.push((o.0.clone(), why)),
+        }
+    }
+    if outs.is_empty() {
+        return Err(err(format!(
+            "has no image output: its outputs are {}; {}",
+            list(outputs),
+            others.first().map_or(String::new(), |o| o.1.clone())
+        )));
+    }
+    for (name, why) in &others {
+        log::info!("{model}: output `{name}` is not an image ({why}): computed on the device, never converted");
+    }
     let Some(first) = ins.iter().position(|f| f.kind.channels >= 3) else {
         return Err(err(format!(
             "has no input for the frame, one of 3 (RGB) or 4 (RGBA) channels: its inputs are {}; 1- and 2-channel \
@@ -474,17 +509,17 @@ pub(crate) fn contract_from(
                     size.0, size.1
                 ))
             })?;
-            let s = probed_scale(output.kind, shapes.first(), size).map_err(err)?;
+            let s = probed_scale(output.kind, shapes.get(output.index), size).map_err(err)?;
             probed = Some((size, shapes));
             (s, ScaleSource::Probe)
         }
     };
     // Extra outputs are of the output's size: checked where the shapes or a probe tell.
-    for (k, f) in outs.iter().enumerate().skip(1) {
+    for f in outs.iter().skip(1) {
         let found = if ih > 0 && iw > 0 && f.h > 0 && f.w > 0 {
             Some(ratio((iw, ih), (f.w, f.h)).map_err(err)?)
         } else if let Some((size, shapes)) = &probed {
-            Some(probed_scale(f.kind, shapes.get(k), *size).map_err(err)?)
+            Some(probed_scale(f.kind, shapes.get(f.index), *size).map_err(err)?)
         } else {
             None
         };
@@ -509,6 +544,7 @@ pub(crate) fn contract_from(
         fixed_size,
         extra_inputs: ins.iter().filter(|f| f.name != input.name).map(named).collect(),
         extra_outputs: outs.iter().skip(1).map(named).collect(),
+        other_outputs: others.into_iter().map(|o| o.0).collect(),
     })
 }
 

@@ -323,6 +323,25 @@ pub fn two_outputs(backend: Backend) {
     assert_eq!(ctx.readback(image).expect("readback"), got);
 }
 
+/// A model whose first output is not an image (a scalar `score`): the first image
+/// output is the frame's, the scalar is bound on the device, and the frame equals
+/// ONNX Runtime's CPU run.
+pub fn a_non_image_output_first(backend: Backend) {
+    let model = "models/test/tiny-x2-f32-score-first.onnx";
+    let ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(8, 8).build().expect("context");
+    let c = ctx.contract();
+    assert_eq!((c.output_name.as_str(), c.other_outputs.as_slice()), ("image", &["score".to_string()][..]));
+    assert!(c.extra_outputs.is_empty());
+    drop(ctx);
+    fn graphs(b: ContextBuilder) -> ContextBuilder {
+        b.cuda_graph(true) // refused quietly for such a model: the tuning says so
+    }
+    let (_, db) = check_model(model, backend, graphs, (37, 53), 91);
+    assert!(db >= 48.0);
+    let ctx = graphs(NeuralFrameContext::builder(model).backend(backend).frame_size(8, 8)).build().expect("context");
+    assert!(!ctx.tuning().cuda_graph, "CUDA graphs would replay ONNX Runtime's allocations");
+}
+
 /// What a frame of a multi-input model may get wrong: each refused with a reason.
 pub fn bad_frames_are_refused(backend: Backend) {
     let model = "models/test/tiny-x1-f32-color-albedo.onnx";

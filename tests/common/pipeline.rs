@@ -119,7 +119,7 @@ pub fn reference_output(model: &Path, contract: &ModelContract, rgba: &[u8], wid
             session.run(ort::inputs![name => t]).expect("reference run")
         }
     };
-    let value = &out[0];
+    let value = &out[contract.output_name.as_str()];
     match contract.output.element {
         Element::F32 => {
             value.try_extract_tensor::<f32>().expect("f32").1.iter().flat_map(|x| x.to_le_bytes()).collect()
