@@ -112,7 +112,7 @@ struct ModelArgs {
     #[arg(long, value_parser = parse_with::<Normalization>, allow_hyphen_values = true, conflicts_with_all = ["mean", "std"])]
     range: Option<Normalization>,
     /// Per-channel mean of the model's normalisation t = (x − mean) / std, for x in [0, 1] (with --std).
-    #[arg(long, value_name = "R,G,B", requires = "std", allow_hyphen_values = true, value_parser = parse_triple)]
+    #[arg(long, value_name = "R,G,B", requires = "std", allow_hyphen_values = true, value_parser = Normalization::parse_mean)]
     mean: Option<[f32; 3]>,
     /// Run frames as tiles of WIDTHxHEIGHT input pixels (the halo included), through the ring like frames.
     #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
@@ -125,27 +125,8 @@ struct ModelArgs {
     #[arg(long, value_name = "MIB", conflicts_with = "tile", value_parser = clap::value_parser!(u64).range(1..))]
     memory_budget: Option<u64>,
     /// Per-channel std of the model's normalisation (with --mean), none of them 0.
-    #[arg(long, value_name = "R,G,B", requires = "mean", value_parser = parse_std)]
+    #[arg(long, value_name = "R,G,B", requires = "mean", value_parser = Normalization::parse_std)]
     std: Option<[f32; 3]>,
-}
-
-/// Three comma-separated finite numbers.
-fn parse_triple(s: &str) -> Result<[f32; 3], String> {
-    let v: Vec<f32> =
-        s.split(',').map(|x| x.trim().parse::<f32>()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
-    match v[..] {
-        [a, b, c] if v.iter().all(|x| x.is_finite()) => Ok([a, b, c]),
-        _ => Err(format!("`{s}` is not three comma-separated finite numbers")),
-    }
-}
-
-/// Three non-zero comma-separated numbers.
-fn parse_std(s: &str) -> Result<[f32; 3], String> {
-    let v = parse_triple(s)?;
-    if v.contains(&0.0) {
-        return Err(format!("`{s}` has a zero: every channel needs a non-zero std"));
-    }
-    Ok(v)
 }
 
 /// A clap value parser over a library type's `FromStr`.

@@ -10,7 +10,7 @@ use crate::context::NeuralFrameContext;
 use crate::context::foreign::CallerDevice;
 use crate::context::tiles::Tiling;
 use crate::error::Result;
-use crate::onnx::model::Declarations;
+use crate::onnx::declare::Declarations;
 use crate::onnx::{ColorOrder, ConvSearch, Layout, Normalization, TensorDeclaration};
 use crate::vulkan::DeviceSelector;
 

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::context::backend::{Engine, Run};
-use crate::context::record::{Place, Recorder, Tensor, size_mismatch};
+use crate::context::record::{Place, Recorder, Tensor};
 use crate::context::registry::{InputId, OutputId, TimelineId};
 use crate::context::ring::{InFlight, Signaller, Status};
-use crate::context::sync::{Frame, FrameStats, Submission, Submitted, SyncMode, Ticket};
+use crate::context::sync::{Frame, FrameStats, Submission, Submitted, Ticket};
 use crate::context::{BackPressure, NeuralFrameContext, PostWait};
 use crate::error::{Error, Result};
 use crate::vulkan::TimelineSemaphore;
@@ -87,19 +87,24 @@ impl NeuralFrameContext {
             let r = &self.res.registry;
             (r.input(frame.input)?.direct.is_some(), r.output(frame.output)?.direct.is_some())
         };
-        let tiles = self.frame.as_ref().map(|g| g.layout.tiles.clone()).unwrap_or_default();
-        let margin = self.frame.as_ref().and_then(|g| g.tiling).map_or(0, |t| t.overlap);
-        if tiles.len() > 1 && (direct_in || direct_out) {
+        let (count, margin) = self
+            .frame
+            .as_ref()
+            .map(|g| (g.layout.tiles.len(), g.tiling.map_or(0, |t| t.overlap)))
+            .ok_or_else(|| Error::internal("a context without a frame size"))?;
+        if count > 1 && (direct_in || direct_out) {
             return Err(Error::InvalidArgument(
                 "a buffer the model reads or writes as it is cannot be tiled: the context runs tiles (register \
                  the frame's input and output as images, or with another layout)"
                     .into(),
             ));
         }
-        let (count, submitted) = (tiles.len().max(1), Instant::now());
+        let submitted = Instant::now();
         let mut last = 0;
-        for (k, tile) in tiles.iter().enumerate() {
-            let place = Place { index: k, tile: *tile, margin };
+        for k in 0..count {
+            let tile = self.frame.as_ref().and_then(|g| g.layout.tiles.get(k).copied());
+            let tile = tile.ok_or_else(|| Error::internal("a tile the frame does not have"))?;
+            let place = Place { index: k, tile, margin };
             // Only the first tile may be skipped: later ones block, as a frame is never cut short.
             let policy = if k == 0 { policy } else { BackPressure::Block };
             match self.submit_tile(&frame, sub.clone(), (place, count, submitted), (direct_in, direct_out), policy)? {
@@ -305,102 +310,6 @@ impl NeuralFrameContext {
     pub(crate) fn ticket(&self, value: u64) -> Ticket {
         let t = &self.res.timelines;
         Ticket { context: self.id, value, input_consumed: t.input_consumed.raw(), output_ready: t.output_ready.raw() }
-    }
-
-    /// Checks a frame's handles and resolves its sync points to semaphores and its
-    /// extra inputs and outputs to the model's tensors.
-    fn resolve(&self, frame: &Frame) -> Result<Submission> {
-        let r = &self.res.registry;
-        let (input, output) = (r.input(frame.input)?, r.output(frame.output)?);
-        let size = self.frame.as_ref().ok_or_else(|| Error::internal("a context without a frame size"))?;
-        if (input.width, input.height) != (size.width, size.height) {
-            return Err(size_mismatch("input", (input.width, input.height), (size.width, size.height)));
-        }
-        if (output.width, output.height) != (size.out_width, size.out_height) {
-            return Err(size_mismatch("output", (output.width, output.height), (size.out_width, size.out_height)));
-        }
-        let point = |p: Option<crate::SyncPoint>| -> Result<Option<(vk::Semaphore, u64)>> {
-            p.map(|p| r.timeline(p.timeline).map(|t| (t.raw(), p.value))).transpose()
-        };
-        if self.sync_mode == SyncMode::Host && (frame.wait.is_some() || frame.output_free.is_some()) {
-            return Err(Error::InvalidArgument(
-                "the frame waits for a timeline, but the context runs in host-signalled mode (SyncMode::Host): \
-                 submit once the input is written and the output free"
-                    .into(),
-            ));
-        }
-        let c = &self.contract;
-        let mut extra_inputs = Vec::with_capacity(frame.extra_inputs.len());
-        for (name, id) in &frame.extra_inputs {
-            let k = c.extra_input(name).ok_or_else(|| {
-                Error::InvalidArgument(if *name == c.input_name {
-                    format!("`{name}` is the model's frame input: give it to Frame::new")
-                } else {
-                    format!("the model has no input `{name}`; its inputs are {}", c.describe_inputs())
-                })
-            })?;
-            if extra_inputs.iter().any(|(j, _)| *j == k) {
-                return Err(Error::InvalidArgument(format!("the frame gives the input `{name}` twice")));
-            }
-            let reg = r.input(*id)?;
-            if (reg.width, reg.height) != (size.width, size.height) {
-                return Err(size_mismatch(
-                    &format!("input `{name}`"),
-                    (reg.width, reg.height),
-                    (size.width, size.height),
-                ));
-            }
-            if reg.direct.is_some() {
-                return Err(Error::InvalidArgument(format!(
-                    "the input given for `{name}` was registered for the model to read as it is (a frame input): \
-                     register the extra input's memory again, as an image or a buffer of another layout"
-                )));
-            }
-            extra_inputs.push((k, *id));
-        }
-        if let Some(missing) =
-            c.extra_inputs.iter().enumerate().find(|(k, _)| !extra_inputs.iter().any(|(j, _)| j == k))
-        {
-            return Err(Error::InvalidArgument(format!(
-                "the frame does not give the model's input `{}` ({}): add Frame::with_input({:?}, ..); the model's \
-                 inputs are {}",
-                missing.1.name,
-                missing.1.kind.describe(),
-                missing.1.name,
-                c.describe_inputs()
-            )));
-        }
-        let mut extra_outputs = Vec::with_capacity(frame.extra_outputs.len());
-        for (name, id) in &frame.extra_outputs {
-            let k = c.extra_output(name).ok_or_else(|| {
-                Error::InvalidArgument(if *name == c.output_name {
-                    format!("`{name}` is the model's frame output: give it to Frame::new")
-                } else {
-                    format!("the model has no output `{name}`; its outputs are {}", c.describe_outputs())
-                })
-            })?;
-            if extra_outputs.iter().any(|(j, _)| *j == k) {
-                return Err(Error::InvalidArgument(format!("the frame asks for the output `{name}` twice")));
-            }
-            let reg = r.output(*id)?;
-            if (reg.width, reg.height) != (size.out_width, size.out_height) {
-                return Err(size_mismatch(
-                    &format!("output `{name}`"),
-                    (reg.width, reg.height),
-                    (size.out_width, size.out_height),
-                ));
-            }
-            extra_outputs.push((k, *id));
-        }
-        if !extra_outputs.is_empty() && output.direct.is_some() {
-            return Err(Error::InvalidArgument(
-                "a frame with extra outputs needs its frame output converted by a post pass, but the model writes \
-                 this registered output itself (a tightly packed RGBA8 buffer of a uint8 RGBA model): register \
-                 another kind of output"
-                    .into(),
-            ));
-        }
-        Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)?, extra_inputs, extra_outputs })
     }
 
     fn queue_submit(&self, queue: usize, batch: &Batch, fence: vk::Fence) -> Result<()> {

@@ -20,6 +20,7 @@ pub(crate) mod passes;
 pub(crate) mod record;
 pub(crate) mod register;
 pub(crate) mod registry;
+pub(crate) mod resolve;
 pub(crate) mod ring;
 pub(crate) mod setup;
 pub(crate) mod slots;

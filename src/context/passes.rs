@@ -62,6 +62,15 @@ pub(crate) struct Passes {
     post: Vec<(Element, [Pass; 3])>,
 }
 
+/// The passes made for tensors of `element`.
+fn by_element<'a, T>(passes: &'a [(Element, T)], element: Element, which: &str) -> Result<&'a T> {
+    passes
+        .iter()
+        .find(|(e, _)| *e == element)
+        .map(|(_, p)| p)
+        .ok_or_else(|| Error::internal(format!("no {which} pass for {element:?}")))
+}
+
 const SB: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
 
 fn suffix(element: Element) -> &'static str {
@@ -126,11 +135,7 @@ impl Passes {
 
     /// The pre pass for `source` into a tensor of `element`s.
     pub(crate) fn pre(&self, source: Source, element: Element) -> Result<&Pass> {
-        let (_, p) = self
-            .pre
-            .iter()
-            .find(|(e, _)| *e == element)
-            .ok_or_else(|| Error::internal(format!("no pre pass for {element:?}")))?;
+        let p = by_element(&self.pre, element, "pre")?;
         Ok(match source {
             Source::Image => &p[0],
             Source::Buffer => &p[1],
@@ -139,11 +144,7 @@ impl Passes {
 
     /// The post pass for `target` from a tensor of `element`s.
     pub(crate) fn post(&self, target: Target, element: Element) -> Result<&Pass> {
-        let (_, p) = self
-            .post
-            .iter()
-            .find(|(e, _)| *e == element)
-            .ok_or_else(|| Error::internal(format!("no post pass for {element:?}")))?;
+        let p = by_element(&self.post, element, "post")?;
         Ok(match target {
             Target::Image8 => &p[0],
             Target::Image16 => &p[1],

@@ -143,6 +143,9 @@ impl SlotTensors {
     /// Binds `input` and `output` (the slot's own, or a caller's buffer taken as it
     /// is) with the slot's extra tensors to `binding`.
     pub(crate) fn bind(&self, binding: &mut Binding, input: &TensorValue, output: &TensorValue) -> Result<()> {
+        if self.extra_inputs.is_empty() && self.extra_outputs.is_empty() {
+            return binding.bind(&[input], &[output]);
+        }
         let inputs: Vec<&TensorValue> =
             std::iter::once(input).chain(self.extra_inputs.iter().map(|t| &t.value)).collect();
         let outputs: Vec<&TensorValue> =

@@ -169,8 +169,7 @@ impl Binding {
                 self.output_names.len()
             )));
         }
-        let ids: Vec<u64> = inputs.iter().chain(outputs).map(|v| v.id).collect();
-        if self.bound == ids {
+        if self.bound.iter().copied().eq(inputs.iter().chain(outputs).map(|v| v.id)) {
             return Ok(());
         }
         let api = ort::api();
@@ -196,7 +195,7 @@ impl Binding {
                 })?;
             }
         }
-        self.bound = ids;
+        self.bound = inputs.iter().chain(outputs).map(|v| v.id).collect();
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 //! the crate's face re-exports the contract types and the runtime's report.
 
 pub(crate) mod binding;
+pub(crate) mod declare;
 pub(crate) mod model;
 #[cfg(feature = "cuda")]
 pub(crate) mod probe;
@@ -11,7 +12,8 @@ pub(crate) mod session;
 pub(crate) mod tensor;
 
 pub(crate) use binding::{Binding, Placement, TensorValue};
-pub use model::{ModelContract, NamedTensor, PROBE_SIZE, Scale, ScaleSource, TensorDeclaration};
+pub use declare::TensorDeclaration;
+pub use model::{ModelContract, NamedTensor, PROBE_SIZE, Scale, ScaleSource};
 pub use runtime::RuntimeInfo;
 pub use session::ConvSearch;
 pub use tensor::{ColorOrder, Element, Layout, Normalization, TensorKind};

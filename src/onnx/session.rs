@@ -10,7 +10,8 @@ use ort::session::builder::GraphOptimizationLevel;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::onnx::model::{self, Declarations, ModelContract};
+use crate::onnx::declare::Declarations;
+use crate::onnx::model::{self, ModelContract};
 use crate::onnx::tensor::{Element, TensorKind};
 
 /// How cuDNN picks convolution algorithms (CUDA backend only; the CPU backend

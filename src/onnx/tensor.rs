@@ -322,20 +322,42 @@ impl std::str::FromStr for ColorOrder {
     }
 }
 
-/// Three finite floats separated by commas.
-pub(crate) fn parse_triple(s: &str) -> Result<[f32; 3], String> {
-    let v: Vec<f32> = s
-        .split(',')
-        .map(|x| x.trim().parse::<f32>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| format!("`{s}` is not three comma-separated numbers"))?;
-    match v[..] {
-        [a, b, c] if v.iter().all(|x| x.is_finite()) => Ok([a, b, c]),
-        _ => Err(format!("`{s}` is not three comma-separated finite numbers")),
-    }
-}
-
 impl Normalization {
+    /// A mean/std's per-channel values from their text: three finite numbers
+    /// separated by commas.
+    ///
+    /// ```
+    /// use neural_frame::Normalization;
+    /// assert_eq!(Normalization::parse_mean("0.5, 0.25,0"), Ok([0.5, 0.25, 0.0]));
+    /// assert!(Normalization::parse_mean("0.5,0.5").is_err());
+    /// ```
+    pub fn parse_mean(s: &str) -> Result<[f32; 3], String> {
+        let v: Vec<f32> = s
+            .split(',')
+            .map(|x| x.trim().parse::<f32>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("`{s}` is not three comma-separated numbers"))?;
+        match v[..] {
+            [a, b, c] if v.iter().all(|x| x.is_finite()) => Ok([a, b, c]),
+            _ => Err(format!("`{s}` is not three comma-separated finite numbers")),
+        }
+    }
+
+    /// A std's per-channel values from their text, as [`parse_mean`](Self::parse_mean)
+    /// reads them, none of them 0.
+    ///
+    /// ```
+    /// use neural_frame::Normalization;
+    /// assert!(Normalization::parse_std("1,0,1").unwrap_err().contains("zero"));
+    /// ```
+    pub fn parse_std(s: &str) -> Result<[f32; 3], String> {
+        let std = Self::parse_mean(s)?;
+        if std.contains(&0.0) {
+            return Err(format!("std {std:?} has a zero: every channel needs a non-zero std"));
+        }
+        Ok(std)
+    }
+
     /// Mean/std from their texts, checked: three finite values each, no std of 0.
     ///
     /// ```
@@ -345,11 +367,8 @@ impl Normalization {
     /// assert!(Normalization::mean_std("0,0,0", "1,0,1").unwrap_err().contains("zero"));
     /// ```
     pub fn mean_std(mean: &str, std: &str) -> Result<Self, String> {
-        let mean = parse_triple(mean).map_err(|e| format!("mean: {e}"))?;
-        let std = parse_triple(std).map_err(|e| format!("std: {e}"))?;
-        if std.contains(&0.0) {
-            return Err(format!("std {std:?} has a zero: every channel needs a non-zero std"));
-        }
+        let mean = Self::parse_mean(mean).map_err(|e| format!("mean: {e}"))?;
+        let std = Self::parse_std(std).map_err(|e| format!("std: {e}"))?;
         Ok(Self::MeanStd { mean, std })
     }
 }

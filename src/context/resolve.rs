@@ -1,0 +1,130 @@
+//! Checking a frame before anything is recorded: its registrations and their
+//! sizes, its sync points, and its extra inputs and outputs by name.
+
+use ash::vk;
+
+use crate::context::NeuralFrameContext;
+use crate::context::record::size_mismatch;
+use crate::context::registry::Registration;
+use crate::context::sync::{Frame, Submission, SyncMode};
+use crate::error::{Error, Result};
+
+/// One role's side of a frame's named tensors: what the model calls them, and
+/// how the frame's handles are looked up.
+struct Named<'a> {
+    /// "input" or "output".
+    role: &'a str,
+    /// What the frame does with a tensor of this role ("gives", "asks for").
+    verb: &'a str,
+    /// The model's tensor of this role that the frame itself takes.
+    frame_tensor: &'a str,
+    /// The model's tensors of this role, described, for messages.
+    described: String,
+    /// The size its registrations must have.
+    size: (u32, u32),
+}
+
+impl Named<'_> {
+    /// `(index in the contract's extras, handle)` for each of `given`, checked: a name
+    /// the model has (and not the frame's own), given once, of a registration of `size`.
+    fn resolve<'r, Id: Copy>(
+        &self,
+        given: &[(String, Id)],
+        index: impl Fn(&str) -> Option<usize>,
+        registration: impl Fn(Id) -> Result<&'r Registration>,
+    ) -> Result<Vec<(usize, Id)>> {
+        let role = self.role;
+        let mut out = Vec::with_capacity(given.len());
+        for (name, id) in given {
+            let k = index(name).ok_or_else(|| {
+                Error::InvalidArgument(if *name == self.frame_tensor {
+                    format!("`{name}` is the model's frame {role}: give it to Frame::new")
+                } else {
+                    format!("the model has no {role} `{name}`; its {role}s are {}", self.described)
+                })
+            })?;
+            if out.iter().any(|(j, _)| *j == k) {
+                return Err(Error::InvalidArgument(format!("the frame {} the {role} `{name}` twice", self.verb)));
+            }
+            let reg = registration(*id)?;
+            if (reg.width, reg.height) != self.size {
+                return Err(size_mismatch(&format!("{role} `{name}`"), (reg.width, reg.height), self.size));
+            }
+            out.push((k, *id));
+        }
+        Ok(out)
+    }
+}
+
+impl NeuralFrameContext {
+    /// Checks a frame's handles and resolves its sync points to semaphores and its
+    /// extra inputs and outputs to the model's tensors.
+    pub(crate) fn resolve(&self, frame: &Frame) -> Result<Submission> {
+        let r = &self.res.registry;
+        let (input, output) = (r.input(frame.input)?, r.output(frame.output)?);
+        let size = self.frame.as_ref().ok_or_else(|| Error::internal("a context without a frame size"))?;
+        if (input.width, input.height) != (size.width, size.height) {
+            return Err(size_mismatch("input", (input.width, input.height), (size.width, size.height)));
+        }
+        if (output.width, output.height) != (size.out_width, size.out_height) {
+            return Err(size_mismatch("output", (output.width, output.height), (size.out_width, size.out_height)));
+        }
+        let point = |p: Option<crate::SyncPoint>| -> Result<Option<(vk::Semaphore, u64)>> {
+            p.map(|p| r.timeline(p.timeline).map(|t| (t.raw(), p.value))).transpose()
+        };
+        if self.sync_mode == SyncMode::Host && (frame.wait.is_some() || frame.output_free.is_some()) {
+            return Err(Error::InvalidArgument(
+                "the frame waits for a timeline, but the context runs in host-signalled mode (SyncMode::Host): \
+                 submit once the input is written and the output free"
+                    .into(),
+            ));
+        }
+        let c = &self.contract;
+        let inputs = Named {
+            role: "input",
+            verb: "gives",
+            frame_tensor: &c.input_name,
+            described: c.describe_inputs(),
+            size: (size.width, size.height),
+        };
+        let extra_inputs = inputs.resolve(&frame.extra_inputs, |n| c.extra_input(n), |id| r.input(id))?;
+        for &(k, id) in &extra_inputs {
+            if r.input(id)?.direct.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "the input given for `{}` was registered for the model to read as it is (a frame input): \
+                     register the extra input's memory again, as an image or a buffer of another layout",
+                    c.extra_inputs[k].name
+                )));
+            }
+        }
+        if let Some(missing) =
+            c.extra_inputs.iter().enumerate().find(|(k, _)| !extra_inputs.iter().any(|(j, _)| j == k))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the frame does not give the model's input `{}` ({}): add Frame::with_input({:?}, ..); the model's \
+                 inputs are {}",
+                missing.1.name,
+                missing.1.kind.describe(),
+                missing.1.name,
+                inputs.described
+            )));
+        }
+        let outputs = Named {
+            role: "output",
+            verb: "asks for",
+            frame_tensor: &c.output_name,
+            described: c.describe_outputs(),
+            size: (size.out_width, size.out_height),
+        };
+        let extra_outputs = outputs.resolve(&frame.extra_outputs, |n| c.extra_output(n), |id| r.output(id))?;
+        if !extra_outputs.is_empty() && output.direct.is_some() {
+            return Err(Error::InvalidArgument(
+                "a frame with extra outputs needs its frame output converted by a post pass, but the model writes \
+                 this registered output itself (a tightly packed RGBA8 buffer of a uint8 RGBA model): register \
+                 another kind of output"
+                    .into(),
+            ));
+        }
+        Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)?, extra_inputs, extra_outputs })
+    }
+}
