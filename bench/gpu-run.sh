@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -98,6 +98,44 @@ for what in "$@"; do
       step bench-8k-tiles 400 .gpu-bin/neural-frame bench "${fp16[@]}" --size 7680x4320 --tile 2000x1152 \
         --json-file "$OUT/bench-8k-tiles.json"
       step bench-8k-whole 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 7680x4320 --json-file "$OUT/bench-8k-whole.json"
+      ;;
+    passes)
+      # Issue 13: the pre and post passes as CUDA kernels on the model's stream (no Vulkan
+      # work and no cross-API semaphore per frame): the GPU tests, then each bench with the
+      # Vulkan passes and with the CUDA passes, back to back, one process each.
+      step passes-tests 300 .gpu-bin/gpu_passes "${tests[@]}"
+      fp16=(--model models/upscale-fp16.onnx --prefer-nhwc --cuda-graph --post-wait host --spin-wait)
+      for passes in vulkan cuda; do
+        step "bench-fp32-$passes" 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --diagnose \
+          --passes $passes --json-file "$OUT/bench-fp32-$passes.json"
+        step "bench-fp16-$passes" 240 .gpu-bin/neural-frame bench "${fp16[@]}" --size 960x540 --frames 200 \
+          --diagnose --passes $passes --json-file "$OUT/bench-fp16-$passes.json"
+        step "bench-fp16-1080p-$passes" 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 1920x1080 --frames 100 \
+          --passes $passes --json-file "$OUT/bench-fp16-1080p-$passes.json"
+      done
+      ;;
+    profile)
+      # Issue 13, the model path: per-kernel GPU profiles (torch.profiler) of ONNX Runtime's CUDA
+      # provider and of PyTorch eager / torch.compile on the same weights, and a sweep of the
+      # provider's options (bench/kernel_profile.py; ONNX Runtime's Python package from
+      # bench/pack_ort_python.sh, carried as .gpu-kit/py). One tarball: at most 8 files come back.
+      eval "$(bash .gpu-kit/py/unpack.sh)"
+      export PYTHONUNBUFFERED=1
+      mkdir -p "$OUT/profile"
+      k=(python3 bench/kernel_profile.py)
+      p="$OUT/profile"
+      step ort-fp16-nhwc 180 "${k[@]}" ort-profile models/upscale-fp16.onnx --size 960x540 --opt prefer_nhwc=1 \
+        --json "$p/ort-fp16-nhwc.json"
+      step ort-fp16-nchw 180 "${k[@]}" ort-profile models/upscale-fp16.onnx --size 960x540 --json "$p/ort-fp16-nchw.json"
+      step ort-fp32 180 "${k[@]}" ort-profile models/upscale.onnx --size 960x540 --json "$p/ort-fp32.json"
+      step torch-eager 180 "${k[@]}" torch-profile .gpu-bin/upscale-weights.npz --size 960x540 --json "$p/torch-eager.json"
+      step torch-compile 300 "${k[@]}" torch-profile .gpu-bin/upscale-weights.npz --size 960x540 --compile \
+        --json "$p/torch-compile.json"
+      step compare 30 "${k[@]}" compare "$p/ort-fp16-nhwc.json" "$p/ort-fp16-nchw.json" "$p/torch-eager.json" \
+        "$p/torch-compile.json"
+      step sweep-fp16 300 "${k[@]}" sweep models/upscale-fp16.onnx --size 960x540 --max-seconds "${SWEEP_SECONDS:-200}" \
+        --json "$p/sweep-fp16.json"
+      tar -C "$OUT" -czf "$OUT/profile.tgz" profile && rm -rf "$OUT/profile"
       ;;
     side-stream)
       # Issue 13's experiment: the CUDA wait for "input ready" on a side stream, joined by an

@@ -257,5 +257,30 @@ fn slow_consumer_meets_back_pressure() {
 
 #[test]
 fn host_pinned_frames_match_onnx_runtime() {
-    check_host_pinned(Backend::Cpu, "models/test/tiny-x2-f32.onnx", 37, 53);
+    check_host_pinned(Backend::Cpu, common::pipeline::plain, "models/test/tiny-x2-f32.onnx", 37, 53);
+}
+
+fn cuda_passes(b: neural_frame::ContextBuilder) -> neural_frame::ContextBuilder {
+    b.cuda_passes(true)
+}
+
+#[test]
+fn cuda_passes_are_not_in_effect_on_the_cpu_backend() {
+    let ctx = cuda_passes(NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx").backend(Backend::Cpu))
+        .frame_size(16, 16)
+        .build()
+        .expect("context");
+    assert!(!ctx.tuning().cuda_passes, "the tuning reports what runs: no CUDA here");
+    // The same frames as the GPU test of the CUDA passes, through the Vulkan passes here.
+    for model in [
+        "models/test/tiny-x2-f32.onnx",
+        "models/test/tiny-x1-rgba-u8.onnx",
+        "models/test/tiny-x2-f32-nhwc.onnx",
+        "models/test/tiny-x2-f32-bgr-signed.onnx",
+        "models/test/tiny-x2-f32-meanstd.onnx",
+    ] {
+        let tol = common::pipeline::Tolerance::default();
+        let (tensor, pixel) = common::pipeline::check_frames(model, Backend::Cpu, cuda_passes, 37, 53, 60, 2, tol);
+        assert!(tensor <= tol.tensor && pixel <= tol.pixel, "{model}");
+    }
 }

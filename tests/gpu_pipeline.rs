@@ -167,5 +167,5 @@ fn cuda_graph_after_a_frame_size_change() {
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn host_pinned_frames_on_cuda_match_cpu_reference() {
     gpu();
-    check_host_pinned(Backend::Cuda, "models/test/tiny-x2-f32.onnx", 37, 53);
+    check_host_pinned(Backend::Cuda, common::pipeline::plain, "models/test/tiny-x2-f32.onnx", 37, 53);
 }

@@ -485,7 +485,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
     }
     let _ = writeln!(
         s,
-        "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, {} slots, {} warm-up frames, {} timed frames per mode",
+        "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {}, {} slots, {} warm-up frames, {} timed frames per mode",
         r.tuning.conv_search,
         r.tuning.prefer_nhwc,
         r.tuning.cuda_graph,
@@ -493,6 +493,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
         r.tuning.gpu_timestamps,
         r.tuning.spin_wait,
         r.tuning.side_stream_wait,
+        if r.tuning.cuda_passes { "CUDA" } else { "Vulkan" },
         r.slots,
         r.warmup,
         r.modes[0].frames

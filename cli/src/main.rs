@@ -66,6 +66,13 @@ enum PostWaitArg {
     Host,
 }
 
+/// `--passes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PassesArg {
+    Vulkan,
+    Cuda,
+}
+
 /// Options shared by `run` and `bench`.
 #[derive(Args, Clone)]
 struct ModelArgs {
@@ -102,6 +109,10 @@ struct ModelArgs {
     /// Put the CUDA wait for each frame's input on a side stream, joined by an event (CUDA backend).
     #[arg(long)]
     side_stream_wait: bool,
+    /// Where the pre and post passes run: Vulkan compute passes, or CUDA kernels on the model's stream
+    /// (CUDA backend; frames in images the context created, untiled, no extra tensors).
+    #[arg(long, value_enum, default_value_t = PassesArg::Vulkan)]
+    passes: PassesArg,
     /// The model's tensor layout, `nchw` or `nhwc`, where its shapes are ambiguous (overrides its metadata).
     #[arg(long, value_parser = parse_with::<Layout>)]
     layout: Option<Layout>,
@@ -159,6 +170,7 @@ impl ModelArgs {
             gpu_timestamps: !self.no_gpu_timestamps,
             spin_wait: self.spin_wait,
             side_stream_wait: self.side_stream_wait,
+            cuda_passes: self.passes == PassesArg::Cuda,
         }
     }
 
@@ -180,6 +192,8 @@ impl ModelArgs {
             value(&self.conv_search).into(),
             "--post-wait".into(),
             value(&self.post_wait).into(),
+            "--passes".into(),
+            value(&self.passes).into(),
         ]);
         let text = |v: &dyn std::fmt::Debug| format!("{v:?}").to_ascii_lowercase();
         if let Some(l) = self.layout {

@@ -122,6 +122,8 @@ pub struct Tuning {
     pub spin_wait: bool,
     /// The CUDA wait for each frame's input goes on a side stream, joined by an event (CUDA backend).
     pub side_stream_wait: bool,
+    /// The pre and post passes run as CUDA kernels on the model's stream (CUDA backend).
+    pub cuda_passes: bool,
 }
 
 impl Default for Tuning {
@@ -134,6 +136,7 @@ impl Default for Tuning {
             gpu_timestamps: true,
             spin_wait: false,
             side_stream_wait: false,
+            cuda_passes: false,
         }
     }
 }
@@ -400,6 +403,33 @@ impl ContextBuilder {
     /// ```
     pub fn side_stream_wait(mut self, on: bool) -> Self {
         self.tuning.side_stream_wait = on;
+        self
+    }
+    /// Run the pre and post passes as CUDA kernels on the model's stream instead
+    /// of Vulkan compute passes (CUDA backend; default off). A frame then crosses
+    /// between Vulkan and CUDA only where the caller's own semaphores ask for it
+    /// ([`Frame::wait_for`](crate::Frame::wait_for),
+    /// [`Frame::output_free_after`](crate::Frame::output_free_after)): CUDA
+    /// signals "input consumed" and "output ready" itself, and the model's
+    /// stream never waits for a Vulkan submission of the context's.
+    ///
+    /// The frame's input and output must be images the context created
+    /// ([`create_input_image`](crate::NeuralFrameContext::create_input_image),
+    /// [`create_output_image`](crate::NeuralFrameContext::create_output_image):
+    /// with this option their memory is also imported into CUDA), the frame
+    /// untiled, and the model without extra image inputs or outputs; `submit`
+    /// refuses other frames, saying why. Off CUDA it is not in effect
+    /// ([`tuning`](crate::NeuralFrameContext::tuning) says so).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").cuda_passes(true).frame_size(960, 540).build()?;
+    /// println!("CUDA passes in effect: {}", ctx.tuning().cuda_passes); // false off CUDA
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn cuda_passes(mut self, on: bool) -> Self {
+        self.tuning.cuda_passes = on;
         self
     }
     /// Replay each slot's model run as a CUDA graph captured from ONNX Runtime's

@@ -92,6 +92,9 @@ impl NeuralFrameContext {
             .as_ref()
             .map(|g| (g.layout.tiles.len(), g.tiling.map_or(0, |t| t.overlap)))
             .ok_or_else(|| Error::internal("a context without a frame size"))?;
+        if self.res.engine.cuda_passes() {
+            self.check_cuda_passes(&frame, count)?;
+        }
         if count > 1 && (direct_in || direct_out) {
             return Err(Error::InvalidArgument(
                 "a buffer the model reads or writes as it is cannot be tiled: the context runs tiles (register \
@@ -125,9 +128,10 @@ impl NeuralFrameContext {
         (direct_in, direct_out): (bool, bool),
         policy: BackPressure,
     ) -> Result<Option<u64>> {
+        let cuda_passes = self.res.engine.cuda_passes();
         let signallers = (
-            if direct_in { Signaller::Engine } else { Signaller::Vulkan },
-            if direct_out { Signaller::Engine } else { Signaller::Vulkan },
+            if direct_in || cuda_passes { Signaller::Engine } else { Signaller::Vulkan },
+            if direct_out || cuda_passes { Signaller::Engine } else { Signaller::Vulkan },
         );
         if self.ring.must_drain(signallers) {
             self.retire_all()?;
@@ -182,13 +186,13 @@ impl NeuralFrameContext {
                     recorder.pre(i, reg, tensors, (Tensor::Extra(k), extra_in_kinds[k]), place, generation)
                 }?);
             }
-            if !direct_in {
+            if !direct_in && !cuda_passes {
                 let reg = res.registry.registration_mut(frame.input.0)?;
                 // SAFETY: as above.
                 pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Frame, kind), place, generation) }?);
             }
             let mut posts = Vec::with_capacity(1 + sub.extra_outputs.len());
-            if !direct_out {
+            if !direct_out && !cuda_passes {
                 let reg = res.registry.registration_mut(frame.output.0)?;
                 // SAFETY: as above.
                 posts.push(unsafe { recorder.post(i, reg, tensors, (Tensor::Frame, out_kind), place, generation) }?);
@@ -217,6 +221,9 @@ impl NeuralFrameContext {
             };
             tensors.bind(&mut slot.binding, input, output)?;
         }
+        // With CUDA passes, a Vulkan batch runs only to wait for the caller's semaphores.
+        let first_fenced = !cuda_passes || sub.wait.is_some() || sub.output_free.is_some();
+        let passes = if cuda_passes { Some(self.pass_run(i, frame, first_fenced)?) } else { None };
 
         let n = self.ring.take_value();
         let t = &self.res.timelines;
@@ -228,14 +235,16 @@ impl NeuralFrameContext {
             first.cmds.push(cmd);
         }
         first.wait.extend(sub.wait);
-        if direct_out {
+        if direct_out || cuda_passes {
             first.wait.extend(sub.output_free);
         }
         first.signal.push((t.to_model.raw(), n));
-        if !direct_in {
+        if !direct_in && !cuda_passes {
             first.signal.push((t.input_consumed.raw(), n));
         }
-        self.queue_submit(0, &first, self.res.slots[i].fences[0].raw())?;
+        if first_fenced {
+            self.queue_submit(0, &first, self.res.slots[i].fences[0].raw())?;
+        }
 
         // 2. The engine runs the model.
         let t_enqueue = Instant::now();
@@ -248,6 +257,7 @@ impl NeuralFrameContext {
                 slot_tensors: !direct_in && !direct_out,
                 direct_input: direct_in,
                 direct_output: direct_out,
+                passes,
             };
             res.engine.run(run, &res.timelines, self.frame_timeout)
         };
@@ -258,9 +268,9 @@ impl NeuralFrameContext {
                 // Once the first batch has run and the engine has drained, nothing of the slot
                 // is pending: the slot stays free and the context usable. Otherwise work of
                 // the slot may still be pending, and the context takes no more frames.
-                let idle =
-                    self.wait_value(self.res.timelines.to_model.vulkan(), n, self.frame_timeout).unwrap_or(false)
-                        && self.res.engine.drain(self.frame_timeout).unwrap_or(false);
+                let first_done = !first_fenced
+                    || self.wait_value(self.res.timelines.to_model.vulkan(), n, self.frame_timeout).unwrap_or(false);
+                let idle = first_done && self.res.engine.drain(self.frame_timeout).unwrap_or(false);
                 if !idle {
                     self.poisoned = Some(format!("frame {n} failed ({e}) with work still pending on the GPU"));
                 }
@@ -292,6 +302,7 @@ impl NeuralFrameContext {
                 post_cmds: posts.clone(),
                 output_free: sub.output_free,
                 post_fenced: false,
+                first_fenced,
             },
             signallers,
         );
@@ -704,7 +715,8 @@ impl NeuralFrameContext {
         // say so to the host, and to the validation layer, which cannot follow the signals
         // that CUDA makes, before the slot's command buffers are submitted again or freed.
         let fences = &self.res.slots[i].fences;
-        for fence in if f.post_fenced { &fences[..] } else { &fences[..1] } {
+        let fenced = [f.first_fenced, f.post_fenced];
+        for fence in fences.iter().zip(fenced).filter_map(|(fence, fenced)| fenced.then_some(fence)) {
             if !fence.wait_and_reset(self.frame_timeout)? {
                 return Err(Error::internal(format!("frame {} is done but a batch of it is not", f.value)));
             }
@@ -717,8 +729,10 @@ impl NeuralFrameContext {
             };
             Ok(ticks.map_or(f64::NAN, |t| t[1].wrapping_sub(t[0]) as f64 * period))
         };
-        let pre_ms = pair(4 * i as u32, f.pre_pass)?;
-        let post_ms = pair(4 * i as u32 + 2, f.post_pass)?;
+        let (pre_ms, post_ms) = match self.res.engine.pass_times(i)? {
+            Some(times) => times,
+            None => (pair(4 * i as u32, f.pre_pass)?, pair(4 * i as u32 + 2, f.post_pass)?),
+        };
         let (infer_ms, gpu_gap_ms) = self.res.engine.model_times(i, f.value)?.unwrap_or((f.host_infer_ms, f64::NAN));
         let stats = FrameStats {
             ticket: f.value,

@@ -200,6 +200,7 @@ impl NeuralFrameContext {
             let reg = Registration {
                 recorded: Vec::new(),
                 direct,
+                cuda: None,
                 resource: Resource::Buffer {
                     raw,
                     format: layout.format,

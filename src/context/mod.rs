@@ -245,10 +245,14 @@ impl NeuralFrameContext {
                         contract.other_outputs.join(", ")
                     );
                 }
-                let engine = CudaEngine::new(session, stream, Arc::clone(c), n, graphs, b.tuning.side_stream_wait)?;
+                let (side, passes) = (b.tuning.side_stream_wait, b.tuning.cuda_passes);
+                let engine = CudaEngine::new(session, stream, Arc::clone(c), n, graphs, side, passes)?;
                 (Engine::Cuda(engine), contract)
             }
             None => {
+                if b.tuning.cuda_passes {
+                    log::warn!("CUDA passes are not in effect: the context runs on the CPU backend");
+                }
                 // SAFETY: no CUDA stream is involved.
                 let (session, contract) = unsafe { session::create(&b.model, &config) }?;
                 (Engine::Host(HostEngine { session }), contract)
@@ -312,6 +316,7 @@ impl NeuralFrameContext {
             tuning: Tuning {
                 cuda_graph: b.tuning.cuda_graph && on_cuda && no_other_outputs,
                 side_stream_wait: b.tuning.side_stream_wait && on_cuda,
+                cuda_passes: b.tuning.cuda_passes && on_cuda,
                 ..b.tuning
             },
             back_pressure: b.back_pressure,

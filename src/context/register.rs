@@ -8,7 +8,8 @@ use ash::vk;
 use crate::context::NeuralFrameContext;
 use crate::context::foreign::{CallerBuffer, CallerImage, PixelLayout};
 use crate::context::record::size_mismatch;
-use crate::context::registry::{Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
+use crate::context::registry::{CudaImage, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
+use crate::cuda::{self, SurfaceFormat};
 use crate::error::{Error, Result};
 use crate::onnx::TensorKind;
 use crate::vulkan::caps;
@@ -268,6 +269,7 @@ impl NeuralFrameContext {
         Ok(Registration {
             recorded: Vec::new(),
             direct: None,
+            cuda: None,
             resource: Resource::Image { view, raw, format, layout, owned },
             origin,
             width: size.0,
@@ -281,10 +283,30 @@ impl NeuralFrameContext {
             | vk::ImageUsageFlags::TRANSFER_SRC
             | if role == Role::Input { INPUT_USAGE } else { OUTPUT_USAGE };
         self.check_image(role, format, (w, h), usage, vk::ImageTiling::OPTIMAL)?;
-        let image = Image::new(&self.res.device, ImageDesc::new(w, h, format, usage))?;
+        let desc = ImageDesc::new(w, h, format, usage);
+        // With CUDA passes, images of the formats they read and write are shared with CUDA.
+        let surface_format = match format {
+            vk::Format::R8G8B8A8_UNORM | vk::Format::R8G8B8A8_SRGB => Some(SurfaceFormat::Rgba8),
+            vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB if role == Role::Input => Some(SurfaceFormat::Bgra8),
+            vk::Format::R16G16B16A16_SFLOAT => Some(SurfaceFormat::Rgba16F),
+            _ => None,
+        };
+        let cuda = self.res.engine.cuda_device().filter(|_| self.res.engine.cuda_passes());
+        let (image, cuda) = match (cuda, surface_format) {
+            (Some(device), Some(surface_format)) => {
+                let image = Image::exportable(&self.res.device, desc)?;
+                let memory = cuda::ExternalMemory::import(device, image.export()?)?;
+                let array = memory.map_surface_array(w, h, surface_format == SurfaceFormat::Rgba16F)?;
+                let surface = cuda::Surface::new(array)?;
+                (image, Some(CudaImage { surface, format: surface_format }))
+            }
+            _ => (Image::new(&self.res.device, desc)?, None),
+        };
         transfer::to_general(&image)?;
         let raw = image.raw();
-        let reg = self.image_registration(raw, format, vk::ImageLayout::GENERAL, Some(image), Origin::Owned, (w, h))?;
+        let mut reg =
+            self.image_registration(raw, format, vk::ImageLayout::GENERAL, Some(image), Origin::Owned, (w, h))?;
+        reg.cuda = cuda;
         Ok(self.insert(role, reg))
     }
 
@@ -422,6 +444,7 @@ impl NeuralFrameContext {
         let reg = Registration {
             recorded: Vec::new(),
             direct: None,
+            cuda: None,
             resource: Resource::Buffer {
                 raw: buffer.buffer,
                 format: l.format,

@@ -128,6 +128,12 @@ pub(crate) struct Direct {
     pub(crate) _cuda: Option<MappedBuffer>,
 }
 
+/// An image's memory imported into CUDA, with a surface the CUDA passes read or write.
+pub(crate) struct CudaImage {
+    pub(crate) surface: crate::cuda::Surface,
+    pub(crate) format: crate::cuda::SurfaceFormat,
+}
+
 /// A pass recorded for one (slot, registration): resubmitted as it is.
 pub(crate) struct Recorded {
     pub(crate) cmd: vk::CommandBuffer,
@@ -145,6 +151,8 @@ pub(crate) struct Recorded {
 pub(crate) struct Registration {
     pub(crate) recorded: Vec<Option<Recorded>>,
     pub(crate) direct: Option<Direct>,
+    /// The image seen by the CUDA passes (`Tuning::cuda_passes`, images the context created).
+    pub(crate) cuda: Option<CudaImage>,
     pub(crate) resource: Resource,
     pub(crate) origin: Origin,
     pub(crate) width: u32,

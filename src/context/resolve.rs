@@ -4,9 +4,11 @@
 use ash::vk;
 
 use crate::context::NeuralFrameContext;
+use crate::context::backend::PassRun;
 use crate::context::record::size_mismatch;
 use crate::context::registry::Registration;
 use crate::context::sync::{Frame, Submission, SyncMode};
+use crate::cuda::{PostParams, PreParams, TensorParams};
 use crate::error::{Error, Result};
 
 /// One role's side of a frame's named tensors: what the model calls them, and
@@ -126,5 +128,77 @@ impl NeuralFrameContext {
             ));
         }
         Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)?, extra_inputs, extra_outputs })
+    }
+}
+
+impl NeuralFrameContext {
+    /// With CUDA passes in effect: refuses a frame they cannot run, saying why.
+    pub(crate) fn check_cuda_passes(&self, frame: &Frame, tiles: usize) -> Result<()> {
+        let refuse = |why: String| {
+            Err(Error::InvalidArgument(format!(
+                "the context runs its passes as CUDA kernels (ContextBuilder::cuda_passes, --passes cuda), which \
+                 {why}; build the context without them for this frame"
+            )))
+        };
+        if tiles > 1 {
+            return refuse(format!("do not run tiles (the frame runs as {tiles})"));
+        }
+        let (ins, outs) = (&self.contract.extra_inputs, &self.contract.extra_outputs);
+        if !ins.is_empty() || !outs.is_empty() {
+            let names: Vec<&str> = ins.iter().chain(outs.iter()).map(|t| t.name.as_str()).collect();
+            return refuse(format!("convert the frame's own tensors only (the model also has {})", names.join(", ")));
+        }
+        let r = &self.res.registry;
+        for (role, reg) in [("input", r.input(frame.input)?), ("output", r.output(frame.output)?)] {
+            if reg.cuda.is_none() {
+                return refuse(format!(
+                    "read and write images the context created (create_input_image, create_output_image; RGBA8, \
+                     BGRA8 or RGBA16F inputs, RGBA8 or RGBA16F outputs), and the frame's {role} is not one"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The CUDA passes' parameters for a frame through slot `i` (checked by
+    /// [`check_cuda_passes`](Self::check_cuda_passes)); `wait`: a Vulkan batch
+    /// signals `to_model` first.
+    pub(crate) fn pass_run(&self, i: usize, frame: &Frame, wait: bool) -> Result<PassRun> {
+        let r = &self.res.registry;
+        let (input, output) = (r.input(frame.input)?, r.output(frame.output)?);
+        let surface = |reg: &Registration| {
+            reg.cuda
+                .as_ref()
+                .map(|c| (c.surface.raw(), c.format as u32))
+                .ok_or_else(|| Error::internal("a frame for the CUDA passes with an image that is not in CUDA"))
+        };
+        let tensors = self.res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
+        let ptr = |m: (crate::onnx::Placement, *mut std::ffi::c_void)| m.1 as u64;
+        let (in_surface, in_format) = surface(input)?;
+        let (out_surface, out_format) = surface(output)?;
+        let s = tensors.size;
+        Ok(PassRun {
+            pre: PreParams {
+                surface: in_surface,
+                alpha: 0,
+                width: s.width,
+                height: s.height,
+                format: in_format,
+                pad: 0,
+                tensor: TensorParams::new(self.contract.input, ptr(tensors.input.tensor_memory()?)),
+            },
+            post: PostParams {
+                surface: out_surface,
+                alpha: 0,
+                width: s.width,
+                height: s.height,
+                out_width: s.out_width,
+                out_height: s.out_height,
+                format: out_format,
+                pad: 0,
+                tensor: TensorParams::new(self.contract.output, ptr(tensors.output.tensor_memory()?)),
+            },
+            wait,
+        })
     }
 }

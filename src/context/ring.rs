@@ -48,6 +48,9 @@ pub(crate) struct InFlight {
     pub(crate) output_free: Option<(vk::Semaphore, u64)>,
     /// Whether the post pass was submitted (with the slot's second fence).
     pub(crate) post_fenced: bool,
+    /// Whether the first batch was submitted (with the slot's first fence): not
+    /// with CUDA passes when the frame waits for nothing of the caller's.
+    pub(crate) first_fenced: bool,
 }
 
 /// Where a ticket's frame is.
@@ -236,6 +239,7 @@ mod tests {
             post_cmds: Vec::new(),
             output_free: None,
             post_fenced: false,
+            first_fenced: true,
         }
     }
 

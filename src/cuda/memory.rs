@@ -77,19 +77,32 @@ impl ExternalMemory {
     /// Maps the memory of an RGBA8 optimal-tiling image as a mipmapped array
     /// (uchar4, one level) and takes its level 0.
     pub fn map_rgba8_array(self, width: u32, height: u32) -> Result<MappedArray> {
+        self.map_array(width, height, sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8, 0)
+    }
+
+    /// Maps the memory of a 4-channel optimal-tiling image (`format`: 8-bit
+    /// or half channels) as a mipmapped array of one level that kernels read and
+    /// write through a surface object, and takes its level 0.
+    pub fn map_surface_array(self, width: u32, height: u32, half: bool) -> Result<MappedArray> {
+        let format =
+            if half { sys::CUarray_format::CU_AD_FORMAT_HALF } else { sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8 };
+        self.map_array(width, height, format, sys::CUDA_ARRAY3D_SURFACE_LDST)
+    }
+
+    fn map_array(self, width: u32, height: u32, format: sys::CUarray_format, flags: u32) -> Result<MappedArray> {
         self.device.bind()?;
         let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC>::zeroed();
         let p = desc.as_mut_ptr();
         // SAFETY: zeroed storage of the right type; the format enum (no zero
         // variant) is written before assume_init, the other fields are integers.
         let desc = unsafe {
-            (&raw mut (*p).arrayDesc.Format).write(sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8);
+            (&raw mut (*p).arrayDesc.Format).write(format);
             (*p).offset = 0;
             (*p).arrayDesc.Width = width as usize;
             (*p).arrayDesc.Height = height as usize;
             (*p).arrayDesc.Depth = 0;
             (*p).arrayDesc.NumChannels = 4;
-            (*p).arrayDesc.Flags = 0;
+            (*p).arrayDesc.Flags = flags;
             (*p).numLevels = 1;
             desc.assume_init()
         };
@@ -235,6 +248,14 @@ impl DeviceBuffer {
             &format!("{len} bytes"),
         )?;
         Ok(Self { ptr, len, device: Arc::clone(device) })
+    }
+    /// The device pointer.
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
     }
     /// Enqueues a fill of the whole buffer with `value` (poisoning).
     pub fn fill(&self, value: u8, stream: &Stream) -> Result<()> {

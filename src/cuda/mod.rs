@@ -11,7 +11,10 @@ pub(crate) mod device;
 #[cfg(feature = "cuda")]
 pub(crate) mod graph;
 #[cfg(feature = "cuda")]
+pub(crate) mod kernels;
+#[cfg(feature = "cuda")]
 pub(crate) mod memory;
+pub(crate) mod params;
 #[cfg(feature = "cuda")]
 pub(crate) mod result;
 #[cfg(feature = "cuda")]
@@ -24,7 +27,10 @@ pub(crate) use device::CudaDevice;
 #[cfg(feature = "cuda")]
 pub(crate) use graph::Graph;
 #[cfg(feature = "cuda")]
+pub(crate) use kernels::{PassKernels, Surface};
+#[cfg(feature = "cuda")]
 pub(crate) use memory::{DeviceBuffer, ExternalMemory, MappedBuffer};
+pub(crate) use params::{PostParams, PreParams, SurfaceFormat, TensorParams};
 #[cfg(feature = "cuda")]
 pub(crate) use result::{devices, init};
 #[cfg(feature = "cuda")]
@@ -36,5 +42,6 @@ pub(crate) use stream::{Event, Stream};
 pub(crate) mod stub;
 #[cfg(not(feature = "cuda"))]
 pub(crate) use stub::{
-    CudaDevice, DeviceBuffer, Event, ExternalMemory, ExternalSemaphore, Graph, MappedBuffer, Stream, devices, init,
+    CudaDevice, DeviceBuffer, Event, ExternalMemory, ExternalSemaphore, Graph, MappedBuffer, PassKernels, Stream,
+    Surface, devices, init,
 };

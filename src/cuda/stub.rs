@@ -135,6 +135,9 @@ impl ExternalMemory {
     pub fn map_rgba8_array(self, _width: u32, _height: u32) -> Result<MappedArray> {
         match self {}
     }
+    pub fn map_surface_array(self, _width: u32, _height: u32, _half: bool) -> Result<MappedArray> {
+        match self {}
+    }
 }
 
 pub(crate) enum MappedBuffer {}
@@ -158,6 +161,12 @@ pub(crate) enum DeviceBuffer {}
 impl DeviceBuffer {
     pub fn new(device: &Arc<CudaDevice>, _len: usize) -> Result<Self> {
         match **device {}
+    }
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        match *self {}
+    }
+    pub fn len(&self) -> usize {
+        match *self {}
     }
     pub fn fill(&self, _value: u8, _stream: &Stream) -> Result<()> {
         match *self {}
@@ -187,6 +196,31 @@ impl ExternalSemaphore {
     }
 }
 
+pub(crate) enum PassKernels {}
+
+impl PassKernels {
+    pub fn load(device: &Arc<CudaDevice>) -> Result<Self> {
+        match **device {}
+    }
+    pub fn pre(&self, _stream: &Stream, _params: &crate::cuda::PreParams) -> Result<()> {
+        match *self {}
+    }
+    pub fn post(&self, _stream: &Stream, _params: &crate::cuda::PostParams) -> Result<()> {
+        match *self {}
+    }
+}
+
+pub(crate) enum Surface {}
+
+impl Surface {
+    pub fn new(array: MappedArray) -> Result<Self> {
+        match array {}
+    }
+    pub fn raw(&self) -> u64 {
+        match *self {}
+    }
+}
+
 /// Like the real types, each "releases" its object when dropped (none exists).
 macro_rules! released {
     ($($t:ty),*) => {$(
@@ -198,4 +232,16 @@ macro_rules! released {
     )*};
 }
 
-released!(CudaDevice, Stream, Event, Graph, ExternalMemory, MappedBuffer, MappedArray, DeviceBuffer, ExternalSemaphore);
+released!(
+    CudaDevice,
+    Stream,
+    Event,
+    Graph,
+    ExternalMemory,
+    MappedBuffer,
+    MappedArray,
+    DeviceBuffer,
+    ExternalSemaphore,
+    PassKernels,
+    Surface
+);

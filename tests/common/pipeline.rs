@@ -416,11 +416,8 @@ pub fn drop_in_flight(model: &str, backend: Backend, tune: Tune, rounds: u32) ->
 /// host wait) on `backend`, under the validation layer: two different frames in a row, each
 /// equal to ONNX Runtime's CPU run on its own pixels (the second's result must be its own,
 /// not the first's), and no validation errors.
-pub fn check_host_pinned(backend: Backend, model: &str, w: u32, h: u32) {
-    let mut ctx = NeuralFrameContext::builder(model)
-        .backend(backend)
-        .frame_size(w, h)
-        .validation(true)
+pub fn check_host_pinned(backend: Backend, tune: Tune, model: &str, w: u32, h: u32) {
+    let mut ctx = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(w, h).validation(true))
         .build()
         .expect("context under the validation layer");
     let contract = ctx.contract().clone();

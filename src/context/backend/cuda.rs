@@ -23,6 +23,10 @@ pub(crate) struct CudaSlot {
     pub(crate) graph_failed: bool,
     /// End-of-run device sync disabled.
     pub(crate) run_options: RunOptions,
+    /// CUDA passes: recorded before the pre pass and after the post pass.
+    pass_events: Option<(cuda::Event, cuda::Event)>,
+    /// CUDA passes: the frame's alpha (one f32 a pixel), from the pre pass to the post pass.
+    alpha: Option<cuda::DeviceBuffer>,
 }
 
 /// ONNX Runtime's CUDA provider on the context's stream. Fields in teardown
@@ -40,6 +44,8 @@ pub(crate) struct CudaEngine {
     /// `Tuning::side_stream_wait`: the wait for `to_model` goes on this stream, and the
     /// model's stream waits for `joined`, recorded after it.
     side: Option<(cuda::Stream, cuda::Event)>,
+    /// `Tuning::cuda_passes`: the pre and post kernels.
+    pub(crate) passes: Option<cuda::PassKernels>,
     pub(crate) stream: cuda::Stream,
     pub(crate) device: Arc<CudaDevice>,
 }
@@ -53,6 +59,7 @@ impl CudaEngine {
         slots: usize,
         graphs: bool,
         side_stream_wait: bool,
+        cuda_passes: bool,
     ) -> Result<Self> {
         let reference = cuda::Event::new(&device)?;
         reference.record(&stream)?;
@@ -66,27 +73,51 @@ impl CudaEngine {
                     events: (cuda::Event::new(&device)?, cuda::Event::new(&device)?),
                     runs: 0,
                     run_options,
+                    pass_events: if cuda_passes {
+                        Some((cuda::Event::new(&device)?, cuda::Event::new(&device)?))
+                    } else {
+                        None
+                    },
+                    alpha: None,
                 })
             })
             .collect::<Result<_>>()?;
         let side =
             if side_stream_wait { Some((cuda::Stream::new(&device)?, cuda::Event::new(&device)?)) } else { None };
-        Ok(Self { session, slots, reference, last_end: None, graphs, side, stream, device })
+        let passes = if cuda_passes { Some(cuda::PassKernels::load(&device)?) } else { None };
+        Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, stream, device })
     }
 
-    /// Enqueues: wait for `to_model = n`, the model (replayed as a graph where
-    /// one is captured), and the signals of what the model served.
-    pub(crate) fn run(&mut self, run: Run<'_>, timelines: &Timelines) -> Result<()> {
+    /// Enqueues: wait for `to_model = n` (with CUDA passes, only where a Vulkan
+    /// batch waited for the caller), the pre pass kernel, the model (replayed as
+    /// a graph where one is captured), the post pass kernel, and the signals of
+    /// what the model or the kernels served.
+    pub(crate) fn run(&mut self, mut run: Run<'_>, timelines: &Timelines) -> Result<()> {
         let n = run.value;
         let slot = &mut self.slots[run.slot];
-        match &self.side {
+        match (&self.side, run.passes.as_ref().is_none_or(|p| p.wait)) {
+            (_, false) => {}
             // The external wait on an idle stream of its own; the model's stream joins it by an event.
-            Some((side, joined)) => {
+            (Some((side, joined)), true) => {
                 timelines.to_model.cuda()?.wait(side, n)?;
                 joined.record(side)?;
                 self.stream.wait_event(joined)?;
             }
-            None => timelines.to_model.cuda()?.wait(&self.stream, n)?,
+            (None, true) => timelines.to_model.cuda()?.wait(&self.stream, n)?,
+        }
+        if let Some(p) = run.passes.as_mut() {
+            let kernels = self.passes.as_ref().ok_or_else(|| Error::internal("CUDA passes without their kernels"))?;
+            let (events, alpha) = (slot.pass_events.as_ref(), &mut slot.alpha);
+            let events = events.ok_or_else(|| Error::internal("CUDA passes without their events"))?;
+            let len = 4 * p.pre.width as usize * p.pre.height as usize;
+            if alpha.as_ref().is_none_or(|a| a.len() != len) {
+                *alpha = Some(cuda::DeviceBuffer::new(&self.device, len)?);
+            }
+            let alpha = alpha.as_ref().map_or(0, |a| a.ptr());
+            (p.pre.alpha, p.post.alpha) = (alpha, alpha);
+            events.0.record(&self.stream)?;
+            kernels.pre(&self.stream, &p.pre)?;
+            timelines.input_consumed.cuda()?.signal(&self.stream, n)?;
         }
         slot.events.0.record(&self.stream)?;
         let use_graph = self.graphs && run.slot_tensors;
@@ -123,6 +154,15 @@ impl CudaEngine {
             slot.runs = slot.runs.saturating_add(1);
         }
         slot.events.1.record(&self.stream)?;
+        if let Some(p) = &run.passes {
+            let kernels = self.passes.as_ref().ok_or_else(|| Error::internal("CUDA passes without their kernels"))?;
+            kernels.post(&self.stream, &p.post)?;
+            if let Some((_, end)) = &slot.pass_events {
+                end.record(&self.stream)?;
+            }
+            timelines.output_ready.cuda()?.signal(&self.stream, n)?;
+            return Ok(());
+        }
         if run.direct_input {
             timelines.input_consumed.cuda()?.signal(&self.stream, n)?;
         }
@@ -147,6 +187,18 @@ impl CudaEngine {
         };
         self.last_end = Some((value, end_ms));
         Ok((end_ms - start_ms, gap))
+    }
+
+    /// The CUDA passes' GPU times (pre, post) of the frame that ran in `slot`, when
+    /// the engine runs them.
+    pub(crate) fn pass_times(&self, slot: usize) -> Result<Option<(f64, f64)>> {
+        let s = &self.slots[slot];
+        let Some((pre_start, post_end)) = &s.pass_events else {
+            return Ok(None);
+        };
+        let pre = s.events.0.elapsed_since(pre_start)? as f64;
+        let post = post_end.elapsed_since(&s.events.1)? as f64;
+        Ok(Some((pre, post)))
     }
 
     /// Whether the model of the frame in `slot` has finished (its end event).

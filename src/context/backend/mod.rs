@@ -48,6 +48,18 @@ pub(crate) struct Run<'a> {
     /// The model writes the caller's buffer: the engine signals `output_ready`
     /// (otherwise `model_done`, for the post pass).
     pub(crate) direct_output: bool,
+    /// The passes run as CUDA kernels around the model (`Tuning::cuda_passes`):
+    /// the engine signals `input_consumed` and `output_ready`.
+    pub(crate) passes: Option<PassRun>,
+}
+
+/// A frame's CUDA passes (the alpha pointers are the engine's to fill).
+pub(crate) struct PassRun {
+    pub(crate) pre: crate::cuda::PreParams,
+    pub(crate) post: crate::cuda::PostParams,
+    /// A Vulkan batch signals `to_model = n` (it waited for the caller's
+    /// semaphores): the stream waits for it first.
+    pub(crate) wait: bool,
 }
 
 /// The engine of a context.
@@ -97,6 +109,20 @@ impl Engine {
             Engine::Cuda(e) => e.model_times(slot, value).map(Some),
             Engine::Host(_) => Ok(None),
         }
+    }
+
+    /// The CUDA passes' GPU times of the frame that ran in `slot` (pre, post), when
+    /// they ran on CUDA.
+    pub(crate) fn pass_times(&self, slot: usize) -> Result<Option<(f64, f64)>> {
+        match self {
+            Engine::Cuda(e) => e.pass_times(slot),
+            Engine::Host(_) => Ok(None),
+        }
+    }
+
+    /// Whether the engine runs the passes as CUDA kernels.
+    pub(crate) fn cuda_passes(&self) -> bool {
+        matches!(self, Engine::Cuda(e) if e.passes.is_some())
     }
 
     /// Forgets what a slot captured for its old buffers (a new frame size).

@@ -1,0 +1,172 @@
+//! The pre and post passes as CUDA kernels (`ContextBuilder::cuda_passes`):
+//! each frame compared with ONNX Runtime's CPU provider run on the same
+//! picture (the input tensor with the host's conversion, the output tensor
+//! and image after poisoning), the same image as the Vulkan passes for every
+//! format they take, the ring equal to the synchronous path, a frame waiting
+//! for the caller's timeline, and the frames they refuse. Needs an NVIDIA GPU.
+
+mod common;
+
+use ash::vk;
+use common::gpu;
+use common::pipeline::{Tolerance, Tune, check_frames, check_host_pinned, picture, ring_matches_sync};
+use neural_frame::{Backend, ContextBuilder, ErrorKind, Frame, NeuralFrameContext, PostWait, Tiling};
+
+fn passes(b: ContextBuilder) -> ContextBuilder {
+    b.cuda_passes(true)
+}
+
+/// The fastest configuration of the benchmark, with CUDA passes.
+fn passes_tuned(b: ContextBuilder) -> ContextBuilder {
+    b.cuda_passes(true).prefer_nhwc(true).cuda_graph(true).post_wait(PostWait::Host).spin_wait(true)
+}
+
+const FP32: Tolerance = Tolerance { tensor: 5e-3, tensor_f16: 2e-3, pixel: 1 };
+const FP16: Tolerance = Tolerance { tensor: 1e-4, tensor_f16: 3e-2, pixel: 4 };
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_passes_match_cpu_reference() {
+    gpu();
+    let cases: [(&str, Tune, Tolerance); 9] = [
+        ("models/test/tiny-x2-f32.onnx", passes, Tolerance::default()),
+        ("models/test/tiny-x2-f16.onnx", passes, Tolerance::default()),
+        // Four channels: the model's own alpha; u8 codes in and out.
+        ("models/test/tiny-x1-rgba-u8.onnx", passes, Tolerance::default()),
+        // NHWC; BGR in [-1, 1]; mean/std (from the models' shapes and metadata).
+        ("models/test/tiny-x2-f32-nhwc.onnx", passes, Tolerance::default()),
+        ("models/test/tiny-x2-f32-bgr-signed.onnx", passes, Tolerance::default()),
+        ("models/test/tiny-x2-f32-meanstd.onnx", passes, Tolerance::default()),
+        ("models/upscale.onnx", passes, FP32),
+        ("models/upscale-fp16.onnx", passes, FP16),
+        ("models/upscale-fp16.onnx", passes_tuned, FP16),
+    ];
+    for (model, tune, tol) in cases {
+        // 5 frames through 3 slots: every slot's kernels run on new pixels.
+        let (t, p) = check_frames(model, Backend::Cuda, tune, 37, 53, 60, 5, tol);
+        println!("{model} with CUDA passes: 5 frames 37×53, max |tensor diff| {t:.3e}, max pixel diff {p}");
+    }
+}
+
+/// Reads an output image back as f32 channels (RGBA8 codes / 255, or RGBA16F halves).
+fn channels(format: vk::Format, bytes: &[u8]) -> Vec<f32> {
+    match format {
+        vk::Format::R16G16B16A16_SFLOAT => {
+            bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+        }
+        _ => bytes.iter().map(|&b| b as f32 / 255.0).collect(),
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_passes_equal_vulkan_passes_for_every_format() {
+    gpu();
+    let (w, h) = (45, 29);
+    let inputs = [
+        vk::Format::R8G8B8A8_UNORM,
+        vk::Format::R8G8B8A8_SRGB,
+        vk::Format::B8G8R8A8_UNORM,
+        vk::Format::B8G8R8A8_SRGB,
+        vk::Format::R16G16B16A16_SFLOAT,
+    ];
+    let outputs = [vk::Format::R8G8B8A8_UNORM, vk::Format::R16G16B16A16_SFLOAT];
+    for model in ["models/test/tiny-x2-f32.onnx", "models/test/tiny-x2-f16.onnx"] {
+        let build = |cuda: bool| {
+            NeuralFrameContext::builder(model)
+                .backend(Backend::Cuda)
+                .frame_size(w, h)
+                .cuda_passes(cuda)
+                .build()
+                .expect("context")
+        };
+        let (mut vulkan, mut cuda) = (build(false), build(true));
+        assert!(cuda.tuning().cuda_passes && !vulkan.tuning().cuda_passes);
+        let (ow, oh) = cuda.output_size();
+        for in_format in inputs {
+            // RGBA16F input texels: the picture's codes as halves in [0, 1].
+            let rgba = picture(w, h, 77);
+            let texels: Vec<u8> = if in_format == vk::Format::R16G16B16A16_SFLOAT {
+                rgba.iter().flat_map(|&b| half::f16::from_f32(b as f32 / 255.0).to_le_bytes()).collect()
+            } else {
+                rgba.clone()
+            };
+            for out_format in outputs {
+                let texel = if out_format == vk::Format::R16G16B16A16_SFLOAT { 8 } else { 4 };
+                let mut got = Vec::new();
+                for ctx in [&mut vulkan, &mut cuda] {
+                    let input = ctx.create_input_image(in_format).expect("input");
+                    let output = ctx.create_output_image(out_format).expect("output");
+                    ctx.upload(input, &texels).expect("upload");
+                    ctx.upload_output(output, &vec![0x7b; (ow * oh * texel) as usize]).expect("poison");
+                    ctx.infer(input, output).expect("infer");
+                    got.push(channels(out_format, &ctx.readback(output).expect("readback")));
+                    ctx.unregister_input(input).expect("unregister");
+                    ctx.unregister_output(output).expect("unregister");
+                }
+                let worst = got[0].iter().zip(&got[1]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+                // One 8-bit code (rounding of the same value), or half precision near 1.
+                let limit = if out_format == vk::Format::R8G8B8A8_UNORM { 1.0 / 255.0 + 1e-6 } else { 1e-3 };
+                assert!(
+                    worst <= limit,
+                    "{model} {in_format:?} → {out_format:?}: CUDA passes differ from Vulkan passes by {worst}"
+                );
+                println!("{model} {in_format:?} → {out_format:?}: CUDA and Vulkan passes within {worst:.2e}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_passes_ring_equals_sync() {
+    gpu();
+    for tune in [passes as Tune, passes_tuned] {
+        ring_matches_sync("models/upscale.onnx", Backend::Cuda, tune, 96, 54, 60);
+        ring_matches_sync("models/upscale-fp16.onnx", Backend::Cuda, tune, 61, 37, 30);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_passes_wait_for_the_callers_timeline() {
+    gpu();
+    // host_pinned_frame's frames wait for the upload's timeline (a Vulkan submission):
+    // the one crossing left. Under the validation layer.
+    check_host_pinned(Backend::Cuda, passes, "models/test/tiny-x2-f32.onnx", 37, 53);
+    check_host_pinned(Backend::Cuda, passes_tuned, "models/upscale-fp16.onnx", 40, 24);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_passes_refuse_what_they_cannot_run() {
+    gpu();
+    let refused = |ctx: &mut NeuralFrameContext, frame: Frame, what: &str| {
+        let e = ctx.submit(frame).expect_err(what);
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{what}: {e}");
+        assert!(e.to_string().contains("CUDA kernels"), "{what}: {e}");
+        println!("{what}: {e}");
+    };
+    // Tiles.
+    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cuda)
+        .frame_size(64, 48)
+        .tiling(Tiling::new(32, 24, 2).expect("tiling"))
+        .cuda_passes(true)
+        .build()
+        .expect("context");
+    let (i, o) =
+        (ctx.create_input_image(vk::Format::R8G8B8A8_UNORM), ctx.create_output_image(vk::Format::R8G8B8A8_UNORM));
+    refused(&mut ctx, Frame::new(i.expect("input"), o.expect("output")), "a tiled frame");
+    // A model with an extra input.
+    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x1-f32-color-albedo.onnx")
+        .backend(Backend::Cuda)
+        .frame_size(64, 48)
+        .cuda_passes(true)
+        .build()
+        .expect("context");
+    let color = ctx.create_input_image(vk::Format::R16G16B16A16_SFLOAT).expect("input");
+    let albedo = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let output = ctx.create_output_image(vk::Format::R16G16B16A16_SFLOAT).expect("output");
+    refused(&mut ctx, Frame::new(color, output).with_input("albedo", albedo), "a model with an extra input");
+}
