@@ -101,18 +101,30 @@ for what in "$@"; do
       ;;
     passes)
       # Issue 13: the pre and post passes as CUDA kernels on the model's stream (no Vulkan
-      # work and no cross-API semaphore per frame): the GPU tests, then each bench with the
-      # Vulkan passes and with the CUDA passes, back to back, one process each.
+      # work and no cross-API semaphore per frame), and the convolutions' bias fused by cuDNN:
+      # the GPU tests, then the benches, one process each; JSON in one tarball (8 files back).
       step passes-tests 300 .gpu-bin/gpu_passes "${tests[@]}"
-      fp16=(--model models/upscale-fp16.onnx --prefer-nhwc --cuda-graph --post-wait host --spin-wait)
-      for passes in vulkan cuda; do
-        step "bench-fp32-$passes" 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --diagnose \
-          --passes $passes --json-file "$OUT/bench-fp32-$passes.json"
-        step "bench-fp16-$passes" 240 .gpu-bin/neural-frame bench "${fp16[@]}" --size 960x540 --frames 200 \
-          --diagnose --passes $passes --json-file "$OUT/bench-fp16-$passes.json"
-        step "bench-fp16-1080p-$passes" 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 1920x1080 --frames 100 \
-          --passes $passes --json-file "$OUT/bench-fp16-1080p-$passes.json"
-      done
+      mkdir -p "$OUT/bench"
+      b="$OUT/bench"
+      tuned=(--prefer-nhwc --cuda-graph --post-wait host --spin-wait)
+      fp16=(--model models/upscale-fp16.onnx "${tuned[@]}")
+      step bench-fp32-vulkan 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --diagnose \
+        --json-file "$b/bench-fp32-vulkan.json"
+      step bench-fp32-cuda 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --diagnose --passes cuda \
+        --json-file "$b/bench-fp32-cuda.json"
+      step bench-fp32-cuda-fused 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --diagnose --passes cuda \
+        "${tuned[@]}" --fuse-conv-bias --json-file "$b/bench-fp32-cuda-fused.json"
+      step bench-fp16-vulkan 240 .gpu-bin/neural-frame bench "${fp16[@]}" --size 960x540 --frames 200 --diagnose \
+        --json-file "$b/bench-fp16-vulkan.json"
+      step bench-fp16-cuda 240 .gpu-bin/neural-frame bench "${fp16[@]}" --size 960x540 --frames 200 --diagnose \
+        --passes cuda --json-file "$b/bench-fp16-cuda.json"
+      step bench-fp16-cuda-fused 240 .gpu-bin/neural-frame bench "${fp16[@]}" --size 960x540 --frames 200 --diagnose \
+        --passes cuda --fuse-conv-bias --json-file "$b/bench-fp16-cuda-fused.json"
+      step bench-fp16-1080p-vulkan 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 1920x1080 --frames 100 \
+        --json-file "$b/bench-fp16-1080p-vulkan.json"
+      step bench-fp16-1080p-cuda-fused 300 .gpu-bin/neural-frame bench "${fp16[@]}" --size 1920x1080 --frames 100 \
+        --passes cuda --fuse-conv-bias --json-file "$b/bench-fp16-1080p-cuda-fused.json"
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
       ;;
     profile)
       # Issue 13, the model path: per-kernel GPU profiles (torch.profiler) of ONNX Runtime's CUDA

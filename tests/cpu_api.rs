@@ -143,3 +143,29 @@ fn suitable_devices_insists_on_cuda_only_for_the_cuda_backend() {
         assert_eq!(e.kind(), ErrorKind::ProviderUnavailable, "{e}");
     }
 }
+
+#[test]
+fn fusing_the_conv_bias_needs_nhwc() {
+    let e = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(neural_frame::Backend::Cpu)
+        .fuse_conv_bias(true)
+        .frame_size(8, 8)
+        .build()
+        .err()
+        .expect("fuse_conv_bias without prefer_nhwc is refused");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("prefer_nhwc"), "{e}");
+    // With NHWC it builds; off CUDA the tuning says it is not in effect.
+    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(neural_frame::Backend::Cpu)
+        .prefer_nhwc(true)
+        .fuse_conv_bias(true)
+        .frame_size(8, 8)
+        .build()
+        .expect("context");
+    assert!(!ctx.tuning().fuse_conv_bias);
+    // The CLI insists on --prefer-nhwc too.
+    let out = common::neural_frame(&["run", "--backend", "cpu", "--fuse-conv-bias", "--frames", "1"], &[]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("--prefer-nhwc"), "{}", text(&out));
+}

@@ -16,9 +16,14 @@ fn passes(b: ContextBuilder) -> ContextBuilder {
     b.cuda_passes(true)
 }
 
-/// The fastest configuration of the benchmark, with CUDA passes.
+/// The fastest configuration of the benchmark, with CUDA passes and the bias fused.
 fn passes_tuned(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_passes(true).prefer_nhwc(true).cuda_graph(true).post_wait(PostWait::Host).spin_wait(true)
+    b.cuda_passes(true)
+        .prefer_nhwc(true)
+        .fuse_conv_bias(true)
+        .cuda_graph(true)
+        .post_wait(PostWait::Host)
+        .spin_wait(true)
 }
 
 const FP32: Tolerance = Tolerance { tensor: 5e-3, tensor_f16: 2e-3, pixel: 1 };
@@ -30,7 +35,9 @@ fn cuda_passes_match_cpu_reference() {
     gpu();
     let cases: [(&str, Tune, Tolerance); 9] = [
         ("models/test/tiny-x2-f32.onnx", passes, Tolerance::default()),
-        ("models/test/tiny-x2-f16.onnx", passes, Tolerance::default()),
+        // One f16 ulp of the model's outputs (values up to 8): ONNX Runtime's CUDA and CPU
+        // providers round differently.
+        ("models/test/tiny-x2-f16.onnx", passes, Tolerance { tensor_f16: 4e-3, ..Tolerance::default() }),
         // Four channels: the model's own alpha; u8 codes in and out.
         ("models/test/tiny-x1-rgba-u8.onnx", passes, Tolerance::default()),
         // NHWC; BGR in [-1, 1]; mean/std (from the models' shapes and metadata).
@@ -104,13 +111,23 @@ fn cuda_passes_equal_vulkan_passes_for_every_format() {
                     ctx.unregister_input(input).expect("unregister");
                     ctx.unregister_output(output).expect("unregister");
                 }
-                let worst = got[0].iter().zip(&got[1]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-                // One 8-bit code (rounding of the same value), or half precision near 1.
-                let limit = if out_format == vk::Format::R8G8B8A8_UNORM { 1.0 / 255.0 + 1e-6 } else { 1e-3 };
+                // One 8-bit code (rounding of the same value), or two half-precision ulps of
+                // the value (values may pass 1: a half-float output is not clamped).
+                let limit = |v: f32| {
+                    if out_format == vk::Format::R8G8B8A8_UNORM { 1.0 / 255.0 + 1e-6 } else { v.abs().max(1.0) / 512.0 }
+                };
+                let worst = got[0]
+                    .iter()
+                    .zip(&got[1])
+                    .map(|(a, b)| ((a - b).abs(), limit(*a)))
+                    .fold((0f32, 1f32), |w, (d, l)| if d / l > w.0 / w.1 { (d, l) } else { w });
                 assert!(
-                    worst <= limit,
-                    "{model} {in_format:?} → {out_format:?}: CUDA passes differ from Vulkan passes by {worst}"
+                    worst.0 <= worst.1,
+                    "{model} {in_format:?} → {out_format:?}: CUDA passes differ from Vulkan passes by {} (allowed {})",
+                    worst.0,
+                    worst.1
                 );
+                let worst = worst.0;
                 println!("{model} {in_format:?} → {out_format:?}: CUDA and Vulkan passes within {worst:.2e}");
             }
         }

@@ -485,9 +485,10 @@ pub(crate) fn render(r: &BenchReport) -> String {
     }
     let _ = writeln!(
         s,
-        "conv search {:?}, prefer NHWC {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {}, {} slots, {} warm-up frames, {} timed frames per mode",
+        "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {}, {} slots, {} warm-up frames, {} timed frames per mode",
         r.tuning.conv_search,
         r.tuning.prefer_nhwc,
+        r.tuning.fuse_conv_bias,
         r.tuning.cuda_graph,
         r.tuning.post_wait,
         r.tuning.gpu_timestamps,

@@ -94,6 +94,9 @@ struct ModelArgs {
     /// Ask the CUDA provider to prefer NHWC kernels.
     #[arg(long)]
     prefer_nhwc: bool,
+    /// Ask the CUDA provider to fuse each convolution's bias into it (cuDNN's fused kernels; needs --prefer-nhwc).
+    #[arg(long, requires = "prefer_nhwc")]
+    fuse_conv_bias: bool,
     /// Replay each slot's model run as a captured CUDA graph (CUDA backend).
     #[arg(long)]
     cuda_graph: bool,
@@ -162,6 +165,7 @@ impl ModelArgs {
                 ConvSearchArg::Default => ConvSearch::Default,
             },
             prefer_nhwc: self.prefer_nhwc,
+            fuse_conv_bias: self.fuse_conv_bias,
             cuda_graph: self.cuda_graph,
             post_wait: match self.post_wait {
                 PostWaitArg::Gpu => PostWait::Gpu,
@@ -234,6 +238,7 @@ impl ModelArgs {
         }
         for (on, flag) in [
             (self.prefer_nhwc, "--prefer-nhwc"),
+            (self.fuse_conv_bias, "--fuse-conv-bias"),
             (self.cuda_graph, "--cuda-graph"),
             (self.no_gpu_timestamps, "--no-gpu-timestamps"),
             (self.spin_wait, "--spin-wait"),

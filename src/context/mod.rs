@@ -210,6 +210,13 @@ impl NeuralFrameContext {
                     .into(),
             ));
         }
+        if b.tuning.fuse_conv_bias && !b.tuning.prefer_nhwc {
+            return Err(Error::InvalidArgument(
+                "fuse_conv_bias (--fuse-conv-bias) needs prefer_nhwc (--prefer-nhwc): cuDNN fuses a convolution's \
+                 bias only into NHWC kernels, and ONNX Runtime fails the first run otherwise"
+                    .into(),
+            ));
+        }
         let sync_mode =
             if !device.is_owned() || device.can_share_semaphores() { SyncMode::Gpu } else { SyncMode::Host };
         let cuda = base.cuda.as_ref();
@@ -225,6 +232,7 @@ impl NeuralFrameContext {
             provider: Provider::Cpu,
             conv_search: b.tuning.conv_search,
             prefer_nhwc: b.tuning.prefer_nhwc,
+            fuse_conv_bias: b.tuning.fuse_conv_bias,
             cuda_stream: None,
             threads: b.threads,
             declared: b.declared.clone(),
@@ -317,6 +325,7 @@ impl NeuralFrameContext {
                 cuda_graph: b.tuning.cuda_graph && on_cuda && no_other_outputs,
                 side_stream_wait: b.tuning.side_stream_wait && on_cuda,
                 cuda_passes: b.tuning.cuda_passes && on_cuda,
+                fuse_conv_bias: b.tuning.fuse_conv_bias && on_cuda,
                 ..b.tuning
             },
             back_pressure: b.back_pressure,

@@ -62,6 +62,8 @@ pub(crate) struct SessionConfig {
     /// Ask the CUDA EP to prefer NHWC kernels.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) prefer_nhwc: bool,
+    /// The CUDA provider's `fuse_conv_bias`.
+    pub(crate) fuse_conv_bias: bool,
     /// A CUDA stream (a raw `CUstream`) for the CUDA EP to run on, if any.
     pub(crate) cuda_stream: Option<*mut c_void>,
     /// CPU threads for the CPU provider (ONNX Runtime's default when None).
@@ -147,7 +149,8 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
             let mut cuda = ep::CUDA::default()
                 .with_device_id(ordinal)
                 .with_conv_algorithm_search(search)
-                .with_prefer_nhwc(config.prefer_nhwc);
+                .with_prefer_nhwc(config.prefer_nhwc)
+                .with_fuse_conv_bias(config.fuse_conv_bias);
             if let Some(stream) = config.cuda_stream {
                 // SAFETY: the stream outlives the session (caller's contract).
                 cuda = unsafe { cuda.with_compute_stream(stream.cast()) };

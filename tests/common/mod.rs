@@ -66,9 +66,31 @@ pub fn open_fds() -> usize {
 /// The reason every GPU test carries in its `#[ignore]`.
 pub const GPU: &str = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored";
 
+/// Prints the library's warnings and errors (the validation layer's messages
+/// among them) to stderr, once per process.
+pub fn log_to_stderr() {
+    struct Stderr;
+    impl log::Log for Stderr {
+        fn enabled(&self, m: &log::Metadata) -> bool {
+            m.level() <= log::Level::Warn
+        }
+        fn log(&self, r: &log::Record) {
+            if self.enabled(r.metadata()) {
+                eprintln!("[{} {}] {}", r.level(), r.target(), r.args());
+            }
+        }
+        fn flush(&self) {}
+    }
+    static LOGGER: Stderr = Stderr;
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Warn);
+    }
+}
+
 /// Checks that the CUDA backend runs here: a tiny context on it builds. When it
 /// does not, the test fails with the pre-flight report (it never passes without running).
 pub fn gpu() {
+    log_to_stderr();
     use neural_frame::{Backend, NeuralFrameContext, preflight};
     let attempt =
         NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx").backend(Backend::Cuda).frame_size(8, 8).build();

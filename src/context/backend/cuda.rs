@@ -179,6 +179,7 @@ impl CudaEngine {
     /// previous frame is not `value - 1`).
     pub(crate) fn model_times(&mut self, slot: usize, value: u64) -> Result<(f64, f64)> {
         let (start, end) = &self.slots[slot].events;
+        complete(end)?;
         let start_ms = start.elapsed_since(&self.reference)? as f64;
         let end_ms = end.elapsed_since(&self.reference)? as f64;
         let gap = match self.last_end {
@@ -196,6 +197,7 @@ impl CudaEngine {
         let Some((pre_start, post_end)) = &s.pass_events else {
             return Ok(None);
         };
+        complete(post_end)?;
         let pre = s.events.0.elapsed_since(pre_start)? as f64;
         let post = post_end.elapsed_since(&s.events.1)? as f64;
         Ok(Some((pre, post)))
@@ -225,4 +227,16 @@ impl CudaEngine {
         end.record(&self.stream)?;
         end.wait_timeout(timeout)
     }
+}
+
+/// Waits (bounded) until the driver reports `event` complete. The host may see a
+/// timeline value that the stream signalled after the event before the driver
+/// reports the event itself complete (cuEventElapsedTime then fails with
+/// CUDA_ERROR_NOT_READY): the frame is done, only the driver's bookkeeping lags.
+fn complete(event: &cuda::Event) -> Result<()> {
+    const BOUND: Duration = Duration::from_secs(5);
+    if event.wait_timeout(BOUND)? {
+        return Ok(());
+    }
+    Err(Error::Timeout { what: "a CUDA event recorded before a signal the host saw".into(), waited: BOUND })
 }
