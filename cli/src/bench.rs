@@ -360,10 +360,16 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
             output_ready_ms: m(&|t| t.output_ready_ms),
             frame_done_ms: m(&|t| t.frame_done_ms),
         };
-        progress("interference", 0, 1);
-        let interference = ctx.interference(inputs[0], outputs[0], frames.min(100))?;
-        progress("interference", 1, 1);
-        (Some(timeline), Some(interference))
+        // The probe loads the model's stream with the Vulkan passes: none with CUDA passes.
+        let interference = if ctx.tuning().cuda_passes {
+            None
+        } else {
+            progress("interference", 0, 1);
+            let i = ctx.interference(inputs[0], outputs[0], frames.min(100))?;
+            progress("interference", 1, 1);
+            Some(i)
+        };
+        (Some(timeline), interference)
     } else {
         (None, None)
     };

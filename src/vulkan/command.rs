@@ -40,6 +40,9 @@ impl CommandPool {
     /// # Safety
     /// The buffers must come from this pool and must not be pending execution.
     pub(crate) unsafe fn free(&self, cmds: &[vk::CommandBuffer]) {
+        if cmds.is_empty() {
+            return; // vkFreeCommandBuffers takes at least one
+        }
         // SAFETY: the buffers belong to this pool and are not pending (caller's contract).
         unsafe { self.device.raw().free_command_buffers(self.raw, cmds) };
     }

@@ -170,6 +170,12 @@ impl NeuralFrameContext {
         let Some(cuda_device) = self.res.engine.cuda_device().cloned() else {
             return Err(Error::InvalidArgument("interference is measured on the CUDA backend".into()));
         };
+        if self.res.engine.cuda_passes() {
+            return Err(Error::InvalidArgument(
+                "interference is measured beside the Vulkan passes, and this context runs its passes as CUDA kernels"
+                    .into(),
+            ));
+        }
         let runs = runs.max(2);
         // Every slot has run (and captured its graph, if on) with this input and output.
         for _ in 0..2 * self.ring.len() {
