@@ -692,6 +692,15 @@ impl NeuralFrameContext {
         };
         self.submit_posts(Some((value, deadline)))?;
         let left = deadline.saturating_duration_since(Instant::now());
+        if let Engine::Cuda(e) = &self.res.engine
+            && e.passes.is_some()
+            && !self.tuning.spin_wait
+        {
+            // The host's sleeping wait for a CUDA-signalled timeline wakes late: wait for
+            // the post kernel's event (polled, sleeping) first; the signal follows it.
+            e.wait_post(i, left)?;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
         if !self.wait_value(self.res.timelines.output_ready.vulkan(), value, left)? {
             return Err(Error::Timeout {
                 what: format!(

@@ -104,6 +104,9 @@ impl Event {
     pub fn query(&self) -> Result<bool> {
         match *self {}
     }
+    pub fn wait_sleeping(&self, _timeout: std::time::Duration) -> Result<bool> {
+        match *self {}
+    }
     pub fn elapsed_since(&self, _start: &Event) -> Result<f32> {
         match *self {}
     }

@@ -63,6 +63,7 @@ pub(crate) struct SessionConfig {
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) prefer_nhwc: bool,
     /// The CUDA provider's `fuse_conv_bias`.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fuse_conv_bias: bool,
     /// A CUDA stream (a raw `CUstream`) for the CUDA EP to run on, if any.
     pub(crate) cuda_stream: Option<*mut c_void>,
