@@ -33,7 +33,7 @@ const FP16: Tolerance = Tolerance { tensor: 1e-4, tensor_f16: 3e-2, pixel: 4 };
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn cuda_passes_match_cpu_reference() {
     gpu();
-    let cases: [(&str, Tune, Tolerance); 9] = [
+    let cases: [(&str, Tune, Tolerance); 10] = [
         ("models/test/tiny-x2-f32.onnx", passes, Tolerance::default()),
         // One f16 ulp of the model's outputs (values up to 8): ONNX Runtime's CUDA and CPU
         // providers round differently.
@@ -46,6 +46,7 @@ fn cuda_passes_match_cpu_reference() {
         ("models/test/tiny-x2-f32-bgr-signed.onnx", passes, Tolerance::default()),
         ("models/test/tiny-x2-f32-meanstd.onnx", passes, Tolerance::default()),
         ("models/upscale.onnx", passes, FP32),
+        ("models/upscale.onnx", passes_tuned, FP32),
         ("models/upscale-fp16.onnx", passes, FP16),
         ("models/upscale-fp16.onnx", passes_tuned, FP16),
     ];
