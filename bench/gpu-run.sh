@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
+# defaults: issue 22 (one fast path for every frame, by default).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash .gpu-kit/base/stash.sh >/dev/null && source .gpu-kit/base/env.sh
@@ -160,6 +161,40 @@ for what in "$@"; do
           --frames 200 --diagnose --prefer-nhwc --cuda-graph --post-wait host --spin-wait $side \
           --json-file "$OUT/bench-fp16$tag.json"
       done
+      ;;
+    defaults)
+      # Issue 22: what a user gets naming only the model (fp16, 960×540), against the best
+      # options forced by hand in the same session; the served and the renderer's own frames
+      # with no tuning flags (the examples at their 600×400 with an in-process bench beside).
+      mkdir -p "$OUT/bench"
+      b="$OUT/bench"
+      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
+      step defaults-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
+        --frames 200 --json-file "$b/defaults-fp16.json"
+      step best-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 --frames 200 \
+        "${best[@]}" --json-file "$b/best-fp16.json"
+      step defaults-fp16-again 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
+        --frames 200 --json-file "$b/defaults-fp16-again.json"
+      step defaults-fp32 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --json-file "$b/defaults-fp32.json"
+      step defaults-fp16-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
+        --frames 200 --json-file "$b/defaults-fp16-600x400.json"
+      step serve-defaults-fp16 240 .gpu-bin/neural-frame bench --serve --model models/upscale-fp16.onnx \
+        --size 960x540 --frames 200 --json-file "$b/serve-defaults-fp16.json"
+      for share in fd device; do
+        step "example-defaults-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 300 --compare \
+          --validation
+      done
+      sock="$OUT/serve.sock"
+      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
+      worker=$!
+      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+      NEURAL_FRAME_VALIDATION=1 step serve-render-defaults 120 .gpu-bin/render --socket "$sock" \
+        --input models/coffee.png --output "$OUT/served.png" --frames 300
+      kill "$worker"; wait "$worker"
+      cat "$OUT/serve-worker.log" | tee -a "$log"
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).

@@ -71,7 +71,7 @@ impl SharedBuffer {
         match cuda {
             Some(c) => {
                 let buffer = Buffer::exportable(device, len, usage, BufferMemory::DeviceLocal)?;
-                let mapped = cuda::ExternalMemory::import(c, buffer.export()?)?.map_buffer(0, len)?;
+                let mapped = memory_into_cuda(c, buffer.export()?)?.map_buffer(0, len)?;
                 Ok(Self { cuda: Some(mapped), buffer })
             }
             None => Ok(Self { cuda: None, buffer: Buffer::new(device, len, usage, BufferMemory::HostVisible)? }),
@@ -91,8 +91,45 @@ impl SharedBuffer {
 
 /// The caller's exported memory imported into CUDA and mapped as `len` bytes
 /// (the literal zero-copy path on the CUDA backend). On failure the descriptor is closed.
+/// Vulkan memory exported as a file descriptor, imported into CUDA (on success
+/// the descriptor is CUDA's; on failure it is closed).
+pub(crate) fn memory_into_cuda(cuda: &Arc<CudaDevice>, memory: ExportedMemory) -> Result<cuda::ExternalMemory> {
+    let ExportedMemory { fd, info } = memory;
+    cuda::ExternalMemory::import(cuda, fd, info.size, info.dedicated)
+}
+
+/// The format the CUDA passes read (`output` false) or write a Vulkan image or
+/// buffer of `format` as, where they convert it.
+pub(crate) fn surface_format(format: vk::Format, output: bool) -> Option<cuda::SurfaceFormat> {
+    use cuda::SurfaceFormat as S;
+    Some(match (format, output) {
+        (vk::Format::R8G8B8A8_UNORM | vk::Format::R8G8B8A8_SRGB, _) => S::Rgba8,
+        (vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB, _) => S::Bgra8,
+        (vk::Format::R16G16B16A16_SFLOAT, _) => S::Rgba16F,
+        (vk::Format::R16_SFLOAT, false) => S::R16F,
+        (vk::Format::R32_SFLOAT, false) => S::R32F,
+        (vk::Format::R16G16_SFLOAT, false) => S::Rg16F,
+        (vk::Format::R32G32_SFLOAT, false) => S::Rg32F,
+        (vk::Format::R32G32B32A32_SFLOAT, false) => S::Rgba32F,
+        _ => return None,
+    })
+}
+
 pub(crate) fn import_into_cuda(cuda: &Arc<CudaDevice>, memory: ExportedMemory, len: u64) -> Result<MappedBuffer> {
-    cuda::ExternalMemory::import(cuda, memory)?.map_buffer(0, len)
+    memory_into_cuda(cuda, memory)?.map_buffer(0, len)
+}
+
+/// An image's exported memory (optimal tiling, `width × height` of `format`)
+/// imported into CUDA and mapped as an array, with a surface object the CUDA
+/// passes read or write it through. On failure the descriptor is closed.
+pub(crate) fn image_into_cuda(
+    cuda: &Arc<CudaDevice>,
+    memory: ExportedMemory,
+    (width, height): (u32, u32),
+    format: cuda::SurfaceFormat,
+) -> Result<cuda::Surface> {
+    let array = memory_into_cuda(cuda, memory)?.map_surface_array(width, height, format)?;
+    cuda::Surface::new(array)
 }
 
 /// Where ONNX Runtime finds memory that is mapped into CUDA, or else into the
@@ -179,7 +216,7 @@ mod gpu_tests {
         let round = || {
             let image = Image::exportable(&device, desc).expect("image");
             transfer::upload_image(&image, &data).expect("upload");
-            let array = cuda::ExternalMemory::import(&cuda_device, image.export().expect("export"))
+            let array = memory_into_cuda(&cuda_device, image.export().expect("export"))
                 .expect("import image")
                 .map_rgba8_array(256, 256)
                 .expect("map array");

@@ -146,8 +146,12 @@ fn suitable_devices_insists_on_cuda_only_for_the_cuda_backend() {
 
 #[test]
 fn fusing_the_conv_bias_needs_nhwc() {
+    // Both are on by default; turning NHWC off turns the default fusion off with it.
+    let d = neural_frame::Tuning::default();
+    assert!(d.prefer_nhwc && d.fuse_conv_bias && d.cuda_graph && d.cuda_passes, "{d:?}");
     let e = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(neural_frame::Backend::Cpu)
+        .prefer_nhwc(false)
         .fuse_conv_bias(true)
         .frame_size(8, 8)
         .build()
@@ -155,17 +159,25 @@ fn fusing_the_conv_bias_needs_nhwc() {
         .expect("fuse_conv_bias without prefer_nhwc is refused");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.to_string().contains("prefer_nhwc"), "{e}");
-    // With NHWC it builds; off CUDA the tuning says it is not in effect.
     let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(neural_frame::Backend::Cpu)
-        .prefer_nhwc(true)
-        .fuse_conv_bias(true)
+        .prefer_nhwc(false)
+        .frame_size(8, 8)
+        .build()
+        .expect("NHWC off takes the default fusion with it");
+    assert!(!ctx.tuning().fuse_conv_bias && !ctx.tuning().prefer_nhwc);
+    // With the defaults it builds; off CUDA the tuning says what is not in effect.
+    let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(neural_frame::Backend::Cpu)
         .frame_size(8, 8)
         .build()
         .expect("context");
-    assert!(!ctx.tuning().fuse_conv_bias);
-    // The CLI insists on --prefer-nhwc too.
-    let out = common::neural_frame(&["run", "--backend", "cpu", "--fuse-conv-bias", "--frames", "1"], &[]);
+    assert!(!ctx.tuning().fuse_conv_bias && !ctx.tuning().cuda_graph && !ctx.tuning().cuda_passes);
+    // The CLI refuses fusion forced on with NHWC forced off, naming the option.
+    let out = common::neural_frame(
+        &["run", "--backend", "cpu", "--prefer-nhwc", "false", "--fuse-conv-bias", "--frames", "1"],
+        &[],
+    );
     assert!(!out.status.success());
     assert!(text(&out).contains("--prefer-nhwc"), "{}", text(&out));
 }

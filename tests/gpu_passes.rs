@@ -3,14 +3,15 @@
 //! picture (the input tensor with the host's conversion, the output tensor
 //! and image after poisoning), the same image as the Vulkan passes for every
 //! format they take, the ring equal to the synchronous path, a frame waiting
-//! for the caller's timeline, and the frames they refuse. Needs an NVIDIA GPU.
+//! for the caller's timeline, and tiles and extra inputs as the Vulkan passes
+//! convert them. Needs an NVIDIA GPU.
 
 mod common;
 
 use ash::vk;
 use common::gpu;
 use common::pipeline::{Tolerance, Tune, check_frames, check_host_pinned, picture, ring_matches_sync};
-use neural_frame::{Backend, ContextBuilder, ErrorKind, Frame, NeuralFrameContext, PostWait, Tiling};
+use neural_frame::{Backend, ContextBuilder, Frame, NeuralFrameContext, PostWait, Tiling};
 
 fn passes(b: ContextBuilder) -> ContextBuilder {
     b.cuda_passes(true)
@@ -156,36 +157,52 @@ fn cuda_passes_wait_for_the_callers_timeline() {
     check_host_pinned(Backend::Cuda, passes_tuned, "models/upscale-fp16.onnx", 40, 24);
 }
 
+/// One frame of `model` through a context with the CUDA passes on or off (the Vulkan
+/// passes): the output image read back, and whether the frame ran as CUDA kernels.
+fn one_frame(model: &str, cuda: bool, tiling: Option<Tiling>, albedo: bool) -> (Vec<u8>, bool) {
+    let (w, h) = (64, 48);
+    let mut b = NeuralFrameContext::builder(model).backend(Backend::Cuda).frame_size(w, h).cuda_passes(cuda);
+    if let Some(t) = tiling {
+        b = b.tiling(t);
+    }
+    let mut ctx = b.build().expect("context");
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    ctx.upload(input, &picture(w, h, 7)).expect("upload");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    let (ow, oh) = ctx.output_size();
+    ctx.upload_output(output, &vec![0x5a; (ow * oh * 4) as usize]).expect("poison");
+    let mut frame = Frame::new(input, output);
+    if albedo {
+        let a = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("albedo");
+        ctx.upload(a, &picture(w, h, 11)).expect("upload albedo");
+        frame = frame.with_input("albedo", a);
+    }
+    let neural_frame::Submitted::Frame(t) = ctx.submit(frame).expect("submit") else { panic!("skipped") };
+    let stats = ctx.wait(&t).expect("frame");
+    (ctx.readback(output).expect("readback"), stats.cuda_passes)
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
-fn cuda_passes_refuse_what_they_cannot_run() {
+fn cuda_passes_run_tiles_and_extra_inputs_as_the_vulkan_passes_do() {
     gpu();
-    let refused = |ctx: &mut NeuralFrameContext, frame: Frame, what: &str| {
-        let e = ctx.submit(frame).expect_err(what);
-        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{what}: {e}");
-        assert!(e.to_string().contains("CUDA kernels"), "{what}: {e}");
-        println!("{what}: {e}");
-    };
-    // Tiles.
-    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
-        .backend(Backend::Cuda)
-        .frame_size(64, 48)
-        .tiling(Tiling::new(32, 24, 2).expect("tiling"))
-        .cuda_passes(true)
-        .build()
-        .expect("context");
-    let (i, o) =
-        (ctx.create_input_image(vk::Format::R8G8B8A8_UNORM), ctx.create_output_image(vk::Format::R8G8B8A8_UNORM));
-    refused(&mut ctx, Frame::new(i.expect("input"), o.expect("output")), "a tiled frame");
-    // A model with an extra input.
-    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x1-f32-color-albedo.onnx")
-        .backend(Backend::Cuda)
-        .frame_size(64, 48)
-        .cuda_passes(true)
-        .build()
-        .expect("context");
-    let color = ctx.create_input_image(vk::Format::R16G16B16A16_SFLOAT).expect("input");
-    let albedo = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
-    let output = ctx.create_output_image(vk::Format::R16G16B16A16_SFLOAT).expect("output");
-    refused(&mut ctx, Frame::new(color, output).with_input("albedo", albedo), "a model with an extra input");
+    let cases = [
+        ("tiles", "models/test/tiny-x2-f32.onnx", Some(Tiling::new(32, 24, 2).expect("tiling")), false),
+        ("an extra input", "models/test/tiny-x1-f32-color-albedo.onnx", None, true),
+        (
+            "tiles and an extra input",
+            "models/test/tiny-x1-f32-color-albedo.onnx",
+            Some(Tiling::new(32, 24, 2).expect("tiling")),
+            true,
+        ),
+    ];
+    for (what, model, tiling, albedo) in cases {
+        let (cuda, on_cuda) = one_frame(model, true, tiling, albedo);
+        let (vulkan, on_vulkan) = one_frame(model, false, tiling, albedo);
+        assert!(on_cuda && !on_vulkan, "{what}: the CUDA route ran {on_cuda}, the Vulkan one {on_vulkan}");
+        assert!(cuda.iter().any(|&b| b != 0x5a), "{what}: nothing written");
+        let worst = cuda.iter().zip(&vulkan).map(|(a, b)| a.abs_diff(*b)).max().unwrap_or(0);
+        println!("{what}: CUDA against Vulkan passes, largest difference {worst}");
+        assert!(worst <= 1, "{what}: CUDA and Vulkan passes differ by {worst}");
+    }
 }

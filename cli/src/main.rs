@@ -3,6 +3,7 @@
 
 #[cfg(feature = "diagnostics")]
 mod bench;
+#[cfg(feature = "diagnostics")]
 mod bench_serve;
 mod logger;
 mod run;
@@ -91,15 +92,18 @@ struct ModelArgs {
     /// cuDNN convolution algorithm search (CUDA backend).
     #[arg(long, value_enum, default_value_t = ConvSearchArg::Heuristic)]
     conv_search: ConvSearchArg,
-    /// Ask the CUDA provider to prefer NHWC kernels.
-    #[arg(long)]
-    prefer_nhwc: bool,
-    /// Ask the CUDA provider to fuse each convolution's bias into it (cuDNN's fused kernels; needs --prefer-nhwc).
-    #[arg(long, requires = "prefer_nhwc")]
-    fuse_conv_bias: bool,
-    /// Replay each slot's model run as a captured CUDA graph (CUDA backend).
-    #[arg(long)]
-    cuda_graph: bool,
+    /// The CUDA provider's NHWC kernels, `true` or `false` (default: on, and off, announced, where
+    /// cuDNN refuses them for the model; `--prefer-nhwc` alone is `true`).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    prefer_nhwc: Option<bool>,
+    /// Fuse each convolution's bias into it (cuDNN's fused kernels; needs NHWC), `true` or `false`
+    /// (default: with the NHWC kernels).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    fuse_conv_bias: Option<bool>,
+    /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;
+    /// a model that cannot be captured runs without one, announced).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    cuda_graph: Option<bool>,
     /// Where the post pass waits for the model: on the GPU (semaphore) or, after the host saw it finish (CUDA backend).
     #[arg(long, value_enum, default_value_t = PostWaitArg::Gpu)]
     post_wait: PostWaitArg,
@@ -112,9 +116,9 @@ struct ModelArgs {
     /// Put the CUDA wait for each frame's input on a side stream, joined by an event (CUDA backend).
     #[arg(long)]
     side_stream_wait: bool,
-    /// Where the pre and post passes run: Vulkan compute passes, or CUDA kernels on the model's stream
-    /// (CUDA backend; frames in images the context created, untiled, no extra tensors).
-    #[arg(long, value_enum, default_value_t = PassesArg::Vulkan)]
+    /// Where the pre and post passes run: CUDA kernels on the model's streams (the CUDA backend's default,
+    /// for every frame whose memory CUDA can import), or Vulkan compute passes.
+    #[arg(long, value_enum, default_value_t = PassesArg::Cuda)]
     passes: PassesArg,
     /// The model's tensor layout, `nchw` or `nhwc`, where its shapes are ambiguous (overrides its metadata).
     #[arg(long, value_parser = parse_with::<Layout>)]
@@ -157,25 +161,32 @@ impl ModelArgs {
         }
     }
 
-    fn tuning(&self) -> Tuning {
-        Tuning {
-            conv_search: match self.conv_search {
+    /// The options on `builder`: the library's defaults where the command line leaves them.
+    fn tune(&self, b: neural_frame::ContextBuilder) -> neural_frame::ContextBuilder {
+        let defaults = Tuning::default();
+        let mut b = b
+            .conv_search(match self.conv_search {
                 ConvSearchArg::Heuristic => ConvSearch::Heuristic,
                 ConvSearchArg::Exhaustive => ConvSearch::Exhaustive,
                 ConvSearchArg::Default => ConvSearch::Default,
-            },
-            prefer_nhwc: self.prefer_nhwc,
-            fuse_conv_bias: self.fuse_conv_bias,
-            cuda_graph: self.cuda_graph,
-            post_wait: match self.post_wait {
+            })
+            .cuda_graph(self.cuda_graph.unwrap_or(defaults.cuda_graph))
+            .post_wait(match self.post_wait {
                 PostWaitArg::Gpu => PostWait::Gpu,
                 PostWaitArg::Host => PostWait::Host,
-            },
-            gpu_timestamps: !self.no_gpu_timestamps,
-            spin_wait: self.spin_wait,
-            side_stream_wait: self.side_stream_wait,
-            cuda_passes: self.passes == PassesArg::Cuda,
+            })
+            .gpu_timestamps(!self.no_gpu_timestamps)
+            .spin_wait(self.spin_wait)
+            .side_stream_wait(self.side_stream_wait)
+            .cuda_passes(self.passes == PassesArg::Cuda);
+        // Only what the command line names is forced: the defaults may fall back, announced.
+        if let Some(on) = self.prefer_nhwc {
+            b = b.prefer_nhwc(on);
         }
+        if let Some(on) = self.fuse_conv_bias {
+            b = b.fuse_conv_bias(on);
+        }
+        b
     }
 
     /// These options as command-line arguments (for a worker process of the same program).
@@ -240,6 +251,12 @@ impl ModelArgs {
             (self.prefer_nhwc, "--prefer-nhwc"),
             (self.fuse_conv_bias, "--fuse-conv-bias"),
             (self.cuda_graph, "--cuda-graph"),
+        ] {
+            if let Some(on) = on {
+                a.extend([flag.into(), on.to_string().into()]);
+            }
+        }
+        for (on, flag) in [
             (self.no_gpu_timestamps, "--no-gpu-timestamps"),
             (self.spin_wait, "--spin-wait"),
             (self.side_stream_wait, "--side-stream-wait"),
@@ -272,12 +289,12 @@ impl ModelArgs {
 
     /// A builder with these options.
     fn builder(&self, width: u32, height: u32) -> neural_frame::ContextBuilder {
-        let mut b = NeuralFrameContext::builder(&self.model)
+        let b = NeuralFrameContext::builder(&self.model)
             .backend(self.backend())
             .device(self.device)
             .frame_size(width, height)
-            .tuning(self.tuning())
             .declare(self.declaration());
+        let mut b = self.tune(b);
         if let Some(t) = self.tiling() {
             b = b.tiling(t);
         }

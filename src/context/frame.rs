@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::context::backend::{Engine, Run};
+use crate::context::plan::{self, EngineKind, PostBatch, Route, Side, Situation};
 use crate::context::record::{Place, Recorder, Tensor};
 use crate::context::registry::{InputId, OutputId, TimelineId};
-use crate::context::ring::{InFlight, Signaller, Status};
+use crate::context::ring::{InFlight, Status};
 use crate::context::sync::{Frame, FrameStats, Submission, Submitted, Ticket};
-use crate::context::{BackPressure, NeuralFrameContext, PostWait};
+use crate::context::{BackPressure, NeuralFrameContext};
 use crate::error::{Error, Result};
 use crate::vulkan::TimelineSemaphore;
 
@@ -83,19 +84,13 @@ impl NeuralFrameContext {
             )));
         }
         let sub = self.resolve(&frame)?;
-        let (direct_in, direct_out) = {
-            let r = &self.res.registry;
-            (r.input(frame.input)?.direct.is_some(), r.output(frame.output)?.direct.is_some())
-        };
         let (count, margin) = self
             .frame
             .as_ref()
             .map(|g| (g.layout.tiles.len(), g.tiling.map_or(0, |t| t.overlap)))
             .ok_or_else(|| Error::internal("a context without a frame size"))?;
-        if self.res.engine.cuda_passes() {
-            self.check_cuda_passes(&frame, count)?;
-        }
-        if count > 1 && (direct_in || direct_out) {
+        let sides = self.sides(&frame, &sub)?;
+        if count > 1 && (sides.0.route == Route::Direct || sides.1.route == Route::Direct) {
             return Err(Error::InvalidArgument(
                 "a buffer the model reads or writes as it is cannot be tiled: the context runs tiles (register \
                  the frame's input and output as images, or with another layout)"
@@ -110,7 +105,7 @@ impl NeuralFrameContext {
             let place = Place { index: k, tile, margin };
             // Only the first tile may be skipped: later ones block, as a frame is never cut short.
             let policy = if k == 0 { policy } else { BackPressure::Block };
-            match self.submit_tile(&frame, sub.clone(), (place, count, submitted), (direct_in, direct_out), policy)? {
+            match self.submit_tile(&frame, sub.clone(), (place, count, submitted), sides, policy)? {
                 Some(n) => last = n,
                 None => return Ok(Submitted::Skipped),
             }
@@ -119,21 +114,27 @@ impl NeuralFrameContext {
     }
 
     /// Submits one tile of `frame` (the whole frame, untiled) through the next
-    /// slot; its timeline value, or `None` when the back-pressure policy skips it.
+    /// slot, as its plan says; its timeline value, or `None` when the
+    /// back-pressure policy skips it.
     fn submit_tile(
         &mut self,
         frame: &Frame,
-        mut sub: Submission,
+        sub: Submission,
         (place, tiles, frame_submitted): (Place, usize, Instant),
-        (direct_in, direct_out): (bool, bool),
+        (input, output): (Side, Side),
         policy: BackPressure,
     ) -> Result<Option<u64>> {
-        let cuda_passes = self.res.engine.cuda_passes();
-        let signallers = (
-            if direct_in || cuda_passes { Signaller::Engine } else { Signaller::Vulkan },
-            if direct_out || cuda_passes { Signaller::Engine } else { Signaller::Vulkan },
-        );
-        if self.ring.must_drain(signallers) {
+        let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
+        let plan = plan::plan(Situation {
+            input,
+            output,
+            engine: if on_cuda { EngineKind::Cuda } else { EngineKind::Host },
+            post_wait: self.tuning.post_wait,
+            caller_wait: sub.wait.is_some(),
+            output_free: sub.output_free.is_some(),
+        })
+        .map_err(|e| Error::internal(format!("no plan for the frame: {}", e.0)))?;
+        if self.ring.must_drain(plan.signallers) {
             self.retire_all()?;
         }
         // Hand Vulkan the post passes whose models are done (post waits on the host).
@@ -143,69 +144,23 @@ impl NeuralFrameContext {
             self.ring.skip();
             return Ok(None);
         }
-        let generation = self.generation;
-        let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
-        if !on_cuda {
-            // The CPU backend runs the model inside this call: it waits for the caller's
-            // "input written" (and, when the model writes the caller's buffer itself, "output
-            // free") on the host, bounded, before anything is submitted, so that a value that
-            // never arrives leaves nothing half-submitted behind. A post pass waits for
-            // "output free" on the GPU, as on the CUDA backend.
-            let output_free = if direct_out { sub.output_free.take() } else { None };
-            for (sem, value) in [sub.wait.take(), output_free].into_iter().flatten() {
-                if !self.wait_raw(sem, value, self.frame_timeout)? {
-                    return Err(Error::Timeout {
-                        what: format!("the caller's timeline reaching {value}"),
-                        waited: self.frame_timeout,
-                    });
-                }
+        // The CPU backend runs the model inside this call: it waits for the caller's values
+        // on the host, bounded, before anything is submitted, so that a value that never
+        // arrives leaves nothing half-submitted behind.
+        let host_waits =
+            [sub.wait.filter(|_| plan.host_waits.caller), sub.output_free.filter(|_| plan.host_waits.output_free)];
+        for (sem, value) in host_waits.into_iter().flatten() {
+            if !self.wait_raw(sem, value, self.frame_timeout)? {
+                return Err(Error::Timeout {
+                    what: format!("the caller's timeline reaching {value}"),
+                    waited: self.frame_timeout,
+                });
             }
         }
-        let (kind, out_kind) = (self.contract.input, self.contract.output);
-        let extra_kinds = |v: &[crate::onnx::NamedTensor]| v.iter().map(|t| t.kind).collect::<Vec<_>>();
-        let (extra_in_kinds, extra_out_kinds) =
-            (extra_kinds(&self.contract.extra_inputs), extra_kinds(&self.contract.extra_outputs));
-        // Record what is not recorded yet: the slot is free, so nothing of it is pending.
-        // The extra inputs' pre passes go before the frame's, the extra outputs' post
-        // passes after the frame's, all in the frame's two batches.
-        let (pres, posts) = {
-            let res = &mut *self.res;
-            let tensors = res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
-            let recorder = Recorder {
-                device: &res.device,
-                passes: &res.passes,
-                queries: res.queries.as_ref(),
-                pool: &res.pool,
-                on_cuda,
-            };
-            let mut pres = Vec::with_capacity(1 + sub.extra_inputs.len());
-            for &(k, id) in &sub.extra_inputs {
-                let reg = res.registry.registration_mut(id.0)?;
-                // SAFETY: slot i is free, so no submission of its command buffers is pending.
-                pres.push(unsafe {
-                    recorder.pre(i, reg, tensors, (Tensor::Extra(k), extra_in_kinds[k]), place, generation)
-                }?);
-            }
-            if !direct_in && !cuda_passes {
-                let reg = res.registry.registration_mut(frame.input.0)?;
-                // SAFETY: as above.
-                pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Frame, kind), place, generation) }?);
-            }
-            let mut posts = Vec::with_capacity(1 + sub.extra_outputs.len());
-            if !direct_out && !cuda_passes {
-                let reg = res.registry.registration_mut(frame.output.0)?;
-                // SAFETY: as above.
-                posts.push(unsafe { recorder.post(i, reg, tensors, (Tensor::Frame, out_kind), place, generation) }?);
-            }
-            for &(k, id) in &sub.extra_outputs {
-                let reg = res.registry.registration_mut(id.0)?;
-                // SAFETY: as above.
-                posts.push(unsafe {
-                    recorder.post(i, reg, tensors, (Tensor::Extra(k), extra_out_kinds[k]), place, generation)
-                }?);
-            }
-            (pres, posts)
-        };
+        let no = plan::Passes::default();
+        let vulkan_pre = plan.first.map_or(no, |f| f.pre);
+        let vulkan_post = plan.post.map_or(no, |p| p.post);
+        let (pres, posts) = self.record_passes(i, frame, &sub, place, (vulkan_pre, vulkan_post))?;
         // Bind what the model reads and writes this frame.
         {
             let res = &mut *self.res;
@@ -221,32 +176,34 @@ impl NeuralFrameContext {
             };
             tensors.bind(&mut slot.binding, input, output)?;
         }
-        // With CUDA passes, a Vulkan batch runs only to wait for the caller's semaphores.
-        let first_fenced = !cuda_passes || sub.wait.is_some() || sub.output_free.is_some();
-        let passes = if cuda_passes { Some(self.pass_run(i, frame, first_fenced)?) } else { None };
+        let steps = plan.engine;
+        let passes = if steps.pre.any() || steps.post.any() {
+            Some(self.pass_run(i, frame, &sub, place, (steps.pre, steps.post))?)
+        } else {
+            None
+        };
 
         let n = self.ring.take_value();
         let t = &self.res.timelines;
-        // 1. Vulkan: the pre pass (or, when the model reads the caller's buffer, an
-        // empty batch) waits for the caller and signals the model's start.
-        let mut first = Batch { cmds: pres, ..Batch::default() };
-        if direct_in && let Some(cmd) = self.host_visibility {
-            // The host reads the caller's buffer: make the device's writes visible to it.
-            first.cmds.push(cmd);
-        }
-        first.wait.extend(sub.wait);
-        if direct_out || cuda_passes {
-            first.wait.extend(sub.output_free);
-        }
-        first.signal.push((t.to_model.raw(), n));
-        if !direct_in && !cuda_passes {
-            first.signal.push((t.input_consumed.raw(), n));
-        }
-        if first_fenced {
+        // 1. Vulkan: the pre passes (or none) wait for the caller and signal the model's start.
+        if let Some(f) = plan.first {
+            let mut first = Batch { cmds: pres, ..Batch::default() };
+            if f.host_visibility
+                && let Some(cmd) = self.host_visibility
+            {
+                // The host reads the caller's buffer: make the device's writes visible to it.
+                first.cmds.push(cmd);
+            }
+            first.wait.extend(sub.wait.filter(|_| f.waits.caller));
+            first.wait.extend(sub.output_free.filter(|_| f.waits.output_free));
+            first.signal.push((t.to_model.raw(), n));
+            if f.signal_input_consumed {
+                first.signal.push((t.input_consumed.raw(), n));
+            }
             self.queue_submit(0, &first, self.res.slots[i].fences[0].raw())?;
         }
 
-        // 2. The engine runs the model.
+        // 2. The engine runs the model (and, on the CUDA route, the passes' kernels).
         let t_enqueue = Instant::now();
         let ran = {
             let res = &mut *self.res;
@@ -254,9 +211,8 @@ impl NeuralFrameContext {
                 slot: i,
                 value: n,
                 binding: &mut res.slots[i].binding,
-                slot_tensors: !direct_in && !direct_out,
-                direct_input: direct_in,
-                direct_output: direct_out,
+                slot_tensors: input.route != Route::Direct && output.route != Route::Direct,
+                steps,
                 passes,
             };
             res.engine.run(run, &res.timelines, self.frame_timeout)
@@ -268,7 +224,7 @@ impl NeuralFrameContext {
                 // Once the first batch has run and the engine has drained, nothing of the slot
                 // is pending: the slot stays free and the context usable. Otherwise work of
                 // the slot may still be pending, and the context takes no more frames.
-                let first_done = !first_fenced
+                let first_done = plan.first.is_none()
                     || self.wait_value(self.res.timelines.to_model.vulkan(), n, self.frame_timeout).unwrap_or(false);
                 let idle = first_done && self.res.engine.drain(self.frame_timeout).unwrap_or(false);
                 if !idle {
@@ -279,10 +235,10 @@ impl NeuralFrameContext {
         };
         let enqueue_ms = ms(t_enqueue.elapsed());
 
-        // 3. Vulkan: the post pass waits for the model (and for "output free") and
-        // signals "output ready". The frame is in the ring before it is submitted, so
+        // 3. Vulkan: the post passes wait for the model (and for "output free") and
+        // signal "output ready". The frame is in the ring before they are submitted, so
         // that a failing submission leaves it tracked (and retried at retirement).
-        let post_pending = !posts.is_empty() && on_cuda && self.tuning.post_wait == PostWait::Host;
+        let post_pending = plan.post.is_some_and(|p| p.deferred);
         let extras =
             sub.extra_inputs.iter().map(|(_, id)| id.0.index).chain(sub.extra_outputs.iter().map(|(_, id)| id.0.index));
         let extras = extras.collect();
@@ -297,18 +253,17 @@ impl NeuralFrameContext {
                 host_infer_ms,
                 enqueue_ms,
                 post_pending,
-                pre_pass: !direct_in,
-                post_pass: !direct_out,
+                routes: (input.route, output.route),
+                post_batch: plan.post,
                 post_cmds: posts.clone(),
                 output_free: sub.output_free,
                 post_fenced: false,
-                first_fenced,
+                first_fenced: plan.first.is_some(),
             },
-            signallers,
+            plan.signallers,
         );
-        if !posts.is_empty()
-            && !post_pending
-            && let Err(e) = self.submit_post(i, posts, n, sub.output_free)
+        if let Some(batch) = plan.post.filter(|p| !p.deferred)
+            && let Err(e) = self.submit_post(i, posts, n, sub.output_free, batch)
         {
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = true;
@@ -316,6 +271,66 @@ impl NeuralFrameContext {
             return Err(e);
         }
         Ok(Some(n))
+    }
+
+    /// Records (where they are not recorded yet: the slot is free, so nothing of it is
+    /// pending) the Vulkan passes of a frame's tile through slot `i` that `pre` and
+    /// `post` name: the extra inputs' pre passes before the frame's, the extra
+    /// outputs' post passes after the frame's, all in the frame's two batches.
+    fn record_passes(
+        &mut self,
+        i: usize,
+        frame: &Frame,
+        sub: &Submission,
+        place: Place,
+        (pre, post): (plan::Passes, plan::Passes),
+    ) -> Result<(Vec<vk::CommandBuffer>, Vec<vk::CommandBuffer>)> {
+        let generation = self.generation;
+        let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
+        let (kind, out_kind) = (self.contract.input, self.contract.output);
+        let extra_kinds = |v: &[crate::onnx::NamedTensor]| v.iter().map(|t| t.kind).collect::<Vec<_>>();
+        let (extra_in_kinds, extra_out_kinds) =
+            (extra_kinds(&self.contract.extra_inputs), extra_kinds(&self.contract.extra_outputs));
+        let res = &mut *self.res;
+        let tensors = res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
+        let recorder = Recorder {
+            device: &res.device,
+            passes: &res.passes,
+            queries: res.queries.as_ref(),
+            pool: &res.pool,
+            on_cuda,
+        };
+        let mut pres = Vec::with_capacity(1 + sub.extra_inputs.len());
+        if pre.extras {
+            for &(k, id) in &sub.extra_inputs {
+                let reg = res.registry.registration_mut(id.0)?;
+                // SAFETY: slot i is free, so no submission of its command buffers is pending.
+                pres.push(unsafe {
+                    recorder.pre(i, reg, tensors, (Tensor::Extra(k), extra_in_kinds[k]), place, generation)
+                }?);
+            }
+        }
+        if pre.frame {
+            let reg = res.registry.registration_mut(frame.input.0)?;
+            // SAFETY: as above.
+            pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Frame, kind), place, generation) }?);
+        }
+        let mut posts = Vec::with_capacity(1 + sub.extra_outputs.len());
+        if post.frame {
+            let reg = res.registry.registration_mut(frame.output.0)?;
+            // SAFETY: as above.
+            posts.push(unsafe { recorder.post(i, reg, tensors, (Tensor::Frame, out_kind), place, generation) }?);
+        }
+        if post.extras {
+            for &(k, id) in &sub.extra_outputs {
+                let reg = res.registry.registration_mut(id.0)?;
+                // SAFETY: as above.
+                posts.push(unsafe {
+                    recorder.post(i, reg, tensors, (Tensor::Extra(k), extra_out_kinds[k]), place, generation)
+                }?);
+            }
+        }
+        Ok((pres, posts))
     }
 
     pub(crate) fn ticket(&self, value: u64) -> Ticket {
@@ -345,27 +360,28 @@ impl NeuralFrameContext {
         unsafe { self.res.device.submit_to(queue, &[info], fence) }
     }
 
-    /// Submits a frame's recorded post pass for frame `n`: on the CUDA backend it
-    /// waits for `model_done = n` on its own queue; it signals `output_ready = n`.
+    /// Submits a frame's recorded post passes for frame `n`, as its plan's post batch
+    /// says: behind `model_done = n` (CUDA engine) and the caller's "output free",
+    /// signalling `output_ready = n`.
     fn submit_post(
         &mut self,
         i: usize,
         cmds: Vec<vk::CommandBuffer>,
         n: u64,
         output_free: Option<(vk::Semaphore, u64)>,
+        plan: PostBatch,
     ) -> Result<()> {
         let t = &self.res.timelines;
-        let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
         let mut batch = Batch { cmds, ..Batch::default() };
-        if on_cuda {
+        if plan.wait_model_done {
             batch.wait.push((t.model_done.raw(), n));
         }
-        batch.wait.extend(output_free);
+        batch.wait.extend(output_free.filter(|_| plan.wait_output_free));
         batch.signal.push((t.output_ready.raw(), n));
         // On its own queue where there is one: a post pass waiting for CUDA then
         // does not hold back the next frame's pre pass (submission order). On the
         // CPU backend it follows the pre pass on queue 0, which orders the alpha.
-        self.queue_submit(if on_cuda { 1 } else { 0 }, &batch, self.res.slots[i].fences[1].raw())?;
+        self.queue_submit(plan.queue, &batch, self.res.slots[i].fences[1].raw())?;
         if let Some(f) = self.ring.slot_mut(i) {
             f.post_fenced = true;
         }
@@ -387,13 +403,13 @@ impl NeuralFrameContext {
             if !self.model_done(i, value, deadline)? {
                 return Ok(()); // later frames wait behind this one: timeline values rise in order
             }
-            let (cmds, output_free) = match self.ring.slot(i) {
-                Some(InFlight { post_cmds, output_free, .. }) if !post_cmds.is_empty() => {
-                    (post_cmds.clone(), *output_free)
+            let (cmds, output_free, batch) = match self.ring.slot(i) {
+                Some(InFlight { post_cmds, output_free, post_batch: Some(batch), .. }) if !post_cmds.is_empty() => {
+                    (post_cmds.clone(), *output_free, *batch)
                 }
                 _ => continue,
             };
-            self.submit_post(i, cmds, value, output_free)?;
+            self.submit_post(i, cmds, value, output_free, batch)?;
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = false;
             }
@@ -692,8 +708,9 @@ impl NeuralFrameContext {
         };
         self.submit_posts(Some((value, deadline)))?;
         let left = deadline.saturating_duration_since(Instant::now());
+        let kernels_post = self.ring.slot(i).is_some_and(|f| f.routes.1 == Route::Cuda);
         if let Engine::Cuda(e) = &self.res.engine
-            && e.passes.is_some()
+            && kernels_post
             && !self.tuning.spin_wait
         {
             // The host's sleeping wait for a CUDA-signalled timeline wakes late: wait for
@@ -738,9 +755,14 @@ impl NeuralFrameContext {
             };
             Ok(ticks.map_or(f64::NAN, |t| t[1].wrapping_sub(t[0]) as f64 * period))
         };
-        let (pre_ms, post_ms) = match self.res.engine.pass_times(i)? {
-            Some(times) => times,
-            None => (pair(4 * i as u32, f.pre_pass)?, pair(4 * i as u32 + 2, f.post_pass)?),
+        let (cuda_pre, cuda_post) = self.res.engine.pass_times(i)?;
+        let pre_ms = match cuda_pre {
+            Some(ms) => ms,
+            None => pair(4 * i as u32, f.routes.0 == Route::Vulkan)?,
+        };
+        let post_ms = match cuda_post {
+            Some(ms) => ms,
+            None => pair(4 * i as u32 + 2, f.routes.1 == Route::Vulkan)?,
         };
         let (infer_ms, gpu_gap_ms) = self.res.engine.model_times(i, f.value)?.unwrap_or((f.host_infer_ms, f64::NAN));
         let stats = FrameStats {
@@ -752,8 +774,9 @@ impl NeuralFrameContext {
             enqueue_ms: f.enqueue_ms,
             gpu_gap_ms,
             slot: i,
-            pre_pass: f.pre_pass,
-            post_pass: f.post_pass,
+            pre_pass: f.routes.0 != Route::Direct,
+            post_pass: f.routes.1 != Route::Direct,
+            cuda_passes: f.routes.0 == Route::Cuda || f.routes.1 == Route::Cuda,
             tiles: f.tile.1 as u32,
         };
         self.ring.retire(i, stats);

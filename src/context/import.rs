@@ -11,8 +11,11 @@ use crate::context::NeuralFrameContext;
 use crate::context::backend::Engine;
 use crate::context::foreign::{BufferImport, DeviceIdentity, ImageImport, ImportError, MemoryImport, SemaphoreImport};
 use crate::context::register::Role;
-use crate::context::registry::{Direct, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
+use crate::context::registry::{
+    CudaAccess, CudaView, Direct, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId,
+};
 use crate::context::sync::{ExportedTimelines, SyncMode};
+use crate::cuda::{CudaDevice, SurfaceFormat};
 use crate::error::{Error, Result, format_uuid};
 use crate::interop;
 use crate::onnx::TensorValue;
@@ -36,6 +39,40 @@ impl NeuralFrameContext {
             )));
         }
         Ok(())
+    }
+
+    /// The CUDA passes' view of a registration's memory, made by `import` on the CUDA
+    /// backend with CUDA passes for a format they convert; `None` otherwise. Where CUDA
+    /// cannot reach it, the registration's frames take the Vulkan passes, and the
+    /// log says so once, with why and what the caller can change.
+    pub(super) fn cuda_view(
+        &self,
+        role: Role,
+        what: &str,
+        format: Option<SurfaceFormat>,
+        import: impl FnOnce(&std::sync::Arc<CudaDevice>, SurfaceFormat) -> Result<CudaAccess>,
+    ) -> Option<CudaView> {
+        let device = self.res.engine.cuda_device().filter(|_| self.res.engine.cuda_passes())?;
+        let Some(format) = format else {
+            log::warn!(
+                "the {} {what}'s format has no CUDA pass: its frames run through the Vulkan passes (a ~0.5 ms \
+                 cross-API hand-off each); the CUDA passes read RGBA8, BGRA8 and RGBA16F",
+                role.name()
+            );
+            return None;
+        };
+        match import(device, format) {
+            Ok(access) => Some(CudaView { access, format }),
+            Err(e) => {
+                log::warn!(
+                    "CUDA cannot import the {} {what}'s memory ({e}): its frames run through the Vulkan passes (a \
+                     ~0.5 ms cross-API hand-off each); allocate it with VkExportMemoryAllocateInfo \
+                     (OPAQUE_FD) as a dedicated allocation to run them as CUDA kernels",
+                    role.name()
+                );
+                None
+            }
+        }
     }
 
     /// Runs `import` on duplicates of the caller's descriptor: on success the
@@ -83,7 +120,7 @@ impl NeuralFrameContext {
             let desc = ImageDesc { width, height, format, usage, tiling };
             let image = Image::import(&ctx.res.device, desc, dup()?)?;
             let raw = image.raw();
-            let reg = ctx.image_registration(
+            let mut reg = ctx.image_registration(
                 raw,
                 format,
                 vk::ImageLayout::GENERAL,
@@ -91,6 +128,17 @@ impl NeuralFrameContext {
                 Origin::Imported,
                 (width, height),
             )?;
+            // CUDA imports its own duplicate of the descriptor, for the CUDA passes.
+            reg.cuda =
+                ctx.cuda_view(role, "image", interop::surface_format(format, role == Role::Output), |device, f| {
+                    if tiling != vk::ImageTiling::OPTIMAL {
+                        return Err(Error::InvalidArgument(format!(
+                            "CUDA maps an image's memory as an array of optimal tiling, and this one has {tiling:?}"
+                        )));
+                    }
+                    let surface = interop::image_into_cuda(device, dup()?, (width, height), f)?;
+                    Ok(CudaAccess::Surface(surface))
+                });
             Ok(ctx.insert(role, reg))
         })
     }
@@ -165,16 +213,35 @@ impl NeuralFrameContext {
             let kind = if role == Role::Input { ctx.contract.input } else { ctx.contract.output };
             let (w, h) = (layout.width, layout.height);
             let bytes = layout.bytes();
-            let (owned, direct) = match (&ctx.res.engine, as_is) {
+            let (owned, direct, cuda) = match (&ctx.res.engine, as_is) {
                 (Engine::Cuda(e), true) => {
                     // The model reads (or writes) the caller's memory through CUDA: no Vulkan import.
                     let mapped = interop::import_into_cuda(&e.device, dup()?, bytes)?;
                     let (placement, ptr) = interop::tensor_memory(Some(&mapped), None)?;
                     // SAFETY: the mapping covers `bytes` and lives in the Direct after the value.
                     let value = unsafe { TensorValue::new(placement, kind, w, h, ptr, bytes) }?;
-                    (None, Some(Direct { value, _cuda: Some(mapped) }))
+                    (None, Some(Direct { value, _cuda: Some(mapped) }), None)
                 }
-                _ => {
+                (engine, _) => {
+                    // CUDA imports its own duplicate of the descriptor, for the CUDA passes.
+                    let cuda = match engine {
+                        Engine::Cuda(_) => ctx.cuda_view(
+                            role,
+                            "buffer",
+                            interop::surface_format(layout.format, role == Role::Output),
+                            |device, _| {
+                                let pitch = u32::try_from(layout.row_pitch).map_err(|_| {
+                                    Error::InvalidArgument(format!(
+                                        "the row pitch {} is over what the CUDA passes address (4 GiB)",
+                                        layout.row_pitch
+                                    ))
+                                })?;
+                                let mapped = interop::import_into_cuda(device, dup()?, bytes)?;
+                                Ok(CudaAccess::Buffer { mapped, pitch })
+                            },
+                        ),
+                        Engine::Host(_) => None,
+                    };
                     let buffer = Buffer::import(&ctx.res.device, size, usage, dup()?)?;
                     let direct = match (as_is, interop::tensor_memory(None, Some(&buffer))) {
                         (true, Ok((placement, ptr))) => {
@@ -193,14 +260,14 @@ impl NeuralFrameContext {
                         }
                         _ => None,
                     };
-                    (Some(buffer), direct)
+                    (Some(buffer), direct, cuda)
                 }
             };
             let raw = owned.as_ref().map_or(vk::Buffer::null(), Buffer::raw);
             let reg = Registration {
                 recorded: Vec::new(),
                 direct,
-                cuda: None,
+                cuda,
                 resource: Resource::Buffer {
                     raw,
                     format: layout.format,

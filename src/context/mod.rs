@@ -17,6 +17,7 @@ pub(crate) mod foreign;
 pub(crate) mod frame;
 pub(crate) mod import;
 pub(crate) mod passes;
+pub(crate) mod plan;
 pub(crate) mod record;
 pub(crate) mod register;
 pub(crate) mod registry;
@@ -168,15 +169,57 @@ impl NeuralFrameContext {
     }
 
     fn new(b: ContextBuilder, caller: Option<CallerDevice>) -> Result<Self> {
+        let ctx = Self::new_on_backend(&b, caller.as_ref())?;
+        let kernels = ctx.tuning.prefer_nhwc || ctx.tuning.fuse_conv_bias;
+        if !(b.default_kernels && kernels && matches!(ctx.res.engine, Engine::Cuda(_))) {
+            return Ok(ctx);
+        }
+        // NHWC kernels and the fused bias are defaults here: one run of the model on the
+        // first slot (cuDNN plans them then) says whether cuDNN takes them for this model.
+        let mut ctx = ctx;
+        let t = std::time::Instant::now();
+        match ctx.warm_up() {
+            Ok(()) => {
+                log::debug!("first run of the model (NHWC, bias fused): {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+                Ok(ctx)
+            }
+            Err(e) => {
+                log::warn!(
+                    "cuDNN refused the model with NHWC kernels and the bias fused ({e}); running it without them \
+                     (ContextBuilder::prefer_nhwc / fuse_conv_bias, --prefer-nhwc / --fuse-conv-bias, choose)"
+                );
+                drop(ctx);
+                let b = b.prefer_nhwc(false);
+                Self::new_on_backend(&b, caller.as_ref())
+            }
+        }
+    }
+
+    /// Runs the model once, synchronously, on the first slot's buffers (whatever they
+    /// hold): ONNX Runtime and cuDNN settle their plans. CUDA backend only.
+    fn warm_up(&mut self) -> Result<()> {
+        let res = &mut *self.res;
+        let Engine::Cuda(engine) = &res.engine else {
+            return Ok(());
+        };
+        let slot = &mut res.slots[0];
+        let tensors = slot.tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
+        tensors.bind(&mut slot.binding, &tensors.input_value, &tensors.output_value)?;
+        // SAFETY: the binding holds the slot's own buffers, alive while the context is; no
+        // frame is in flight, and the run synchronises with the device before it returns.
+        unsafe { slot.binding.run(&engine.session, None) }
+    }
+
+    fn new_on_backend(b: &ContextBuilder, caller: Option<&CallerDevice>) -> Result<Self> {
         // SAFETY: a caller device comes from build_on, whose contract the caller accepted.
-        match unsafe { Self::create(&b, caller.as_ref(), b.backend) } {
+        match unsafe { Self::create(b, caller, b.backend) } {
             // The CUDA provider can still fail when the session is created (a CUDA
             // library missing): `auto` then falls back too, announced.
             Err(e) if b.backend == Backend::Auto && e.kind() == ErrorKind::ProviderUnavailable => {
                 let reason = e.to_string();
                 log::warn!("CUDA backend unavailable ({reason}); falling back to the CPU backend");
                 // SAFETY: as above.
-                let mut ctx = unsafe { Self::create(&b, caller.as_ref(), Backend::Cpu) }?;
+                let mut ctx = unsafe { Self::create(b, caller, Backend::Cpu) }?;
                 ctx.report.requested = Backend::Auto;
                 ctx.report.fallback_reason = Some(reason);
                 Ok(ctx)

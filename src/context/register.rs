@@ -8,9 +8,11 @@ use ash::vk;
 use crate::context::NeuralFrameContext;
 use crate::context::foreign::{CallerBuffer, CallerImage, PixelLayout};
 use crate::context::record::size_mismatch;
-use crate::context::registry::{CudaImage, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
-use crate::cuda::{self, SurfaceFormat};
+use crate::context::registry::{
+    CudaAccess, CudaView, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId,
+};
 use crate::error::{Error, Result};
+use crate::interop;
 use crate::onnx::TensorKind;
 use crate::vulkan::caps;
 use crate::vulkan::compute::ImageView;
@@ -285,20 +287,13 @@ impl NeuralFrameContext {
         self.check_image(role, format, (w, h), usage, vk::ImageTiling::OPTIMAL)?;
         let desc = ImageDesc::new(w, h, format, usage);
         // With CUDA passes, images of the formats they read and write are shared with CUDA.
-        let surface_format = match format {
-            vk::Format::R8G8B8A8_UNORM | vk::Format::R8G8B8A8_SRGB => Some(SurfaceFormat::Rgba8),
-            vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB if role == Role::Input => Some(SurfaceFormat::Bgra8),
-            vk::Format::R16G16B16A16_SFLOAT => Some(SurfaceFormat::Rgba16F),
-            _ => None,
-        };
+        let surface_format = interop::surface_format(format, role == Role::Output);
         let cuda = self.res.engine.cuda_device().filter(|_| self.res.engine.cuda_passes());
         let (image, cuda) = match (cuda, surface_format) {
             (Some(device), Some(surface_format)) => {
                 let image = Image::exportable(&self.res.device, desc)?;
-                let memory = cuda::ExternalMemory::import(device, image.export()?)?;
-                let array = memory.map_surface_array(w, h, surface_format == SurfaceFormat::Rgba16F)?;
-                let surface = cuda::Surface::new(array)?;
-                (image, Some(CudaImage { surface, format: surface_format }))
+                let surface = interop::image_into_cuda(device, image.export()?, (w, h), surface_format)?;
+                (image, Some(CudaView { access: CudaAccess::Surface(surface), format: surface_format }))
             }
             _ => (Image::new(&self.res.device, desc)?, None),
         };
@@ -346,6 +341,21 @@ impl NeuralFrameContext {
         self.create_image(Role::Output, format).map(OutputId)
     }
 
+    /// Says once per registration that the caller's memory by handle takes the Vulkan
+    /// passes where frames could otherwise run as CUDA kernels.
+    fn by_handle_on_vulkan(&self, role: Role, what: &str) {
+        if self.res.engine.cuda_passes() {
+            log::warn!(
+                "the {} {what} registered by handle runs through the Vulkan passes (a ~0.5 ms cross-API hand-off \
+                 a frame): CUDA reaches only memory it imports by file descriptor; allocate it with \
+                 VkExportMemoryAllocateInfo (OPAQUE_FD) and register it with import_{}_{what} (on the same \
+                 device too) to run its frames as CUDA kernels",
+                role.name(),
+                role.name()
+            );
+        }
+    }
+
     fn caller_image(&mut self, role: Role, image: CallerImage) -> Result<crate::context::registry::Key> {
         self.need_caller_device()?;
         self.check_image(role, image.format, (image.width, image.height), image.usage, image.tiling)?;
@@ -369,6 +379,7 @@ impl NeuralFrameContext {
             Origin::Caller,
             (image.width, image.height),
         )?;
+        self.by_handle_on_vulkan(role, "image");
         Ok(self.insert(role, reg))
     }
 
@@ -456,6 +467,7 @@ impl NeuralFrameContext {
             width: l.width,
             height: l.height,
         };
+        self.by_handle_on_vulkan(role, "buffer");
         Ok(self.insert(role, reg))
     }
 

@@ -128,10 +128,31 @@ pub(crate) struct Direct {
     pub(crate) _cuda: Option<MappedBuffer>,
 }
 
-/// An image's memory imported into CUDA, with a surface the CUDA passes read or write.
-pub(crate) struct CudaImage {
-    pub(crate) surface: crate::cuda::Surface,
+/// How the CUDA passes reach a registration's memory.
+pub(crate) enum CudaAccess {
+    /// An image's memory mapped as a CUDA array, through a surface object.
+    Surface(crate::cuda::Surface),
+    /// A linear buffer's memory as a device pointer, and its row pitch in bytes.
+    Buffer { mapped: MappedBuffer, pitch: u32 },
+}
+
+/// A registration's memory as the CUDA passes see it (imported into CUDA once).
+pub(crate) struct CudaView {
+    pub(crate) access: CudaAccess,
     pub(crate) format: crate::cuda::SurfaceFormat,
+}
+
+impl CudaView {
+    /// What the kernels take: the surface object or device pointer, the format,
+    /// the kind of access and the row pitch in bytes.
+    pub(crate) fn params(&self) -> (u64, u32, u32, u32) {
+        match &self.access {
+            CudaAccess::Surface(s) => (s.raw(), self.format as u32, crate::cuda::Access::Surface as u32, 0),
+            CudaAccess::Buffer { mapped, pitch } => {
+                (mapped.ptr(), self.format as u32, crate::cuda::Access::Buffer as u32, *pitch)
+            }
+        }
+    }
 }
 
 /// A pass recorded for one (slot, registration): resubmitted as it is.
@@ -151,8 +172,9 @@ pub(crate) struct Recorded {
 pub(crate) struct Registration {
     pub(crate) recorded: Vec<Option<Recorded>>,
     pub(crate) direct: Option<Direct>,
-    /// The image seen by the CUDA passes (`Tuning::cuda_passes`, images the context created).
-    pub(crate) cuda: Option<CudaImage>,
+    /// The memory as the CUDA passes see it (CUDA backend with CUDA passes, where
+    /// CUDA can import it); `None`: the frame's passes run on Vulkan.
+    pub(crate) cuda: Option<CudaView>,
     pub(crate) resource: Resource,
     pub(crate) origin: Origin,
     pub(crate) width: u32,

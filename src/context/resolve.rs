@@ -5,11 +5,13 @@ use ash::vk;
 
 use crate::context::NeuralFrameContext;
 use crate::context::backend::PassRun;
-use crate::context::record::size_mismatch;
+use crate::context::plan::{Passes, Route, Side};
+use crate::context::record::{Place, size_mismatch};
 use crate::context::registry::Registration;
 use crate::context::sync::{Frame, Submission, SyncMode};
 use crate::cuda::{PostParams, PreParams, TensorParams};
 use crate::error::{Error, Result};
+use crate::onnx::TensorKind;
 
 /// One role's side of a frame's named tensors: what the model calls them, and
 /// how the frame's handles are looked up.
@@ -132,73 +134,142 @@ impl NeuralFrameContext {
 }
 
 impl NeuralFrameContext {
-    /// With CUDA passes in effect: refuses a frame they cannot run, saying why.
-    pub(crate) fn check_cuda_passes(&self, frame: &Frame, tiles: usize) -> Result<()> {
-        let refuse = |why: String| {
-            Err(Error::InvalidArgument(format!(
-                "the context runs its passes as CUDA kernels (ContextBuilder::cuda_passes, --passes cuda), which \
-                 {why}; build the context without them for this frame"
-            )))
-        };
-        if tiles > 1 {
-            return refuse(format!("do not run tiles (the frame runs as {tiles})"));
-        }
-        let (ins, outs) = (&self.contract.extra_inputs, &self.contract.extra_outputs);
-        if !ins.is_empty() || !outs.is_empty() {
-            let names: Vec<&str> = ins.iter().chain(outs.iter()).map(|t| t.name.as_str()).collect();
-            return refuse(format!("convert the frame's own tensors only (the model also has {})", names.join(", ")));
-        }
-        let r = &self.res.registry;
-        for (role, reg) in [("input", r.input(frame.input)?), ("output", r.output(frame.output)?)] {
-            if reg.cuda.is_none() {
-                return refuse(format!(
-                    "read and write images the context created (create_input_image, create_output_image; RGBA8, \
-                     BGRA8 or RGBA16F inputs, RGBA8 or RGBA16F outputs), and the frame's {role} is not one"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The CUDA passes' parameters for a frame through slot `i` (checked by
-    /// [`check_cuda_passes`](Self::check_cuda_passes)); `wait`: a Vulkan batch
-    /// signals `to_model` first.
-    pub(crate) fn pass_run(&self, i: usize, frame: &Frame, wait: bool) -> Result<PassRun> {
+    /// The route each side of `frame` takes. On the CUDA backend with CUDA passes
+    /// (the default) both sides run as CUDA kernels wherever CUDA sees every
+    /// registration of the frame (each says so once when it does not, at
+    /// registration); otherwise both take the Vulkan passes, so that the frame's
+    /// alpha goes from the pre pass to the post pass within one API. A buffer
+    /// the model reads or writes as it is takes no pass.
+    pub(crate) fn sides(&self, frame: &Frame, sub: &Submission) -> Result<(Side, Side)> {
         let r = &self.res.registry;
         let (input, output) = (r.input(frame.input)?, r.output(frame.output)?);
-        let surface = |reg: &Registration| {
+        let cuda = self.res.engine.cuda_passes();
+        let mut in_cuda = cuda && sub.extra_inputs.iter().all(|(_, id)| r.input(*id).is_ok_and(|x| x.cuda.is_some()));
+        let mut out_cuda =
+            cuda && sub.extra_outputs.iter().all(|(_, id)| r.output(*id).is_ok_and(|x| x.cuda.is_some()));
+        let (in_direct, out_direct) = (input.direct.is_some(), output.direct.is_some());
+        in_cuda &= in_direct || input.cuda.is_some();
+        out_cuda &= out_direct || output.cuda.is_some();
+        let on_cuda = in_cuda && out_cuda;
+        let route = |direct: bool| match (direct, on_cuda) {
+            (true, _) => Route::Direct,
+            (false, true) => Route::Cuda,
+            (false, false) => Route::Vulkan,
+        };
+        let extras = |any: bool| any.then_some(if on_cuda { Route::Cuda } else { Route::Vulkan });
+        Ok((
+            Side { route: route(in_direct), extras: extras(!sub.extra_inputs.is_empty()) },
+            Side { route: route(out_direct), extras: extras(!sub.extra_outputs.is_empty()) },
+        ))
+    }
+
+    /// The CUDA kernels' parameters for a frame (one tile of it: `place`) through
+    /// slot `i`: the pre kernels of the extra inputs and the frame's input where
+    /// `pre` says so, the post kernels of the frame's output and the extra outputs
+    /// where `post` does.
+    pub(crate) fn pass_run(
+        &self,
+        i: usize,
+        frame: &Frame,
+        sub: &Submission,
+        place: Place,
+        (pre, post): (Passes, Passes),
+    ) -> Result<PassRun> {
+        let r = &self.res.registry;
+        let tensors = self.res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
+        let s = tensors.size;
+        let view = |reg: &Registration| {
             reg.cuda
                 .as_ref()
-                .map(|c| (c.surface.raw(), c.format as u32))
-                .ok_or_else(|| Error::internal("a frame for the CUDA passes with an image that is not in CUDA"))
+                .map(|c| c.params())
+                .ok_or_else(|| Error::internal("a frame on the CUDA route with memory that is not in CUDA"))
         };
-        let tensors = self.res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
         let ptr = |m: (crate::onnx::Placement, *mut std::ffi::c_void)| m.1 as u64;
-        let (in_surface, in_format) = surface(input)?;
-        let (out_surface, out_format) = surface(output)?;
-        let s = tensors.size;
-        Ok(PassRun {
-            pre: PreParams {
-                surface: in_surface,
-                alpha: 0,
+        let pre_params = |reg: &Registration, kind: TensorKind, data: u64| -> Result<PreParams> {
+            let (source, format, kind_code, pitch) = view(reg)?;
+            Ok(PreParams {
+                source,
                 width: s.width,
                 height: s.height,
-                format: in_format,
-                pad: 0,
-                tensor: TensorParams::new(self.contract.input, ptr(tensors.input.tensor_memory()?)),
-            },
-            post: PostParams {
-                surface: out_surface,
-                alpha: 0,
+                format,
+                kind: kind_code,
+                pitch,
+                origin_x: place.tile.x,
+                origin_y: place.tile.y,
+                tensor: tensor_params(kind, data),
+                ..PreParams::default()
+            })
+        };
+        // The tile's place and shared strips in output pixels (the scale per axis is the
+        // tensor's output size over its input size), as the Vulkan post pass has them.
+        let (sx, sy) = (s.out_width / s.width, s.out_height / s.height);
+        let post_params = |reg: &Registration, kind: TensorKind, data: u64| -> Result<PostParams> {
+            let (target, format, kind_code, pitch) = view(reg)?;
+            Ok(PostParams {
+                target,
                 width: s.width,
                 height: s.height,
                 out_width: s.out_width,
                 out_height: s.out_height,
-                format: out_format,
-                pad: 0,
-                tensor: TensorParams::new(self.contract.output, ptr(tensors.output.tensor_memory()?)),
-            },
-            wait,
-        })
+                format,
+                kind: kind_code,
+                pitch,
+                origin_x: place.tile.x * sx,
+                origin_y: place.tile.y * sy,
+                blend_left: place.tile.blend_left * sx,
+                blend_top: place.tile.blend_top * sy,
+                blend_right: place.tile.blend_right * sx,
+                blend_bottom: place.tile.blend_bottom * sy,
+                margin_x: place.margin * sx,
+                margin_y: place.margin * sy,
+                tensor: tensor_params(kind, data),
+                ..PostParams::default()
+            })
+        };
+        let c = &self.contract;
+        let missing = |what: &str, k: usize| Error::internal(format!("a slot without the extra {what} tensor {k}"));
+        let mut run = PassRun { pre: Vec::new(), post: Vec::new() };
+        if pre.extras {
+            for &(k, id) in &sub.extra_inputs {
+                let t = tensors.extra_inputs.get(k).ok_or_else(|| missing("input", k))?;
+                let kind = c.extra_inputs.get(k).ok_or_else(|| missing("input", k))?.kind;
+                run.pre.push((pre_params(r.input(id)?, kind, ptr(t.buffer.tensor_memory()?))?, false));
+            }
+        }
+        if pre.frame {
+            let data = ptr(tensors.input.tensor_memory()?);
+            run.pre.push((pre_params(r.input(frame.input)?, c.input, data)?, true));
+        }
+        if post.frame {
+            let data = ptr(tensors.output.tensor_memory()?);
+            run.post.push(post_params(r.output(frame.output)?, c.output, data)?);
+        }
+        if post.extras {
+            for &(k, id) in &sub.extra_outputs {
+                let t = tensors.extra_outputs.get(k).ok_or_else(|| missing("output", k))?;
+                let kind = c.extra_outputs.get(k).ok_or_else(|| missing("output", k))?.kind;
+                run.post.push(post_params(r.output(id)?, kind, ptr(t.buffer.tensor_memory()?))?);
+            }
+        }
+        Ok(run)
+    }
+}
+
+/// The kernels' description of a `kind` tensor at device address `data`.
+fn tensor_params(kind: TensorKind, data: u64) -> TensorParams {
+    let w = kind.pass_words();
+    let element = match kind.element {
+        crate::onnx::Element::F32 => 0,
+        crate::onnx::Element::F16 => 1,
+        crate::onnx::Element::U8 => 2,
+    };
+    TensorParams {
+        data,
+        element,
+        nhwc: w[0],
+        channels: w[1],
+        bgr: w[2],
+        mul: [w[3], w[4], w[5], w[6]].map(f32::from_bits),
+        add: [w[7], w[8], w[9], w[10]].map(f32::from_bits),
     }
 }

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use ash::vk;
 
+use crate::context::plan::{PostBatch, Route};
 use crate::context::sync::FrameStats;
 
 /// Finished frames whose times are kept for `wait` (older ones are forgotten:
@@ -40,8 +41,10 @@ pub(crate) struct InFlight {
     pub(crate) enqueue_ms: f64,
     /// The post pass is recorded but not yet submitted (post waits on the host).
     pub(crate) post_pending: bool,
-    pub(crate) pre_pass: bool,
-    pub(crate) post_pass: bool,
+    /// How the frame's input and output sides were converted.
+    pub(crate) routes: (Route, Route),
+    /// The Vulkan post batch the plan asked for (submitted later when post waits on the host).
+    pub(crate) post_batch: Option<PostBatch>,
     /// The frame's recorded post passes (plain handles, submitted later when post waits on the host).
     pub(crate) post_cmds: Vec<vk::CommandBuffer>,
     /// What the post pass waits for besides the model (a plain handle and value).
@@ -49,7 +52,7 @@ pub(crate) struct InFlight {
     /// Whether the post pass was submitted (with the slot's second fence).
     pub(crate) post_fenced: bool,
     /// Whether the first batch was submitted (with the slot's first fence): not
-    /// with CUDA passes when the frame waits for nothing of the caller's.
+    /// on the CUDA route when the frame waits for nothing of the caller's.
     pub(crate) first_fenced: bool,
 }
 
@@ -234,8 +237,8 @@ mod tests {
             host_infer_ms: f64::NAN,
             enqueue_ms: 0.0,
             post_pending: false,
-            pre_pass: true,
-            post_pass: true,
+            routes: (Route::Vulkan, Route::Vulkan),
+            post_batch: None,
             post_cmds: Vec::new(),
             output_free: None,
             post_fenced: false,

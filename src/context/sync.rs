@@ -420,6 +420,10 @@ pub struct FrameStats {
     pub pre_pass: bool,
     /// Whether a post pass converted the output (false: the model wrote the caller's buffer itself).
     pub post_pass: bool,
+    /// Whether the frame's passes ran as CUDA kernels on the model's streams (the
+    /// CUDA route: no Vulkan batch between the frame and the model), rather than
+    /// as Vulkan compute passes.
+    pub cuda_passes: bool,
     /// The tiles the frame ran as (1: whole); `pre_ms`, `infer_ms`, `post_ms` and
     /// `enqueue_ms` are then summed over them, `latency_ms` runs from the first
     /// tile's submission, and `slot` and `gpu_gap_ms` are the last tile's.
@@ -441,6 +445,7 @@ impl FrameStats {
             tiles: 1,
             pre_pass: true,
             post_pass: true,
+            cuda_passes: false,
         }
     }
 }

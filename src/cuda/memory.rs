@@ -9,10 +9,10 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 
 use crate::cuda::device::CudaDevice;
+use crate::cuda::params::{ArrayElement, SurfaceFormat};
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
 use crate::error::{Error, Result};
-use crate::vulkan::ExportedMemory;
 
 /// Vulkan memory imported into CUDA (`cuImportExternalMemory`).
 pub struct ExternalMemory {
@@ -27,12 +27,11 @@ unsafe impl Send for ExternalMemory {}
 unsafe impl Sync for ExternalMemory {}
 
 impl ExternalMemory {
-    /// Imports an `OPAQUE_FD` exported by Vulkan, with the size of the Vulkan
-    /// allocation and the dedicated flag exactly when the allocation is dedicated.
+    /// Imports an `OPAQUE_FD` exported by Vulkan, with the `size` of the Vulkan
+    /// allocation and the `dedicated` flag exactly when the allocation is dedicated.
     /// On success the descriptor belongs to CUDA; on failure it is closed here.
-    pub fn import(device: &Arc<CudaDevice>, exported: ExportedMemory) -> Result<Self> {
+    pub fn import(device: &Arc<CudaDevice>, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
         device.bind()?;
-        let ExportedMemory { fd, info } = exported;
         let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC>::zeroed();
         let p = desc.as_mut_ptr();
         // SAFETY: p points to zeroed storage of the right type; writing the enum
@@ -40,17 +39,17 @@ impl ExternalMemory {
         let desc = unsafe {
             (&raw mut (*p).type_).write(sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
             (*p).handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
-            (*p).size = info.size;
-            (*p).flags = if info.dedicated { sys::CUDA_EXTERNAL_MEMORY_DEDICATED } else { 0 };
+            (*p).size = size;
+            (*p).flags = if dedicated { sys::CUDA_EXTERNAL_MEMORY_DEDICATED } else { 0 };
             desc.assume_init()
         };
         let mut raw: sys::CUexternalMemory = std::ptr::null_mut();
         // SAFETY: desc is fully initialised; the context is current.
         let r = unsafe { sys::cuImportExternalMemory(&mut raw, &desc) };
-        check_ctx("cuImportExternalMemory", r, &format!("{} bytes, dedicated={}", info.size, info.dedicated))?; // on error `fd` is dropped here and so closed: it is still ours
+        check_ctx("cuImportExternalMemory", r, &format!("{} bytes, dedicated={}", size, dedicated))?; // on error `fd` is dropped here and so closed: it is still ours
         // Linux: a successful import owns the descriptor.
         let _ = OwnedFd::into_raw_fd(fd);
-        Ok(Self { raw, size: info.size, device: Arc::clone(device) })
+        Ok(Self { raw, size, device: Arc::clone(device) })
     }
 
     /// Maps `len` bytes at `offset` as a linear device buffer (readable and writable).
@@ -77,19 +76,29 @@ impl ExternalMemory {
     /// Maps the memory of an RGBA8 optimal-tiling image as a mipmapped array
     /// (uchar4, one level) and takes its level 0.
     pub fn map_rgba8_array(self, width: u32, height: u32) -> Result<MappedArray> {
-        self.map_array(width, height, sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8, 0)
+        self.map_array(width, height, (sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8, 4), 0)
     }
 
-    /// Maps the memory of a 4-channel optimal-tiling image (`format`: 8-bit
-    /// or half channels) as a mipmapped array of one level that kernels read and
-    /// write through a surface object, and takes its level 0.
-    pub fn map_surface_array(self, width: u32, height: u32, half: bool) -> Result<MappedArray> {
-        let format =
-            if half { sys::CUarray_format::CU_AD_FORMAT_HALF } else { sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8 };
-        self.map_array(width, height, format, sys::CUDA_ARRAY3D_SURFACE_LDST)
+    /// Maps the memory of an optimal-tiling image of `format` as a mipmapped
+    /// array of one level that kernels read and write through a surface object,
+    /// and takes its level 0.
+    pub fn map_surface_array(self, width: u32, height: u32, format: SurfaceFormat) -> Result<MappedArray> {
+        let (element, channels) = format.array();
+        let element = match element {
+            ArrayElement::U8 => sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+            ArrayElement::Half => sys::CUarray_format::CU_AD_FORMAT_HALF,
+            ArrayElement::Float => sys::CUarray_format::CU_AD_FORMAT_FLOAT,
+        };
+        self.map_array(width, height, (element, channels), sys::CUDA_ARRAY3D_SURFACE_LDST)
     }
 
-    fn map_array(self, width: u32, height: u32, format: sys::CUarray_format, flags: u32) -> Result<MappedArray> {
+    fn map_array(
+        self,
+        width: u32,
+        height: u32,
+        (format, channels): (sys::CUarray_format, u32),
+        flags: u32,
+    ) -> Result<MappedArray> {
         self.device.bind()?;
         let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC>::zeroed();
         let p = desc.as_mut_ptr();
@@ -101,7 +110,7 @@ impl ExternalMemory {
             (*p).arrayDesc.Width = width as usize;
             (*p).arrayDesc.Height = height as usize;
             (*p).arrayDesc.Depth = 0;
-            (*p).arrayDesc.NumChannels = 4;
+            (*p).arrayDesc.NumChannels = channels;
             (*p).arrayDesc.Flags = flags;
             (*p).numLevels = 1;
             desc.assume_init()

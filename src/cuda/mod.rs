@@ -30,7 +30,7 @@ pub(crate) use graph::Graph;
 pub(crate) use kernels::{PassKernels, Surface};
 #[cfg(feature = "cuda")]
 pub(crate) use memory::{DeviceBuffer, ExternalMemory, MappedBuffer};
-pub(crate) use params::{PostParams, PreParams, SurfaceFormat, TensorParams};
+pub(crate) use params::{Access, PostParams, PreParams, SurfaceFormat, TensorParams};
 #[cfg(feature = "cuda")]
 pub(crate) use result::{devices, init};
 #[cfg(feature = "cuda")]

@@ -2,7 +2,7 @@
 //! take them. Plain data, in every build: the context fills them whether or not
 //! CUDA is compiled in.
 
-/// Image formats as the kernels read and write them (`FORMAT_*` in passes.cu).
+/// Image and buffer formats as the kernels read and write them (`FORMAT_*` in passes.cu).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub enum SurfaceFormat {
@@ -12,6 +12,54 @@ pub enum SurfaceFormat {
     Bgra8 = 1,
     /// Four halves.
     Rgba16F = 2,
+    /// One half (extra inputs: depth).
+    R16F = 3,
+    /// One float.
+    R32F = 4,
+    /// Two halves (extra inputs: motion vectors).
+    Rg16F = 5,
+    /// Two floats.
+    Rg32F = 6,
+    /// Four floats.
+    Rgba32F = 7,
+}
+
+/// The element of a CUDA array that holds an image of a [`SurfaceFormat`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrayElement {
+    /// Unsigned bytes.
+    U8,
+    /// Halves.
+    Half,
+    /// Floats.
+    Float,
+}
+
+impl SurfaceFormat {
+    /// The CUDA array an image of this format maps as: its element and channels.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub fn array(self) -> (ArrayElement, u32) {
+        match self {
+            Self::Rgba8 | Self::Bgra8 => (ArrayElement::U8, 4),
+            Self::Rgba16F => (ArrayElement::Half, 4),
+            Self::R16F => (ArrayElement::Half, 1),
+            Self::R32F => (ArrayElement::Float, 1),
+            Self::Rg16F => (ArrayElement::Half, 2),
+            Self::Rg32F => (ArrayElement::Float, 2),
+            Self::Rgba32F => (ArrayElement::Float, 4),
+        }
+    }
+}
+
+/// How a kernel reaches the caller's memory (`ACCESS_*` in passes.cu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Access {
+    /// An image, through a surface object.
+    Surface = 0,
+    /// A linear buffer, through a device pointer.
+    Buffer = 1,
 }
 
 /// The tensor side of a pass (`struct Tensor` in passes.cu).
@@ -35,19 +83,27 @@ pub struct TensorParams {
 }
 
 /// `struct PreParams` in passes.cu.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
 pub struct PreParams {
-    /// The input image's surface.
-    pub surface: u64,
-    /// One f32 per pixel for the frame's alpha, or 0.
+    /// The input's surface object ([`Access::Surface`]) or device pointer ([`Access::Buffer`]).
+    pub source: u64,
+    /// One f32 per tensor pixel for the frame's alpha, or 0: not written.
     pub alpha: u64,
-    /// Frame width.
+    /// Tensor (tile) width.
     pub width: u32,
-    /// Frame height.
+    /// Tensor (tile) height.
     pub height: u32,
     /// [`SurfaceFormat`] as u32.
     pub format: u32,
+    /// [`Access`] as u32.
+    pub kind: u32,
+    /// A buffer's row pitch in bytes.
+    pub pitch: u32,
+    /// The tile's place in the source (0, 0 untiled).
+    pub origin_x: u32,
+    /// See `origin_x`.
+    pub origin_y: u32,
     /// Padding (0).
     pub pad: u32,
     /// The model's input tensor.
@@ -55,46 +111,49 @@ pub struct PreParams {
 }
 
 /// `struct PostParams` in passes.cu.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
 pub struct PostParams {
-    /// The output image's surface.
-    pub surface: u64,
-    /// The pre pass's alpha (width × height f32).
+    /// The output's surface object ([`Access::Surface`]) or device pointer ([`Access::Buffer`]).
+    pub target: u64,
+    /// The pre pass's alpha (width × height f32), or 0: alpha 1.
     pub alpha: u64,
-    /// Input frame width.
+    /// Tensor input (tile) width.
     pub width: u32,
-    /// Input frame height.
+    /// Tensor input (tile) height.
     pub height: u32,
-    /// Output width.
+    /// Tensor output (tile) width.
     pub out_width: u32,
-    /// Output height.
+    /// Tensor output (tile) height.
     pub out_height: u32,
-    /// [`SurfaceFormat`] as u32 (RGBA8 or RGBA16F).
+    /// [`SurfaceFormat`] as u32 (RGBA8, BGRA8 in buffers, or RGBA16F).
     pub format: u32,
+    /// [`Access`] as u32.
+    pub kind: u32,
+    /// A buffer's row pitch in bytes.
+    pub pitch: u32,
+    /// The tile's place in the output, in output pixels (0, 0 untiled).
+    pub origin_x: u32,
+    /// See `origin_x`.
+    pub origin_y: u32,
+    /// Output pixels the tile shares with the tile to its left (written before it).
+    pub blend_left: u32,
+    /// ... with the tiles above it.
+    pub blend_top: u32,
+    /// ... with the tile to its right (written after it).
+    pub blend_right: u32,
+    /// ... with the tiles below it.
+    pub blend_bottom: u32,
+    /// Output pixels at each end of a shared strip that blending ignores (the overlap).
+    pub margin_x: u32,
+    /// See `margin_x`.
+    pub margin_y: u32,
     /// Padding (0).
     pub pad: u32,
     /// The model's output tensor.
     pub tensor: TensorParams,
 }
 
-impl TensorParams {
-    /// The kernels' description of a `kind` tensor at device address `data`.
-    pub(crate) fn new(kind: crate::onnx::TensorKind, data: u64) -> Self {
-        let w = kind.pass_words();
-        let element = match kind.element {
-            crate::onnx::Element::F32 => 0,
-            crate::onnx::Element::F16 => 1,
-            crate::onnx::Element::U8 => 2,
-        };
-        Self {
-            data,
-            element,
-            nhwc: w[0],
-            channels: w[1],
-            bgr: w[2],
-            mul: [w[3], w[4], w[5], w[6]].map(f32::from_bits),
-            add: [w[7], w[8], w[9], w[10]].map(f32::from_bits),
-        }
-    }
-}
+const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
+const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
+const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);

@@ -1,9 +1,9 @@
-// The pre and post passes as CUDA kernels (`Tuning::cuda_passes`): the same
-// conversions as src/shaders/pre_common.wgsl and post_common.wgsl, for an
-// untiled frame whose input and output images the context created exportable
-// and imported into CUDA as arrays with surface access. They run on the
-// model's stream, so no Vulkan work and no semaphore stands between them and
-// the model.
+// The pre and post passes as CUDA kernels (`Tuning::cuda_passes`, the CUDA
+// backend's default): the same conversions as src/shaders/pre_*.wgsl and
+// post_*.wgsl, for whole frames and tiles, reading and writing either images
+// imported into CUDA as arrays with surface access, or linear buffers (device
+// pointers, rows `pitch` bytes apart). They run on the model's streams, so no
+// Vulkan work and no semaphore stands between them and the model.
 //
 // Compiled to PTX by scripts/cuda_passes.py (NVRTC 13.0 from PyPI, virtual
 // architecture compute_75, no headers); the PTX is committed beside this file
@@ -11,19 +11,30 @@
 // `python3 scripts/cuda_passes.py` to regenerate it.
 //
 // Surfaces are read and written as raw texels: RGBA8 and BGRA8 (unorm or sRGB:
-// the 8-bit codes, as the Vulkan pre pass recovers them) and RGBA16F (four
-// halves). Tensor element e of pixel px, channel ch: NCHW e = ch·W·H + px,
-// NHWC e = px·C + ch; t = x·mul[ch] + add[ch] for a colour value x in [0, 1].
+// the 8-bit codes, as the Vulkan pre pass recovers them), RGBA16F (four
+// halves), and for extra inputs R16F, R32F, RG16F, RG32F and RGBA32F (a
+// channel the format lacks reads as 0, alpha as 1, as a sampled image gives
+// it). Buffers hold RGBA8, BGRA8 (one word a pixel) or RGBA16F (two). Tensor
+// element e of pixel px, channel ch: NCHW e = ch·W·H + px, NHWC e = px·C + ch;
+// t = x·mul[ch] + add[ch] for a colour value x in [0, 1].
 
 typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned char u8;
 typedef unsigned long long u64;
 
-// Image formats (both passes).
+// Image and buffer formats (SurfaceFormat in params.rs).
 #define FORMAT_RGBA8 0u
 #define FORMAT_BGRA8 1u
 #define FORMAT_RGBA16F 2u
+#define FORMAT_R16F 3u
+#define FORMAT_R32F 4u
+#define FORMAT_RG16F 5u
+#define FORMAT_RG32F 6u
+#define FORMAT_RGBA32F 7u
+// How a pass reaches the caller's memory (Access in params.rs).
+#define ACCESS_SURFACE 0u
+#define ACCESS_BUFFER 1u
 // Tensor element types.
 #define ELEMENT_F32 0u
 #define ELEMENT_F16 1u
@@ -40,23 +51,37 @@ struct Tensor {
 };
 
 struct PreParams {
-    u64 surface;  // CUsurfObject of the input image
-    u64 alpha;    // device pointer: one f32 per pixel (the frame's alpha), or 0
-    u32 width;
+    u64 source;   // CUsurfObject (ACCESS_SURFACE) or device pointer (ACCESS_BUFFER)
+    u64 alpha;    // device pointer: one f32 per tensor pixel (the frame's alpha), or 0
+    u32 width;    // tensor (tile) width
     u32 height;
     u32 format;   // FORMAT_*
+    u32 kind;     // ACCESS_*
+    u32 pitch;    // buffer: bytes from one row to the next
+    u32 origin_x; // the tile's place in the source (0, 0 untiled)
+    u32 origin_y;
     u32 pad;
     Tensor t;
 };
 
 struct PostParams {
-    u64 surface;  // CUsurfObject of the output image
-    u64 alpha;    // device pointer: the pre pass's alpha (width × height)
-    u32 width;    // input frame width
+    u64 target;   // CUsurfObject (ACCESS_SURFACE) or device pointer (ACCESS_BUFFER)
+    u64 alpha;    // device pointer: the pre pass's alpha (width × height), or 0 (alpha 1)
+    u32 width;    // tensor input (tile) width
     u32 height;
-    u32 out_width;
+    u32 out_width;  // tensor output (tile) width
     u32 out_height;
-    u32 format;   // FORMAT_RGBA8 or FORMAT_RGBA16F
+    u32 format;   // FORMAT_RGBA8, FORMAT_BGRA8 (buffers) or FORMAT_RGBA16F
+    u32 kind;     // ACCESS_*
+    u32 pitch;    // buffer: bytes from one row to the next
+    u32 origin_x; // the tile's place in the output, output pixels (0, 0 untiled)
+    u32 origin_y;
+    u32 blend_left;   // output pixels this tile shares with the tile to its left (written before)
+    u32 blend_top;    // ... and with the tiles above it
+    u32 blend_right;  // ... with the tile to its right (written later)
+    u32 blend_bottom; // ... and with the tiles below it
+    u32 margin_x;     // output pixels at each end of a shared strip that blending ignores
+    u32 margin_y;
     u32 pad;
     Tensor t;
 };
@@ -73,19 +98,9 @@ __device__ __forceinline__ u16 float_to_half(float f) {
     return h;
 }
 
-__device__ __forceinline__ float4 load_texel(u64 surface, u32 format, u32 x, u32 y) {
-    if (format == FORMAT_RGBA16F) {
-        u16 r, g, b, a;
-        asm volatile("suld.b.2d.v4.b16.clamp {%0, %1, %2, %3}, [%4, {%5, %6}];"
-                     : "=h"(r), "=h"(g), "=h"(b), "=h"(a)
-                     : "l"(surface), "r"(x * 8u), "r"(y));
-        return make_float4(half_to_float(r), half_to_float(g), half_to_float(b), half_to_float(a));
-    }
-    u32 r, g, b, a;
-    asm volatile("suld.b.2d.v4.b8.clamp {%0, %1, %2, %3}, [%4, {%5, %6}];"
-                 : "=r"(r), "=r"(g), "=r"(b), "=r"(a)
-                 : "l"(surface), "r"(x * 4u), "r"(y));
-    float4 c = make_float4((r & 0xffu) / 255.0f, (g & 0xffu) / 255.0f, (b & 0xffu) / 255.0f, (a & 0xffu) / 255.0f);
+__device__ __forceinline__ float4 unpack_rgba8(u32 w, u32 format) {
+    float4 c = make_float4((w & 0xffu) / 255.0f, ((w >> 8) & 0xffu) / 255.0f, ((w >> 16) & 0xffu) / 255.0f,
+                           (w >> 24) / 255.0f);
     if (format == FORMAT_BGRA8) {
         float s = c.x;
         c.x = c.z;
@@ -94,23 +109,125 @@ __device__ __forceinline__ float4 load_texel(u64 surface, u32 format, u32 x, u32
     return c;
 }
 
+__device__ __forceinline__ float bits_to_float(u32 b) {
+    return __int_as_float((int)b);
+}
+
+__device__ __forceinline__ float4 load_surface(u64 surface, u32 format, u32 x, u32 y) {
+    switch (format) {
+    case FORMAT_RGBA16F: {
+        u16 r, g, b, a;
+        asm volatile("suld.b.2d.v4.b16.clamp {%0, %1, %2, %3}, [%4, {%5, %6}];"
+                     : "=h"(r), "=h"(g), "=h"(b), "=h"(a)
+                     : "l"(surface), "r"(x * 8u), "r"(y));
+        return make_float4(half_to_float(r), half_to_float(g), half_to_float(b), half_to_float(a));
+    }
+    case FORMAT_R16F: {
+        u16 r;
+        asm volatile("suld.b.2d.b16.clamp %0, [%1, {%2, %3}];" : "=h"(r) : "l"(surface), "r"(x * 2u), "r"(y));
+        return make_float4(half_to_float(r), 0.0f, 0.0f, 1.0f);
+    }
+    case FORMAT_R32F: {
+        u32 r;
+        asm volatile("suld.b.2d.b32.clamp %0, [%1, {%2, %3}];" : "=r"(r) : "l"(surface), "r"(x * 4u), "r"(y));
+        return make_float4(bits_to_float(r), 0.0f, 0.0f, 1.0f);
+    }
+    case FORMAT_RG16F: {
+        u16 r, g;
+        asm volatile("suld.b.2d.v2.b16.clamp {%0, %1}, [%2, {%3, %4}];"
+                     : "=h"(r), "=h"(g)
+                     : "l"(surface), "r"(x * 4u), "r"(y));
+        return make_float4(half_to_float(r), half_to_float(g), 0.0f, 1.0f);
+    }
+    case FORMAT_RG32F: {
+        u32 r, g;
+        asm volatile("suld.b.2d.v2.b32.clamp {%0, %1}, [%2, {%3, %4}];"
+                     : "=r"(r), "=r"(g)
+                     : "l"(surface), "r"(x * 8u), "r"(y));
+        return make_float4(bits_to_float(r), bits_to_float(g), 0.0f, 1.0f);
+    }
+    case FORMAT_RGBA32F: {
+        u32 r, g, b, a;
+        asm volatile("suld.b.2d.v4.b32.clamp {%0, %1, %2, %3}, [%4, {%5, %6}];"
+                     : "=r"(r), "=r"(g), "=r"(b), "=r"(a)
+                     : "l"(surface), "r"(x * 16u), "r"(y));
+        return make_float4(bits_to_float(r), bits_to_float(g), bits_to_float(b), bits_to_float(a));
+    }
+    default: {
+        u32 r, g, b, a;
+        asm volatile("suld.b.2d.v4.b8.clamp {%0, %1, %2, %3}, [%4, {%5, %6}];"
+                     : "=r"(r), "=r"(g), "=r"(b), "=r"(a)
+                     : "l"(surface), "r"(x * 4u), "r"(y));
+        return unpack_rgba8((r & 0xffu) | ((g & 0xffu) << 8) | ((b & 0xffu) << 16) | ((a & 0xffu) << 24), format);
+    }
+    }
+}
+
+// A linear buffer's pixel (x, y): RGBA8/BGRA8 one word, RGBA16F two, as pre_buffer.wgsl reads them.
+__device__ __forceinline__ float4 load_buffer(u64 data, u32 format, u32 pitch, u32 x, u32 y) {
+    const u8* row = reinterpret_cast<const u8*>(data) + (u64)y * pitch;
+    if (format == FORMAT_RGBA16F) {
+        const u16* h = reinterpret_cast<const u16*>(row) + 4u * x;
+        return make_float4(half_to_float(h[0]), half_to_float(h[1]), half_to_float(h[2]), half_to_float(h[3]));
+    }
+    return unpack_rgba8(reinterpret_cast<const u32*>(row)[x], format);
+}
+
+__device__ __forceinline__ float4 load_texel(u64 source, u32 kind, u32 format, u32 pitch, u32 x, u32 y) {
+    if (kind == ACCESS_BUFFER) {
+        return load_buffer(source, format, pitch, x, y);
+    }
+    return load_surface(source, format, x, y);
+}
+
 __device__ __forceinline__ u32 to_code(float v) {
     return __float2uint_rn(fminf(fmaxf(v, 0.0f), 1.0f) * 255.0f);
 }
 
-__device__ __forceinline__ void store_texel(u64 surface, u32 format, u32 x, u32 y, float4 c) {
-    if (format == FORMAT_RGBA16F) {
+// As pack4x8unorm: floor(0.5 + 255 · clamp(v, 0, 1)).
+__device__ __forceinline__ u32 pack_code(float v) {
+    return (u32)floorf(0.5f + 255.0f * fminf(fmaxf(v, 0.0f), 1.0f));
+}
+
+__device__ __forceinline__ void store_texel(const PostParams& p, u32 x, u32 y, float4 c) {
+    if (p.kind == ACCESS_BUFFER) {
+        u8* row = reinterpret_cast<u8*>(p.target) + (u64)y * p.pitch;
+        if (p.format == FORMAT_RGBA16F) {
+            // As post_buffer.wgsl: stored as the model gave them, no clamp.
+            u16* h = reinterpret_cast<u16*>(row) + 4u * x;
+            h[0] = float_to_half(c.x);
+            h[1] = float_to_half(c.y);
+            h[2] = float_to_half(c.z);
+            h[3] = float_to_half(c.w);
+            return;
+        }
+        if (p.format == FORMAT_BGRA8) {
+            float s = c.x;
+            c.x = c.z;
+            c.z = s;
+        }
+        reinterpret_cast<u32*>(row)[x] =
+            pack_code(c.x) | (pack_code(c.y) << 8) | (pack_code(c.z) << 16) | (pack_code(c.w) << 24);
+        return;
+    }
+    if (p.format == FORMAT_RGBA16F) {
         // As the Vulkan pass: no clamp (a half-float output may carry values above 1).
         asm volatile("sust.b.2d.v4.b16.clamp [%0, {%1, %2}], {%3, %4, %5, %6};"
                      :
-                     : "l"(surface), "r"(x * 8u), "r"(y), "h"(float_to_half(c.x)), "h"(float_to_half(c.y)),
+                     : "l"(p.target), "r"(x * 8u), "r"(y), "h"(float_to_half(c.x)), "h"(float_to_half(c.y)),
                        "h"(float_to_half(c.z)), "h"(float_to_half(c.w))
                      : "memory");
         return;
     }
+    if (p.format == FORMAT_BGRA8) {
+        // Not an output image format today (OUTPUT_IMAGE_FORMATS), but stored in its order if it comes.
+        float s = c.x;
+        c.x = c.z;
+        c.z = s;
+    }
     asm volatile("sust.b.2d.v4.b8.clamp [%0, {%1, %2}], {%3, %4, %5, %6};"
                  :
-                 : "l"(surface), "r"(x * 4u), "r"(y), "r"(to_code(c.x)), "r"(to_code(c.y)), "r"(to_code(c.z)),
+                 : "l"(p.target), "r"(x * 4u), "r"(y), "r"(to_code(c.x)), "r"(to_code(c.y)), "r"(to_code(c.z)),
                    "r"(to_code(c.w))
                  : "memory");
 }
@@ -131,7 +248,7 @@ extern "C" __global__ void nf_pre(PreParams p) {
     }
     u32 px = y * p.width + x;
     u32 plane = p.width * p.height;
-    float4 c = load_texel(p.surface, p.format, x, y);
+    float4 c = load_texel(p.source, p.kind, p.format, p.pitch, p.origin_x + x, p.origin_y + y);
 #pragma unroll
     for (u32 ch = 0u; ch < 4u; ch++) {
         if (ch >= p.t.channels) {
@@ -157,6 +274,9 @@ extern "C" __global__ void nf_pre(PreParams p) {
 }
 
 __device__ __forceinline__ float alpha_px(const PostParams& p, u32 x, u32 y) {
+    if (p.alpha == 0ull) {
+        return 1.0f;
+    }
     return reinterpret_cast<const float*>(p.alpha)[y * p.width + x];
 }
 
@@ -177,6 +297,60 @@ __device__ float alpha_at(const PostParams& p, u32 x, u32 y) {
     return top + (bottom - top) * ty;
 }
 
+// The later tile's weight at x in a strip of `strip` pixels shared by two tiles
+// (x counted from the strip's start): 0 over its outer `margin` pixels, 1 over
+// the earlier tile's outer `margin`, a linear ramp between; 1 past the strip.
+// As ramp() in post_common.wgsl.
+__device__ __forceinline__ float ramp(int x, u32 strip, u32 margin) {
+    if (x >= (int)strip) {
+        return 1.0f;
+    }
+    if (x < 0) {
+        return 0.0f;
+    }
+    return fminf(fmaxf(((float)x + 0.5f - (float)margin) / (float)(strip - 2u * margin), 0.0f), 1.0f);
+}
+
+// What an earlier tile wrote at (x, y) of the output, for blending.
+__device__ __forceinline__ float4 load_prev(const PostParams& p, u32 x, u32 y) {
+    if (p.kind == ACCESS_BUFFER) {
+        return load_buffer(p.target, p.format, p.pitch, x, y);
+    }
+    return load_surface(p.target, p.format, x, y);
+}
+
+__device__ __forceinline__ float4 mix4(float4 a, float4 b, float w) {
+    return make_float4(a.x * (1.0f - w) + b.x * w, a.y * (1.0f - w) + b.y * w, a.z * (1.0f - w) + b.z * w,
+                       a.w * (1.0f - w) + b.w * w);
+}
+
+// Writes tile pixel (x, y) at the tile's place, blended over the tiles written
+// before it as put() in post_common.wgsl does; untiled frames store directly.
+__device__ __forceinline__ void put(const PostParams& p, u32 x, u32 y, float4 c) {
+    u32 gx = p.origin_x + x;
+    u32 gy = p.origin_y + y;
+    if ((p.blend_left | p.blend_top | p.blend_right | p.blend_bottom) == 0u) {
+        store_texel(p, gx, gy, c);
+        return;
+    }
+    float l = ramp((int)x, p.blend_left, p.margin_x);
+    float t = ramp((int)y, p.blend_top, p.margin_y);
+    float r = p.blend_right > 0u ? ramp((int)x - (int)(p.out_width - p.blend_right), p.blend_right, p.margin_x) : 0.0f;
+    float b =
+        p.blend_bottom > 0u ? ramp((int)y - (int)(p.out_height - p.blend_bottom), p.blend_bottom, p.margin_y) : 0.0f;
+    float own = l * (1.0f - r) * t * (1.0f - b);
+    float so_far = (1.0f - t) + t * (1.0f - b) * (1.0f - r);
+    float w = 1.0f;
+    if (so_far > 1e-6f) {
+        w = own / so_far;
+    }
+    if (w < 1.0f) {
+        store_texel(p, gx, gy, mix4(load_prev(p, gx, gy), c, w));
+    } else {
+        store_texel(p, gx, gy, c);
+    }
+}
+
 extern "C" __global__ void nf_post(PostParams p) {
     u32 x = blockIdx.x * blockDim.x + threadIdx.x;
     u32 y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -185,20 +359,21 @@ extern "C" __global__ void nf_post(PostParams p) {
     }
     u32 px = y * p.out_width + x;
     u32 plane = p.out_width * p.out_height;
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    // As pixel() in post_common.wgsl: a channel the tensor lacks has t = 0 and still
+    // maps through its (t − add) / mul (with 2 channels, blue is −add[2] / mul[2]).
+    float v[4];
 #pragma unroll
     for (u32 ch = 0u; ch < 4u; ch++) {
-        if (ch >= p.t.channels) {
-            break;
-        }
-        u32 e = element_index(p.t, px, ch, plane);
-        float t;
-        if (p.t.element == ELEMENT_F32) {
-            t = reinterpret_cast<const float*>(p.t.data)[e];
-        } else if (p.t.element == ELEMENT_F16) {
-            t = half_to_float(reinterpret_cast<const u16*>(p.t.data)[e]);
-        } else {
-            t = (float)reinterpret_cast<const u8*>(p.t.data)[e];
+        float t = 0.0f;
+        if (ch < p.t.channels) {
+            u32 e = element_index(p.t, px, ch, plane);
+            if (p.t.element == ELEMENT_F32) {
+                t = reinterpret_cast<const float*>(p.t.data)[e];
+            } else if (p.t.element == ELEMENT_F16) {
+                t = half_to_float(reinterpret_cast<const u16*>(p.t.data)[e]);
+            } else {
+                t = (float)reinterpret_cast<const u8*>(p.t.data)[e];
+            }
         }
         v[ch] = (t - p.t.add[ch]) / p.t.mul[ch];
     }
@@ -214,5 +389,5 @@ extern "C" __global__ void nf_post(PostParams p) {
     if (p.t.channels < 4u) {
         c.w = alpha_at(p, x, y);
     }
-    store_texel(p.surface, p.format, x, y, c);
+    put(p, x, y, c);
 }

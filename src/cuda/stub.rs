@@ -7,8 +7,8 @@
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
+use crate::cuda::params::SurfaceFormat;
 use crate::error::{Error, Result};
-use crate::vulkan::ExportedMemory;
 
 /// Why nothing here works.
 fn unavailable() -> Error {
@@ -129,7 +129,7 @@ impl Graph {
 pub(crate) enum ExternalMemory {}
 
 impl ExternalMemory {
-    pub fn import(device: &Arc<CudaDevice>, _exported: ExportedMemory) -> Result<Self> {
+    pub fn import(device: &Arc<CudaDevice>, _fd: OwnedFd, _size: u64, _dedicated: bool) -> Result<Self> {
         match **device {}
     }
     pub fn map_buffer(self, _offset: u64, _len: u64) -> Result<MappedBuffer> {
@@ -138,7 +138,7 @@ impl ExternalMemory {
     pub fn map_rgba8_array(self, _width: u32, _height: u32) -> Result<MappedArray> {
         match self {}
     }
-    pub fn map_surface_array(self, _width: u32, _height: u32, _half: bool) -> Result<MappedArray> {
+    pub fn map_surface_array(self, _width: u32, _height: u32, _format: SurfaceFormat) -> Result<MappedArray> {
         match self {}
     }
 }

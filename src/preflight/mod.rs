@@ -584,7 +584,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
     let dst = cuda::DeviceBuffer::new(&cuda_device, len)?;
     let image_copy = {
         let t = Instant::now();
-        let memory = cuda::ExternalMemory::import(&cuda_device, exported)?;
+        let memory = crate::interop::memory_into_cuda(&cuda_device, exported)?;
         let import_ms = ms_since(t);
         let t = Instant::now();
         let array = memory.map_rgba8_array(desc.width, desc.height)?;
@@ -617,7 +617,7 @@ pub fn stage2(options: &Options) -> Result<Stage2> {
     let exported = buffer.export()?;
     let (buffer_copy, buffer_written_by_cuda) = {
         let t = Instant::now();
-        let memory = cuda::ExternalMemory::import(&cuda_device, exported)?;
+        let memory = crate::interop::memory_into_cuda(&cuda_device, exported)?;
         let import_ms = ms_since(t);
         let t = Instant::now();
         let mapped = memory.map_buffer(0, len as u64)?;

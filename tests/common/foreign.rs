@@ -314,7 +314,9 @@ pub fn import_by_fd_images_and_buffers(backend: Backend) {
         r.submit(&[cmds.render], &[], &[(done, 2 * n - 1)]).expect("render");
         r.wait(done, 2 * n - 1).expect("rendered");
         let Submitted::Frame(t) = ctx.submit(Frame::new(in_id, out_id)).expect("submit") else { panic!() };
-        ctx.wait(&t).expect("frame");
+        let stats = ctx.wait(&t).expect("frame");
+        // On CUDA the images CUDA imported by fd run through the CUDA kernels.
+        assert_eq!(stats.cuda_passes, backend == Backend::Cuda, "{stats:?}");
         r.submit(&[cmds.read], &[], &[(done, 2 * n)]).expect("read");
         r.wait(done, 2 * n).expect("read back");
         let got = r.read(&readback, (ow * oh * 4) as usize);
@@ -349,6 +351,7 @@ pub fn import_by_fd_images_and_buffers(backend: Backend) {
         .expect("import output buffer");
     let stats = ctx.infer(buf_in, buf_out).expect("infer buffers");
     assert!(stats.pre_pass && stats.post_pass, "an f32 model needs the passes");
+    assert_eq!(stats.cuda_passes, backend == Backend::Cuda, "buffers imported by fd: {stats:?}");
     let got = r.read(&out_buf, out_layout.bytes() as usize);
     let (d, x, y, c) = max_diff(&got, &want, ow);
     assert!(d <= 1, "buffers: ({x}, {y}) ch {c} differs by {d}");

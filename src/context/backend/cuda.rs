@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use ort::session::{RunOptions, Session};
 
 use crate::context::backend::{Run, Timelines};
+use crate::context::plan::{Consumed, Finish};
 use crate::cuda::{self, CudaDevice};
 use crate::error::{Error, Result};
 
@@ -27,6 +28,8 @@ pub(crate) struct CudaSlot {
     pass_events: Option<(cuda::Event, cuda::Event)>,
     /// CUDA passes: the frame's alpha (one f32 a pixel), from the pre pass to the post pass.
     alpha: Option<cuda::DeviceBuffer>,
+    /// Whether the last frame of the slot ran pre and post kernels.
+    ran: (bool, bool),
 }
 
 /// ONNX Runtime's CUDA provider on the context's stream. Fields in teardown
@@ -80,6 +83,7 @@ impl CudaEngine {
                         None
                     },
                     alpha: None,
+                    ran: (false, false),
                 })
             })
             .collect::<Result<_>>()?;
@@ -90,14 +94,16 @@ impl CudaEngine {
         Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, stream, device })
     }
 
-    /// Enqueues: wait for `to_model = n` (with CUDA passes, only where a Vulkan
-    /// batch waited for the caller), the pre pass kernel, the model (replayed as
-    /// a graph where one is captured), the post pass kernel, and the signals of
-    /// what the model or the kernels served.
+    /// Enqueues what the frame's plan gives the engine: the wait for `to_model = n`
+    /// (where a Vulkan batch signals it), the pre kernels, the model (replayed as a
+    /// graph where one is captured), the post kernels on the post stream, and the
+    /// signals of what the engine serves.
     pub(crate) fn run(&mut self, mut run: Run<'_>, timelines: &Timelines) -> Result<()> {
         let n = run.value;
+        let steps = run.steps;
         let slot = &mut self.slots[run.slot];
-        match (&self.side, run.passes.as_ref().is_none_or(|p| p.wait)) {
+        slot.ran = (steps.pre.any(), steps.post.any());
+        match (&self.side, steps.wait_to_model) {
             (_, false) => {}
             // The external wait on an idle stream of its own; the model's stream joins it by an event.
             (Some((side, joined)), true) => {
@@ -110,44 +116,67 @@ impl CudaEngine {
         if let Some(p) = run.passes.as_mut() {
             let (kernels, _) =
                 self.passes.as_ref().ok_or_else(|| Error::internal("CUDA passes without their kernels"))?;
-            let (events, alpha) = (slot.pass_events.as_ref(), &mut slot.alpha);
-            let events = events.ok_or_else(|| Error::internal("CUDA passes without their events"))?;
-            let len = 4 * p.pre.width as usize * p.pre.height as usize;
-            if alpha.as_ref().is_none_or(|a| a.len() != len) {
-                *alpha = Some(cuda::DeviceBuffer::new(&self.device, len)?);
+            let events =
+                slot.pass_events.as_ref().ok_or_else(|| Error::internal("CUDA passes without their events"))?;
+            // The frame's alpha (one f32 a pixel of the tensor's input size), from the pre
+            // kernel to the post kernels.
+            let (width, height) = match (p.pre.first(), p.post.first()) {
+                (Some((pre, _)), _) => (pre.width, pre.height),
+                (None, Some(post)) => (post.width, post.height),
+                (None, None) => (0, 0),
+            };
+            let len = 4 * width as usize * height as usize;
+            if len > 0 && slot.alpha.as_ref().is_none_or(|a| a.len() != len) {
+                slot.alpha = Some(cuda::DeviceBuffer::new(&self.device, len)?);
             }
-            let alpha = alpha.as_ref().map_or(0, |a| a.ptr());
-            (p.pre.alpha, p.post.alpha) = (alpha, alpha);
-            events.0.record(&self.stream)?;
-            kernels.pre(&self.stream, &p.pre)?;
+            let alpha = slot.alpha.as_ref().map_or(0, |a| a.ptr());
+            for (pre, frame) in &mut p.pre {
+                pre.alpha = if *frame { alpha } else { 0 };
+            }
+            for post in &mut p.post {
+                post.alpha = alpha;
+            }
+            if steps.pre.any() {
+                events.0.record(&self.stream)?;
+                for (pre, _) in &p.pre {
+                    kernels.pre(&self.stream, pre)?;
+                }
+            }
+        }
+        if steps.input_consumed == Some(Consumed::BeforeModel) {
             timelines.input_consumed.cuda()?.signal(&self.stream, n)?;
         }
         slot.events.0.record(&self.stream)?;
-        let use_graph = self.graphs && run.slot_tensors;
+        let use_graph = self.graphs && run.slot_tensors && !slot.graph_failed;
         if use_graph && slot.graph.is_none() && slot.runs >= 1 {
             // ONNX Runtime has run once on these buffers (its memory and algorithm
             // choices are settled): capture its next run, then replay that.
             let t = Instant::now();
             let (session, options, binding) = (&self.session, &slot.run_options, &mut *run.binding);
             // SAFETY: the binding holds the slot's own buffers, alive while the graph is.
-            let graph =
-                cuda::Graph::capture(&self.stream, || unsafe { binding.run(session, Some(options)) }).map_err(|e| {
-                    Error::Cuda {
-                        call: "cuStreamBeginCapture",
-                        code: 0,
-                        name: "capture failed".into(),
-                        context: format!(": capturing the model as a CUDA graph: {e}; run without CUDA graphs"),
-                    }
-                })?;
-            log::debug!(
-                "slot {}: model captured as a CUDA graph of {} nodes in {:.3} ms",
-                run.slot,
-                graph.nodes(),
-                t.elapsed().as_secs_f64() * 1e3
-            );
-            slot.graph = Some(graph);
+            match cuda::Graph::capture(&self.stream, || unsafe { binding.run(session, Some(options)) }) {
+                Ok(graph) => {
+                    log::debug!(
+                        "slot {}: model captured as a CUDA graph of {} nodes in {:.3} ms",
+                        run.slot,
+                        graph.nodes(),
+                        t.elapsed().as_secs_f64() * 1e3
+                    );
+                    slot.graph = Some(graph);
+                }
+                Err(e) => {
+                    // Nothing of the captured run executed: the model runs as it is, this
+                    // frame and after (the tuning's cuda_graph asks, the model refuses).
+                    log::warn!(
+                        "slot {}: the model cannot be captured as a CUDA graph ({e}); it runs without one \
+                         (ContextBuilder::cuda_graph(false), --cuda-graph false, says so up front)",
+                        run.slot
+                    );
+                    slot.graph_failed = true;
+                }
+            }
         }
-        match (&slot.graph, use_graph) {
+        match (&slot.graph, use_graph && !slot.graph_failed) {
             (Some(graph), true) => graph.launch(&self.stream)?,
             // SAFETY: the bound memory (slot buffers or the caller's imported buffer) stays mapped
             // while the frame is in flight; to_model = n orders the run after the input's writes.
@@ -157,28 +186,29 @@ impl CudaEngine {
             slot.runs = slot.runs.saturating_add(1);
         }
         slot.events.1.record(&self.stream)?;
-        if let Some(p) = &run.passes {
-            // The post kernel and "output ready" go on a stream of their own, behind the
-            // model's end: the next frame's pre kernel and model need not wait for them.
-            // Values still rise in order (one stream), and the slot's output buffer is
-            // not written again before this frame retires.
-            let (kernels, post_stream) =
-                self.passes.as_ref().ok_or_else(|| Error::internal("CUDA passes without their kernels"))?;
-            post_stream.wait_event(&slot.events.1)?;
-            kernels.post(post_stream, &p.post)?;
-            if let Some((_, end)) = &slot.pass_events {
-                end.record(post_stream)?;
-            }
-            timelines.output_ready.cuda()?.signal(post_stream, n)?;
-            return Ok(());
-        }
-        if run.direct_input {
+        if steps.input_consumed == Some(Consumed::AfterModel) {
             timelines.input_consumed.cuda()?.signal(&self.stream, n)?;
         }
-        if run.direct_output {
-            timelines.output_ready.cuda()?.signal(&self.stream, n)?;
-        } else {
-            timelines.model_done.cuda()?.signal(&self.stream, n)?;
+        match steps.done {
+            Finish::ModelDone => timelines.model_done.cuda()?.signal(&self.stream, n)?,
+            Finish::OutputReady => timelines.output_ready.cuda()?.signal(&self.stream, n)?,
+            Finish::OutputReadyAfterPost => {
+                // The post kernels and "output ready" go on a stream of their own, behind the
+                // model's end: the next frame's pre kernel and model need not wait for them.
+                // Values still rise in order (one stream), and the slot's output buffer is
+                // not written again before this frame retires.
+                let (kernels, post_stream) =
+                    self.passes.as_ref().ok_or_else(|| Error::internal("CUDA passes without their kernels"))?;
+                let p = run.passes.as_ref().ok_or_else(|| Error::internal("post kernels without parameters"))?;
+                post_stream.wait_event(&slot.events.1)?;
+                for post in &p.post {
+                    kernels.post(post_stream, post)?;
+                }
+                if let Some((_, end)) = &slot.pass_events {
+                    end.record(post_stream)?;
+                }
+                timelines.output_ready.cuda()?.signal(post_stream, n)?;
+            }
         }
         Ok(())
     }
@@ -199,17 +229,27 @@ impl CudaEngine {
         Ok((end_ms - start_ms, gap))
     }
 
-    /// The CUDA passes' GPU times (pre, post) of the frame that ran in `slot`, when
-    /// the engine runs them.
-    pub(crate) fn pass_times(&self, slot: usize) -> Result<Option<(f64, f64)>> {
+    /// The CUDA passes' GPU times (pre, post) of the frame that ran in `slot`, each
+    /// where it ran as kernels.
+    pub(crate) fn pass_times(&self, slot: usize) -> Result<(Option<f64>, Option<f64>)> {
         let s = &self.slots[slot];
         let Some((pre_start, post_end)) = &s.pass_events else {
-            return Ok(None);
+            return Ok((None, None));
         };
-        complete(post_end)?;
-        let pre = s.events.0.elapsed_since(pre_start)? as f64;
-        let post = post_end.elapsed_since(&s.events.1)? as f64;
-        Ok(Some((pre, post)))
+        let (pre_ran, post_ran) = s.ran;
+        let pre = if pre_ran {
+            complete(&s.events.0)?;
+            Some(s.events.0.elapsed_since(pre_start)? as f64)
+        } else {
+            None
+        };
+        let post = if post_ran {
+            complete(post_end)?;
+            Some(post_end.elapsed_since(&s.events.1)? as f64)
+        } else {
+            None
+        };
+        Ok((pre, post))
     }
 
     /// Whether the model of the frame in `slot` has finished (its end event).
@@ -250,8 +290,8 @@ impl CudaEngine {
     /// README); this one within about 0.1 ms. False on time-out.
     pub(crate) fn wait_post(&self, slot: usize, timeout: Duration) -> Result<bool> {
         match &self.slots[slot].pass_events {
-            Some((_, end)) => end.wait_sleeping(timeout),
-            None => Ok(true),
+            Some((_, end)) if self.slots[slot].ran.1 => end.wait_sleeping(timeout),
+            _ => Ok(true),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use ort::session::Session;
 
 use crate::context::backend::{Run, Timelines};
+use crate::context::plan::{Consumed, Finish};
 use crate::error::{Error, Result};
 
 /// ONNX Runtime's CPU provider.
@@ -19,7 +20,7 @@ impl HostEngine {
     /// caller's timelines the model itself served.
     pub(crate) fn run(&mut self, run: Run<'_>, timelines: &Timelines, timeout: Duration) -> Result<f64> {
         let n = run.value;
-        if !timelines.to_model.vulkan().wait(n, timeout)? {
+        if run.steps.wait_to_model && !timelines.to_model.vulkan().wait(n, timeout)? {
             return Err(Error::Timeout {
                 what: format!("the input of frame {n} (pre pass or the caller's signal)"),
                 waited: timeout,
@@ -31,10 +32,10 @@ impl HostEngine {
         // the input, and nothing touches the output until the post pass is submitted after this.
         unsafe { run.binding.run(&self.session, None) }?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        if run.direct_input {
+        if run.steps.input_consumed == Some(Consumed::AfterModel) {
             timelines.input_consumed.vulkan().signal_from_host(n)?;
         }
-        if run.direct_output {
+        if run.steps.done == Finish::OutputReady {
             timelines.output_ready.vulkan().signal_from_host(n)?;
         }
         Ok(ms)

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use ort::session::Session;
 
+use crate::context::plan::EngineSteps;
 use crate::cuda::CudaDevice;
 use crate::error::Result;
 use crate::interop::SharedTimeline;
@@ -43,23 +44,19 @@ pub(crate) struct Run<'a> {
     pub(crate) binding: &'a mut Binding,
     /// The binding holds the slot's own tensors (so a captured graph may replay it).
     pub(crate) slot_tensors: bool,
-    /// The model reads the caller's buffer: the engine signals `input_consumed`.
-    pub(crate) direct_input: bool,
-    /// The model writes the caller's buffer: the engine signals `output_ready`
-    /// (otherwise `model_done`, for the post pass).
-    pub(crate) direct_output: bool,
-    /// The passes run as CUDA kernels around the model (`Tuning::cuda_passes`):
-    /// the engine signals `input_consumed` and `output_ready`.
+    /// What the engine does, and signals, for this frame (the frame's [`Plan`](crate::context::plan::Plan)).
+    pub(crate) steps: EngineSteps,
+    /// The CUDA kernels' parameters, where the steps run kernels.
     pub(crate) passes: Option<PassRun>,
 }
 
-/// A frame's CUDA passes (the alpha pointers are the engine's to fill).
+/// A frame's CUDA passes: the pre kernels in order (the extra inputs', then the
+/// frame's) and the post kernels (the frame's, then the extra outputs'). The
+/// flag marks the frame's own pre kernel, which writes the frame's alpha; the
+/// engine fills every alpha pointer.
 pub(crate) struct PassRun {
-    pub(crate) pre: crate::cuda::PreParams,
-    pub(crate) post: crate::cuda::PostParams,
-    /// A Vulkan batch signals `to_model = n` (it waited for the caller's
-    /// semaphores): the stream waits for it first.
-    pub(crate) wait: bool,
+    pub(crate) pre: Vec<(crate::cuda::PreParams, bool)>,
+    pub(crate) post: Vec<crate::cuda::PostParams>,
 }
 
 /// The engine of a context.
@@ -111,12 +108,12 @@ impl Engine {
         }
     }
 
-    /// The CUDA passes' GPU times of the frame that ran in `slot` (pre, post), when
-    /// they ran on CUDA.
-    pub(crate) fn pass_times(&self, slot: usize) -> Result<Option<(f64, f64)>> {
+    /// The CUDA passes' GPU times of the frame that ran in `slot` (pre, post), each
+    /// where it ran as CUDA kernels.
+    pub(crate) fn pass_times(&self, slot: usize) -> Result<(Option<f64>, Option<f64>)> {
         match self {
             Engine::Cuda(e) => e.pass_times(slot),
-            Engine::Host(_) => Ok(None),
+            Engine::Host(_) => Ok((None, None)),
         }
     }
 
