@@ -6,6 +6,9 @@
 //!   memory (slot 0's buffers), waited for each frame — the floor;
 //! - `zero-copy sync`: image → pre pass → model → post pass → image, one frame at a time;
 //! - `zero-copy pipelined`: the same through the ring, several frames in flight;
+//! - `caller frames`: the same ring on a renderer's own images, on a Vulkan
+//!   device of its own, imported by file descriptor (see `bench_caller`);
+//!   skipped, with the reason, where that cannot run;
 //! - `host pinned`: the competent host path — the frame starts and ends in host
 //!   memory (persistent pinned staging, allocated once), one GPU copy each way,
 //!   the same pre pass, model and post pass, one host wait per frame; checked to
@@ -28,6 +31,8 @@ use neural_frame::{
 use serde::Serialize;
 
 use crate::ModelArgs;
+use crate::bench_caller::{self, CallerFramesReport};
+use crate::bench_serve::argv;
 
 type Result<T> = anyhow::Result<T>;
 
@@ -110,6 +115,8 @@ pub(crate) struct PipelineDiagnostics {
 /// The whole benchmark.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct BenchReport {
+    /// This process's arguments, as given.
+    pub(crate) argv: Vec<String>,
     /// Model file.
     pub(crate) model: String,
     /// Input size.
@@ -140,6 +147,8 @@ pub(crate) struct BenchReport {
     pub(crate) host_pinned_max_difference: u8,
     /// Where the pipelined mode's time goes.
     pub(crate) pipelined: PipelineDiagnostics,
+    /// The renderer's own frames imported by fd: how they ran, or why they did not.
+    pub(crate) caller_frames: CallerFramesReport,
     /// From starting to build the context to the first frame retired (ms).
     pub(crate) time_to_first_frame_ms: f64,
     /// Context set-up alone (ms).
@@ -222,6 +231,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     let setup_ms = ms_since(t0);
     let lanes = ctx.slot_count() + 1;
     let (inputs, outputs) = images(&mut ctx, &picture, lanes)?;
+    let pictures = variants(&picture);
     // Time to first frame counts from the start of set-up; the first frame's
     // upload is not part of it (a renderer's frame is already on the GPU).
     let t_first = Instant::now();
@@ -292,11 +302,17 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     // The first interval includes filling the ring; leave it out of the distribution.
     let pipe_dist: Vec<f64> = intervals.iter().skip(1).copied().collect();
 
+    // caller frames: the renderer's own images, imported by fd, through the same ring.
+    let (caller, caller_frames) =
+        bench_caller::run(&mut ctx, &pictures, (&inputs, outputs[0]), frames, opts.warmup, &mut progress)?;
+    if let CallerFramesReport::Skipped { reason } = &caller_frames {
+        eprintln!("neural-frame: caller frames skipped: {reason}");
+    }
+
     // host pinned: the frame in pinned host memory, written once (as a PyTorch user's
     // pinned tensor is), copied in and out by the GPU each frame.
     let mut lane = ctx.host_pinned()?;
-    let first = variants(&picture).swap_remove(0);
-    lane.input_mut()?.copy_from_slice(&first);
+    lane.input_mut()?.copy_from_slice(&pictures[0]);
     for _ in 0..opts.warmup.min(10) {
         ctx.host_pinned_frame(&mut lane)?;
     }
@@ -398,6 +414,9 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         mode("zero-copy sync", &sync, sync_total),
         mode("zero-copy pipelined", &pipe_dist, pipe_total),
     ];
+    if let Some(c) = &caller {
+        modes.push(mode("caller frames", &c.intervals, c.total_ms));
+    }
     modes.push(mode("host pinned", &pinned, pinned_total));
     if opts.host_naive {
         modes.push(mode("host naive", &host, host_total));
@@ -420,6 +439,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     };
     let stage = |f: &dyn Fn(&FrameStats) -> f64| median(&stages.iter().map(f).collect::<Vec<_>>());
     Ok(BenchReport {
+        argv: argv(),
         model: opts.model.model.display().to_string(),
         input_size: (w, h),
         output_size: (ow, oh),
@@ -447,6 +467,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
             }
         }),
         pipelined,
+        caller_frames,
         time_to_first_frame_ms,
         setup_ms,
         device_memory_used_mib,
@@ -559,11 +580,48 @@ pub(crate) fn render(r: &BenchReport) -> String {
     );
     let by_slot: Vec<String> = d.model_median_by_slot_ms.iter().map(|m| format!("{m:.3}")).collect();
     let _ = writeln!(s, "pipelined: model by slot (medians) {} ms", by_slot.join(" / "));
+    match &r.caller_frames {
+        CallerFramesReport::Ran {
+            sync_mode,
+            renderer_device,
+            images,
+            cuda_passes,
+            model_median_ms,
+            gpu_gap_median_ms,
+            max_difference,
+            ..
+        } => {
+            let idle = if gpu_gap_median_ms.is_finite() {
+                format!(", CUDA stream idle between frames {gpu_gap_median_ms:.3} ms")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "caller frames: {images} images of a renderer's own device ({renderer_device}) imported by fd, {} sync, \
+                 passes on {}; model {model_median_ms:.3} ms{idle} (medians); the same image as zero-copy sync \
+                 (largest difference {max_difference} of 255)",
+                if *sync_mode == neural_frame::SyncMode::Gpu { "GPU" } else { "host-signalled" },
+                if *cuda_passes { "CUDA" } else { "Vulkan" },
+            );
+        }
+        CallerFramesReport::Skipped { reason } => {
+            let _ = writeln!(s, "caller frames: skipped: {reason}");
+        }
+    }
+    let t = &r.backend.startup;
     let _ = writeln!(
         s,
-        "time to first frame {:.1} ms (set-up {:.1} ms); device memory in use {}",
+        "time to first frame {:.1} ms (set-up {:.1} ms: ONNX Runtime {:.0}, Vulkan {:.0}, CUDA {:.0}, session {:.0}, \
+         buffers {:.0}, the model's first run {:.0}); device memory in use {}",
         r.time_to_first_frame_ms,
         r.setup_ms,
+        t.runtime_ms,
+        t.vulkan_ms,
+        t.cuda_ms,
+        t.session_ms,
+        t.buffers_ms,
+        t.first_run_ms,
         r.device_memory_used_mib.map_or("n/a (CPU backend)".to_string(), |m| format!("{m:.0} MiB (whole GPU)"))
     );
     if let Some(t) = &r.sync_timeline {
@@ -606,6 +664,8 @@ pub(crate) struct GpuShare {
 /// One context per device, frames distributed round-robin, all at once.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct MultiReport {
+    /// This process's arguments, as given.
+    pub(crate) argv: Vec<String>,
     /// Model file.
     pub(crate) model: String,
     /// Input size.
@@ -689,6 +749,7 @@ pub(crate) fn run_multi(opts: &BenchOptions, devices: &[DeviceSelector]) -> Resu
     }
     let wall = ms_since(t);
     Ok(MultiReport {
+        argv: argv(),
         model: opts.model.model.display().to_string(),
         input_size: (w, h),
         total_fps: frames as f64 / (wall / 1e3),

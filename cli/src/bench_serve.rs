@@ -12,10 +12,14 @@
 //!
 //! Each way, one frame at a time (latency: the renderer signals "rendered",
 //! submits, and waits for "output ready") and then pipelined with as many
-//! frames in flight as slots (throughput).
+//! frames in flight as slots (throughput). The report's `modes` name both ways
+//! with their per-frame median and their pipelined frames/s, and
+//! `served_vs_in_process` is the ratio of the two throughputs.
 
+/// The renderer of examples/support (its own instance and device), shared with
+/// `bench`'s `caller frames` mode.
 #[path = "../../examples/support/renderer.rs"]
-mod renderer;
+pub(crate) mod renderer;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -23,13 +27,19 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use ash::vk;
-use neural_frame::{BufferImport, Frame, PixelLayout, SemaphoreImport, Submitted, SyncMode};
+use neural_frame::{BackendReport, BufferImport, Frame, PixelLayout, SemaphoreImport, Submitted, SyncMode};
 use neural_frame_client::{Client, ClientDevice, Options, SyncPreference};
 use renderer::{RBuffer, Renderer};
 use serde::Serialize;
 
 use crate::ModelArgs;
 use crate::run::median;
+
+/// This process's arguments as it was given them, for a report to say how it was made
+/// (an argument that is not UTF-8 is written lossily rather than refused).
+pub(crate) fn argv() -> Vec<String> {
+    std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect()
+}
 
 /// One way's numbers.
 #[derive(Debug, Clone, Serialize)]
@@ -42,24 +52,62 @@ pub(crate) struct Way {
     pub(crate) sync_p99_ms: f64,
     /// Frames per second with `slots` frames in flight.
     pub(crate) pipelined_fps: f64,
+    /// Median interval between frames completing with `slots` frames in flight, ms.
+    pub(crate) pipelined_median_ms: f64,
+}
+
+/// One way as an entry of the report's `modes`, named like `bench`'s modes.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ServeMode {
+    /// `in-process` or `served`.
+    pub(crate) mode: &'static str,
+    /// Frames per second with `slots` frames in flight (the throughput).
+    pub(crate) fps: f64,
+    /// Median time of one frame alone, from "rendered" to "output ready" seen by the renderer, ms.
+    pub(crate) median_ms: f64,
+    /// 99th percentile of the same.
+    pub(crate) p99_ms: f64,
+    /// Median interval between frames completing with `slots` frames in flight, ms.
+    pub(crate) pipelined_median_ms: f64,
+}
+
+impl From<&Way> for ServeMode {
+    fn from(w: &Way) -> Self {
+        ServeMode {
+            mode: w.way,
+            fps: w.pipelined_fps,
+            median_ms: w.sync_median_ms,
+            p99_ms: w.sync_p99_ms,
+            pipelined_median_ms: w.pipelined_median_ms,
+        }
+    }
 }
 
 /// The report.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ServeReport {
+    /// This process's arguments, as given.
+    pub(crate) argv: Vec<String>,
     pub(crate) model: String,
     pub(crate) size: (u32, u32),
     pub(crate) output: (u32, u32),
     pub(crate) backend: String,
+    /// The in-process context's backend and devices (the worker runs on the same GPU: the renderer's).
+    pub(crate) device: BackendReport,
+    /// The renderer's Vulkan device (its own instance and device in this process).
+    pub(crate) renderer_device: String,
     pub(crate) sync_mode: String,
     pub(crate) frames: usize,
+    pub(crate) warmup: usize,
     pub(crate) slots: usize,
+    /// `in-process` then `served`.
+    pub(crate) modes: Vec<ServeMode>,
+    /// served / in-process frames/s with `slots` frames in flight (target ≥ 0.97).
+    pub(crate) served_vs_in_process: f64,
+    /// served − in-process, median latency of a frame alone, ms (target ≤ 0.1 ms).
+    pub(crate) overhead_ms: f64,
     pub(crate) in_process: Way,
     pub(crate) served: Way,
-    /// served − in-process, median latency, ms (target ≤ 0.1 ms).
-    pub(crate) overhead_ms: f64,
-    /// served / in-process pipelined frames/s (target ≥ 0.97).
-    pub(crate) throughput_ratio: f64,
 }
 
 pub(crate) struct ServeBench {
@@ -83,8 +131,9 @@ fn p99(v: &[f64]) -> f64 {
     s.get(((s.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied().unwrap_or(f64::NAN)
 }
 
-/// Copies `pixels` into `dst` through a host-visible staging buffer, and waits.
-fn fill(
+/// Copies `pixels` into `dst` through a host-visible staging buffer, and waits
+/// (once, before any timing: the frames themselves never come from the host).
+pub(crate) fn fill(
     r: &Renderer,
     dst: vk::Buffer,
     pixels: &[u8],
@@ -122,11 +171,11 @@ fn in_process(
     r: &Renderer,
     pics: &[Vec<u8>],
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<(Way, (u32, u32), String, bool)> {
+) -> anyhow::Result<(Way, (u32, u32), BackendReport, bool)> {
     let (w, h) = opts.size;
     let mut ctx = opts.model.builder(w, h).slots(opts.slots).build().context("the in-process context")?;
     let (ow, oh) = ctx.output_size();
-    let backend = ctx.backend_name().to_string();
+    let backend = ctx.report().clone();
     let gpu = ctx.sync_mode() == SyncMode::Gpu && r.semaphore_fd.is_some();
     let (ib, ob) = (w as u64 * h as u64 * 4, ow as u64 * oh as u64 * 4);
     let mut buffers: Vec<RBuffer> = Vec::new();
@@ -187,7 +236,7 @@ fn in_process(
         }
     };
     progress("in-process");
-    let (lat, fps) = time_frames(opts, pics.len(), &mut ctx, &mut frame, |ctx, t| done(ctx, &t))?;
+    let (lat, fps, intervals) = time_frames(opts, pics.len(), &mut ctx, &mut frame, |ctx, t| done(ctx, &t))?;
     ctx.wait_all()?;
     drop(ctx);
     r.idle()?;
@@ -198,20 +247,31 @@ fn in_process(
     for b in buffers {
         r.destroy_buffer(b);
     }
-    let way =
-        Way { way: "in-process", sync_median_ms: median(&mut lat.clone()), sync_p99_ms: p99(&lat), pipelined_fps: fps };
-    Ok((way, (ow, oh), backend, gpu))
+    Ok((way("in-process", &lat, fps, &intervals), (ow, oh), backend, gpu))
+}
+
+/// A way's numbers from its latencies (ms), its pipelined frames/s and the
+/// intervals between its pipelined frames completing (ms).
+fn way(name: &'static str, latencies: &[f64], fps: f64, intervals: &[f64]) -> Way {
+    Way {
+        way: name,
+        sync_median_ms: median(&mut latencies.to_vec()),
+        sync_p99_ms: p99(latencies),
+        pipelined_fps: fps,
+        pipelined_median_ms: median(&mut intervals.to_vec()),
+    }
 }
 
 /// Times frames one at a time (latencies in ms, after the warm-up), then with
-/// `slots` frames in flight (frames/s): the same loop for both ways.
+/// `slots` frames in flight (frames/s, and the intervals between frames
+/// completing after the first, in ms): the same loop for both ways.
 fn time_frames<S, T>(
     opts: &ServeBench,
     pictures: usize,
     state: &mut S,
     mut submit: impl FnMut(&mut S, usize) -> anyhow::Result<T>,
     mut done: impl FnMut(&mut S, T) -> anyhow::Result<()>,
-) -> anyhow::Result<(Vec<f64>, f64)> {
+) -> anyhow::Result<(Vec<f64>, f64, Vec<f64>)> {
     let mut lat = Vec::new();
     for f in 0..opts.warmup + opts.frames {
         let start = Instant::now();
@@ -223,17 +283,31 @@ fn time_frames<S, T>(
     }
     let start = Instant::now();
     let mut pending = std::collections::VecDeque::new();
+    let mut intervals = Vec::with_capacity(opts.frames);
+    let mut last = start;
+    let mut completed = |intervals: &mut Vec<f64>| {
+        let now = Instant::now();
+        intervals.push((now - last).as_secs_f64() * 1e3);
+        last = now;
+    };
     for f in 0..opts.frames {
         if pending.len() == opts.slots {
             let t = pending.pop_front().context("pending")?;
             done(state, t)?;
+            completed(&mut intervals);
         }
         pending.push_back(submit(state, f % pictures)?);
     }
     for t in pending {
         done(state, t)?;
+        completed(&mut intervals);
     }
-    Ok((lat, opts.frames as f64 / start.elapsed().as_secs_f64()))
+    let fps = opts.frames as f64 / start.elapsed().as_secs_f64();
+    // The first interval includes filling the ring (as `bench`'s pipelined mode leaves it out).
+    if !intervals.is_empty() {
+        intervals.remove(0);
+    }
+    Ok((lat, fps, intervals))
 }
 
 /// The worker, a child process of this one, on a socket of its own.
@@ -322,11 +396,11 @@ fn served(
         Ok(())
     };
     progress("served");
-    let (lat, fps) = time_frames(opts, pics.len(), &mut client, &mut frame, done)?;
+    let (lat, fps, intervals) = time_frames(opts, pics.len(), &mut client, &mut frame, done)?;
     client.close()?;
     r.idle()?;
     drop(worker);
-    Ok(Way { way: "served", sync_median_ms: median(&mut lat.clone()), sync_p99_ms: p99(&lat), pipelined_fps: fps })
+    Ok(way("served", &lat, fps, &intervals))
 }
 
 pub(crate) fn run(opts: &ServeBench, mut progress: impl FnMut(&str)) -> anyhow::Result<ServeReport> {
@@ -335,15 +409,20 @@ pub(crate) fn run(opts: &ServeBench, mut progress: impl FnMut(&str)) -> anyhow::
     let (in_process, output, backend, gpu) = in_process(opts, &r, &pics, &mut progress)?;
     let served = served(opts, &r, &pics, gpu, &mut progress)?;
     Ok(ServeReport {
+        argv: argv(),
         model: opts.model.model.display().to_string(),
         size: opts.size,
         output,
-        backend,
+        backend: backend.backend.to_string(),
+        device: backend,
+        renderer_device: r.name.clone(),
         sync_mode: if gpu { "gpu" } else { "host" }.into(),
         frames: opts.frames,
+        warmup: opts.warmup,
         slots: opts.slots,
+        modes: vec![ServeMode::from(&in_process), ServeMode::from(&served)],
+        served_vs_in_process: served.pipelined_fps / in_process.pipelined_fps,
         overhead_ms: served.sync_median_ms - in_process.sync_median_ms,
-        throughput_ratio: served.pipelined_fps / in_process.pipelined_fps,
         in_process,
         served,
     })
@@ -351,20 +430,33 @@ pub(crate) fn run(opts: &ServeBench, mut progress: impl FnMut(&str)) -> anyhow::
 
 pub(crate) fn render(r: &ServeReport) -> String {
     let mut s = format!(
-        "{} {}x{} → {}x{} on the {} backend, {} mode, {} frames, {} slots\n",
-        r.model, r.size.0, r.size.1, r.output.0, r.output.1, r.backend, r.sync_mode, r.frames, r.slots
+        "{} {}x{} → {}x{} on the {} backend ({}), {} mode, {} frames, {} slots; renderer on {}\n",
+        r.model,
+        r.size.0,
+        r.size.1,
+        r.output.0,
+        r.output.1,
+        r.backend,
+        r.device.cuda_device.as_deref().unwrap_or(&r.device.vulkan_device.name),
+        r.sync_mode,
+        r.frames,
+        r.slots,
+        r.renderer_device
     );
-    s += &format!("{:<12} {:>14} {:>12} {:>16}\n", "way", "sync median", "sync p99", "pipelined fps");
-    for way in [&r.in_process, &r.served] {
+    s += &format!(
+        "{:<12} {:>14} {:>12} {:>16} {:>18}\n",
+        "way", "sync median", "sync p99", "pipelined fps", "pipelined median"
+    );
+    for m in &r.modes {
         s += &format!(
-            "{:<12} {:>11.3} ms {:>9.3} ms {:>16.1}\n",
-            way.way, way.sync_median_ms, way.sync_p99_ms, way.pipelined_fps
+            "{:<12} {:>11.3} ms {:>9.3} ms {:>16.1} {:>15.3} ms\n",
+            m.mode, m.median_ms, m.p99_ms, m.fps, m.pipelined_median_ms
         );
     }
     s += &format!(
         "per-frame overhead of the worker: {:+.3} ms (target ≤ 0.1 ms); pipelined throughput {:.1}% of in-process (target ≥ 97%)\n",
         r.overhead_ms,
-        r.throughput_ratio * 100.0
+        r.served_vs_in_process * 100.0
     );
     s
 }

@@ -4,6 +4,7 @@
 #[cfg(feature = "diagnostics")]
 mod bench;
 #[cfg(feature = "diagnostics")]
+mod bench_caller;
 mod bench_serve;
 mod logger;
 mod run;

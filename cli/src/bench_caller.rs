@@ -1,0 +1,569 @@
+//! `neural-frame bench`'s `caller frames` mode: a renderer's own frames, on a
+//! Vulkan device of its own, through the context's ring by file descriptor.
+//!
+//! The renderer (examples/support's, as `bench --serve` and the tests use it)
+//! has its own instance and device on the context's GPU. It makes a ring of
+//! input and output images (one more than the context's slots, as the
+//! pipelined mode has) in exportable memory and hands them over once
+//! (`import_input_image`, `import_output_image`). Where the context shares
+//! semaphores (`SyncMode::Gpu`), it also hands over its "rendered" and "read"
+//! timelines (`import_timeline`) and imports the context's "input consumed"
+//! and "output ready". Per frame, nothing crosses the host:
+//!
+//! - the renderer "draws", one frame ahead: behind "input consumed" of the
+//!   frame that last read the image, it takes the input image from
+//!   `VK_QUEUE_FAMILY_EXTERNAL`, copies one of its pictures into it from its
+//!   own device-local memory (put there once, before any timing), releases it
+//!   and signals "rendered" = n;
+//! - the context runs frame n, waiting on its GPU for "rendered" = n and for
+//!   the renderer's "read" of the frame that last wrote the output;
+//! - behind "output ready", the renderer takes the output image, copies the
+//!   result into device-local memory of its own (what a compositor samples),
+//!   releases it and signals "read" = n.
+//!
+//! The host retires the oldest frame (`wait`) once the ring is full, as the
+//! pipelined mode does. In host-signalled mode (a driver without semaphore
+//! fds: Mesa's lavapipe) the renderer's copies complete before each `submit`
+//! (a host wait on its own timeline), and a result is read once its frame retired.
+//!
+//! After the timed frames, one result is read back (untimed) and compared with
+//! `zero-copy sync`'s on the same picture; the run fails where they differ.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use ash::vk;
+use neural_frame::{
+    ErrorKind, Frame, FrameStats, ImportError, InputId, NeuralFrameContext, OutputId, SemaphoreImport, Submitted,
+    SyncMode, Ticket, TimelineId, format_uuid,
+};
+use serde::Serialize;
+
+use crate::bench_serve::fill;
+use crate::bench_serve::renderer::{RBuffer, RImage, Renderer};
+use crate::run::median;
+
+type Result<T> = anyhow::Result<T>;
+
+/// The images' format: the one the bench's own images have, so that the results compare.
+const FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
+
+fn input_usage() -> vk::ImageUsageFlags {
+    vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST
+}
+
+fn output_usage() -> vk::ImageUsageFlags {
+    vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC
+}
+
+/// The timed frames.
+pub(crate) struct Measured {
+    /// Intervals between frames retiring (ms), the first (filling the ring) left out.
+    pub(crate) intervals: Vec<f64>,
+    /// The whole timed run (ms), up to the renderer's copy of the last result.
+    pub(crate) total_ms: f64,
+    /// Every timed frame's times, in order.
+    pub(crate) stats: Vec<FrameStats>,
+}
+
+/// What the report says of the mode.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub(crate) enum CallerFramesReport {
+    /// It ran: its numbers are the `caller frames` entry of the modes.
+    Ran {
+        /// How completion travelled: on the GPU (shared timelines) or through the host.
+        sync_mode: SyncMode,
+        /// The renderer's Vulkan device (its own instance and device).
+        renderer_device: String,
+        /// Input and output images in the renderer's ring.
+        images: usize,
+        /// Untimed frames first.
+        warmup: usize,
+        /// Whether the frames' passes ran as CUDA kernels (else Vulkan compute passes).
+        cuda_passes: bool,
+        /// Model time of the timed frames: median (ms).
+        model_median_ms: f64,
+        /// CUDA stream idle between frames: median (ms; NaN on the CPU backend).
+        gpu_gap_median_ms: f64,
+        /// The largest per-channel difference from `zero-copy sync`'s image of the same picture (the run fails above 1).
+        max_difference: u8,
+    },
+    /// It could not run here, and why.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Runs the mode on `ctx`: `pictures` are what the renderer draws (picture
+/// `k` into ring image `k mod pictures`), `reference` the context's own images
+/// holding the same pictures in the same order and an output image, for the
+/// check. A mode that cannot run here comes back `Skipped`, with the reason.
+pub(crate) fn run(
+    ctx: &mut NeuralFrameContext,
+    pictures: &[Vec<u8>],
+    reference: (&[InputId], OutputId),
+    frames: usize,
+    warmup: usize,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<(Option<Measured>, CallerFramesReport)> {
+    let r = match Renderer::new(false) {
+        Ok(r) => r,
+        Err(e) => return Ok(skipped(format!("the renderer cannot make a Vulkan device of its own here: {e:#}"))),
+    };
+    let here = ctx.device_identity();
+    if r.identity.device_uuid != here.device_uuid {
+        let uuid = format_uuid(&r.identity.device_uuid);
+        return Ok(skipped(format!(
+            "the renderer takes the first Vulkan device, {} ({uuid}), and the context runs on {} ({}): \
+             pass --device {uuid} to run it there",
+            r.name,
+            ctx.report().vulkan_device.name,
+            format_uuid(&here.device_uuid)
+        )));
+    }
+    if r.identity.driver_uuid != here.driver_uuid {
+        return Ok(skipped(format!(
+            "the renderer's device {} reports driver {} and the context's {}: memory cannot be shared between drivers",
+            r.name,
+            format_uuid(&r.identity.driver_uuid),
+            format_uuid(&here.driver_uuid)
+        )));
+    }
+    let mut caller = Caller::new(r, ctx.slot_count() + 1);
+    match caller.measure(ctx, pictures, reference, frames, warmup, progress) {
+        Ok(outcome) => {
+            caller.close(ctx)?;
+            Ok(outcome)
+        }
+        Err(e) => {
+            caller.abandon();
+            Err(e)
+        }
+    }
+}
+
+fn skipped(reason: String) -> (Option<Measured>, CallerFramesReport) {
+    (None, CallerFramesReport::Skipped { reason })
+}
+
+/// How the renderer and the context hand frames over.
+#[derive(Clone, Copy)]
+enum Sync {
+    /// Shared timelines.
+    Gpu(GpuTimelines),
+    /// Host-signalled: the renderer waits for its own timeline before each submit.
+    Host { done: vk::Semaphore },
+}
+
+/// GPU-side sync's timelines, from the renderer's side: its two (and the
+/// context's imports of them), and its imports of the context's two.
+#[derive(Clone, Copy)]
+struct GpuTimelines {
+    rendered: vk::Semaphore,
+    read: vk::Semaphore,
+    rendered_id: TimelineId,
+    read_id: TimelineId,
+    consumed: vk::Semaphore,
+    ready: vk::Semaphore,
+}
+
+/// Timings of a run of frames.
+struct Timing {
+    start: Instant,
+    last: Instant,
+    intervals: Vec<f64>,
+    stats: Vec<FrameStats>,
+}
+
+impl Timing {
+    fn new(count: usize) -> Self {
+        let now = Instant::now();
+        Timing { start: now, last: now, intervals: Vec::with_capacity(count), stats: Vec::with_capacity(count) }
+    }
+
+    /// Waits for the frame and notes the interval since the last one retired.
+    fn retire(&mut self, ctx: &mut NeuralFrameContext, ticket: &Ticket) -> Result<()> {
+        self.stats.push(ctx.wait(ticket)?);
+        let now = Instant::now();
+        self.intervals.push((now - self.last).as_secs_f64() * 1e3);
+        self.last = now;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Measured {
+        let total_ms = self.start.elapsed().as_secs_f64() * 1e3;
+        if !self.intervals.is_empty() {
+            self.intervals.remove(0);
+        }
+        Measured { intervals: self.intervals, total_ms, stats: self.stats }
+    }
+}
+
+/// The renderer and everything it made and handed over; released by `close`.
+struct Caller {
+    r: Renderer,
+    /// Images in the ring.
+    lanes: usize,
+    inputs: Vec<RImage>,
+    outputs: Vec<RImage>,
+    /// The pictures, in device-local memory of the renderer's.
+    scenes: Vec<RBuffer>,
+    /// Where the renderer copies each output's result (device-local).
+    shown: Vec<RBuffer>,
+    /// The untimed readback of one result, for the check.
+    check: Option<RBuffer>,
+    semaphores: Vec<vk::Semaphore>,
+    input_ids: Vec<InputId>,
+    output_ids: Vec<OutputId>,
+    timelines: Vec<TimelineId>,
+    draw: Vec<vk::CommandBuffer>,
+    read: Vec<vk::CommandBuffer>,
+    sync: Option<Sync>,
+    /// Frames handed to the context so far (the "rendered" and "read" values).
+    n: u64,
+    /// Per ring image: the ticket value of the frame that last used it.
+    values: Vec<u64>,
+    /// Host-signalled mode: the renderer's own timeline's last value.
+    host_value: u64,
+}
+
+impl Caller {
+    fn new(r: Renderer, lanes: usize) -> Self {
+        Caller {
+            r,
+            lanes,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            scenes: Vec::new(),
+            shown: Vec::new(),
+            check: None,
+            semaphores: Vec::new(),
+            input_ids: Vec::new(),
+            output_ids: Vec::new(),
+            timelines: Vec::new(),
+            draw: Vec::new(),
+            read: Vec::new(),
+            sync: None,
+            n: 0,
+            values: vec![0; lanes],
+            host_value: 0,
+        }
+    }
+
+    /// Sets up, runs the warm-up and the timed frames, and checks one result.
+    fn measure(
+        &mut self,
+        ctx: &mut NeuralFrameContext,
+        pictures: &[Vec<u8>],
+        reference: (&[InputId], OutputId),
+        frames: usize,
+        warmup: usize,
+        progress: &mut dyn FnMut(&str, usize, usize),
+    ) -> Result<(Option<Measured>, CallerFramesReport)> {
+        if let Some(reason) = self.set_up(ctx, pictures)? {
+            return Ok(skipped(reason));
+        }
+        // At least one round of every slot with every image (each pairing's passes are
+        // recorded on first use), unless asked for no warm-up.
+        let warm = if warmup == 0 { 0 } else { warmup.max(self.lanes * ctx.slot_count()) };
+        if warm > 0 {
+            self.frames(ctx, warm, "caller warm-up", progress)?;
+        }
+        let measured = self.frames(ctx, frames.max(1), "caller frames", progress)?;
+        let max_difference = self.compare(ctx, reference)?;
+        let pick = |f: fn(&FrameStats) -> f64| -> Vec<f64> {
+            measured.stats.iter().map(f).filter(|v| v.is_finite()).collect()
+        };
+        let sync_mode = match self.sync {
+            Some(Sync::Gpu(_)) => SyncMode::Gpu,
+            _ => SyncMode::Host,
+        };
+        let report = CallerFramesReport::Ran {
+            sync_mode,
+            renderer_device: self.r.name.clone(),
+            images: self.lanes,
+            warmup: warm,
+            cuda_passes: measured.stats.iter().all(|s| s.cuda_passes),
+            model_median_ms: median(&mut pick(|s| s.infer_ms)),
+            gpu_gap_median_ms: median(&mut pick(|s| s.gpu_gap_ms)),
+            max_difference,
+        };
+        Ok((Some(measured), report))
+    }
+
+    /// The renderer's ring, handed to the context once; `Some(reason)` where the context refuses it.
+    fn set_up(&mut self, ctx: &mut NeuralFrameContext, pictures: &[Vec<u8>]) -> Result<Option<String>> {
+        let (w, h) = ctx.frame_size();
+        let (ow, oh) = ctx.output_size();
+        let result_bytes = u64::from(ow) * u64::from(oh) * 4;
+        for _ in 0..self.lanes {
+            self.inputs.push(self.r.image(w, h, FORMAT, input_usage(), true).context("the renderer's input image")?);
+            self.outputs
+                .push(self.r.image(ow, oh, FORMAT, output_usage(), true).context("the renderer's output image")?);
+            self.shown.push(self.r.buffer(result_bytes, vk::BufferUsageFlags::TRANSFER_DST, false, false)?);
+        }
+        let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+        for p in pictures {
+            self.scenes.push(self.r.buffer(p.len() as u64, usage, false, false)?);
+            let scene = self.scenes.last().context("the picture's buffer")?;
+            fill(&self.r, scene.buffer, p, None, None).context("putting a picture on the renderer's GPU")?;
+        }
+        // GENERAL, and with the external queue family, where they live between uses.
+        self.r.prepare(&self.inputs.iter().chain(&self.outputs).collect::<Vec<_>>(), true)?;
+        for i in 0..self.lanes {
+            match ctx.import_input_image(self.r.export_image(&self.inputs[i])?) {
+                Ok(id) => self.input_ids.push(id),
+                Err(e) => return refused(e, "an input image"),
+            }
+            match ctx.import_output_image(self.r.export_image(&self.outputs[i])?) {
+                Ok(id) => self.output_ids.push(id),
+                Err(e) => return refused(e, "an output image"),
+            }
+        }
+        let sync = if ctx.sync_mode() == SyncMode::Gpu && self.r.semaphore_fd.is_some() {
+            let rendered = self.semaphore(true)?;
+            let read = self.semaphore(true)?;
+            let mut ids = Vec::new();
+            for s in [rendered, read] {
+                let import = SemaphoreImport {
+                    fd: self.r.export_semaphore(s)?,
+                    semaphore_type: vk::SemaphoreType::TIMELINE,
+                    origin: self.r.identity,
+                };
+                match ctx.import_timeline(import) {
+                    Ok(id) => ids.push(id),
+                    Err(e) => return refused(e, "a timeline"),
+                }
+            }
+            self.timelines.extend(&ids);
+            let exported = match ctx.export_timelines() {
+                Ok(t) => t,
+                Err(e) if e.kind() == ErrorKind::Unsupported => {
+                    return Ok(Some(format!("the context cannot export its timelines: {e}")));
+                }
+                Err(e) => return Err(anyhow::Error::new(e).context("exporting the context's timelines")),
+            };
+            let consumed = self.r.import_semaphore(exported.input_consumed)?;
+            self.semaphores.push(consumed);
+            let ready = self.r.import_semaphore(exported.output_ready)?;
+            self.semaphores.push(ready);
+            Sync::Gpu(GpuTimelines { rendered, read, rendered_id: ids[0], read_id: ids[1], consumed, ready })
+        } else {
+            Sync::Host { done: self.semaphore(false)? }
+        };
+        self.sync = Some(sync);
+        for i in 0..self.lanes {
+            let scene = &self.scenes[i % self.scenes.len()];
+            self.draw.push(self.r.render_commands(&self.inputs[i], scene, true)?);
+            self.read.push(self.r.read_commands(&self.outputs[i], &self.shown[i], true)?);
+        }
+        Ok(None)
+    }
+
+    /// A timeline semaphore of the renderer's, exportable when asked.
+    fn semaphore(&mut self, exportable: bool) -> Result<vk::Semaphore> {
+        let s = self.r.semaphore(true, exportable)?;
+        self.semaphores.push(s);
+        Ok(s)
+    }
+
+    /// The ring image of frame `n` (1, 2, …).
+    fn entry(&self, n: u64) -> usize {
+        ((n - 1) % self.lanes as u64) as usize
+    }
+
+    /// `count` frames through the ring, drained at the end.
+    fn frames(
+        &mut self,
+        ctx: &mut NeuralFrameContext,
+        count: usize,
+        label: &str,
+        progress: &mut dyn FnMut(&str, usize, usize),
+    ) -> Result<Measured> {
+        match self.sync.context("the renderer's ring is not set up")? {
+            Sync::Gpu(timelines) => self.gpu_frames(ctx, count, &timelines, label, progress),
+            Sync::Host { done } => self.host_frames(ctx, count, done, label, progress),
+        }
+    }
+
+    /// The renderer draws frame `n` into its ring image once the context consumed
+    /// the frame that last read it (a GPU wait), and signals "rendered" = n.
+    fn draw(&self, n: u64, t: &GpuTimelines) -> Result<()> {
+        let i = self.entry(n);
+        let earlier = (self.values[i] > 0).then_some((t.consumed, self.values[i]));
+        self.r.submit(&[self.draw[i]], earlier.as_slice(), &[(t.rendered, n)])
+    }
+
+    fn gpu_frames(
+        &mut self,
+        ctx: &mut NeuralFrameContext,
+        count: usize,
+        t: &GpuTimelines,
+        label: &str,
+        progress: &mut dyn FnMut(&str, usize, usize),
+    ) -> Result<Measured> {
+        let (first, last) = (self.n + 1, self.n + count as u64);
+        let lanes = self.lanes as u64;
+        let mut timing = Timing::new(count);
+        let mut pending: VecDeque<Ticket> = VecDeque::new();
+        self.draw(first, t)?;
+        for n in first..=last {
+            if pending.len() == ctx.slot_count() {
+                let ticket = pending.pop_front().context("ring bookkeeping")?;
+                timing.retire(ctx, &ticket)?;
+                progress(label, timing.stats.len(), count);
+            }
+            // The next frame's drawing goes on the renderer's queue before this frame's read,
+            // which waits for this frame's result: drawing runs while the frame does.
+            if n < last {
+                self.draw(n + 1, t)?;
+            }
+            let i = self.entry(n);
+            let mut frame = Frame::new(self.input_ids[i], self.output_ids[i]).wait_for(t.rendered_id, n);
+            if n > lanes {
+                frame = frame.output_free_after(t.read_id, n - lanes);
+            }
+            let ticket = submit(ctx, frame)?;
+            self.values[i] = ticket.value();
+            self.r.submit(&[self.read[i]], &[(t.ready, ticket.value())], &[(t.read, n)])?;
+            pending.push_back(ticket);
+        }
+        while let Some(ticket) = pending.pop_front() {
+            timing.retire(ctx, &ticket)?;
+            progress(label, timing.stats.len(), count);
+        }
+        self.r.wait(t.read, last)?;
+        self.n = last;
+        Ok(timing.finish())
+    }
+
+    /// Submits the renderer's commands and waits for them (host-signalled mode).
+    fn host_step(&mut self, cmds: &[vk::CommandBuffer], done: vk::Semaphore) -> Result<()> {
+        self.host_value += 1;
+        self.r.submit(cmds, &[], &[(done, self.host_value)])?;
+        self.r.wait(done, self.host_value)
+    }
+
+    fn host_frames(
+        &mut self,
+        ctx: &mut NeuralFrameContext,
+        count: usize,
+        done: vk::Semaphore,
+        label: &str,
+        progress: &mut dyn FnMut(&str, usize, usize),
+    ) -> Result<Measured> {
+        let (first, last) = (self.n + 1, self.n + count as u64);
+        let mut timing = Timing::new(count);
+        let mut pending: VecDeque<(Ticket, usize)> = VecDeque::new();
+        for n in first..=last {
+            let mut cmds = Vec::with_capacity(2);
+            if pending.len() == ctx.slot_count() {
+                // The oldest frame retires; the renderer reads its result along with the next drawing.
+                let (ticket, j) = pending.pop_front().context("ring bookkeeping")?;
+                timing.retire(ctx, &ticket)?;
+                progress(label, timing.stats.len(), count);
+                cmds.push(self.read[j]);
+            }
+            let i = self.entry(n);
+            cmds.push(self.draw[i]);
+            self.host_step(&cmds, done)?;
+            let ticket = submit(ctx, Frame::new(self.input_ids[i], self.output_ids[i]))?;
+            pending.push_back((ticket, i));
+        }
+        let mut reads = Vec::with_capacity(pending.len());
+        while let Some((ticket, j)) = pending.pop_front() {
+            timing.retire(ctx, &ticket)?;
+            progress(label, timing.stats.len(), count);
+            reads.push(self.read[j]);
+        }
+        self.host_step(&reads, done)?;
+        self.n = last;
+        Ok(timing.finish())
+    }
+
+    /// Reads ring image 0's result back (untimed) and compares it with the
+    /// context's own frame of the same picture: the largest difference.
+    fn compare(&mut self, ctx: &mut NeuralFrameContext, (inputs, output): (&[InputId], OutputId)) -> Result<u8> {
+        let (ow, oh) = ctx.output_size();
+        let bytes = u64::from(ow) * u64::from(oh) * 4;
+        self.check = Some(self.r.buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true, false)?);
+        let check = self.check.as_ref().context("the readback buffer")?;
+        let cmd = self.r.read_commands(&self.outputs[0], check, true)?;
+        self.r.submit(&[cmd], &[], &[])?;
+        self.r.idle()?;
+        let got = self.r.read(check, bytes as usize);
+        // Ring image 0 holds picture 0, as `inputs[0]` does.
+        let input = *inputs.first().context("no reference input")?;
+        ctx.infer(input, output)?;
+        let want = ctx.readback(output)?;
+        let max_difference = got.iter().zip(&want).map(|(a, b)| a.abs_diff(*b)).max().unwrap_or(u8::MAX);
+        if got.len() != want.len() || max_difference > 1 {
+            bail!(
+                "caller frames computed another image than zero-copy sync (largest difference {max_difference}): \
+                 the renderer's imported frames are not what the context's own frames give"
+            );
+        }
+        Ok(max_difference)
+    }
+
+    /// Waits for every frame, takes the imports back from the context, and
+    /// releases the renderer's objects and device.
+    fn close(self, ctx: &mut NeuralFrameContext) -> Result<()> {
+        if let Err(e) = ctx.wait_all() {
+            self.abandon();
+            return Err(anyhow::Error::new(e).context("finishing the caller frames"));
+        }
+        // Every submission of the renderer's waited only for frames that are now done.
+        self.r.idle()?;
+        let unregistered = (|| -> Result<()> {
+            for id in &self.input_ids {
+                ctx.unregister_input(*id)?;
+            }
+            for id in &self.output_ids {
+                ctx.unregister_output(*id)?;
+            }
+            for id in &self.timelines {
+                ctx.unregister_timeline(*id)?;
+            }
+            Ok(())
+        })();
+        // The context's imports share the payloads: the renderer frees its own handles either way.
+        for i in self.inputs.into_iter().chain(self.outputs) {
+            self.r.destroy_image(i);
+        }
+        for b in self.scenes.into_iter().chain(self.shown).chain(self.check) {
+            self.r.destroy_buffer(b);
+        }
+        for s in self.semaphores {
+            self.r.destroy_semaphore(s);
+        }
+        drop(self.r);
+        unregistered.context("taking the renderer's images back from the context")
+    }
+
+    /// After an error mid-run the renderer's queue may wait for a frame that will
+    /// never be done, and idling its device would hang: its objects are left to the
+    /// process's exit.
+    fn abandon(self) {
+        std::mem::forget(self);
+    }
+}
+
+/// Submits a frame to a blocking ring.
+fn submit(ctx: &mut NeuralFrameContext, frame: Frame) -> Result<Ticket> {
+    match ctx.submit(frame)? {
+        Submitted::Frame(ticket) => Ok(ticket),
+        Submitted::Skipped => bail!("a blocking ring skipped a frame"),
+    }
+}
+
+/// A refused import: unsupported here is a reason to skip the mode, anything else an error.
+fn refused(e: ImportError, what: &str) -> Result<Option<String>> {
+    if e.error().kind() == ErrorKind::Unsupported {
+        return Ok(Some(format!("the context cannot import {what} of the renderer's: {}", e.error())));
+    }
+    Err(anyhow::Error::new(e).context(format!("importing {what} of the renderer's")))
+}
