@@ -32,7 +32,9 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use ash::vk;
 use neural_frame::image_io::Rgba8;
-use neural_frame::{Backend, CallerImage, Frame, NeuralFrameContext, SemaphoreImport, Submitted, SyncMode, TimelineId};
+use neural_frame::{
+    Backend, CallerImage, CallerMemory, Frame, NeuralFrameContext, SemaphoreImport, Submitted, SyncMode, TimelineId,
+};
 use renderer::{RBuffer, RImage, Renderer};
 
 /// Command-line arguments.
@@ -169,9 +171,11 @@ fn main() -> Result<()> {
     let out_usage = vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC;
     let mut ring =
         Ring { inputs: vec![], outputs: vec![], staging: vec![], readback: vec![], render: vec![], read: vec![] };
+    // Exportable memory either way: shared by fd, or on the renderer's device handed over
+    // with the image (register_*_image_with_memory), so that CUDA reaches the frames.
     for _ in 0..k {
-        ring.inputs.push(r.image(w, h, vk::Format::B8G8R8A8_UNORM, in_usage, a.share_fd)?);
-        ring.outputs.push(r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, out_usage, a.share_fd)?);
+        ring.inputs.push(r.image(w, h, vk::Format::B8G8R8A8_UNORM, in_usage, true)?);
+        ring.outputs.push(r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, out_usage, true)?);
         let s = r.buffer(bgra.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true, false)?;
         r.write(&s, &bgra);
         ring.staging.push(s);
@@ -194,8 +198,19 @@ fn main() -> Result<()> {
                 tiling: vk::ImageTiling::OPTIMAL,
                 layout: vk::ImageLayout::GENERAL,
             };
-            // SAFETY: images of the renderer's device, alive until after the context is dropped.
-            unsafe { (ctx.register_input_image(describe(i))?, ctx.register_output_image(describe(o))?) }
+            let memory = |img: &RImage| CallerMemory {
+                memory: img.alloc.memory,
+                allocation_size: img.alloc.size,
+                dedicated: img.alloc.dedicated,
+            };
+            // SAFETY: images of the renderer's device, each bound at offset 0 to an exportable
+            // allocation of its own, alive until after the context is dropped.
+            unsafe {
+                (
+                    ctx.register_input_image_with_memory(describe(i), memory(i))?,
+                    ctx.register_output_image_with_memory(describe(o), memory(o))?,
+                )
+            }
         };
         ids.push(pair);
     }

@@ -132,14 +132,14 @@ mod vulkan;
 pub use ash;
 pub use context::builder::DEFAULT_FRAME_TIMEOUT;
 pub use context::foreign::{
-    BufferImport, CallerBuffer, CallerDevice, CallerImage, DeviceIdentity, ImageImport, ImportError, MemoryImport,
-    PixelLayout, SemaphoreImport,
+    BufferImport, CallerBuffer, CallerDevice, CallerImage, CallerMemory, DeviceIdentity, ImageImport, ImportError,
+    MemoryImport, PixelLayout, SemaphoreImport,
 };
 pub use context::register::{
     AUX_INPUT_IMAGE_FORMATS, INPUT_FORMATS, INPUT_USAGE, OUTPUT_BUFFER_FORMATS, OUTPUT_IMAGE_FORMATS, OUTPUT_USAGE,
 };
 pub use context::registry::{InputId, OutputId, TimelineId};
-pub use context::setup::{BackendReport, suitable_devices};
+pub use context::setup::{BackendReport, StartupTimes, suitable_devices};
 pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};
 pub use context::tiles::{DEFAULT_TILE_OVERLAP, Tiling};
 pub use context::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, PostWait, Tuning};

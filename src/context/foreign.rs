@@ -240,6 +240,35 @@ pub struct CallerImage {
     pub layout: vk::ImageLayout,
 }
 
+/// The memory behind one of the caller's images on the context's device (bring
+/// your own device), where the caller allocated it exportable
+/// (`VkExportMemoryAllocateInfo` with `OPAQUE_FD`, on a device with
+/// `VK_KHR_external_memory_fd`): with it the CUDA passes reach the image
+/// ([`NeuralFrameContext::register_input_image_with_memory`](crate::NeuralFrameContext::register_input_image_with_memory)),
+/// and its frames cross between Vulkan and CUDA only where the caller's
+/// semaphores ask for it.
+///
+/// ```no_run
+/// use ash::vk;
+/// use neural_frame::CallerMemory;
+///
+/// # fn renderer(memory: vk::DeviceMemory, requirements: vk::MemoryRequirements) {
+/// // The image's memory, allocated with VkExportMemoryAllocateInfo (OPAQUE_FD) and
+/// // VkMemoryDedicatedAllocateInfo for the image.
+/// let shared = CallerMemory { memory, allocation_size: requirements.size, dedicated: true };
+/// # let _ = shared;
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerMemory {
+    /// The allocation the image is bound to (at offset 0).
+    pub memory: vk::DeviceMemory,
+    /// `VkMemoryAllocateInfo::allocationSize`.
+    pub allocation_size: u64,
+    /// Whether it is a dedicated allocation for the image.
+    pub dedicated: bool,
+}
+
 /// A linear buffer of the caller's device, by handle (bring your own device).
 ///
 /// ```no_run

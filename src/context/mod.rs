@@ -180,7 +180,8 @@ impl NeuralFrameContext {
         let t = std::time::Instant::now();
         match ctx.warm_up() {
             Ok(()) => {
-                log::debug!("first run of the model (NHWC, bias fused): {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+                ctx.report.startup.first_run_ms = t.elapsed().as_secs_f64() * 1e3;
+                log::debug!("first run of the model (NHWC, bias fused): {:.0} ms", ctx.report.startup.first_run_ms);
                 Ok(ctx)
             }
             Err(e) => {
@@ -280,13 +281,17 @@ impl NeuralFrameContext {
             threads: b.threads,
             declared: b.declared.clone(),
         };
+        let session_ms;
         let (engine, contract) = match cuda {
             Some(c) => {
-                let stream = cuda::Stream::new(c)?;
+                // The model's stream at the greatest priority (the post kernels' at the least).
+                let stream = cuda::Stream::with_priority(c, true)?;
                 config.provider = Provider::Cuda { ordinal: c.info().ordinal };
                 config.cuda_stream = Some(stream.raw() as *mut c_void);
                 // SAFETY: the stream goes into the engine with the session, which drops the session first.
+                let t = std::time::Instant::now();
                 let (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
                 let graphs = b.tuning.cuda_graph && contract.other_outputs.is_empty();
                 if b.tuning.cuda_graph && !graphs {
@@ -305,10 +310,13 @@ impl NeuralFrameContext {
                     log::warn!("CUDA passes are not in effect: the context runs on the CPU backend");
                 }
                 // SAFETY: no CUDA stream is involved.
+                let t = std::time::Instant::now();
                 let (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                session_ms = t.elapsed().as_secs_f64() * 1e3;
                 (Engine::Host(HostEngine { session }), contract)
             }
         };
+        let t_buffers = std::time::Instant::now();
         log::debug!("model {}: {:?}", b.model.display(), contract);
         let elements =
             |first: crate::onnx::TensorKind, extras: &[crate::onnx::NamedTensor]| -> Vec<crate::onnx::Element> {
@@ -384,6 +392,8 @@ impl NeuralFrameContext {
             id,
         };
         ctx.resize(b.size.0, b.size.1)?;
+        ctx.report.startup.session_ms = session_ms;
+        ctx.report.startup.buffers_ms = t_buffers.elapsed().as_secs_f64() * 1e3;
         Ok(ctx)
     }
 

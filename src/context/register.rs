@@ -6,7 +6,7 @@
 use ash::vk;
 
 use crate::context::NeuralFrameContext;
-use crate::context::foreign::{CallerBuffer, CallerImage, PixelLayout};
+use crate::context::foreign::{CallerBuffer, CallerImage, CallerMemory, PixelLayout};
 use crate::context::record::size_mismatch;
 use crate::context::registry::{
     CudaAccess, CudaView, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId,
@@ -16,6 +16,7 @@ use crate::interop;
 use crate::onnx::TensorKind;
 use crate::vulkan::caps;
 use crate::vulkan::compute::ImageView;
+use crate::vulkan::memory::AllocationInfo;
 use crate::vulkan::{Image, ImageDesc, TimelineSemaphore, transfer};
 
 /// Formats the pre pass reads (images and buffers).
@@ -348,8 +349,9 @@ impl NeuralFrameContext {
             log::warn!(
                 "the {} {what} registered by handle runs through the Vulkan passes (a ~0.5 ms cross-API hand-off \
                  a frame): CUDA reaches only memory it imports by file descriptor; allocate it with \
-                 VkExportMemoryAllocateInfo (OPAQUE_FD) and register it with import_{}_{what} (on the same \
-                 device too) to run its frames as CUDA kernels",
+                 VkExportMemoryAllocateInfo (OPAQUE_FD) and register it with register_{}_{what}_with_memory \
+                 (images) or import_{}_{what} (on the same device too) to run its frames as CUDA kernels",
+                role.name(),
                 role.name(),
                 role.name()
             );
@@ -357,6 +359,12 @@ impl NeuralFrameContext {
     }
 
     fn caller_image(&mut self, role: Role, image: CallerImage) -> Result<crate::context::registry::Key> {
+        let key = self.caller_image_checked(role, image)?;
+        self.by_handle_on_vulkan(role, "image");
+        Ok(key)
+    }
+
+    fn caller_image_checked(&mut self, role: Role, image: CallerImage) -> Result<crate::context::registry::Key> {
         self.need_caller_device()?;
         self.check_image(role, image.format, (image.width, image.height), image.usage, image.tiling)?;
         let layout_ok = match role {
@@ -379,7 +387,6 @@ impl NeuralFrameContext {
             Origin::Caller,
             (image.width, image.height),
         )?;
-        self.by_handle_on_vulkan(role, "image");
         Ok(self.insert(role, reg))
     }
 
@@ -446,6 +453,117 @@ impl NeuralFrameContext {
     /// ```
     pub unsafe fn register_output_image(&mut self, image: CallerImage) -> Result<OutputId> {
         self.caller_image(Role::Output, image).map(OutputId)
+    }
+
+    /// [`register_input_image`](Self::register_input_image) for an image whose
+    /// memory the caller allocated exportable: on the CUDA backend the context
+    /// exports it once and imports it into CUDA, and the frame's passes run as
+    /// CUDA kernels. The image must be handed over in `GENERAL` layout for that
+    /// (CUDA reads its memory as it lies); otherwise, or where CUDA cannot import
+    /// it, its frames take the Vulkan passes, said once in the log.
+    ///
+    /// # Safety
+    /// As for [`register_input_image`](Self::register_input_image); and
+    /// `memory.memory` is the live allocation `image.image` is bound to at offset 0,
+    /// made with `VkExportMemoryAllocateInfo` for `OPAQUE_FD`, of
+    /// `memory.allocation_size` bytes, dedicated to the image exactly when
+    /// `memory.dedicated` says so, alive as long as the image.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{CallerImage, CallerMemory, INPUT_USAGE, NeuralFrameContext};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, image: vk::Image, memory: CallerMemory) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.frame_size();
+    /// let frame = CallerImage {
+    ///     image,
+    ///     format: vk::Format::B8G8R8A8_UNORM,
+    ///     width,
+    ///     height,
+    ///     usage: vk::ImageUsageFlags::COLOR_ATTACHMENT | INPUT_USAGE,
+    ///     tiling: vk::ImageTiling::OPTIMAL,
+    ///     layout: vk::ImageLayout::GENERAL,
+    /// };
+    /// // SAFETY: the context is built on the renderer's device; `image` is that device's, as
+    /// // described, bound to `memory` (exportable, OPAQUE_FD), alive until unregistered.
+    /// let input = unsafe { ctx.register_input_image_with_memory(frame, memory) }?;
+    /// # let _ = input;
+    /// # Ok(()) }
+    /// ```
+    pub unsafe fn register_input_image_with_memory(
+        &mut self,
+        image: CallerImage,
+        memory: CallerMemory,
+    ) -> Result<InputId> {
+        // SAFETY: passed on from the caller.
+        unsafe { self.caller_image_with_memory(Role::Input, image, memory) }.map(InputId)
+    }
+
+    /// [`register_output_image`](Self::register_output_image) for an image whose
+    /// memory the caller allocated exportable: see
+    /// [`register_input_image_with_memory`](Self::register_input_image_with_memory).
+    /// CUDA writes the image in place, in `GENERAL` layout, which it stays in.
+    ///
+    /// # Safety
+    /// As for [`register_input_image_with_memory`](Self::register_input_image_with_memory).
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{CallerImage, CallerMemory, NeuralFrameContext, OUTPUT_USAGE};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, image: vk::Image, memory: CallerMemory) -> neural_frame::Result<()> {
+    /// let (width, height) = ctx.output_size();
+    /// let result = CallerImage {
+    ///     image,
+    ///     format: vk::Format::R8G8B8A8_UNORM,
+    ///     width,
+    ///     height,
+    ///     usage: OUTPUT_USAGE | vk::ImageUsageFlags::SAMPLED,
+    ///     tiling: vk::ImageTiling::OPTIMAL,
+    ///     layout: vk::ImageLayout::GENERAL,
+    /// };
+    /// // SAFETY: as for the input.
+    /// let output = unsafe { ctx.register_output_image_with_memory(result, memory) }?;
+    /// # let _ = output;
+    /// # Ok(()) }
+    /// ```
+    pub unsafe fn register_output_image_with_memory(
+        &mut self,
+        image: CallerImage,
+        memory: CallerMemory,
+    ) -> Result<OutputId> {
+        // SAFETY: passed on from the caller.
+        unsafe { self.caller_image_with_memory(Role::Output, image, memory) }.map(OutputId)
+    }
+
+    /// # Safety
+    /// As for [`register_input_image_with_memory`](Self::register_input_image_with_memory).
+    unsafe fn caller_image_with_memory(
+        &mut self,
+        role: Role,
+        image: CallerImage,
+        memory: CallerMemory,
+    ) -> Result<crate::context::registry::Key> {
+        let key = self.caller_image_checked(role, image)?;
+        let format = interop::surface_format(image.format, role == Role::Output);
+        let device = std::sync::Arc::clone(&self.res.device);
+        let (w, h) = (image.width, image.height);
+        let view = self.cuda_view(role, "image", format, |cuda, f| {
+            if image.layout != vk::ImageLayout::GENERAL || image.tiling != vk::ImageTiling::OPTIMAL {
+                return Err(Error::InvalidArgument(format!(
+                    "CUDA reads and writes the image's memory as it lies, which needs OPTIMAL tiling in GENERAL \
+                     layout, and it is {:?} in {:?}",
+                    image.tiling, image.layout
+                )));
+            }
+            let info =
+                AllocationInfo { size: memory.allocation_size, memory_type_index: 0, dedicated: memory.dedicated };
+            // SAFETY: the caller's contract: an exportable allocation of this device bound to the image.
+            let exported = unsafe { crate::vulkan::memory::export_caller_memory(&device, memory.memory, info) }?;
+            Ok(CudaAccess::Surface(interop::image_into_cuda(cuda, exported, (w, h), f)?))
+        });
+        self.res.registry.registration_mut(key)?.cuda = view;
+        Ok(key)
     }
 
     fn caller_buffer(&mut self, role: Role, buffer: CallerBuffer) -> Result<crate::context::registry::Key> {

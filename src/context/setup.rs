@@ -48,6 +48,52 @@ pub struct BackendReport {
     pub cuda_device: Option<String>,
     /// The loaded ONNX Runtime.
     pub runtime: RuntimeInfo,
+    /// Where building the context spent its time.
+    pub startup: StartupTimes,
+}
+
+/// Where building a context spent its time, in milliseconds (NaN: the step did
+/// not run). The first frame after `build` costs a frame: the model's first run,
+/// where cuDNN plans its convolutions, happens in `build` (`first_run_ms`) on the
+/// CUDA backend with the default kernels, otherwise in the first frame.
+///
+/// ```no_run
+/// use neural_frame::NeuralFrameContext;
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// let t = &ctx.report().startup;
+/// println!("ONNX Runtime {:.0} ms, Vulkan {:.0}, CUDA {:.0}, session {:.0}, buffers {:.0}, first run {:.0}",
+///     t.runtime_ms, t.vulkan_ms, t.cuda_ms, t.session_ms, t.buffers_ms, t.first_run_ms);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StartupTimes {
+    /// Loading ONNX Runtime's library (once a process) and listing its providers.
+    pub runtime_ms: f64,
+    /// The Vulkan instance and device (or wrapping the caller's).
+    pub vulkan_ms: f64,
+    /// CUDA's driver and the device paired by UUID (its context).
+    pub cuda_ms: f64,
+    /// ONNX Runtime's session: the model read, optimised and placed on the provider.
+    pub session_ms: f64,
+    /// The ring's buffers, their CUDA imports and bindings, the timelines and passes.
+    pub buffers_ms: f64,
+    /// The model's first run, where cuDNN builds its convolution plans (and, with the bias
+    /// fused, compiles their kernels: the driver's JIT cache keeps them for later processes).
+    pub first_run_ms: f64,
+}
+
+impl StartupTimes {
+    fn none() -> Self {
+        Self {
+            runtime_ms: f64::NAN,
+            vulkan_ms: f64::NAN,
+            cuda_ms: f64::NAN,
+            session_ms: f64::NAN,
+            buffers_ms: f64::NAN,
+            first_run_ms: f64::NAN,
+        }
+    }
 }
 
 /// What a context is built on.
@@ -63,7 +109,12 @@ pub(crate) struct Base {
 /// # Safety
 /// A `caller` device must satisfy [`ContextBuilder::build_on`]'s contract.
 pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, backend: Backend) -> Result<Base> {
+    let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
+    let mut startup = StartupTimes::none();
+    let t = std::time::Instant::now();
     let runtime = runtime::load(b.ort_library.as_deref())?.clone();
+    startup.runtime_ms = ms(t);
+    let t = std::time::Instant::now();
     log::debug!("ONNX Runtime {} from {}", runtime.version, runtime.library.display());
     let (instance, device) = match caller {
         None => {
@@ -89,6 +140,8 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
         }
     };
     log::debug!("Vulkan device {} ({} queue(s))", device.info(), device.queue_count());
+    startup.vulkan_ms = ms(t);
+    let t = std::time::Instant::now();
     let (cuda, fallback_reason) = match backend {
         Backend::Cpu => (None, None),
         Backend::Cuda => (Some(pair_cuda(&device, &runtime)?), None),
@@ -103,6 +156,7 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
             }
         },
     };
+    startup.cuda_ms = if backend == Backend::Cpu { f64::NAN } else { ms(t) };
     let report = BackendReport {
         requested: backend,
         backend: if cuda.is_some() { "cuda" } else { "cpu" },
@@ -113,6 +167,7 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
             .as_ref()
             .map(|c| format!("CUDA {} \"{}\" (UUID {})", c.info().ordinal, c.info().name, format_uuid(&c.info().uuid))),
         runtime,
+        startup,
     };
     Ok(Base { cuda, device, instance, report })
 }

@@ -189,6 +189,8 @@ __device__ __forceinline__ u32 pack_code(float v) {
     return (u32)floorf(0.5f + 255.0f * fminf(fmaxf(v, 0.0f), 1.0f));
 }
 
+__device__ __forceinline__ void store_surface(const PostParams& p, u32 x, u32 y, float4 c);
+
 __device__ __forceinline__ void store_texel(const PostParams& p, u32 x, u32 y, float4 c) {
     if (p.kind == ACCESS_BUFFER) {
         u8* row = reinterpret_cast<u8*>(p.target) + (u64)y * p.pitch;
@@ -210,6 +212,11 @@ __device__ __forceinline__ void store_texel(const PostParams& p, u32 x, u32 y, f
             pack_code(c.x) | (pack_code(c.y) << 8) | (pack_code(c.z) << 16) | (pack_code(c.w) << 24);
         return;
     }
+    store_surface(p, x, y, c);
+}
+
+// An image's texel, through its surface.
+__device__ __forceinline__ void store_surface(const PostParams& p, u32 x, u32 y, float4 c) {
     if (p.format == FORMAT_RGBA16F) {
         // As the Vulkan pass: no clamp (a half-float output may carry values above 1).
         asm volatile("sust.b.2d.v4.b16.clamp [%0, {%1, %2}], {%3, %4, %5, %6};"
@@ -351,7 +358,10 @@ __device__ __forceinline__ void put(const PostParams& p, u32 x, u32 y, float4 c)
     }
 }
 
-extern "C" __global__ void nf_post(PostParams p) {
+// The post pass for one output pixel. GENERAL: any target and tiles; otherwise an
+// image through its surface, untiled (the common case, with fewer registers).
+template <bool GENERAL>
+__device__ __forceinline__ void post(const PostParams& p) {
     u32 x = blockIdx.x * blockDim.x + threadIdx.x;
     u32 y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= p.out_width || y >= p.out_height) {
@@ -375,7 +385,7 @@ extern "C" __global__ void nf_post(PostParams p) {
                 t = (float)reinterpret_cast<const u8*>(p.t.data)[e];
             }
         }
-        v[ch] = (t - p.t.add[ch]) / p.t.mul[ch];
+        v[ch] = (t - p.t.add[ch]) * __frcp_rn(p.t.mul[ch]);
     }
     float4 c = make_float4(v[0], v[1], v[2], v[3]);
     if (p.t.channels == 1u) {
@@ -389,5 +399,17 @@ extern "C" __global__ void nf_post(PostParams p) {
     if (p.t.channels < 4u) {
         c.w = alpha_at(p, x, y);
     }
-    put(p, x, y, c);
+    if (GENERAL) {
+        put(p, x, y, c);
+    } else {
+        store_surface(p, x, y, c);
+    }
+}
+
+extern "C" __global__ void nf_post(PostParams p) {
+    post<true>(p);
+}
+
+extern "C" __global__ void nf_post_image(PostParams p) {
+    post<false>(p);
 }

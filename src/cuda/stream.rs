@@ -30,6 +30,20 @@ impl Stream {
         })?;
         Ok(Self { raw, device: Arc::clone(device) })
     }
+    /// A stream of the context's greatest (`high`) or least scheduling priority:
+    /// where two streams have blocks waiting, the GPU runs the higher one's first.
+    pub fn with_priority(device: &Arc<CudaDevice>, high: bool) -> Result<Self> {
+        device.bind()?;
+        let (mut least, mut greatest) = (0i32, 0i32);
+        // SAFETY: both are valid out pointers; the context is current.
+        check("cuCtxGetStreamPriorityRange", unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) })?;
+        let mut raw = std::ptr::null_mut();
+        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        let priority = if high { greatest } else { least };
+        // SAFETY: raw is a valid out pointer; the priority lies in the context's range.
+        check("cuStreamCreateWithPriority", unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags, priority) })?;
+        Ok(Self { raw, device: Arc::clone(device) })
+    }
     /// The raw stream.
     pub fn raw(&self) -> sys::CUstream {
         self.raw

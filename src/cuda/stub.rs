@@ -72,6 +72,9 @@ impl Stream {
     pub fn new(device: &Arc<CudaDevice>) -> Result<Self> {
         match **device {}
     }
+    pub fn with_priority(device: &Arc<CudaDevice>, _high: bool) -> Result<Self> {
+        match **device {}
+    }
     pub fn raw(&self) -> sys::CUstream {
         match *self {}
     }

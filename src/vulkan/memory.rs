@@ -192,6 +192,20 @@ fn export_fd(device: &Device, memory: vk::DeviceMemory, info: AllocationInfo) ->
     Ok(ExportedMemory { fd, info })
 }
 
+/// Exports memory the caller allocated on the context's device (bring your own
+/// device) as a new `OPAQUE_FD`.
+///
+/// # Safety
+/// `memory` must be a live allocation of `device` made with
+/// `VkExportMemoryAllocateInfo` for `OPAQUE_FD`, of `info.size` bytes.
+pub(crate) unsafe fn export_caller_memory(
+    device: &Device,
+    memory: vk::DeviceMemory,
+    info: AllocationInfo,
+) -> Result<ExportedMemory> {
+    export_fd(device, memory, info)
+}
+
 /// A 2D image with its own memory. Destroys the image, then frees the memory.
 pub(crate) struct Image {
     raw: vk::Image,

@@ -16,8 +16,8 @@ use super::open_fds;
 use super::pipeline::{POISON, expected_image, max_diff, picture, reference_output, values};
 use ash::vk;
 use neural_frame::{
-    Backend, BufferImport, CallerBuffer, CallerImage, ErrorKind, Frame, ImageImport, NeuralFrameContext, PixelLayout,
-    Submitted, SyncMode,
+    Backend, BufferImport, CallerBuffer, CallerImage, CallerMemory, ErrorKind, Frame, ImageImport, NeuralFrameContext,
+    PixelLayout, Submitted, SyncMode,
 };
 pub use renderer::{RBuffer, RImage, Renderer};
 
@@ -123,9 +123,13 @@ pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Ba
     let (ow, oh) = ctx.output_size();
     let k = 3;
     let mut ring = Vec::new();
+    // Entries 0 and 2 of the ring have exportable memory (registered with it: on CUDA their
+    // frames run as CUDA kernels), entry 1 not (the Vulkan passes): the route changes
+    // from frame to frame.
+    let shared = |n: u32| n != 1;
     for n in 0..k {
-        let input = r.image(w, h, vk::Format::B8G8R8A8_UNORM, IN_USAGE, false).expect("input");
-        let output = r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, OUT_USAGE, false).expect("output");
+        let input = r.image(w, h, vk::Format::B8G8R8A8_UNORM, IN_USAGE, shared(n)).expect("input");
+        let output = r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, OUT_USAGE, shared(n)).expect("output");
         let rgba = picture(w, h, 40 + n);
         let staging = r.buffer(rgba.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true, false).expect("staging");
         r.write(&staging, &bgra(&rgba));
@@ -143,15 +147,30 @@ pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Ba
     };
     let mut ids = Vec::new();
     let mut cmds = Vec::new();
-    for (input, output, staging, readback, _) in &ring {
-        // SAFETY: images of the renderer's device, alive until the end of the test.
-        let i = unsafe { ctx.register_input_image(caller_image(input, vk::ImageLayout::GENERAL)) }.expect("input");
-        // SAFETY: as above.
-        let o = unsafe { ctx.register_output_image(caller_image(output, vk::ImageLayout::GENERAL)) }.expect("output");
+    for (n, (input, output, staging, readback, _)) in ring.iter().enumerate() {
+        let (ci, co) = (caller_image(input, vk::ImageLayout::GENERAL), caller_image(output, vk::ImageLayout::GENERAL));
+        let memory = |i: &RImage| CallerMemory {
+            memory: i.alloc.memory,
+            allocation_size: i.alloc.size,
+            dedicated: i.alloc.dedicated,
+        };
+        // SAFETY: images of the renderer's device (bound at offset 0 to their own allocations,
+        // exportable where shared), alive until the end of the test.
+        let (i, o) = unsafe {
+            if shared(n as u32) {
+                (
+                    ctx.register_input_image_with_memory(ci, memory(input)).expect("input"),
+                    ctx.register_output_image_with_memory(co, memory(output)).expect("output"),
+                )
+            } else {
+                (ctx.register_input_image(ci).expect("input"), ctx.register_output_image(co).expect("output"))
+            }
+        };
         ids.push((i, o));
         cmds.push(commands(&r, input, staging, output, readback, false));
     }
     let frames = 3 * k as u64 + 1;
+    let mut tickets = Vec::new();
     let mut last = vec![0u64; k as usize];
     let mut consumed = vk::Semaphore::null();
     let wants: Vec<Vec<u8>> = ring.iter().map(|e| expected(&ctx, F32, &e.4)).collect();
@@ -176,12 +195,17 @@ pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Ba
         let Submitted::Frame(t) = ctx.submit(frame).expect("submit") else { panic!("skipped") };
         last[i] = t.value();
         consumed = t.input_consumed().semaphore;
+        tickets.push((i, t));
         r.submit(&[cmds[i].read], &[(t.output_ready().semaphore, t.value())], &[(read_done, n)]).expect("read");
     }
     for n in frames + 1 - k as u64..=frames {
         check(n);
     }
     ctx.wait_all().expect("all frames");
+    for (i, t) in &tickets {
+        let stats = ctx.wait(t).expect("retired");
+        assert_eq!(stats.cuda_passes, backend == Backend::Cuda && shared(*i as u32), "entry {i}: {stats:?}");
+    }
     drop(ctx);
     r.idle().expect("idle");
     for (input, output, staging, readback, _) in ring {

@@ -90,7 +90,13 @@ impl CudaEngine {
         let side =
             if side_stream_wait { Some((cuda::Stream::new(&device)?, cuda::Event::new(&device)?)) } else { None };
         let passes =
-            if cuda_passes { Some((cuda::PassKernels::load(&device)?, cuda::Stream::new(&device)?)) } else { None };
+            // The post kernels run beside the next frame's model at the least priority: the
+            // model's blocks go first, the post kernel's fill what it leaves.
+            if cuda_passes {
+                Some((cuda::PassKernels::load(&device)?, cuda::Stream::with_priority(&device, false)?))
+            } else {
+                None
+            };
         Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, stream, device })
     }
 
