@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::context::backend::{Engine, Run};
-use crate::context::plan::{self, EngineKind, PostBatch, Route, Side, Situation};
+use crate::context::plan::{self, PostBatch, Route, Side, Situation};
 use crate::context::record::{Place, Recorder, Tensor};
 use crate::context::registry::{InputId, OutputId, TimelineId};
 use crate::context::ring::{InFlight, Status};
@@ -124,11 +124,10 @@ impl NeuralFrameContext {
         (input, output): (Side, Side),
         policy: BackPressure,
     ) -> Result<Option<u64>> {
-        let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
         let plan = plan::plan(Situation {
             input,
             output,
-            engine: if on_cuda { EngineKind::Cuda } else { EngineKind::Host },
+            engine: self.res.engine.kind(),
             post_wait: self.tuning.post_wait,
             caller_wait: sub.wait.is_some(),
             output_free: sub.output_free.is_some(),

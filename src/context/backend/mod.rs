@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use ort::session::Session;
 
-use crate::context::plan::EngineSteps;
+use crate::context::plan::{EngineKind, EngineSteps};
 use crate::cuda::CudaDevice;
 use crate::error::Result;
 use crate::interop::SharedTimeline;
@@ -114,6 +114,14 @@ impl Engine {
         match self {
             Engine::Cuda(e) => e.pass_times(slot),
             Engine::Host(_) => Ok((None, None)),
+        }
+    }
+
+    /// Which engine it is, for a frame's plan.
+    pub(crate) fn kind(&self) -> EngineKind {
+        match self {
+            Engine::Cuda(_) => EngineKind::Cuda,
+            Engine::Host(_) => EngineKind::Host,
         }
     }
 
