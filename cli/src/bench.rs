@@ -55,6 +55,8 @@ pub(crate) struct BenchOptions {
     pub(crate) host_naive: bool,
     /// Also trace synchronous frames and measure the model under Vulkan load (CUDA backend).
     pub(crate) diagnose: bool,
+    /// `caller frames`: the renderer's submissions carry only its semaphores (no copies).
+    pub(crate) caller_no_copies: bool,
 }
 
 /// One mode's numbers.
@@ -303,8 +305,13 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     let pipe_dist: Vec<f64> = intervals.iter().skip(1).copied().collect();
 
     // caller frames: the renderer's own images, imported by fd, through the same ring.
-    let (caller, caller_frames) =
-        bench_caller::run(&mut ctx, &pictures, (&inputs, outputs[0]), frames, opts.warmup, &mut progress)?;
+    let (caller, caller_frames) = bench_caller::run(
+        &mut ctx,
+        &pictures,
+        (&inputs, outputs[0]),
+        (frames, opts.warmup, !opts.caller_no_copies),
+        &mut progress,
+    )?;
     if let CallerFramesReport::Skipped { reason } = &caller_frames {
         eprintln!("neural-frame: caller frames skipped: {reason}");
     }
@@ -589,6 +596,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
             model_median_ms,
             gpu_gap_median_ms,
             max_difference,
+            renderer_work,
             ..
         } => {
             let idle = if gpu_gap_median_ms.is_finite() {
@@ -599,7 +607,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
             let _ = writeln!(
                 s,
                 "caller frames: {images} images of a renderer's own device ({renderer_device}) imported by fd, {} sync, \
-                 passes on {}; model {model_median_ms:.3} ms{idle} (medians); the same image as zero-copy sync \
+                 the renderer's work per frame: {renderer_work}, passes on {}; model {model_median_ms:.3} ms{idle} (medians); the same image as zero-copy sync \
                  (largest difference {max_difference} of 255)",
                 if *sync_mode == neural_frame::SyncMode::Gpu { "GPU" } else { "host-signalled" },
                 if *cuda_passes { "CUDA" } else { "Vulkan" },

@@ -81,6 +81,10 @@ pub(crate) enum CallerFramesReport {
         images: usize,
         /// Untimed frames first.
         warmup: usize,
+        /// What the renderer does on its device per timed frame: `copies` (takes the input
+        /// from the external family, copies a picture in, releases it; takes the output and
+        /// copies it out) or `none` (its submissions carry only the semaphores).
+        renderer_work: &'static str,
         /// Whether the frames' passes ran as CUDA kernels (else Vulkan compute passes).
         cuda_passes: bool,
         /// Model time of the timed frames: median (ms).
@@ -105,8 +109,7 @@ pub(crate) fn run(
     ctx: &mut NeuralFrameContext,
     pictures: &[Vec<u8>],
     reference: (&[InputId], OutputId),
-    frames: usize,
-    warmup: usize,
+    (frames, warmup, copies): (usize, usize, bool),
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<(Option<Measured>, CallerFramesReport)> {
     let r = match Renderer::new(false) {
@@ -133,7 +136,7 @@ pub(crate) fn run(
         )));
     }
     let mut caller = Caller::new(r, ctx.slot_count() + 1);
-    match caller.measure(ctx, pictures, reference, frames, warmup, progress) {
+    match caller.measure(ctx, pictures, reference, (frames, warmup, copies), progress) {
         Ok(outcome) => {
             caller.close(ctx)?;
             Ok(outcome)
@@ -228,6 +231,8 @@ struct Caller {
     values: Vec<u64>,
     /// Host-signalled mode: the renderer's own timeline's last value.
     host_value: u64,
+    /// The renderer's per-frame work: its copies (true), or only its semaphores.
+    copies: bool,
 }
 
 impl Caller {
@@ -250,6 +255,7 @@ impl Caller {
             n: 0,
             values: vec![0; lanes],
             host_value: 0,
+            copies: true,
         }
     }
 
@@ -259,8 +265,7 @@ impl Caller {
         ctx: &mut NeuralFrameContext,
         pictures: &[Vec<u8>],
         reference: (&[InputId], OutputId),
-        frames: usize,
-        warmup: usize,
+        (frames, warmup, copies): (usize, usize, bool),
         progress: &mut dyn FnMut(&str, usize, usize),
     ) -> Result<(Option<Measured>, CallerFramesReport)> {
         if let Some(reason) = self.set_up(ctx, pictures)? {
@@ -272,6 +277,8 @@ impl Caller {
         if warm > 0 {
             self.frames(ctx, warm, "caller warm-up", progress)?;
         }
+        // The warm-up drew every image once: without copies the timed frames run on those pictures.
+        self.copies = copies || warm < self.lanes;
         let measured = self.frames(ctx, frames.max(1), "caller frames", progress)?;
         let max_difference = self.compare(ctx, reference)?;
         let pick = |f: fn(&FrameStats) -> f64| -> Vec<f64> {
@@ -286,6 +293,7 @@ impl Caller {
             renderer_device: self.r.name.clone(),
             images: self.lanes,
             warmup: warm,
+            renderer_work: if self.copies { "copies" } else { "none" },
             cuda_passes: measured.stats.iter().all(|s| s.cuda_passes),
             model_median_ms: median(&mut pick(|s| s.infer_ms)),
             gpu_gap_median_ms: median(&mut pick(|s| s.gpu_gap_ms)),
@@ -394,7 +402,8 @@ impl Caller {
     fn draw(&self, n: u64, t: &GpuTimelines) -> Result<()> {
         let i = self.entry(n);
         let earlier = (self.values[i] > 0).then_some((t.consumed, self.values[i]));
-        self.r.submit(&[self.draw[i]], earlier.as_slice(), &[(t.rendered, n)])
+        let cmds = if self.copies { &self.draw[i..=i] } else { &[] };
+        self.r.submit(cmds, earlier.as_slice(), &[(t.rendered, n)])
     }
 
     fn gpu_frames(
@@ -428,7 +437,8 @@ impl Caller {
             }
             let ticket = submit(ctx, frame)?;
             self.values[i] = ticket.value();
-            self.r.submit(&[self.read[i]], &[(t.ready, ticket.value())], &[(t.read, n)])?;
+            let cmds = if self.copies { &self.read[i..=i] } else { &[] };
+            self.r.submit(cmds, &[(t.ready, ticket.value())], &[(t.read, n)])?;
             pending.push_back(ticket);
         }
         while let Some(ticket) = pending.pop_front() {
@@ -465,10 +475,14 @@ impl Caller {
                 let (ticket, j) = pending.pop_front().context("ring bookkeeping")?;
                 timing.retire(ctx, &ticket)?;
                 progress(label, timing.stats.len(), count);
-                cmds.push(self.read[j]);
+                if self.copies {
+                    cmds.push(self.read[j]);
+                }
             }
             let i = self.entry(n);
-            cmds.push(self.draw[i]);
+            if self.copies {
+                cmds.push(self.draw[i]);
+            }
             self.host_step(&cmds, done)?;
             let ticket = submit(ctx, Frame::new(self.input_ids[i], self.output_ids[i]))?;
             pending.push_back((ticket, i));
@@ -477,7 +491,9 @@ impl Caller {
         while let Some((ticket, j)) = pending.pop_front() {
             timing.retire(ctx, &ticket)?;
             progress(label, timing.stats.len(), count);
-            reads.push(self.read[j]);
+            if self.copies {
+                reads.push(self.read[j]);
+            }
         }
         self.host_step(&reads, done)?;
         self.n = last;

@@ -383,6 +383,10 @@ enum Command {
         /// synchronous frames, and the model's GPU time while Vulkan is idle, waiting or busy.
         #[arg(long)]
         diagnose: bool,
+        /// `caller frames`: the renderer submits only its semaphores per timed frame, no copies (the
+        /// cost of its submissions beside CUDA, against the same ring with its work).
+        #[arg(long)]
+        caller_no_copies: bool,
         /// Measure `neural-frame serve` instead: the same frames in this process and
         /// through a worker process, from a renderer's device of this process (per-frame
         /// overhead and pipelined throughput against in-process).
@@ -548,6 +552,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             devices,
             host_naive,
             diagnose,
+            caller_no_copies,
             serve,
             json_file,
             json,
@@ -568,7 +573,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             }
             #[cfg(not(feature = "diagnostics"))]
             {
-                let _ = (devices, host_naive, diagnose, json_file);
+                let _ = (devices, host_naive, diagnose, caller_no_copies, json_file);
                 anyhow::bail!(
                     "this neural-frame was built without its `diagnostics` feature, which `bench` needs (its probes): \
                      rebuild with the default features, or run `bench --serve`"
@@ -585,6 +590,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
                     picture,
                     host_naive,
                     diagnose,
+                    caller_no_copies,
                 };
                 if let Some(list) = devices {
                     let selectors = if list == "all" {
