@@ -175,6 +175,8 @@ for what in "$@"; do
         "${best[@]}" --json-file "$b/best-fp16.json"
       step defaults-fp16-again 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
         --frames 200 --json-file "$b/defaults-fp16-again.json"
+      step caller-no-copies-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
+        --frames 200 --caller-no-copies --json-file "$b/caller-no-copies-fp16.json"
       step defaults-fp32 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --json-file "$b/defaults-fp32.json"
       step defaults-fp16-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
         --frames 200 --json-file "$b/defaults-fp16-600x400.json"

@@ -130,6 +130,31 @@ pub(crate) struct Place {
     pub(crate) margin: u32,
 }
 
+/// Where a tile lands in the output, in output pixels, as both kinds of post pass
+/// take it: its origin, the strips it shares with the tiles left, above, right and
+/// below, and the margins blending ignores (the scale per axis is the tensor's
+/// output size over its input size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OutputPlace {
+    pub(crate) origin: (u32, u32),
+    /// Left, top, right, bottom.
+    pub(crate) blend: [u32; 4],
+    pub(crate) margin: (u32, u32),
+}
+
+impl Place {
+    /// The tile's place in the output of a slot of `size`.
+    pub(crate) fn in_output(&self, size: &crate::context::slots::FrameSize) -> OutputPlace {
+        let (sx, sy) = (size.out_width / size.width, size.out_height / size.height);
+        let t = self.tile;
+        OutputPlace {
+            origin: (t.x * sx, t.y * sy),
+            blend: [t.blend_left * sx, t.blend_top * sy, t.blend_right * sx, t.blend_bottom * sy],
+            margin: (self.margin * sx, self.margin * sy),
+        }
+    }
+}
+
 /// Which of a slot's tensors a pass writes (pre) or reads (post).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tensor {
@@ -297,20 +322,18 @@ impl Recorder<'_> {
         let size = tensors.size;
         let grid = post_grid(self.device, pass, size.out_width, size.out_height)?;
         let (format, pitch) = buffer_format(reg);
-        // The tile's place and shared strips in output pixels (the scale per axis is the
-        // tensor's output size over its input size).
-        let (sx, sy) = (size.out_width / size.width, size.out_height / size.height);
+        let at = place.in_output(&size);
         let params = PostParams {
             format,
             pitch,
-            origin_x: place.tile.x * sx,
-            origin_y: place.tile.y * sy,
-            blend_left: place.tile.blend_left * sx,
-            blend_top: place.tile.blend_top * sy,
-            blend_right: place.tile.blend_right * sx,
-            blend_bottom: place.tile.blend_bottom * sy,
-            margin_x: place.margin * sx,
-            margin_y: place.margin * sy,
+            origin_x: at.origin.0,
+            origin_y: at.origin.1,
+            blend_left: at.blend[0],
+            blend_top: at.blend[1],
+            blend_right: at.blend[2],
+            blend_bottom: at.blend[3],
+            margin_x: at.margin.0,
+            margin_y: at.margin.1,
             ..PostParams::new(kind, (size.width, size.height), (size.out_width, size.out_height))
         };
         let resources = [

@@ -200,11 +200,11 @@ impl NeuralFrameContext {
                 ..PreParams::default()
             })
         };
-        // The tile's place and shared strips in output pixels (the scale per axis is the
-        // tensor's output size over its input size), as the Vulkan post pass has them.
-        let (sx, sy) = (s.out_width / s.width, s.out_height / s.height);
+        // The tile's place and shared strips in output pixels, as the Vulkan post pass has them.
+        let at = place.in_output(&s);
         let post_params = |reg: &Registration, kind: TensorKind, data: u64| -> Result<PostParams> {
             let (target, format, kind_code, pitch) = view(reg)?;
+            let [blend_left, blend_top, blend_right, blend_bottom] = at.blend;
             Ok(PostParams {
                 target,
                 width: s.width,
@@ -214,14 +214,14 @@ impl NeuralFrameContext {
                 format,
                 kind: kind_code,
                 pitch,
-                origin_x: place.tile.x * sx,
-                origin_y: place.tile.y * sy,
-                blend_left: place.tile.blend_left * sx,
-                blend_top: place.tile.blend_top * sy,
-                blend_right: place.tile.blend_right * sx,
-                blend_bottom: place.tile.blend_bottom * sy,
-                margin_x: place.margin * sx,
-                margin_y: place.margin * sy,
+                origin_x: at.origin.0,
+                origin_y: at.origin.1,
+                blend_left,
+                blend_top,
+                blend_right,
+                blend_bottom,
+                margin_x: at.margin.0,
+                margin_y: at.margin.1,
                 tensor: tensor_params(kind, data),
                 ..PostParams::default()
             })

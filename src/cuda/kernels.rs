@@ -83,7 +83,9 @@ impl PassKernels {
     /// # Safety
     /// `param` points to the kernel's one by-value parameter; the memory it names outlives the launch.
     unsafe fn launch(&self, f: sys::CUfunction, stream: &Stream, (w, h): (u32, u32), param: *mut c_void) -> Result<()> {
-        const BLOCK: u32 = 16;
+        // A warp covers 32 neighbouring pixels of a row: each plane of an NCHW tensor and
+        // each row of the image are read and written in whole segments.
+        const BLOCK: (u32, u32) = (32, 8);
         let mut params = [param];
         check(
             "cuLaunchKernel",
@@ -91,11 +93,11 @@ impl PassKernels {
             unsafe {
                 sys::cuLaunchKernel(
                     f,
-                    w.div_ceil(BLOCK),
-                    h.div_ceil(BLOCK),
+                    w.div_ceil(BLOCK.0),
+                    h.div_ceil(BLOCK.1),
                     1,
-                    BLOCK,
-                    BLOCK,
+                    BLOCK.0,
+                    BLOCK.1,
                     1,
                     0,
                     stream.raw(),
