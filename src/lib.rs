@@ -125,6 +125,8 @@ pub mod image_io;
 mod interop;
 mod onnx;
 pub mod preflight;
+#[cfg(feature = "tune")]
+pub mod tune;
 mod vulkan;
 
 /// The `ash` this crate is built with: name `neural_frame::ash::vk` and a crate

@@ -1,0 +1,1045 @@
+//! Tuned options: what `neural-frame tune` measured as the fastest options for
+//! one model and frame size on one GPU, kept in a JSON cache that contexts read.
+//!
+//! The options a context offers ([`Tuning`]) that `tune` chooses are the
+//! CUDA provider's NHWC kernels and fused bias, CUDA graphs, the CUDA passes,
+//! where the post pass waits and spin waits ([`TunedOptions`]). Which of them is
+//! fastest depends on the model, the frame size, the GPU, its driver and ONNX
+//! Runtime, so an entry is keyed by all of them ([`TuneKey`]): a cache made on
+//! one machine, for one model, says nothing about another, and is not used there.
+//!
+//! Pure logic and file input/output, no FFI: which candidates to measure
+//! ([`first_round`], [`second_round`]), which one won ([`choose`]), and the
+//! cache file ([`TuneCache`]). The measuring is `neural-frame tune`'s.
+//!
+//! ```no_run
+//! use neural_frame::NeuralFrameContext;
+//! use neural_frame::tune::{self, TuneKey};
+//!
+//! // A context built with the defaults, then rebuilt with what `neural-frame tune` chose, if anything.
+//! let model = std::path::Path::new("models/upscale.onnx");
+//! let ctx = NeuralFrameContext::builder(model).frame_size(960, 540).build()?;
+//! let key = TuneKey::for_context(&ctx, model)?;
+//! if let Some(entry) = tune::cached(&key)? {
+//!     drop(ctx);
+//!     let ctx = entry.chosen.apply_to(NeuralFrameContext::builder(model).frame_size(960, 540)).build()?;
+//!     println!("tuned on {}: {}", entry.tuned_at_utc(), entry.chosen);
+//!     # let _ = ctx;
+//! }
+//! # Ok::<(), neural_frame::Error>(())
+//! ```
+//!
+//! The cache file (`{"version": 1, "entries": [...]}`, one entry per key) is
+//! written by [`TuneCache::save`] to a temporary file beside it and renamed, so a
+//! reader never sees half of it. Its place is [`TuneCache::default_path`]:
+//! `$NEURAL_FRAME_TUNE_CACHE`, else `$XDG_CACHE_HOME/neural-frame/tune.json`,
+//! else `~/.cache/neural-frame/tune.json`.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::context::setup::BackendReport;
+use crate::context::{ContextBuilder, NeuralFrameContext, PostWait, Tuning};
+use crate::error::{Error, Result};
+use crate::onnx::RuntimeInfo;
+use crate::vulkan::AdapterInfo;
+
+/// The version of the cache file's format that this library reads and writes.
+pub const CACHE_VERSION: u32 = 1;
+
+/// The environment variable that names the cache file, over the XDG default
+/// ([`TuneCache::default_path`]).
+pub const CACHE_ENV: &str = "NEURAL_FRAME_TUNE_CACHE";
+
+/// Candidates whose pipelined throughput is within this fraction of the best
+/// one's are tied; [`choose`] then takes the lowest synchronous median among
+/// them (differences that small are run-to-run noise).
+pub const TIE_TOLERANCE: f64 = 0.01;
+
+/// What a tuned entry holds for: the model (by content), the backend, the GPU,
+/// its driver, ONNX Runtime and the frame size. A cached entry is used only
+/// where every field is equal.
+///
+/// ```
+/// use neural_frame::tune::TuneKey;
+///
+/// let key = TuneKey::from_values(
+///     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+///     "cuda",
+///     "73ca0102-0304-0506-0708-090a0b0c0d77",
+///     "NVIDIA H200",
+///     "NVIDIA 580.95.05",
+///     "1.31.1",
+///     (960, 540),
+/// );
+/// assert_eq!(key.width, 960);
+/// assert_ne!(key, TuneKey { height: 1080, ..key.clone() });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TuneKey {
+    /// The model file's SHA-256, as 64 lowercase hex digits ([`model_sha256`]).
+    pub model_sha256: String,
+    /// The backend that ran: `"cuda"` or `"cpu"` ([`BackendReport::backend`]).
+    pub backend: String,
+    /// The Vulkan `deviceUUID` as text (on NVIDIA, the CUDA device's UUID).
+    pub gpu_uuid: String,
+    /// The device's name.
+    pub gpu_name: String,
+    /// The driver: its `driverName` and `driverInfo` (the version), as one text.
+    pub driver: String,
+    /// ONNX Runtime's version.
+    pub runtime_version: String,
+    /// Frame width (input pixels).
+    pub width: u32,
+    /// Frame height (input pixels).
+    pub height: u32,
+}
+
+impl TuneKey {
+    /// The key of a built context for `model` (the file it was built from: the
+    /// context does not keep it): the model file's SHA-256, and the backend,
+    /// device, driver, ONNX Runtime and frame size from the context's
+    /// [`report`](NeuralFrameContext::report).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    /// use neural_frame::tune::TuneKey;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let key = TuneKey::for_context(&ctx, "models/upscale.onnx".as_ref())?;
+    /// println!("{} on {} ({}), {}×{}", key.model_sha256, key.gpu_name, key.driver, key.width, key.height);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn for_context(ctx: &NeuralFrameContext, model: &Path) -> Result<Self> {
+        Self::for_report(ctx.report(), model, ctx.frame_size())
+    }
+
+    /// The key for `model` on what `report` describes, at `size` (width, height).
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    /// use neural_frame::tune::TuneKey;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// // The same device and runtime at another frame size: another key.
+    /// let key = TuneKey::for_report(ctx.report(), "models/upscale.onnx".as_ref(), (1920, 1080))?;
+    /// assert_ne!(key, TuneKey::for_context(&ctx, "models/upscale.onnx".as_ref())?);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn for_report(report: &BackendReport, model: &Path, size: (u32, u32)) -> Result<Self> {
+        Self::for_device(model, report.backend, &report.vulkan_device, &report.runtime, size)
+    }
+
+    /// The key for `model` on `backend` (`"cuda"` or `"cpu"`), `device` and
+    /// `runtime`, at `size` (width, height): for code that has these before a
+    /// context exists.
+    ///
+    /// ```no_run
+    /// use neural_frame::{Backend, NeuralFrameContext};
+    /// use neural_frame::tune::TuneKey;
+    ///
+    /// let device = &neural_frame::suitable_devices(Backend::Cuda)?[0];
+    /// let runtime = neural_frame::load_onnx_runtime(None)?;
+    /// let key = TuneKey::for_device("models/upscale.onnx".as_ref(), "cuda", device, &runtime, (960, 540))?;
+    /// # let _ = key;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn for_device(
+        model: &Path,
+        backend: &str,
+        device: &AdapterInfo,
+        runtime: &RuntimeInfo,
+        size: (u32, u32),
+    ) -> Result<Self> {
+        let driver = format!("{} {}", device.driver_name, device.driver_info).trim().to_string();
+        Ok(Self::from_values(model_sha256(model)?, backend, &device.uuid, &device.name, driver, &runtime.version, size))
+    }
+
+    /// A key from plain values (tests, tools that keep their own records).
+    ///
+    /// ```
+    /// use neural_frame::tune::TuneKey;
+    ///
+    /// let key = TuneKey::from_values("ab12", "cpu", "uuid", "llvmpipe", "llvmpipe Mesa 25.0", "1.31.1", (32, 24));
+    /// assert_eq!((key.backend.as_str(), key.width, key.height), ("cpu", 32, 24));
+    /// ```
+    pub fn from_values(
+        model_sha256: impl Into<String>,
+        backend: impl Into<String>,
+        gpu_uuid: impl Into<String>,
+        gpu_name: impl Into<String>,
+        driver: impl Into<String>,
+        runtime_version: impl Into<String>,
+        (width, height): (u32, u32),
+    ) -> Self {
+        Self {
+            model_sha256: model_sha256.into(),
+            backend: backend.into(),
+            gpu_uuid: gpu_uuid.into(),
+            gpu_name: gpu_name.into(),
+            driver: driver.into(),
+            runtime_version: runtime_version.into(),
+            width,
+            height,
+        }
+    }
+}
+
+impl fmt::Display for TuneKey {
+    /// `model 9f86d081… at 960×540, cuda on "NVIDIA H200" (UUID …, NVIDIA 580.95.05), ONNX Runtime 1.31.1`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let short = self.model_sha256.get(..12).unwrap_or(&self.model_sha256);
+        write!(
+            f,
+            "model {short}… at {}×{}, {} on \"{}\" (UUID {}, {}), ONNX Runtime {}",
+            self.width, self.height, self.backend, self.gpu_name, self.gpu_uuid, self.driver, self.runtime_version
+        )
+    }
+}
+
+/// The SHA-256 of a file, as 64 lowercase hex digits: how a [`TuneKey`] names
+/// a model (by content, so a model replaced at the same path is a new one).
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-sha", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("model.onnx"), b"test")?;
+/// let sha = neural_frame::tune::model_sha256(&dir.join("model.onnx"))?;
+/// assert_eq!(sha, "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn model_sha256(path: &Path) -> Result<String> {
+    let io = |source| Error::Io { what: format!("reading the model {} to hash it", path.display()), source };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The options `tune` chooses: the fields of [`Tuning`] whose best value
+/// depends on the model and the machine. The others (the convolution search,
+/// timestamps, the side-stream wait) stay the caller's.
+///
+/// ```no_run
+/// use neural_frame::{NeuralFrameContext, PostWait};
+/// use neural_frame::tune::TunedOptions;
+///
+/// let options = TunedOptions {
+///     prefer_nhwc: true,
+///     fuse_conv_bias: true,
+///     cuda_graph: true,
+///     cuda_passes: true,
+///     post_wait: PostWait::Gpu,
+///     spin_wait: false,
+/// };
+/// // Forced through the builder's setters: no fallback where cuDNN refuses NHWC.
+/// let ctx = options.apply_to(NeuralFrameContext::builder("models/upscale.onnx")).frame_size(960, 540).build()?;
+/// println!("{options} (in effect: {})", TunedOptions::from_tuning(&ctx.tuning()));
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunedOptions {
+    /// The CUDA provider's NHWC kernels ([`ContextBuilder::prefer_nhwc`]).
+    pub prefer_nhwc: bool,
+    /// Each convolution's bias fused into it ([`ContextBuilder::fuse_conv_bias`]; needs `prefer_nhwc`).
+    pub fuse_conv_bias: bool,
+    /// Each slot's model run replayed as a CUDA graph ([`ContextBuilder::cuda_graph`]).
+    pub cuda_graph: bool,
+    /// The pre and post passes as CUDA kernels ([`ContextBuilder::cuda_passes`]).
+    pub cuda_passes: bool,
+    /// Where the post pass waits for the model ([`ContextBuilder::post_wait`]): `"gpu"` or `"host"`.
+    #[serde(deserialize_with = "post_wait_by_name")]
+    pub post_wait: PostWait,
+    /// Frames waited for by polling ([`ContextBuilder::spin_wait`]).
+    pub spin_wait: bool,
+}
+
+impl TunedOptions {
+    /// The chosen fields of `tuning` (what a context runs with:
+    /// [`NeuralFrameContext::tuning`]).
+    ///
+    /// ```
+    /// use neural_frame::Tuning;
+    /// use neural_frame::tune::TunedOptions;
+    ///
+    /// let defaults = TunedOptions::from_tuning(&Tuning::default());
+    /// assert!(defaults.prefer_nhwc && defaults.fuse_conv_bias && defaults.cuda_graph && defaults.cuda_passes);
+    /// ```
+    pub fn from_tuning(tuning: &Tuning) -> Self {
+        Self {
+            prefer_nhwc: tuning.prefer_nhwc,
+            fuse_conv_bias: tuning.fuse_conv_bias,
+            cuda_graph: tuning.cuda_graph,
+            cuda_passes: tuning.cuda_passes,
+            post_wait: tuning.post_wait,
+            spin_wait: tuning.spin_wait,
+        }
+    }
+
+    /// `builder` with these options forced through its setters
+    /// ([`prefer_nhwc`](ContextBuilder::prefer_nhwc) first, then
+    /// [`fuse_conv_bias`](ContextBuilder::fuse_conv_bias) and the rest): as a
+    /// caller's own choice, so the context does not fall back from NHWC kernels
+    /// that cuDNN refuses. The builder's other settings stay.
+    ///
+    /// ```no_run
+    /// use neural_frame::{NeuralFrameContext, PostWait};
+    /// use neural_frame::tune::TunedOptions;
+    ///
+    /// let nchw = TunedOptions {
+    ///     prefer_nhwc: false,
+    ///     fuse_conv_bias: false,
+    ///     cuda_graph: true,
+    ///     cuda_passes: true,
+    ///     post_wait: PostWait::Gpu,
+    ///     spin_wait: false,
+    /// };
+    /// let ctx = nchw.apply_to(NeuralFrameContext::builder("models/upscale.onnx").slots(4)).frame_size(960, 540).build()?;
+    /// assert!(!ctx.tuning().prefer_nhwc);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    #[must_use]
+    pub fn apply_to(&self, builder: ContextBuilder) -> ContextBuilder {
+        builder
+            .prefer_nhwc(self.prefer_nhwc)
+            .fuse_conv_bias(self.fuse_conv_bias)
+            .cuda_graph(self.cuda_graph)
+            .cuda_passes(self.cuda_passes)
+            .post_wait(self.post_wait)
+            .spin_wait(self.spin_wait)
+    }
+
+    /// The names of the options that differ between `self` and `other`
+    /// (`"NHWC kernels"`, `"fused bias"`, `"CUDA graphs"`, `"CUDA passes"`,
+    /// `"post wait"`, `"spin wait"`): what a context did not put in effect.
+    ///
+    /// ```
+    /// use neural_frame::Tuning;
+    /// use neural_frame::tune::TunedOptions;
+    ///
+    /// let asked = TunedOptions::from_tuning(&Tuning::default());
+    /// let ran = TunedOptions { cuda_graph: false, ..asked };
+    /// assert_eq!(asked.differences(&ran), ["CUDA graphs"]);
+    /// ```
+    pub fn differences(&self, other: &TunedOptions) -> Vec<&'static str> {
+        [
+            (self.prefer_nhwc != other.prefer_nhwc, "NHWC kernels"),
+            (self.fuse_conv_bias != other.fuse_conv_bias, "fused bias"),
+            (self.cuda_graph != other.cuda_graph, "CUDA graphs"),
+            (self.cuda_passes != other.cuda_passes, "CUDA passes"),
+            (self.post_wait != other.post_wait, "post wait"),
+            (self.spin_wait != other.spin_wait, "spin wait"),
+        ]
+        .into_iter()
+        .filter_map(|(differs, name)| differs.then_some(name))
+        .collect()
+    }
+}
+
+impl fmt::Display for TunedOptions {
+    /// `NHWC, bias fused, graphs on, CUDA passes, post wait gpu, spin off`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on = |b: bool| if b { "on" } else { "off" };
+        write!(
+            f,
+            "{}, bias {}, graphs {}, {} passes, post wait {}, spin {}",
+            if self.prefer_nhwc { "NHWC" } else { "NCHW" },
+            if self.fuse_conv_bias { "fused" } else { "apart" },
+            on(self.cuda_graph),
+            if self.cuda_passes { "CUDA" } else { "Vulkan" },
+            post_wait_name(self.post_wait),
+            on(self.spin_wait)
+        )
+    }
+}
+
+/// `tuning` with the fields that `options` chooses replaced, the others
+/// (convolution search, timestamps, side-stream wait) kept.
+///
+/// ```
+/// use neural_frame::{ConvSearch, PostWait, Tuning};
+/// use neural_frame::tune::{self, TunedOptions};
+///
+/// let mine = Tuning { conv_search: ConvSearch::Exhaustive, ..Tuning::default() };
+/// let options = TunedOptions { cuda_graph: false, post_wait: PostWait::Host, ..TunedOptions::from_tuning(&mine) };
+/// let tuned = tune::apply(mine, &options);
+/// assert_eq!((tuned.cuda_graph, tuned.post_wait, tuned.conv_search), (false, PostWait::Host, ConvSearch::Exhaustive));
+/// ```
+pub fn apply(tuning: Tuning, options: &TunedOptions) -> Tuning {
+    Tuning {
+        prefer_nhwc: options.prefer_nhwc,
+        fuse_conv_bias: options.fuse_conv_bias,
+        cuda_graph: options.cuda_graph,
+        cuda_passes: options.cuda_passes,
+        post_wait: options.post_wait,
+        spin_wait: options.spin_wait,
+        ..tuning
+    }
+}
+
+/// The first round of candidates on a backend (`cuda`: the CUDA backend).
+///
+/// CUDA: NHWC kernels with the bias fused, NHWC with it apart, and NCHW, each
+/// with CUDA graphs on and off, all with the CUDA passes; then, for the record,
+/// the default kernels and graphs with the Vulkan passes (7). The post pass waits
+/// on the GPU and spin waits are off throughout: [`second_round`] varies them.
+///
+/// CPU: every CUDA-only option is off (not in effect there), and spin waits off
+/// and on (2): the one option in effect on the CPU backend.
+///
+/// ```
+/// use neural_frame::tune;
+///
+/// assert_eq!(tune::first_round(true).len(), 7);
+/// assert!(tune::first_round(false).iter().all(|o| !o.cuda_graph && !o.cuda_passes && !o.prefer_nhwc));
+/// ```
+pub fn first_round(cuda: bool) -> Vec<TunedOptions> {
+    let base = TunedOptions {
+        prefer_nhwc: false,
+        fuse_conv_bias: false,
+        cuda_graph: false,
+        cuda_passes: cuda,
+        post_wait: PostWait::Gpu,
+        spin_wait: false,
+    };
+    if !cuda {
+        return vec![base, TunedOptions { spin_wait: true, ..base }];
+    }
+    let mut round = Vec::new();
+    for (prefer_nhwc, fuse_conv_bias) in [(true, true), (true, false), (false, false)] {
+        for cuda_graph in [true, false] {
+            round.push(TunedOptions { prefer_nhwc, fuse_conv_bias, cuda_graph, ..base });
+        }
+    }
+    round.push(TunedOptions { cuda_passes: false, ..round[0] });
+    round
+}
+
+/// The second round: `best` of the first with the post pass waiting on the GPU
+/// or on the host, and spin waits off or on (CUDA: the three combinations the
+/// first round did not measure; CPU: none, the first round measured spin waits).
+///
+/// ```
+/// use neural_frame::tune;
+///
+/// let best = tune::first_round(true)[0];
+/// let second = tune::second_round(true, &best);
+/// assert_eq!(second.len(), 3);
+/// assert!(second.iter().all(|o| o.prefer_nhwc == best.prefer_nhwc && o.cuda_graph == best.cuda_graph));
+/// assert!(tune::second_round(false, &tune::first_round(false)[1]).is_empty());
+/// ```
+pub fn second_round(cuda: bool, best: &TunedOptions) -> Vec<TunedOptions> {
+    if !cuda {
+        return Vec::new();
+    }
+    let mut round = Vec::new();
+    for post_wait in [PostWait::Gpu, PostWait::Host] {
+        for spin_wait in [false, true] {
+            let candidate = TunedOptions { post_wait, spin_wait, ..*best };
+            if candidate != *best {
+                round.push(candidate);
+            }
+        }
+    }
+    round
+}
+
+/// One candidate's measurement: the options asked for, what the context put in
+/// effect, and its numbers, or why it could not run.
+///
+/// ```
+/// use neural_frame::Tuning;
+/// use neural_frame::tune::{Candidate, TunedOptions};
+///
+/// let options = TunedOptions::from_tuning(&Tuning::default());
+/// let ran = Candidate::measured(options, options, 3.36, 297.1);
+/// let refused = Candidate::failed(options, None, "cuDNN refused the fused bias");
+/// assert!(ran.ok && !refused.ok);
+/// assert_eq!(refused.error.as_deref(), Some("cuDNN refused the fused bias"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// The options, forced through the builder.
+    pub options: TunedOptions,
+    /// The options in effect ([`NeuralFrameContext::tuning`]): without CUDA
+    /// graphs for a model with outputs that are not images, without the CUDA
+    /// options on the CPU backend. Absent when the context did not build.
+    pub in_effect: Option<TunedOptions>,
+    /// The median time of a frame, one at a time (ms).
+    pub sync_median_ms: Option<f64>,
+    /// Frames per second with the ring full.
+    pub pipelined_fps: Option<f64>,
+    /// Whether it built and ran.
+    pub ok: bool,
+    /// Why it did not.
+    pub error: Option<String>,
+}
+
+impl Candidate {
+    /// A candidate that ran (a non-finite number is kept as absent).
+    pub fn measured(options: TunedOptions, in_effect: TunedOptions, sync_median_ms: f64, pipelined_fps: f64) -> Self {
+        let finite = |v: f64| v.is_finite().then_some(v);
+        Self {
+            options,
+            in_effect: Some(in_effect),
+            sync_median_ms: finite(sync_median_ms),
+            pipelined_fps: finite(pipelined_fps),
+            ok: true,
+            error: None,
+        }
+    }
+
+    /// A candidate that did not build (`in_effect` absent) or did not run.
+    pub fn failed(options: TunedOptions, in_effect: Option<TunedOptions>, error: impl fmt::Display) -> Self {
+        Self {
+            options,
+            in_effect,
+            sync_median_ms: None,
+            pipelined_fps: None,
+            ok: false,
+            error: Some(error.to_string()),
+        }
+    }
+}
+
+/// The winner among `candidates`: the highest pipelined throughput, candidates
+/// within [`TIE_TOLERANCE`] of it tied, and among those the lowest synchronous
+/// median (then the earlier one). Candidates that failed or lack a number are
+/// left out; `None` when none is left.
+///
+/// ```
+/// use neural_frame::Tuning;
+/// use neural_frame::tune::{self, Candidate, TunedOptions};
+///
+/// let o = TunedOptions::from_tuning(&Tuning::default());
+/// let candidates = [
+///     Candidate::measured(o, o, 3.4, 300.0),
+///     Candidate::measured(o, o, 3.1, 299.0), // tied on throughput, lower latency: chosen
+///     Candidate::measured(o, o, 2.0, 250.0),
+///     Candidate::failed(o, None, "did not build"),
+/// ];
+/// assert_eq!(tune::choose(&candidates), Some(1));
+/// assert_eq!(tune::choose(&candidates[3..]), None);
+/// ```
+pub fn choose(candidates: &[Candidate]) -> Option<usize> {
+    let ran: Vec<(usize, f64, f64)> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.ok)
+        .filter_map(|(i, c)| Some((i, c.pipelined_fps?, c.sync_median_ms?)))
+        .collect();
+    let best_fps = ran.iter().map(|&(_, fps, _)| fps).max_by(f64::total_cmp)?;
+    ran.into_iter()
+        .filter(|&(_, fps, _)| fps >= best_fps * (1.0 - TIE_TOLERANCE))
+        .min_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)))
+        .map(|(i, _, _)| i)
+}
+
+/// One tuned key: the options chosen, every candidate's numbers, how and when
+/// they were measured.
+///
+/// ```
+/// use neural_frame::Tuning;
+/// use neural_frame::tune::{Candidate, TuneEntry, TuneKey, TunedOptions};
+///
+/// let key = TuneKey::from_values("ab12", "cuda", "uuid", "NVIDIA H200", "NVIDIA 580.95.05", "1.31.1", (960, 540));
+/// let fast = TunedOptions::from_tuning(&Tuning::default());
+/// let slow = TunedOptions { cuda_graph: false, ..fast };
+/// let candidates = vec![Candidate::measured(slow, slow, 3.6, 270.0), Candidate::measured(fast, fast, 3.3, 298.0)];
+/// let entry = TuneEntry::from_candidates(key, candidates, 100, 10).expect("a candidate ran");
+/// assert_eq!(entry.chosen, fast);
+/// assert_eq!(entry.chosen_candidate().and_then(|c| c.pipelined_fps), Some(298.0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneEntry {
+    /// What it holds for.
+    pub key: TuneKey,
+    /// The options chosen ([`choose`]).
+    pub chosen: TunedOptions,
+    /// Every candidate measured, in the order measured.
+    pub candidates: Vec<Candidate>,
+    /// Timed frames per candidate, in each of the synchronous and the pipelined run.
+    pub frames: usize,
+    /// Untimed frames per candidate first.
+    pub warmup: usize,
+    /// When, in seconds since the Unix epoch (UTC).
+    pub tuned_at_unix_s: u64,
+    /// Which library measured it (`neural-frame 0.1.0`).
+    pub tuned_by: String,
+}
+
+impl TuneEntry {
+    /// An entry for `key` from the measured `candidates`, with the winner
+    /// ([`choose`]) as its options and the time now; `None` when no candidate ran.
+    pub fn from_candidates(key: TuneKey, candidates: Vec<Candidate>, frames: usize, warmup: usize) -> Option<Self> {
+        let chosen = candidates[choose(&candidates)?].options;
+        let tuned_at_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let tuned_by = format!("neural-frame {}", env!("CARGO_PKG_VERSION"));
+        Some(Self { key, chosen, candidates, frames, warmup, tuned_at_unix_s, tuned_by })
+    }
+
+    /// The candidate whose options were chosen.
+    pub fn chosen_candidate(&self) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.ok && c.options == self.chosen)
+    }
+
+    /// When it was tuned, as `2026-12-03T14:05:09Z`.
+    ///
+    /// ```
+    /// # use neural_frame::tune::{Candidate, TuneEntry, TuneKey, TunedOptions};
+    /// # let o = TunedOptions::from_tuning(&neural_frame::Tuning::default());
+    /// # let key = TuneKey::from_values("ab12", "cpu", "u", "llvmpipe", "d", "1.31.1", (8, 8));
+    /// let mut entry = TuneEntry::from_candidates(key, vec![Candidate::measured(o, o, 1.0, 1.0)], 1, 0).expect("ran");
+    /// entry.tuned_at_unix_s = 1_796_306_709;
+    /// assert_eq!(entry.tuned_at_utc(), "2026-12-03T14:05:09Z");
+    /// ```
+    pub fn tuned_at_utc(&self) -> String {
+        utc_text(self.tuned_at_unix_s)
+    }
+}
+
+/// The tune cache: entries keyed by [`TuneKey`], one per key, in a JSON file.
+///
+/// ```
+/// use neural_frame::Tuning;
+/// use neural_frame::tune::{Candidate, TuneCache, TuneEntry, TuneKey, TunedOptions};
+/// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-tune-cache", std::process::id()));
+///
+/// let path = dir.join("tune.json");
+/// let mut cache = TuneCache::load(&path)?; // no file yet: an empty cache
+/// assert!(cache.entries().is_empty());
+/// let key = TuneKey::from_values("ab12", "cuda", "uuid", "NVIDIA H200", "NVIDIA 580.95.05", "1.31.1", (960, 540));
+/// let o = TunedOptions::from_tuning(&Tuning::default());
+/// cache.insert(TuneEntry::from_candidates(key.clone(), vec![Candidate::measured(o, o, 3.3, 298.0)], 100, 10).expect("ran"));
+/// cache.save(&path)?;
+/// assert_eq!(TuneCache::load(&path)?.lookup(&key).map(|e| e.chosen), Some(o));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneCache {
+    version: u32,
+    entries: Vec<TuneEntry>,
+}
+
+impl Default for TuneCache {
+    fn default() -> Self {
+        Self { version: CACHE_VERSION, entries: Vec::new() }
+    }
+}
+
+impl TuneCache {
+    /// Where the cache lives: `$NEURAL_FRAME_TUNE_CACHE` ([`CACHE_ENV`]) if set,
+    /// else `$XDG_CACHE_HOME/neural-frame/tune.json` (an absolute
+    /// `XDG_CACHE_HOME`), else `$HOME/.cache/neural-frame/tune.json`; `None`
+    /// where none of them is set. Empty values count as unset.
+    ///
+    /// ```no_run
+    /// use neural_frame::tune::TuneCache;
+    ///
+    /// match TuneCache::default_path() {
+    ///     Some(path) => println!("tune cache: {}", path.display()),
+    ///     None => println!("no HOME, XDG_CACHE_HOME or NEURAL_FRAME_TUNE_CACHE: no tune cache"),
+    /// }
+    /// ```
+    pub fn default_path() -> Option<PathBuf> {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        default_path_from(var(CACHE_ENV), var("XDG_CACHE_HOME"), var("HOME"))
+    }
+
+    /// Reads the cache at `path`. A missing file is an empty cache; a file that
+    /// is not a cache of this format is an [`ErrorKind::Io`](crate::ErrorKind::Io)
+    /// error that names it and says to delete it or run `neural-frame tune` again
+    /// (its source an [`std::io::ErrorKind::InvalidData`]).
+    ///
+    /// ```
+    /// use neural_frame::ErrorKind;
+    /// use neural_frame::tune::TuneCache;
+    /// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-tune-load", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    ///
+    /// assert!(TuneCache::load(&dir.join("none.json"))?.entries().is_empty());
+    /// std::fs::write(dir.join("broken.json"), "{\"version\": 1, \"entr")?;
+    /// let e = TuneCache::load(&dir.join("broken.json")).expect_err("corrupt");
+    /// assert_eq!(e.kind(), ErrorKind::Io);
+    /// assert!(e.to_string().contains("broken.json"), "{e}");
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = match std::fs::read(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(Error::Io { what: format!("reading the tune cache {}", path.display()), source });
+            }
+        };
+        let corrupt = |why: String| Error::Io {
+            what: format!(
+                "the tune cache {} cannot be read (delete it, or run `neural-frame tune` again to replace it)",
+                path.display()
+            ),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+        };
+        /// The version alone, read first: a newer format is refused as such.
+        #[derive(Deserialize)]
+        struct Version {
+            version: u32,
+        }
+        let version = serde_json::from_slice::<Version>(&text).map_err(|e| corrupt(e.to_string()))?.version;
+        if version != CACHE_VERSION {
+            return Err(corrupt(format!(
+                "it is of format version {version}; this neural-frame ({}) reads version {CACHE_VERSION}",
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))
+    }
+
+    /// The entry for `key`, if one was tuned: every field of the key must be equal.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    /// use neural_frame::tune::{TuneCache, TuneKey};
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let key = TuneKey::for_context(&ctx, "models/upscale.onnx".as_ref())?;
+    /// let cache = TuneCache::load(&TuneCache::default_path().expect("HOME is set"))?;
+    /// match cache.lookup(&key) {
+    ///     Some(entry) => println!("tuned: {}", entry.chosen),
+    ///     None => println!("not tuned: `neural-frame tune --model models/upscale.onnx --size 960x540`"),
+    /// }
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn lookup(&self, key: &TuneKey) -> Option<&TuneEntry> {
+        self.entries.iter().find(|e| e.key == *key)
+    }
+
+    /// Adds `entry`, replacing (and returning) the one with the same key.
+    pub fn insert(&mut self, entry: TuneEntry) -> Option<TuneEntry> {
+        match self.entries.iter_mut().find(|e| e.key == entry.key) {
+            Some(old) => Some(std::mem::replace(old, entry)),
+            None => {
+                self.entries.push(entry);
+                None
+            }
+        }
+    }
+
+    /// Every entry, in the order added.
+    pub fn entries(&self) -> &[TuneEntry] {
+        &self.entries
+    }
+
+    /// Writes the cache to `path`: to a temporary file `.NAME.PID.tmp` in the same
+    /// directory (created if missing), flushed to disk, then renamed over `path`,
+    /// so a reader sees the old cache or the new one, never half of one.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let io = |what: String| move |source| Error::Io { what, source };
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::InvalidArgument(format!("the tune cache {} names no file", path.display())))?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io(format!("creating the tune cache's directory {}", dir.display())))?;
+        let text =
+            serde_json::to_vec_pretty(self).map_err(|e| Error::internal(format!("the tune cache as JSON: {e}")))?;
+        let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+        let written = (|| {
+            use std::io::Write;
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(&text)?;
+            file.write_all(b"\n")?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if let Err(source) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::Io { what: format!("writing the tune cache {}", path.display()), source });
+        }
+        Ok(())
+    }
+}
+
+/// The entry for `key` in the cache at [`TuneCache::default_path`]: `None` when
+/// there is no such path, no file, or no entry for the key. What a context
+/// builder asks before it builds with the caller's options unset.
+///
+/// ```no_run
+/// use neural_frame::NeuralFrameContext;
+/// use neural_frame::tune::{self, TuneKey};
+///
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// if let Some(entry) = tune::cached(&TuneKey::for_context(&ctx, "models/upscale.onnx".as_ref())?)? {
+///     println!("`neural-frame tune` chose {} on {}", entry.chosen, entry.tuned_at_utc());
+/// }
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+pub fn cached(key: &TuneKey) -> Result<Option<TuneEntry>> {
+    let Some(path) = TuneCache::default_path() else {
+        return Ok(None);
+    };
+    Ok(TuneCache::load(&path)?.lookup(key).cloned())
+}
+
+/// [`TuneCache::default_path`] from the variables' values (pure, for tests).
+fn default_path_from(explicit: Option<PathBuf>, xdg: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
+    if explicit.is_some() {
+        return explicit;
+    }
+    // The XDG base directory specification: a relative XDG_CACHE_HOME is ignored.
+    let cache = xdg.filter(|p| p.is_absolute()).or_else(|| home.map(|h| h.join(".cache")))?;
+    Some(cache.join("neural-frame").join("tune.json"))
+}
+
+fn post_wait_name(wait: PostWait) -> &'static str {
+    match wait {
+        PostWait::Gpu => "gpu",
+        PostWait::Host => "host",
+    }
+}
+
+/// [`PostWait`] from the name it serialises as (`"gpu"`, `"host"`).
+fn post_wait_by_name<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<PostWait, D::Error> {
+    let name = String::deserialize(d)?;
+    [PostWait::Gpu, PostWait::Host]
+        .into_iter()
+        .find(|w| post_wait_name(*w) == name)
+        .ok_or_else(|| serde::de::Error::unknown_variant(&name, &["gpu", "host"]))
+}
+
+/// Seconds since the Unix epoch as an RFC 3339 UTC time (the proleptic
+/// Gregorian calendar, Howard Hinnant's `civil_from_days`).
+fn utc_text(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3_600, secs / 60 % 60, secs % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> TuneKey {
+        TuneKey::from_values(
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "cuda",
+            "73ca0102-0304-0506-0708-090a0b0c0d77",
+            "NVIDIA H200",
+            "NVIDIA 580.95.05",
+            "1.31.1",
+            (960, 540),
+        )
+    }
+
+    fn entry(key: TuneKey, spin_wait: bool) -> TuneEntry {
+        let fast = TunedOptions { spin_wait, ..TunedOptions::from_tuning(&Tuning::default()) };
+        let nchw = TunedOptions { prefer_nhwc: false, fuse_conv_bias: false, post_wait: PostWait::Host, ..fast };
+        let candidates = vec![
+            Candidate::measured(nchw, nchw, 5.8, 170.5),
+            Candidate::measured(fast, TunedOptions { cuda_graph: false, ..fast }, 3.36, 297.25),
+            Candidate::failed(fast, None, "cuDNN refused it: \"quoted\"\nand a second line"),
+        ];
+        TuneEntry::from_candidates(key, candidates, 100, 10).expect("a candidate ran")
+    }
+
+    /// A directory of this test's own, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!("neural-frame-tune-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            Self(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_cache_reads_back_what_it_wrote() {
+        let dir = TempDir::new("round-trip");
+        // A directory that does not exist yet: save creates it.
+        let path = dir.0.join("a").join("b").join("tune.json");
+        let mut cache = TuneCache::load(&path).expect("a missing file is an empty cache");
+        assert!(cache.entries().is_empty());
+        assert_eq!(cache.insert(entry(key(), false)), None);
+        let other = TuneKey { width: 1920, height: 1080, ..key() };
+        cache.insert(entry(other.clone(), true));
+        cache.save(&path).expect("saved");
+        let read = TuneCache::load(&path).expect("read back");
+        assert_eq!(read, cache);
+        assert!(read.lookup(&other).is_some_and(|e| e.chosen.spin_wait));
+        // The chosen candidate is the fastest pipelined one, its numbers and the failure kept as they were.
+        let e = read.lookup(&key()).expect("tuned");
+        assert_eq!(e.chosen_candidate().and_then(|c| c.pipelined_fps), Some(297.25));
+        assert_eq!(e.candidates[2].error.as_deref(), Some("cuDNN refused it: \"quoted\"\nand a second line"));
+        assert_eq!(e.candidates[1].in_effect.map(|o| o.cuda_graph), Some(false));
+        // No temporary file is left beside it.
+        let names: Vec<_> = std::fs::read_dir(path.parent().expect("a parent"))
+            .expect("listed")
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        assert_eq!(names, ["tune.json"]);
+    }
+
+    #[test]
+    fn inserting_a_key_again_replaces_its_entry() {
+        let mut cache = TuneCache::default();
+        cache.insert(entry(key(), false));
+        let old = cache.insert(entry(key(), true)).expect("the earlier entry");
+        assert!(!old.chosen.spin_wait);
+        assert_eq!(cache.entries().len(), 1);
+        assert!(cache.lookup(&key()).is_some_and(|e| e.chosen.spin_wait));
+    }
+
+    #[test]
+    fn a_lookup_misses_when_any_field_of_the_key_differs() {
+        let mut cache = TuneCache::default();
+        cache.insert(entry(key(), false));
+        assert!(cache.lookup(&key()).is_some());
+        let k = key;
+        let others = [
+            ("model", TuneKey { model_sha256: "0".repeat(64), ..k() }),
+            ("backend", TuneKey { backend: "cpu".into(), ..k() }),
+            ("GPU", TuneKey { gpu_uuid: "73ca0102-0304-0506-0708-090a0b0c0d78".into(), ..k() }),
+            ("GPU name", TuneKey { gpu_name: "NVIDIA H100".into(), ..k() }),
+            ("driver", TuneKey { driver: "NVIDIA 580.95.06".into(), ..k() }),
+            ("runtime", TuneKey { runtime_version: "1.32.0".into(), ..k() }),
+            ("width", TuneKey { width: 961, ..k() }),
+            ("height", TuneKey { height: 541, ..k() }),
+        ];
+        for (what, other) in others {
+            assert!(cache.lookup(&other).is_none(), "another {what} found the entry");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_cache_is_an_error_that_names_the_file_and_the_way_out() {
+        let dir = TempDir::new("corrupt");
+        std::fs::create_dir_all(&dir.0).expect("made");
+        let cases = [
+            ("truncated.json", "{\"version\": 1, \"entries\": [{\"key\""),
+            ("not-json.json", "tune.json\n"),
+            ("wrong-shape.json", "{\"version\": 1, \"entries\": {}}"),
+            ("bad-post-wait.json", "{\"version\": 1, \"entries\": [{\"chosen\": {\"post_wait\": \"later\"}}]}"),
+            ("newer.json", "{\"version\": 2, \"entries\": []}"),
+        ];
+        for (name, text) in cases {
+            let path = dir.0.join(name);
+            std::fs::write(&path, text).expect("written");
+            let e = TuneCache::load(&path).expect_err(name);
+            assert_eq!(e.kind(), crate::ErrorKind::Io, "{e}");
+            let message = e.to_string();
+            for part in [path.display().to_string().as_str(), "delete it", "neural-frame tune"] {
+                assert!(message.contains(part), "{name}: {message}");
+            }
+            let Error::Io { source, .. } = &e else { panic!("{name}: {e:?}") };
+            assert_eq!(source.kind(), std::io::ErrorKind::InvalidData, "{name}");
+        }
+        let newer = TuneCache::load(&dir.0.join("newer.json")).expect_err("newer");
+        assert!(newer.to_string().contains("format version 2"), "{newer}");
+    }
+
+    #[test]
+    fn the_default_path_follows_the_variables_in_order() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        assert_eq!(default_path_from(p("/x/t.json"), p("/xdg"), p("/home/u")), p("/x/t.json"));
+        assert_eq!(default_path_from(None, p("/xdg"), p("/home/u")), p("/xdg/neural-frame/tune.json"));
+        assert_eq!(default_path_from(None, p("relative"), p("/home/u")), p("/home/u/.cache/neural-frame/tune.json"));
+        assert_eq!(default_path_from(None, None, p("/home/u")), p("/home/u/.cache/neural-frame/tune.json"));
+        assert_eq!(default_path_from(None, None, None), None);
+    }
+
+    #[test]
+    fn the_rounds_stay_within_a_dozen_contexts_and_never_repeat() {
+        for cuda in [true, false] {
+            let first = first_round(cuda);
+            for best in &first {
+                let second = second_round(cuda, best);
+                let all: Vec<_> = first.iter().chain(&second).collect();
+                assert!(all.len() <= 12, "{} candidates", all.len());
+                for (i, a) in all.iter().enumerate() {
+                    assert!(all[i + 1..].iter().all(|b| b != a), "{a} twice");
+                    // Never the fused bias without NHWC kernels: the builder refuses it.
+                    assert!(!a.fuse_conv_bias || a.prefer_nhwc, "{a}");
+                    // Off CUDA the CUDA options are not in effect: each candidate asks for them off.
+                    assert!(cuda || !(a.prefer_nhwc || a.fuse_conv_bias || a.cuda_graph || a.cuda_passes), "{a}");
+                }
+            }
+        }
+        let cuda = first_round(true);
+        assert_eq!(cuda.iter().filter(|o| !o.cuda_passes).count(), 1, "one with the Vulkan passes, for the record");
+        assert!(cuda.iter().all(|o| o.post_wait == PostWait::Gpu && !o.spin_wait));
+        let second = second_round(true, &cuda[2]);
+        assert!(second.iter().any(|o| o.post_wait == PostWait::Host && o.spin_wait));
+        assert!(second.iter().all(|o| o.prefer_nhwc && !o.fuse_conv_bias && o.cuda_graph));
+    }
+
+    #[test]
+    fn the_winner_is_the_fastest_pipelined_ties_going_to_the_lower_latency() {
+        let o = TunedOptions::from_tuning(&Tuning::default());
+        let m = |sync: f64, fps: f64| Candidate::measured(o, o, sync, fps);
+        assert_eq!(choose(&[m(3.0, 100.0), m(2.0, 200.0)]), Some(1));
+        // Within 1 % of the best: tied; the lower synchronous median wins.
+        assert_eq!(choose(&[m(3.0, 200.0), m(2.0, 198.5)]), Some(1));
+        // Beyond it: throughput wins whatever the latency.
+        assert_eq!(choose(&[m(3.0, 200.0), m(2.0, 197.0)]), Some(0));
+        // Equal in both: the earlier.
+        assert_eq!(choose(&[m(2.0, 200.0), m(2.0, 200.0)]), Some(0));
+        // Failures and missing numbers are never chosen.
+        let failed = Candidate { ok: false, ..m(1.0, 500.0) };
+        assert_eq!(choose(&[failed, m(f64::NAN, 400.0), m(3.0, 100.0)]), Some(2));
+        assert_eq!(choose(&[]), None);
+        assert!(TuneEntry::from_candidates(key(), vec![Candidate::failed(o, None, "no")], 1, 0).is_none());
+    }
+
+    #[test]
+    fn apply_replaces_the_chosen_fields_only() {
+        let mine = Tuning { gpu_timestamps: false, side_stream_wait: true, ..Tuning::default() };
+        let options = TunedOptions {
+            prefer_nhwc: false,
+            fuse_conv_bias: false,
+            cuda_graph: false,
+            cuda_passes: false,
+            post_wait: PostWait::Host,
+            spin_wait: true,
+        };
+        let tuned = apply(mine, &options);
+        assert_eq!(TunedOptions::from_tuning(&tuned), options);
+        assert_eq!((tuned.gpu_timestamps, tuned.side_stream_wait, tuned.conv_search), (false, true, mine.conv_search));
+    }
+
+    #[test]
+    fn times_read_as_utc() {
+        assert_eq!(utc_text(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_text(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_text(1_796_306_709), "2026-12-03T14:05:09Z");
+    }
+}
