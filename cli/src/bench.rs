@@ -519,7 +519,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
     }
     let _ = writeln!(
         s,
-        "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {}, {} slots, {} warm-up frames, {} timed frames per mode",
+        "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {} (options from {}), {} slots, {} warm-up frames, {} timed frames per mode",
         r.tuning.conv_search,
         r.tuning.prefer_nhwc,
         r.tuning.fuse_conv_bias,
@@ -529,6 +529,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
         r.tuning.spin_wait,
         r.tuning.side_stream_wait,
         if r.tuning.cuda_passes { "CUDA" } else { "Vulkan" },
+        r.backend.tuning_from,
         r.slots,
         r.warmup,
         r.modes[0].frames

@@ -9,6 +9,7 @@ mod bench_serve;
 mod logger;
 mod run;
 mod serve;
+mod tune;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +19,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use neural_frame::image_io::{self, Rgba8};
 use neural_frame::{
     Backend, ColorOrder, ConvSearch, DeviceSelector, ErrorKind, Layout, NeuralFrameContext, Normalization, PostWait,
-    TensorDeclaration, Tiling, Tuning, preflight,
+    TensorDeclaration, Tiling, preflight,
 };
 
 #[derive(Parser)]
@@ -91,8 +92,8 @@ struct ModelArgs {
     #[arg(long)]
     ort_library: Option<PathBuf>,
     /// cuDNN convolution algorithm search (CUDA backend).
-    #[arg(long, value_enum, default_value_t = ConvSearchArg::Heuristic)]
-    conv_search: ConvSearchArg,
+    #[arg(long, value_enum)]
+    conv_search: Option<ConvSearchArg>,
     /// The CUDA provider's NHWC kernels, `true` or `false` (default: on, and off, announced, where
     /// cuDNN refuses them for the model; `--prefer-nhwc` alone is `true`).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -106,8 +107,8 @@ struct ModelArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     cuda_graph: Option<bool>,
     /// Where the post pass waits for the model: on the GPU (semaphore) or, after the host saw it finish (CUDA backend).
-    #[arg(long, value_enum, default_value_t = PostWaitArg::Gpu)]
-    post_wait: PostWaitArg,
+    #[arg(long, value_enum)]
+    post_wait: Option<PostWaitArg>,
     /// Leave out the Vulkan timestamp queries that time the pre and post passes.
     #[arg(long)]
     no_gpu_timestamps: bool,
@@ -119,8 +120,8 @@ struct ModelArgs {
     side_stream_wait: bool,
     /// Where the pre and post passes run: CUDA kernels on the model's streams (the CUDA backend's default,
     /// for every frame whose memory CUDA can import), or Vulkan compute passes.
-    #[arg(long, value_enum, default_value_t = PassesArg::Cuda)]
-    passes: PassesArg,
+    #[arg(long, value_enum)]
+    passes: Option<PassesArg>,
     /// The model's tensor layout, `nchw` or `nhwc`, where its shapes are ambiguous (overrides its metadata).
     #[arg(long, value_parser = parse_with::<Layout>)]
     layout: Option<Layout>,
@@ -162,25 +163,36 @@ impl ModelArgs {
         }
     }
 
-    /// The options on `builder`: the library's defaults where the command line leaves them.
+    /// The options on `builder`. Only what the command line names is set (forced): the rest
+    /// is the library's, from `neural-frame tune`'s cache where it has an entry for this
+    /// model, GPU and size, else the defaults (which may fall back, announced).
     fn tune(&self, b: neural_frame::ContextBuilder) -> neural_frame::ContextBuilder {
-        let defaults = Tuning::default();
-        let mut b = b
-            .conv_search(match self.conv_search {
+        let mut b = b.gpu_timestamps(!self.no_gpu_timestamps);
+        if let Some(search) = self.conv_search {
+            b = b.conv_search(match search {
                 ConvSearchArg::Heuristic => ConvSearch::Heuristic,
                 ConvSearchArg::Exhaustive => ConvSearch::Exhaustive,
                 ConvSearchArg::Default => ConvSearch::Default,
-            })
-            .cuda_graph(self.cuda_graph.unwrap_or(defaults.cuda_graph))
-            .post_wait(match self.post_wait {
+            });
+        }
+        if let Some(on) = self.cuda_graph {
+            b = b.cuda_graph(on);
+        }
+        if let Some(wait) = self.post_wait {
+            b = b.post_wait(match wait {
                 PostWaitArg::Gpu => PostWait::Gpu,
                 PostWaitArg::Host => PostWait::Host,
-            })
-            .gpu_timestamps(!self.no_gpu_timestamps)
-            .spin_wait(self.spin_wait)
-            .side_stream_wait(self.side_stream_wait)
-            .cuda_passes(self.passes == PassesArg::Cuda);
-        // Only what the command line names is forced: the defaults may fall back, announced.
+            });
+        }
+        if self.spin_wait {
+            b = b.spin_wait(true);
+        }
+        if self.side_stream_wait {
+            b = b.side_stream_wait(true);
+        }
+        if let Some(passes) = self.passes {
+            b = b.cuda_passes(passes == PassesArg::Cuda);
+        }
         if let Some(on) = self.prefer_nhwc {
             b = b.prefer_nhwc(on);
         }
@@ -203,14 +215,15 @@ impl ModelArgs {
         if let Some(p) = self.ort_library() {
             a.extend(["--ort-library".into(), p.into_os_string()]);
         }
-        a.extend([
-            "--conv-search".into(),
-            value(&self.conv_search).into(),
-            "--post-wait".into(),
-            value(&self.post_wait).into(),
-            "--passes".into(),
-            value(&self.passes).into(),
-        ]);
+        for (flag, v) in [
+            ("--conv-search", self.conv_search.map(|v| value(&v))),
+            ("--post-wait", self.post_wait.map(|v| value(&v))),
+            ("--passes", self.passes.map(|v| value(&v))),
+        ] {
+            if let Some(v) = v {
+                a.extend([flag.into(), v.into()]);
+            }
+        }
         let text = |v: &dyn std::fmt::Debug| format!("{v:?}").to_ascii_lowercase();
         if let Some(l) = self.layout {
             a.extend(["--layout".into(), text(&l).into()]);
@@ -422,6 +435,37 @@ enum Command {
         /// How long one frame may take on the worker, in seconds (1 to 3600).
         #[arg(long, default_value_t = 10, value_parser = count(1, 3600), allow_negative_numbers = true)]
         frame_timeout: usize,
+    },
+    /// Measure the tuning options on this machine for one model and frame size, and cache the fastest.
+    ///
+    /// Each candidate (NHWC kernels with the bias fused or apart, NCHW; CUDA graphs on and
+    /// off; the winner's post wait and spin wait) runs in a context of its own, one frame
+    /// at a time and with the ring full; the highest pipelined throughput wins (ties
+    /// within 1 %: the lower latency) and is written to the tune cache under the model's
+    /// SHA-256, the GPU, its driver, ONNX Runtime and the frame size. On the CPU backend
+    /// only spin wait is in effect, and only it is measured.
+    Tune {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// The frame size WIDTHxHEIGHT to tune for (an entry holds for this size only).
+        #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
+        size: (u32, u32),
+        /// Timed frames per candidate, one at a time and again with the ring full (1 to 100000).
+        #[arg(long, default_value_t = 100, value_parser = count(1, MAX_BENCH_FRAMES), allow_negative_numbers = true)]
+        frames: usize,
+        /// Untimed frames per candidate first (0 to 10000; at least two per slot).
+        #[arg(long, default_value_t = 10, value_parser = count(0, MAX_WARMUP), allow_negative_numbers = true)]
+        warmup: usize,
+        /// The tune cache (default: $NEURAL_FRAME_TUNE_CACHE, else $XDG_CACHE_HOME/neural-frame/tune.json,
+        /// else ~/.cache/neural-frame/tune.json).
+        #[arg(long)]
+        cache: Option<PathBuf>,
+        /// Also write the report as JSON to this file.
+        #[arg(long)]
+        json_file: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Check each link of the zero-copy chain on this machine.
     ///
@@ -645,6 +689,10 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
                 slots,
                 frame_timeout: std::time::Duration::from_secs(frame_timeout as u64),
             })?;
+            Ok(0)
+        }
+        Command::Tune { model, size, frames, warmup, cache, json_file, json } => {
+            tune::run(tune::TuneOptions { model, size, frames, warmup, cache, json, json_file })?;
             Ok(0)
         }
         Command::Preflight { stage, device, json, validation, trials, size, inject_fault, ort_library } => {

@@ -191,6 +191,8 @@ pub struct ContextBuilder {
     /// NHWC kernels and the fused bias are the defaults, not the caller's choice:
     /// where cuDNN refuses them for the model, the context runs without them, announced.
     pub(crate) default_kernels: bool,
+    /// The caller set an option of the tuning: the tune cache is not consulted.
+    pub(crate) tuning_forced: bool,
 }
 
 impl ContextBuilder {
@@ -211,6 +213,7 @@ impl ContextBuilder {
             tiling: None,
             memory_budget: None,
             default_kernels: true,
+            tuning_forced: false,
         }
     }
 
@@ -360,6 +363,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning_forced = true;
         self.tuning = tuning;
         self.default_kernels = false;
         self
@@ -395,6 +399,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn spin_wait(mut self, on: bool) -> Self {
+        self.tuning_forced = true;
         self.tuning.spin_wait = on;
         self
     }
@@ -412,6 +417,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn side_stream_wait(mut self, on: bool) -> Self {
+        self.tuning_forced = true;
         self.tuning.side_stream_wait = on;
         self
     }
@@ -439,6 +445,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn cuda_passes(mut self, on: bool) -> Self {
+        self.tuning_forced = true;
         self.tuning.cuda_passes = on;
         self
     }
@@ -456,6 +463,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn cuda_graph(mut self, on: bool) -> Self {
+        self.tuning_forced = true;
         self.tuning.cuda_graph = on;
         self
     }
@@ -474,6 +482,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn post_wait(mut self, wait: PostWait) -> Self {
+        self.tuning_forced = true;
         self.tuning.post_wait = wait;
         self
     }
@@ -602,6 +611,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn conv_search(mut self, search: ConvSearch) -> Self {
+        self.tuning_forced = true;
         self.tuning.conv_search = search;
         self
     }
@@ -618,6 +628,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn prefer_nhwc(mut self, on: bool) -> Self {
+        self.tuning_forced = true;
         self.tuning.prefer_nhwc = on;
         // Fusing needs NHWC: without NHWC kernels the default fusion goes too.
         self.tuning.fuse_conv_bias &= on;
@@ -643,6 +654,7 @@ impl ContextBuilder {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn fuse_conv_bias(mut self, on: bool) -> Self {
+        self.tuning_forced = true;
         self.tuning.fuse_conv_bias = on;
         self.default_kernels = false;
         self

@@ -152,6 +152,42 @@ fn next_id() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The builder with the tune cache's options for this context, and where they came
+/// from; `None` where the caller chose options, the cache has no entry (or cannot be
+/// read: said in the log), or the crate is built without the `tune` feature.
+fn tuned_builder(b: &ContextBuilder, report: &BackendReport) -> Option<(ContextBuilder, String)> {
+    #[cfg(feature = "tune")]
+    {
+        use crate::tune::{TuneCache, TuneKey};
+        if b.tuning_forced {
+            return None;
+        }
+        let path = TuneCache::default_path().filter(|p| p.exists())?;
+        let looked_up = TuneKey::for_report(report, &b.model, b.size)
+            .and_then(|key| Ok(TuneCache::load(&path)?.lookup(&key).cloned()));
+        match looked_up {
+            Ok(Some(entry)) => {
+                let mut tuned = b.clone();
+                tuned.tuning = crate::tune::apply(b.tuning, &entry.chosen);
+                let from =
+                    format!("the tune cache {} (tuned {}: {})", path.display(), entry.tuned_at_utc(), entry.chosen);
+                log::info!("options from {from}");
+                Some((tuned, from))
+            }
+            Ok(None) => None,
+            Err(e) => {
+                log::warn!("the tune cache is not used: {e}");
+                None
+            }
+        }
+    }
+    #[cfg(not(feature = "tune"))]
+    {
+        let _ = (b, report);
+        None
+    }
+}
+
 impl NeuralFrameContext {
     /// Starts building a context for the ONNX model at `model` (read when
     /// the context is built).
@@ -240,7 +276,18 @@ impl NeuralFrameContext {
         }
         session::check_model_file(&b.model)?;
         // SAFETY: passed on from the caller.
-        let base = unsafe { setup::base(b, caller, backend) }?;
+        let mut base = unsafe { setup::base(b, caller, backend) }?;
+        // Options the caller left alone come from `neural-frame tune`'s cache where it has an
+        // entry for this model, device, driver, runtime and size; else the defaults.
+        let tuned;
+        let b = match tuned_builder(b, &base.report) {
+            Some((builder, from)) => {
+                base.report.tuning_from = from;
+                tuned = builder;
+                &tuned
+            }
+            None => b,
+        };
         let device = base.device;
         if !device.is_owned()
             && device.queue_count() == 1
@@ -288,8 +335,8 @@ impl NeuralFrameContext {
                 let stream = cuda::Stream::with_priority(c, true)?;
                 config.provider = Provider::Cuda { ordinal: c.info().ordinal };
                 config.cuda_stream = Some(stream.raw() as *mut c_void);
-                // SAFETY: the stream goes into the engine with the session, which drops the session first.
                 let t = std::time::Instant::now();
+                // SAFETY: the stream goes into the engine with the session, which drops the session first.
                 let (session, contract) = unsafe { session::create(&b.model, &config) }?;
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
@@ -309,8 +356,8 @@ impl NeuralFrameContext {
                 if b.tuning.cuda_passes {
                     log::warn!("CUDA passes are not in effect: the context runs on the CPU backend");
                 }
-                // SAFETY: no CUDA stream is involved.
                 let t = std::time::Instant::now();
+                // SAFETY: no CUDA stream is involved.
                 let (session, contract) = unsafe { session::create(&b.model, &config) }?;
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 (Engine::Host(HostEngine { session }), contract)

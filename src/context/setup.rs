@@ -50,6 +50,9 @@ pub struct BackendReport {
     pub runtime: RuntimeInfo,
     /// Where building the context spent its time.
     pub startup: StartupTimes,
+    /// Where its options came from: the defaults, the caller's, or the tune cache
+    /// (`neural-frame tune`; which file, when, and what it chose).
+    pub tuning_from: String,
 }
 
 /// Where building a context spent its time, in milliseconds (NaN: the step did
@@ -168,6 +171,7 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
             .map(|c| format!("CUDA {} \"{}\" (UUID {})", c.info().ordinal, c.info().name, format_uuid(&c.info().uuid))),
         runtime,
         startup,
+        tuning_from: if b.tuning_forced { "the caller's options".into() } else { "the defaults".into() },
     };
     Ok(Base { cuda, device, instance, report })
 }
