@@ -92,8 +92,8 @@
 //!
 //! `neural-frame = { version = "0.1", default-features = false, features = ["cuda"] }`
 //! is the library alone: features `cuda` (the CUDA backend), `image`
-//! (`image_io`, PNG/JPEG files) and `diagnostics` (the benchmark's probes) are on
-//! by default. The command line is the separate `neural-frame-cli` package. The
+//! (`image_io`, PNG/JPEG files), `diagnostics` (the benchmark's probes) and `tune`
+//! (the tune cache: `serde_json`, `sha2`) are on by default. The command line is the separate `neural-frame-cli` package. The
 //! types a caller names come from here: [`ash`] and [`ort`] are this crate's own.
 //!
 //! ## Process-wide state
@@ -105,7 +105,9 @@
 //! exits (NVIDIA's driver cannot be loaded and unloaded more than about twenty
 //! times in one process). Nothing else is global; the library spawns no
 //! processes and reads only the environment variables `ORT_DYLIB_PATH` and
-//! `NEURAL_FRAME_VULKAN_LIBRARY`.
+//! `NEURAL_FRAME_VULKAN_LIBRARY`, and (feature `tune`, on by default) the tune
+//! cache's file, found by `NEURAL_FRAME_TUNE_CACHE`, `XDG_CACHE_HOME` or `HOME`
+//! (see [`tune`]), which a context reads when its builder was given no tuning option.
 //!
 //! ## Ownership
 //!
