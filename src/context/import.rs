@@ -65,14 +65,28 @@ impl NeuralFrameContext {
             Ok(access) => Some(CudaView { access, format }),
             Err(e) => {
                 log::warn!(
-                    "CUDA cannot import the {} {what}'s memory ({e}): its frames run through the Vulkan passes (a \
-                     ~0.5 ms cross-API hand-off each); allocate it with VkExportMemoryAllocateInfo \
-                     (OPAQUE_FD) as a dedicated allocation to run them as CUDA kernels",
+                    "the CUDA passes cannot take the {} {what}'s memory ({e}): its frames run through the Vulkan \
+                     passes (a ~0.5 ms cross-API hand-off each); device-local memory allocated with \
+                     VkExportMemoryAllocateInfo (OPAQUE_FD), dedicated for images, runs them as CUDA kernels",
                     role.name()
                 );
                 None
             }
         }
+    }
+
+    /// `Err` (the reason) where memory of type `index` is host-visible: the CUDA passes
+    /// take only device-local memory, whose accesses the caller's semaphores order. The
+    /// host's own writes and reads of mapped memory have no ordering with CUDA's kernels
+    /// without a Vulkan submission (seen on the H200: one byte the host poisoned before a
+    /// frame read back after it), and CUDA would reach it across PCIe.
+    fn host_visible(&self, index: u32) -> Result<()> {
+        if !self.res.device.memory_type_flags(index).contains(vk::MemoryPropertyFlags::HOST_VISIBLE) {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "its memory type {index} is HOST_VISIBLE, and the CUDA passes take device-local memory only"
+        )))
     }
 
     /// Runs `import` on duplicates of the caller's descriptor: on success the
@@ -113,6 +127,7 @@ impl NeuralFrameContext {
         import: ImageImport,
     ) -> Result<crate::context::registry::Key, ImportError> {
         let ImageImport { memory, format, width, height, usage, tiling } = import;
+        let host_visible = self.host_visible(memory.memory_type_index);
         if let Err(e) = self.check_image(role, format, (width, height), usage, tiling) {
             return Err(ImportError::new(e, memory.fd));
         }
@@ -131,6 +146,7 @@ impl NeuralFrameContext {
             // CUDA imports its own duplicate of the descriptor, for the CUDA passes.
             reg.cuda =
                 ctx.cuda_view(role, "image", interop::surface_format(format, role == Role::Output), |device, f| {
+                    host_visible?;
                     if tiling != vk::ImageTiling::OPTIMAL {
                         return Err(Error::InvalidArgument(format!(
                             "CUDA maps an image's memory as an array of optimal tiling, and this one has {tiling:?}"
@@ -205,6 +221,7 @@ impl NeuralFrameContext {
         import: BufferImport,
     ) -> Result<crate::context::registry::Key, ImportError> {
         let BufferImport { memory, size, usage, layout } = import;
+        let host_visible = self.host_visible(memory.memory_type_index);
         if let Err(e) = self.check_buffer(role, &layout, size, usage) {
             return Err(ImportError::new(e, memory.fd));
         }
@@ -230,6 +247,7 @@ impl NeuralFrameContext {
                             "buffer",
                             interop::surface_format(layout.format, role == Role::Output),
                             |device, _| {
+                                host_visible?;
                                 let pitch = u32::try_from(layout.row_pitch).map_err(|_| {
                                     Error::InvalidArgument(format!(
                                         "the row pitch {} is over what the CUDA passes address (4 GiB)",

@@ -375,7 +375,9 @@ pub fn import_by_fd_images_and_buffers(backend: Backend) {
         .expect("import output buffer");
     let stats = ctx.infer(buf_in, buf_out).expect("infer buffers");
     assert!(stats.pre_pass && stats.post_pass, "an f32 model needs the passes");
-    assert_eq!(stats.cuda_passes, backend == Backend::Cuda, "buffers imported by fd: {stats:?}");
+    // Host-visible memory (the test writes and reads it mapped) takes the Vulkan passes: the
+    // CUDA passes take device-local memory only.
+    assert!(!stats.cuda_passes, "host-visible buffers imported by fd: {stats:?}");
     let got = r.read(&out_buf, out_layout.bytes() as usize);
     let (d, x, y, c) = max_diff(&got, &want, ow);
     assert!(d <= 1, "buffers: ({x}, {y}) ch {c} differs by {d}");
