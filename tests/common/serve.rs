@@ -959,8 +959,25 @@ pub fn in_process(r: &Renderer, backend: Backend, model: &str, pics: &[Vec<u8>],
         vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
     let format = vk::Format::R8G8B8A8_UNORM;
     let (ib, ob) = (w as u64 * h as u64 * 4, ow as u64 * oh as u64 * 4);
+    // Device-local, as the worker's slots are (the same passes run on both sides), filled and
+    // read through host-visible staging buffers.
     let (input, output) =
-        (r.buffer(ib, usage, true, true).expect("input"), r.buffer(ob, usage, true, true).expect("output"));
+        (r.buffer(ib, usage, false, true).expect("input"), r.buffer(ob, usage, false, true).expect("output"));
+    let (put, get) = (
+        r.buffer(ib, vk::BufferUsageFlags::TRANSFER_SRC, true, false).expect("staging"),
+        r.buffer(ob, vk::BufferUsageFlags::TRANSFER_DST | vk::BufferUsageFlags::TRANSFER_SRC, true, false)
+            .expect("readback"),
+    );
+    let copy = |from: vk::Buffer, to: vk::Buffer, size: u64| {
+        let cmd = r
+            .record(|d, cmd| {
+                // SAFETY: recording; both buffers hold `size` bytes.
+                unsafe { d.cmd_copy_buffer(cmd, from, to, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size }]) }
+            })
+            .expect("a copy");
+        r.submit(&[cmd], &[], &[]).expect("the copy");
+        r.idle().expect("the copy done");
+    };
     let import = |b: &RBuffer, width, height| neural_frame::BufferImport {
         memory: r.export(&b.alloc).expect("export"),
         size: b.size,
@@ -972,18 +989,24 @@ pub fn in_process(r: &Renderer, backend: Backend, model: &str, pics: &[Vec<u8>],
     let outs = pics
         .iter()
         .map(|p| {
-            r.write(&input, p);
-            r.write(&output, &vec![0xa5; ob as usize]);
+            r.write(&put, p);
+            copy(put.buffer, input.buffer, ib);
+            r.write(&get, &vec![0xa5; ob as usize]);
+            copy(get.buffer, output.buffer, ob); // poison
             let neural_frame::Submitted::Frame(t) = ctx.submit(neural_frame::Frame::new(i, o)).expect("submit") else {
                 panic!("skipped")
             };
-            ctx.wait(&t).expect("the in-process frame");
-            r.read(&output, ob as usize)
+            let stats = ctx.wait(&t).expect("the in-process frame");
+            assert_eq!(stats.cuda_passes, backend == Backend::Cuda, "device-local buffers by fd: {stats:?}");
+            r.write(&get, &vec![0x5a; ob as usize]);
+            copy(output.buffer, get.buffer, ob);
+            r.read(&get, ob as usize)
         })
         .collect();
     drop(ctx);
-    r.destroy_buffer(input);
-    r.destroy_buffer(output);
+    for b in [input, output, put, get] {
+        r.destroy_buffer(b);
+    }
     outs
 }
 
