@@ -287,9 +287,7 @@ impl NeuralFrameContext {
         let generation = self.generation;
         let on_cuda = matches!(self.res.engine, Engine::Cuda(_));
         let (kind, out_kind) = (self.contract.input, self.contract.output);
-        let extra_kinds = |v: &[crate::onnx::NamedTensor]| v.iter().map(|t| t.kind).collect::<Vec<_>>();
-        let (extra_in_kinds, extra_out_kinds) =
-            (extra_kinds(&self.contract.extra_inputs), extra_kinds(&self.contract.extra_outputs));
+        let contract = &self.contract;
         let res = &mut *self.res;
         let tensors = res.slots[i].tensors.as_ref().ok_or_else(|| Error::internal("a slot without buffers"))?;
         let recorder = Recorder {
@@ -305,7 +303,7 @@ impl NeuralFrameContext {
                 let reg = res.registry.registration_mut(id.0)?;
                 // SAFETY: slot i is free, so no submission of its command buffers is pending.
                 pres.push(unsafe {
-                    recorder.pre(i, reg, tensors, (Tensor::Extra(k), extra_in_kinds[k]), place, generation)
+                    recorder.pre(i, reg, tensors, (Tensor::Extra(k), contract.extra_inputs[k].kind), place, generation)
                 }?);
             }
         }
@@ -325,7 +323,14 @@ impl NeuralFrameContext {
                 let reg = res.registry.registration_mut(id.0)?;
                 // SAFETY: as above.
                 posts.push(unsafe {
-                    recorder.post(i, reg, tensors, (Tensor::Extra(k), extra_out_kinds[k]), place, generation)
+                    recorder.post(
+                        i,
+                        reg,
+                        tensors,
+                        (Tensor::Extra(k), contract.extra_outputs[k].kind),
+                        place,
+                        generation,
+                    )
                 }?);
             }
         }

@@ -11,6 +11,7 @@
 
 pub(crate) mod backend;
 pub(crate) mod builder;
+pub(crate) mod caller;
 #[cfg(feature = "diagnostics")]
 pub(crate) mod diagnostics;
 pub(crate) mod foreign;
@@ -153,34 +154,10 @@ fn next_id() -> u64 {
 }
 
 /// The builder with the tune cache's options for this context, and where they came
-/// from; `None` where the caller chose options, the cache has no entry (or cannot be
-/// read: said in the log), or the crate is built without the `tune` feature.
+/// from ([`crate::tune::for_builder`]); `None` without the `tune` feature.
 fn tuned_builder(b: &ContextBuilder, report: &BackendReport) -> Option<(ContextBuilder, String)> {
     #[cfg(feature = "tune")]
-    {
-        use crate::tune::{TuneCache, TuneKey};
-        if b.tuning_forced {
-            return None;
-        }
-        let path = TuneCache::default_path().filter(|p| p.exists())?;
-        let looked_up = TuneKey::for_report(report, &b.model, b.size)
-            .and_then(|key| Ok(TuneCache::load(&path)?.lookup(&key).cloned()));
-        match looked_up {
-            Ok(Some(entry)) => {
-                let mut tuned = b.clone();
-                tuned.tuning = crate::tune::apply(b.tuning, &entry.chosen);
-                let from =
-                    format!("the tune cache {} (tuned {}: {})", path.display(), entry.tuned_at_utc(), entry.chosen);
-                log::info!("options from {from}");
-                Some((tuned, from))
-            }
-            Ok(None) => None,
-            Err(e) => {
-                log::warn!("the tune cache is not used: {e}");
-                None
-            }
-        }
-    }
+    return crate::tune::for_builder(b, report);
     #[cfg(not(feature = "tune"))]
     {
         let _ = (b, report);
