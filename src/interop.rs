@@ -32,6 +32,33 @@ impl SharedTimeline {
         Ok(Self { cuda, vulkan })
     }
 
+    /// A timeline of Vulkan's alone (the caller's by handle, the context's own for the host).
+    pub(crate) fn vulkan_only(vulkan: TimelineSemaphore) -> Self {
+        Self { cuda: None, vulkan }
+    }
+
+    /// The caller's timeline exported as `fd`: imported into Vulkan, and into CUDA as
+    /// well when `cuda` is given (from a duplicate of the descriptor), so that a CUDA
+    /// stream waits for the caller's values itself. The descriptor is the caller's to
+    /// keep whatever happens (both imports take duplicates).
+    pub(crate) fn import(device: &Arc<Device>, cuda: Option<&Arc<CudaDevice>>, fd: &OwnedFd) -> Result<Self> {
+        let dup = || {
+            fd.try_clone()
+                .map_err(|e| Error::Io { what: "duplicating the semaphore's file descriptor".into(), source: e })
+        };
+        let vulkan = TimelineSemaphore::import(device, dup()?)?;
+        let cuda = match cuda {
+            Some(c) => Some(cuda::ExternalSemaphore::import_timeline(c, dup()?)?),
+            None => None,
+        };
+        Ok(Self { cuda, vulkan })
+    }
+
+    /// The CUDA side, where there is one.
+    pub(crate) fn cuda_if_any(&self) -> Option<&cuda::ExternalSemaphore> {
+        self.cuda.as_ref()
+    }
+
     /// The Vulkan side.
     pub(crate) fn vulkan(&self) -> &TimelineSemaphore {
         &self.vulkan

@@ -346,7 +346,7 @@ impl NeuralFrameContext {
         }
         // SAFETY: a timeline semaphore of this device that outlives its registration (contract).
         let t = unsafe { TimelineSemaphore::borrowed(&self.res.device, semaphore) };
-        Ok(TimelineId(self.res.registry.insert(Entry::Timeline(t))))
+        Ok(TimelineId(self.res.registry.insert(Entry::Timeline(interop::SharedTimeline::vulkan_only(t)))))
     }
 
     fn need_caller_device(&self) -> Result<()> {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use ash::vk;
 
-use crate::context::backend::{Engine, Run};
+use crate::context::backend::{CallerWaits, Engine, Run};
 use crate::context::plan::{self, PostBatch, Route, Side, Situation};
 use crate::context::record::{Place, Recorder, Tensor};
 use crate::context::registry::{InputId, OutputId, TimelineId};
@@ -131,6 +131,7 @@ impl NeuralFrameContext {
             post_wait: self.tuning.post_wait,
             caller_wait: sub.wait.is_some(),
             output_free: sub.output_free.is_some(),
+            cuda_waits: sub.cuda_waits,
         })
         .map_err(|e| Error::internal(format!("no plan for the frame: {}", e.0)))?;
         if self.ring.must_drain(plan.signallers) {
@@ -206,7 +207,24 @@ impl NeuralFrameContext {
         let t_enqueue = Instant::now();
         let ran = {
             let res = &mut *self.res;
+            // The caller's semaphores the engine waits for itself (CUDA has them).
+            let cuda_point = |p: Option<(crate::TimelineId, u64)>, wanted: bool| -> Result<_> {
+                match p.filter(|_| wanted) {
+                    Some((id, value)) => {
+                        let t = res.registry.timeline(id)?;
+                        let c =
+                            t.cuda_if_any().ok_or_else(|| Error::internal("a CUDA wait on a Vulkan-only timeline"))?;
+                        Ok(Some((c, value)))
+                    }
+                    None => Ok(None),
+                }
+            };
+            let caller = CallerWaits {
+                input: cuda_point(sub.cuda_points.0, steps.wait_caller)?,
+                output_free: cuda_point(sub.cuda_points.1, steps.wait_output_free.is_some())?,
+            };
             let run = Run {
+                caller,
                 slot: i,
                 value: n,
                 binding: &mut res.slots[i].binding,
@@ -647,7 +665,7 @@ impl NeuralFrameContext {
     /// # Ok(()) }
     /// ```
     pub fn release_timeline(&mut self, timeline: TimelineId, value: u64) -> Result<()> {
-        self.res.registry.timeline(timeline)?.signal_from_host(value)
+        self.res.registry.timeline(timeline)?.vulkan().signal_from_host(value)
     }
 
     fn status(&self, ticket: &Ticket) -> Result<Status> {

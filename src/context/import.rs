@@ -21,7 +21,7 @@ use crate::interop;
 use crate::onnx::TensorValue;
 use crate::vulkan::caps;
 use crate::vulkan::memory::AllocationInfo;
-use crate::vulkan::{Buffer, ExportedMemory, Image, ImageDesc, TimelineSemaphore};
+use crate::vulkan::{Buffer, ExportedMemory, Image, ImageDesc};
 
 impl NeuralFrameContext {
     fn check_origin(&self, origin: &DeviceIdentity) -> Result<()> {
@@ -370,15 +370,14 @@ impl NeuralFrameContext {
         if let Err(e) = checks {
             return Err(ImportError::new(e, fd));
         }
-        let dup = || {
-            fd.try_clone()
-                .map_err(|e| Error::Io { what: "duplicating the semaphore's file descriptor".into(), source: e })
-        };
-        let imported = dup().and_then(|d| TimelineSemaphore::import(&self.res.device, d)).and_then(|t| {
+        // On the CUDA backend CUDA imports it too: the engine's stream waits for the
+        // caller's values itself, with no Vulkan batch of the context's in between.
+        let cuda = self.res.engine.cuda_device();
+        let imported = interop::SharedTimeline::import(&self.res.device, cuda, &fd).and_then(|t| {
             // Its counter must read. (Vulkan cannot tell a binary semaphore's payload from a
             // timeline's at import, and NVIDIA's driver 580 takes either: a binary semaphore
             // is the caller's mistake to avoid, not one the context can catch.)
-            t.value().map_err(|e| {
+            t.vulkan().value().map_err(|e| {
                 Error::InvalidArgument(format!(
                     "the imported semaphore has no timeline counter ({e}): it is not a timeline semaphore"
                 ))

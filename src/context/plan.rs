@@ -56,6 +56,10 @@ pub(crate) struct Situation {
     pub(crate) caller_wait: bool,
     /// The frame waits for the caller's "output free" value (`Frame::output_free_after`).
     pub(crate) output_free: bool,
+    /// The caller's semaphores that the frame waits for are imported into CUDA as
+    /// well (by file descriptor, on the CUDA backend): the engine can wait for them
+    /// on its own streams, with no Vulkan batch between the caller and the model.
+    pub(crate) cuda_waits: bool,
 }
 
 /// Which of the caller's semaphores a step waits for.
@@ -117,11 +121,25 @@ pub(crate) enum Finish {
     OutputReadyAfterPost,
 }
 
+/// Where the engine waits for the caller's "output free" value (CUDA engine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FreeWait {
+    /// On the model's stream, before the model (which writes the caller's buffer itself).
+    BeforeModel,
+    /// On the post stream, before the post kernels (the model need not wait).
+    BeforePost,
+}
+
 /// What the engine does for the frame, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct EngineSteps {
     /// Wait for `to_model = n` (the first batch's signal): on the CUDA stream, or on the host.
     pub(crate) wait_to_model: bool,
+    /// Wait on the model's stream for the caller's "input written" value itself (its
+    /// semaphore imported into CUDA), before the pre kernels or the model.
+    pub(crate) wait_caller: bool,
+    /// Wait for the caller's "output free" value itself, where it says.
+    pub(crate) wait_output_free: Option<FreeWait>,
     /// The CUDA pre kernels.
     pub(crate) pre: Passes,
     pub(crate) input_consumed: Option<Consumed>,
@@ -188,8 +206,19 @@ pub(crate) fn plan(s: Situation) -> Result<Plan, Impossible> {
     // start before the caller is done with it. A Vulkan post batch waits for that on its own.
     let engine_writes_output = s.output.route != Route::Vulkan;
 
+    // The engine waits for the caller's semaphores itself where CUDA has them and it is the
+    // first to touch the memory they guard: the caller's input (no Vulkan pre pass reads it
+    // first), the caller's output (the engine writes it).
+    let engine_caller = on_cuda && s.cuda_waits && s.caller_wait && !vulkan_pre.any();
+    let engine_free = on_cuda && s.cuda_waits && s.output_free && engine_writes_output;
     let (host_waits, first_waits) = if on_cuda {
-        (Waits::NONE, Waits { caller: s.caller_wait, output_free: s.output_free && engine_writes_output })
+        (
+            Waits::NONE,
+            Waits {
+                caller: s.caller_wait && !engine_caller,
+                output_free: s.output_free && engine_writes_output && !engine_free,
+            },
+        )
     } else {
         // The CPU engine waits on the host, before anything is submitted, so that a value
         // that never comes leaves nothing half-submitted behind.
@@ -216,7 +245,19 @@ pub(crate) fn plan(s: Situation) -> Result<Plan, Impossible> {
         Route::Cuda => Finish::OutputReadyAfterPost,
         Route::Direct => Finish::OutputReady,
     };
-    let engine = EngineSteps { wait_to_model: first.is_some(), pre: cuda_pre, input_consumed, post: cuda_post, done };
+    let wait_output_free = engine_free.then_some(match s.output.route {
+        Route::Cuda => FreeWait::BeforePost,
+        _ => FreeWait::BeforeModel,
+    });
+    let engine = EngineSteps {
+        wait_to_model: first.is_some(),
+        wait_caller: engine_caller,
+        wait_output_free,
+        pre: cuda_pre,
+        input_consumed,
+        post: cuda_post,
+        done,
+    };
 
     let post = vulkan_post.any().then_some(PostBatch {
         post: vulkan_post,
@@ -245,6 +286,8 @@ mod tests {
         post_wait: PostWait,
         /// (caller wait, output free)
         waits: (bool, bool),
+        /// The caller's semaphores are imported into CUDA.
+        cuda_waits: bool,
         /// What happens, in short: see `describe`.
         expect: &'static str,
     }
@@ -253,7 +296,9 @@ mod tests {
     /// `H[c o]`: the host waits for the caller's input (c) and output-free (o) values;
     /// `1[pre xtra vis | c o | ic]`: the first batch's Vulkan passes (frame, extras), the
     /// host-visibility command, its waits, and whether it signals input consumed;
-    /// `E[w | pre | ic< / ic> | post | md/or/or+]`; `2[post | md o | q1 | defer]`; `S[vv]`.
+    /// `E[w | pre | ic< / ic> | post | md/or/or+]`; `2[post | md o | q1 | defer]`; where the
+    /// engine waits for the caller's semaphores itself, `W[c m/p]` (input written; output
+    /// free before the model or before the post kernels); `S[vv]`.
     fn describe(p: &Plan) -> String {
         let mut s = String::new();
         let flag = |on: bool, c: &str| if on { c.to_string() } else { "-".into() };
@@ -301,13 +346,26 @@ mod tests {
                 flag(b.deferred, "d"),
             );
         }
+        if e.wait_caller || e.wait_output_free.is_some() {
+            let free = match e.wait_output_free {
+                None => "-",
+                Some(FreeWait::BeforeModel) => "m",
+                Some(FreeWait::BeforePost) => "p",
+            };
+            s += &format!(" W[{}{free}]", flag(e.wait_caller, "c"));
+        }
         let sig = |x: Signaller| if x == Signaller::Vulkan { "v" } else { "e" };
         s += &format!(" S[{}{}]", sig(p.signallers.0), sig(p.signallers.1));
         s
     }
 
     fn row(input: Route, output: Route, engine: EngineKind, waits: (bool, bool), expect: &'static str) -> Row {
-        Row { input, output, engine, post_wait: PostWait::Gpu, waits, expect }
+        Row { input, output, engine, post_wait: PostWait::Gpu, waits, cuda_waits: false, expect }
+    }
+
+    /// A row whose caller semaphores CUDA has too.
+    fn cuda_row(input: Route, output: Route, engine: EngineKind, waits: (bool, bool), expect: &'static str) -> Row {
+        Row { cuda_waits: true, ..row(input, output, engine, waits, expect) }
     }
 
     fn check(rows: &[Row], extras: bool) {
@@ -321,6 +379,7 @@ mod tests {
                 post_wait: r.post_wait,
                 caller_wait: r.waits.0,
                 output_free: r.waits.1,
+                cuda_waits: r.cuda_waits,
             };
             let got = plan(s).map(|p| describe(&p)).unwrap_or_else(|e| format!("impossible: {}", e.0));
             if got != r.expect {
@@ -357,6 +416,31 @@ mod tests {
                 row(D, D, CU, (true, true), "1[---|co|-] E[w|--|i>|--|or] S[ee]"),
                 row(D, C, CU, (false, false), "E[-|--|i>|p-|or+] S[ee]"),
                 row(C, D, CU, (false, false), "E[-|p-|i<|--|or] S[ee]"),
+            ],
+            false,
+        );
+    }
+
+    #[test]
+    fn the_engine_waits_for_the_callers_semaphores_that_cuda_has() {
+        check(
+            &[
+                // CUDA kernels both ways: no Vulkan batch at all; the model's stream waits for
+                // the input, the post stream for the output's release.
+                cuda_row(C, C, CU, (true, false), "E[-|p-|i<|p-|or+] W[c-] S[ee]"),
+                cuda_row(C, C, CU, (false, true), "E[-|p-|i<|p-|or+] W[-p] S[ee]"),
+                cuda_row(C, C, CU, (true, true), "E[-|p-|i<|p-|or+] W[cp] S[ee]"),
+                // The model reads and writes the caller's buffers: both waits before the model.
+                cuda_row(D, D, CU, (true, true), "E[-|--|i>|--|or] W[cm] S[ee]"),
+                cuda_row(C, D, CU, (true, true), "E[-|p-|i<|--|or] W[cm] S[ee]"),
+                // A Vulkan pre pass reads the input first: it waits for it; the engine still
+                // waits for the output's release itself.
+                cuda_row(V, C, CU, (true, true), "1[p--|c-|i] E[w|--|-|p-|or+] W[-p] S[ve]"),
+                // A Vulkan post batch waits for the output's release itself, as before.
+                cuda_row(C, V, CU, (true, true), "E[-|p-|i<|--|md] 2[p-|mo|q1|-] W[c-] S[ev]"),
+                cuda_row(V, V, CU, (true, true), "1[p--|c-|i] E[w|--|-|--|md] 2[p-|mo|q1|-] S[vv]"),
+                // The CPU engine waits on the host whatever CUDA has.
+                cuda_row(D, D, HO, (true, true), "H[co] 1[--v|--|-] E[w|--|i>|--|or] S[ee]"),
             ],
             false,
         );
@@ -402,6 +486,7 @@ mod tests {
             post_wait: PostWait::Gpu,
             caller_wait: false,
             output_free: false,
+            cuda_waits: false,
         };
         let side = |route, extras| Side { route, extras };
         let describe_plan = |s| plan(s).map(|p| describe(&p)).unwrap_or_else(|e| format!("impossible: {}", e.0));
@@ -432,6 +517,7 @@ mod tests {
             engine,
             post_wait: PostWait::Host,
             waits: (false, false),
+            cuda_waits: false,
             expect,
         };
         check(

@@ -8,9 +8,10 @@ use ash::vk;
 use crate::context::passes::{Source, Target};
 use crate::cuda::MappedBuffer;
 use crate::error::{Error, Result};
+use crate::interop::SharedTimeline;
 use crate::onnx::TensorValue;
 use crate::vulkan::compute::{DescriptorSet, ImageView};
-use crate::vulkan::{Buffer, Image, TimelineSemaphore};
+use crate::vulkan::{Buffer, Image};
 
 /// A registration's place in its context's table. Copy handles name it with the
 /// table's generation, so a handle outliving its registration is refused.
@@ -209,7 +210,9 @@ impl Registration {
 pub(crate) enum Entry {
     Input(Registration),
     Output(Registration),
-    Timeline(TimelineSemaphore),
+    /// The caller's timeline (imported into CUDA too where it came by descriptor on
+    /// the CUDA backend), or the context's own for the host.
+    Timeline(SharedTimeline),
 }
 
 struct Cell {
@@ -297,7 +300,7 @@ impl Registry {
     }
 
     /// A timeline.
-    pub(crate) fn timeline(&self, id: TimelineId) -> Result<&TimelineSemaphore> {
+    pub(crate) fn timeline(&self, id: TimelineId) -> Result<&SharedTimeline> {
         match self.cell(id.0)? {
             Entry::Timeline(t) => Ok(t),
             _ => Err(Error::internal("a timeline handle naming something else")),

@@ -7,7 +7,7 @@ use crate::context::NeuralFrameContext;
 use crate::context::backend::PassRun;
 use crate::context::plan::{Passes, Route, Side};
 use crate::context::record::{Place, size_mismatch};
-use crate::context::registry::Registration;
+use crate::context::registry::{Registration, TimelineId};
 use crate::context::sync::{Frame, Submission, SyncMode};
 use crate::cuda::{PostParams, PreParams, TensorParams};
 use crate::error::{Error, Result};
@@ -129,7 +129,24 @@ impl NeuralFrameContext {
                     .into(),
             ));
         }
-        Ok(Submission { wait: point(frame.wait)?, output_free: point(frame.output_free)?, extra_inputs, extra_outputs })
+        // The points whose timelines CUDA has too (imported by descriptor on the CUDA backend).
+        let on_cuda = |p: Option<crate::SyncPoint>| -> Result<Option<(TimelineId, u64)>> {
+            Ok(match p {
+                Some(p) if r.timeline(p.timeline)?.cuda_if_any().is_some() => Some((p.timeline, p.value)),
+                _ => None,
+            })
+        };
+        let cuda_points = (on_cuda(frame.wait)?, on_cuda(frame.output_free)?);
+        let cuda_waits =
+            frame.wait.is_some() == cuda_points.0.is_some() && frame.output_free.is_some() == cuda_points.1.is_some();
+        Ok(Submission {
+            wait: point(frame.wait)?,
+            output_free: point(frame.output_free)?,
+            cuda_points,
+            cuda_waits,
+            extra_inputs,
+            extra_outputs,
+        })
     }
 }
 

@@ -450,11 +450,18 @@ impl FrameStats {
     }
 }
 
+/// A point on one of the caller's timelines, by registration.
+pub(crate) type CallerPoint = (TimelineId, u64);
+
 /// A frame's submission, as the submit path passes it on (inputs resolved).
 #[derive(Debug, Clone)]
 pub(crate) struct Submission {
     pub(crate) wait: Option<(vk::Semaphore, u64)>,
     pub(crate) output_free: Option<(vk::Semaphore, u64)>,
+    /// The timelines of `wait` and `output_free`, where CUDA has them too.
+    pub(crate) cuda_points: (Option<CallerPoint>, Option<CallerPoint>),
+    /// Every caller semaphore the frame waits for is one CUDA has too.
+    pub(crate) cuda_waits: bool,
     /// The model's extra inputs: (index in the contract's extra inputs, registration).
     pub(crate) extra_inputs: Vec<(usize, InputId)>,
     /// The extra outputs asked for: (index in the contract's extra outputs, registration).

@@ -1,6 +1,6 @@
 //! The CUDA backend: the model runs on the context's CUDA stream, behind a
-//! wait for the Vulkan-signalled `to_model` timeline, and signals back. Nothing
-//! here waits on the host.
+//! wait for the Vulkan-signalled `to_model` timeline or for the caller's own
+//! semaphores (imported into CUDA), and signals back. Nothing here waits on the host.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ort::session::{RunOptions, Session};
 
 use crate::context::backend::{Run, Timelines};
-use crate::context::plan::{Consumed, Finish};
+use crate::context::plan::{Consumed, Finish, FreeWait};
 use crate::cuda::{self, CudaDevice};
 use crate::error::{Error, Result};
 
@@ -109,15 +109,26 @@ impl CudaEngine {
         let steps = run.steps;
         let slot = &mut self.slots[run.slot];
         slot.ran = (steps.pre.any(), steps.post.any());
-        match (&self.side, steps.wait_to_model) {
-            (_, false) => {}
-            // The external wait on an idle stream of its own; the model's stream joins it by an event.
-            (Some((side, joined)), true) => {
-                timelines.to_model.cuda()?.wait(side, n)?;
+        // What the model's stream waits for: the first batch's `to_model`, and the caller's
+        // own semaphores where the engine waits for them itself.
+        let to_model = if steps.wait_to_model { Some((timelines.to_model.cuda()?, n)) } else { None };
+        let free_first = run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforeModel));
+        let waits = [to_model, run.caller.input, free_first];
+        match &self.side {
+            _ if waits.iter().all(Option::is_none) => {}
+            // The external waits on an idle stream of its own; the model's stream joins it by an event.
+            Some((side, joined)) => {
+                for (semaphore, value) in waits.into_iter().flatten() {
+                    semaphore.wait(side, value)?;
+                }
                 joined.record(side)?;
                 self.stream.wait_event(joined)?;
             }
-            (None, true) => timelines.to_model.cuda()?.wait(&self.stream, n)?,
+            None => {
+                for (semaphore, value) in waits.into_iter().flatten() {
+                    semaphore.wait(&self.stream, value)?;
+                }
+            }
         }
         if let Some(p) = run.passes.as_mut() {
             let (kernels, _) =
@@ -207,6 +218,13 @@ impl CudaEngine {
                     self.passes.as_ref().ok_or_else(|| Error::internal("CUDA passes without their kernels"))?;
                 let p = run.passes.as_ref().ok_or_else(|| Error::internal("post kernels without parameters"))?;
                 post_stream.wait_event(&slot.events.1)?;
+                // The caller's "output free", where the engine waits for it itself: only the
+                // post kernels write the caller's output, so only they wait.
+                if let Some((semaphore, value)) =
+                    run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforePost))
+                {
+                    semaphore.wait(post_stream, value)?;
+                }
                 for post in &p.post {
                     kernels.post(post_stream, post)?;
                 }

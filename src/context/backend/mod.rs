@@ -13,7 +13,7 @@ use std::time::Duration;
 use ort::session::Session;
 
 use crate::context::plan::{EngineKind, EngineSteps};
-use crate::cuda::CudaDevice;
+use crate::cuda::{CudaDevice, ExternalSemaphore};
 use crate::error::Result;
 use crate::interop::SharedTimeline;
 use crate::onnx::{Binding, Placement};
@@ -34,8 +34,17 @@ pub(crate) struct Timelines {
     pub(crate) output_ready: SharedTimeline,
 }
 
+/// The caller's semaphores that the engine waits for itself (the plan's
+/// `EngineSteps::wait_caller` and `wait_output_free`), with their values.
+pub(crate) struct CallerWaits<'a> {
+    pub(crate) input: Option<(&'a ExternalSemaphore, u64)>,
+    pub(crate) output_free: Option<(&'a ExternalSemaphore, u64)>,
+}
+
 /// One model run, as the submit path hands it to the engine.
 pub(crate) struct Run<'a> {
+    /// The caller's semaphores the engine waits for itself.
+    pub(crate) caller: CallerWaits<'a>,
     /// The ring slot.
     pub(crate) slot: usize,
     /// The frame's timeline value.

@@ -11,6 +11,7 @@ use crate::context::NeuralFrameContext;
 use crate::context::registry::{Entry, InputId, OutputId, Resource, TimelineId};
 use crate::context::sync::{Frame, FrameStats, Submitted, SyncMode};
 use crate::error::{Error, Result};
+use crate::interop::SharedTimeline;
 use crate::vulkan::sync::TimelineSemaphore;
 use crate::vulkan::transfer::StagedImageCopies;
 
@@ -84,7 +85,7 @@ impl NeuralFrameContext {
         let input = self.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
         let output = self.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
         let timeline = TimelineSemaphore::new(&self.res.device, 0, false)?;
-        let uploaded = TimelineId(self.res.registry.insert(Entry::Timeline(timeline)));
+        let uploaded = TimelineId(self.res.registry.insert(Entry::Timeline(SharedTimeline::vulkan_only(timeline))));
         let input_image = image(&self.res.registry.input(input)?.resource)?;
         let output_image = image(&self.res.registry.output(output)?.resource)?;
         // SAFETY: both are the context's own images of its device, in GENERAL layout between
@@ -118,7 +119,7 @@ impl NeuralFrameContext {
         let frame = Frame::new(lane.input, lane.output);
         let frame = if self.sync_mode == SyncMode::Host {
             // Host-signalled mode takes no GPU waits: the upload's completion comes through the host.
-            if !self.res.registry.timeline(lane.uploaded)?.wait(lane.value, self.frame_timeout)? {
+            if !self.res.registry.timeline(lane.uploaded)?.vulkan().wait(lane.value, self.frame_timeout)? {
                 return Err(Error::Timeout { what: "a host-pinned frame's upload".into(), waited: self.frame_timeout });
             }
             frame
