@@ -361,12 +361,7 @@ __device__ __forceinline__ void put(const PostParams& p, u32 x, u32 y, float4 c)
 // The post pass for one output pixel. GENERAL: any target and tiles; otherwise an
 // image through its surface, untiled (the common case, with fewer registers).
 template <bool GENERAL>
-__device__ __forceinline__ void post(const PostParams& p) {
-    u32 x = blockIdx.x * blockDim.x + threadIdx.x;
-    u32 y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= p.out_width || y >= p.out_height) {
-        return;
-    }
+__device__ __forceinline__ void post_pixel(const PostParams& p, u32 x, u32 y) {
     u32 px = y * p.out_width + x;
     u32 plane = p.out_width * p.out_height;
     // As pixel() in post_common.wgsl: a channel the tensor lacks has t = 0 and still
@@ -403,6 +398,19 @@ __device__ __forceinline__ void post(const PostParams& p) {
         put(p, x, y, c);
     } else {
         store_surface(p, x, y, c);
+    }
+}
+
+// Every output pixel, in a grid that may be smaller than the image (a grid-stride
+// loop in both directions): beside the next frame's model the post pass may run
+// on a few blocks that stay resident instead of a block per 256 pixels, whose
+// short blocks the model's kernels otherwise wait to drain at every launch.
+template <bool GENERAL>
+__device__ __forceinline__ void post(const PostParams& p) {
+    for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < p.out_height; y += gridDim.y * blockDim.y) {
+        for (u32 x = blockIdx.x * blockDim.x + threadIdx.x; x < p.out_width; x += gridDim.x * blockDim.x) {
+            post_pixel<GENERAL>(p, x, y);
+        }
     }
 }
 
