@@ -7,13 +7,18 @@
 //!     --input models/coffee.png --output out.png [--frames N] [--share device|fd]
 //! ```
 //!
-//! The renderer keeps a ring of input and output images. For each frame it
-//! "renders" (copies a picture into the next input image on its own queue and
-//! signals `rendered = n`), submits the frame to the context with that wait, and
-//! queues a copy of the result that waits on the GPU for the frame's "output
-//! ready". It renders frame n+1 while frame n is inferred; before drawing into
-//! an input image again it waits, on its GPU, for the context's "input
-//! consumed" of the frame that last read it. The host waits once, at the end.
+//! The renderer keeps a ring of input and output images. The picture is put
+//! once, before any frame, into device-local memory of the renderer's own. For
+//! each frame it "renders" (copies the picture from there into the next input
+//! image on its own queue and signals `rendered = n`), submits the frame to the
+//! context with that wait, and queues a copy of the result into device-local
+//! memory of its own (what a compositor would sample) that waits on the GPU for
+//! the frame's "output ready". It renders frame n+1 while frame n is inferred;
+//! before drawing into an input image again it waits, on its GPU, for the
+//! context's "input consumed" of the frame that last read it. The host waits
+//! once, at the end. Nothing crosses PCIe per frame: frames/s times the frames
+//! alone, and only after them is the last result read back to the host
+//! (untimed) for the PNG and `--compare`.
 //!
 //! - `--share device` (default): the context is built on the renderer's device
 //!   and queue (bring your own device) and uses its images and semaphores by handle.
@@ -103,13 +108,16 @@ fn args() -> Result<Args> {
     Ok(a)
 }
 
-/// The renderer's per-frame resources: the ring of images, their staging and
-/// readback buffers, and the command buffers that render and read back.
+/// The renderer's per-frame resources: the ring of images, the picture it
+/// draws from and the results it keeps (device-local, its own), and the command
+/// buffers that draw and copy the results out.
 struct Ring {
     inputs: Vec<RImage>,
     outputs: Vec<RImage>,
-    staging: Vec<RBuffer>,
-    readback: Vec<RBuffer>,
+    /// The picture (BGRA), device-local, put there once: every frame is drawn from it.
+    scene: RBuffer,
+    /// Per output image, where the renderer copies its results (device-local).
+    shown: Vec<RBuffer>,
     render: Vec<vk::CommandBuffer>,
     read: Vec<vk::CommandBuffer>,
 }
@@ -164,22 +172,22 @@ fn main() -> Result<()> {
     }
 
     // The ring: input images the renderer draws into (BGRA, as a swapchain-like
-    // format would be), output images it reads results from.
+    // format would be), output images it copies results out of.
     let k = a.ring;
     let bgra: Vec<u8> = picture.pixels.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
     let in_usage = vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST;
     let out_usage = vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC;
-    let mut ring =
-        Ring { inputs: vec![], outputs: vec![], staging: vec![], readback: vec![], render: vec![], read: vec![] };
+    let both = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let scene = r.buffer(bgra.len() as u64, both, false, false)?;
+    r.upload(&scene, &bgra)?;
+    let mut ring = Ring { inputs: vec![], outputs: vec![], scene, shown: vec![], render: vec![], read: vec![] };
+    let result_bytes = ow as usize * oh as usize * 4;
     // Exportable memory either way: shared by fd, or on the renderer's device handed over
     // with the image (register_*_image_with_memory), so that CUDA reaches the frames.
     for _ in 0..k {
         ring.inputs.push(r.image(w, h, vk::Format::B8G8R8A8_UNORM, in_usage, true)?);
         ring.outputs.push(r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, out_usage, true)?);
-        let s = r.buffer(bgra.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, true, false)?;
-        r.write(&s, &bgra);
-        ring.staging.push(s);
-        ring.readback.push(r.buffer(ow as u64 * oh as u64 * 4, vk::BufferUsageFlags::TRANSFER_DST, true, false)?);
+        ring.shown.push(r.buffer(result_bytes as u64, both, false, false)?);
     }
     // Register the ring once; frames then name handles.
     let mut ids = Vec::new();
@@ -248,11 +256,11 @@ fn main() -> Result<()> {
     // external queue family, where they live between uses).
     r.prepare(&ring.inputs.iter().chain(&ring.outputs).collect::<Vec<_>>(), a.share_fd)?;
     for i in 0..k {
-        ring.render.push(r.render_commands(&ring.inputs[i], &ring.staging[i], a.share_fd)?);
-        ring.read.push(r.read_commands(&ring.outputs[i], &ring.readback[i], a.share_fd)?);
+        ring.render.push(r.render_commands(&ring.inputs[i], &ring.scene, a.share_fd)?);
+        ring.read.push(r.read_commands(&ring.outputs[i], &ring.shown[i], a.share_fd)?);
     }
 
-    // The frames.
+    // The frames, timed: per frame only GPU work on device-local memory.
     let start = Instant::now();
     let mut values = vec![0u64; k]; // the context's value of the frame that last used ring entry i
     let mut own_consumed = vk::Semaphore::null(); // on the renderer's device: the tickets' own handle
@@ -294,11 +302,14 @@ fn main() -> Result<()> {
     r.wait(read_done, a.frames)?;
     let secs = start.elapsed().as_secs_f64();
     let last = ((a.frames - 1) % k as u64) as usize;
-    let pixels = r.read(&ring.readback[last], (ow * oh * 4) as usize);
+    // Untimed: the last result, from the renderer's device-local copy to the host.
+    let pixels = r.download(&ring.shown[last], result_bytes)?;
     Rgba8 { width: ow, height: oh, pixels: pixels.clone() }.save_png(&a.output)?;
     println!(
-        "{} frames {w}×{h} → {ow}×{oh} in {:.3} s ({:.1} frames/s) through a ring of {k}; host waits between the \
-         renderer's submits: {}; context submits that waited for a free slot: {blocked}",
+        "{} frames {w}×{h} → {ow}×{oh} in {:.3} s ({:.1} frames/s) through a ring of {k} (timed: per frame a copy \
+         in from the renderer's device-local picture, inference, a copy out into its device-local memory; the \
+         PNG's read-back came after, untimed); host waits between the renderer's submits: {}; context submits \
+         that waited for a free slot: {blocked}",
         a.frames,
         secs,
         a.frames as f64 / secs,
@@ -330,7 +341,7 @@ fn main() -> Result<()> {
     for i in ring.inputs.into_iter().chain(ring.outputs) {
         r.destroy_image(i);
     }
-    for b in ring.staging.into_iter().chain(ring.readback) {
+    for b in std::iter::once(ring.scene).chain(ring.shown) {
         r.destroy_buffer(b);
     }
     r.destroy_semaphore(rendered);

@@ -9,14 +9,17 @@
 //! ```
 //!
 //! It creates its own Vulkan instance and device (as any renderer would), puts
-//! the picture into a `VkImage` of its own, and then, for every frame, copies
-//! that image into the next input slot on its queue and hands the slot to the
-//! worker. The result of the last frame is copied into a host-visible buffer and
-//! written as a PNG.
+//! the picture once into a device-local `VkImage` of its own, and then, for
+//! every frame, copies that image into the next input slot on its queue and
+//! hands the slot to the worker, and copies the frame's result out of its output
+//! slot into a device-local buffer of its own (what a compositor would sample).
+//! Nothing crosses PCIe per frame: the frames/s it prints times the frames
+//! alone. After them (untimed), the last result is copied into a host-visible
+//! buffer and written as a PNG.
 //!
 //! - **GPU mode** (the device shares timeline semaphores): the copy signals the
 //!   client's "rendered" timeline, the worker's GPU waits for it, and the
-//!   renderer's queue waits for the worker's "output ready" before reading the
+//!   renderer's queue waits for the worker's "output ready" before copying the
 //!   output slot; the host waits only before reusing an output slot (normally
 //!   already finished) and at the end.
 //! - **Host mode** (`--sync host`, or a driver without semaphore fds such as
@@ -505,6 +508,21 @@ impl Device {
         })
     }
 
+    /// A device-local (where possible) buffer of `size` bytes.
+    fn local_buffer(&mut self, size: u64, usage: vk::BufferUsageFlags) -> Result<vk::Buffer> {
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: the device is live; `info` lives for the call.
+        let buffer = unsafe { self.device.create_buffer(&info, None) }.map_err(vk_err("vkCreateBuffer"))?;
+        self.objects.push(Object::Buffer(buffer));
+        // SAFETY: `buffer` is a live buffer of this device.
+        let requirements = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+        let (memory, _) =
+            self.allocate(requirements, vk::MemoryPropertyFlags::empty(), vk::MemoryPropertyFlags::DEVICE_LOCAL)?;
+        // SAFETY: `memory` was allocated for `buffer`'s requirements; the buffer has no memory bound.
+        unsafe { self.device.bind_buffer_memory(buffer, memory, 0) }.map_err(vk_err("vkBindBufferMemory"))?;
+        Ok(buffer)
+    }
+
     /// A device-local (where possible) 2D image.
     fn image(&mut self, width: u32, height: u32, format: vk::Format, usage: vk::ImageUsageFlags) -> Result<vk::Image> {
         let info = vk::ImageCreateInfo::default()
@@ -825,43 +843,75 @@ fn record_input(
 }
 
 /// Records, into `cmd`, the renderer's use of an output slot: acquire from the
-/// worker, a copy into `readback` (the last frame only) with the barrier that
-/// makes it visible to the host, and the release back to the worker.
+/// worker, a copy of the result into `shown` (device-local, the renderer's own:
+/// what a compositor would sample), and the release back to the worker.
 fn record_output(
     dev: &Device,
     cdev: &ClientDevice,
     cmd: vk::CommandBuffer,
     slot: &SlotBuffer,
-    readback: Option<&HostBuffer>,
+    (shown, bytes): (vk::Buffer, u64),
 ) -> Result<()> {
     dev.begin(cmd)?;
-    // SAFETY: as in record_input; the readback buffer is live and at least as large as the copy.
+    // SAFETY: as in record_input; `shown` is live and, as the slot, at least `bytes` long. The copy's earlier
+    // write into `shown` (this ring index's previous frame) finished before `cmd` was recorded again (its fence).
     unsafe {
         acquire_from_worker(cdev, cmd, slot);
-        if let Some(rb) = readback {
-            let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: rb.size };
-            dev.device.cmd_copy_buffer(cmd, slot.buffer(), rb.buffer, &[copy]);
-            let to_host = vk::BufferMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .buffer(rb.buffer)
-                .offset(0)
-                .size(vk::WHOLE_SIZE);
-            dev.device.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[to_host],
-                &[],
-            );
-        }
+        let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes };
+        dev.device.cmd_copy_buffer(cmd, slot.buffer(), shown, &[copy]);
         release_to_worker(cdev, cmd, slot);
     }
     dev.end(cmd)
+}
+
+/// After the frames (untimed): copies the result the renderer kept in `shown`
+/// into the host-visible `readback`, with the barriers that make the frames'
+/// copy visible to this one and this one's visible to the host, and waits.
+fn read_back(
+    dev: &Device,
+    (cmd, fence): (vk::CommandBuffer, vk::Fence),
+    shown: vk::Buffer,
+    readback: &HostBuffer,
+) -> Result<()> {
+    let barrier = |buffer, dst| {
+        vk::BufferMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(dst)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .buffer(buffer)
+            .offset(0)
+            .size(vk::WHOLE_SIZE)
+    };
+    dev.begin(cmd)?;
+    // SAFETY: `cmd` is recording outside a render pass; both buffers are live and of this device, at least
+    // `readback.size` long; the first barrier orders the copy after the frames' copies into `shown` (earlier
+    // submissions on this queue).
+    unsafe {
+        dev.device.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[barrier(shown, vk::AccessFlags::TRANSFER_READ)],
+            &[],
+        );
+        let copy = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: readback.size };
+        dev.device.cmd_copy_buffer(cmd, shown, readback.buffer, &[copy]);
+        dev.device.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[barrier(readback.buffer, vk::AccessFlags::HOST_READ)],
+            &[],
+        );
+    }
+    dev.end(cmd)?;
+    dev.submit(cmd, &[], &[], fence)?;
+    dev.wait_own(fence)
 }
 
 /// Per ring index k (input slot k and output slot k): the command buffers and
@@ -932,13 +982,14 @@ fn wait_output_fence(
     unsafe { dev.device.reset_fences(&[fence]) }.map_err(vk_err("vkResetFences"))
 }
 
-/// Runs the frames; the last frame's output ends up in `readback`.
+/// Runs the frames, timed; each frame's output ends up in `shown` (output slot
+/// k's in `shown.0[k]`, `shown.1` bytes).
 fn frames(
     dev: &Device,
     client: &mut Client,
     ring: &mut Ring,
     picture: (vk::Image, u32, u32),
-    readback: &HostBuffer,
+    shown: (&[vk::Buffer], u64),
     count: u64,
     pending: &mut VecDeque<FrameId>,
 ) -> Result<Stats> {
@@ -948,8 +999,7 @@ fn frames(
     let start = Instant::now();
     for n in 1..=count {
         let k = ((n - 1) % slots) as usize;
-        let last = n == count;
-        let readback = last.then_some(readback);
+        let shown = (shown.0[k], shown.1);
         match client.sync_mode() {
             SyncMode::Gpu => {
                 // Output slot k is read by the submission of frame n - slots; the worker writes it as soon as it
@@ -966,7 +1016,7 @@ fn frames(
                 pending.push_back(frame);
                 let points = client.enqueued(frame)?;
                 ring.consumed[k] = Some(points.input_consumed);
-                record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), readback)?;
+                record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), shown)?;
                 dev.submit(ring.output_cmds[k], &[points.output_ready], &[], ring.fences[k])?;
                 ring.pending[k] = true;
                 collect_done(client, pending, &mut infer)?;
@@ -980,14 +1030,14 @@ fn frames(
                 pending.push_back(frame);
                 infer.push(client.wait_done(frame)?);
                 pending.pop_back();
-                record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), readback)?;
+                record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), shown)?;
                 dev.submit(ring.output_cmds[k], &[], &[], ring.fences[k])?;
                 dev.wait_own(ring.fences[k])?;
             }
         }
     }
-    // GPU mode: the last frame's readback, and every other output submission still pending (they come before
-    // it in submission order, so they are finished by then).
+    // GPU mode: the last frame's copy, and every other output submission still pending (they come before it in
+    // submission order, so they are finished by then).
     let last = ((count - 1) % slots) as usize;
     for k in std::iter::once(last).chain(0..slots as usize) {
         if ring.pending[k] {
@@ -1040,12 +1090,15 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
         }
         let bytes = out.bytes().ok_or("the output frame's size overflows")?;
         let readback = dev.host_buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true)?;
+        let usage = vk::BufferUsageFlags::TRANSFER_DST | vk::BufferUsageFlags::TRANSFER_SRC;
+        let shown = (0..slots).map(|_| dev.local_buffer(bytes, usage)).collect::<Result<Vec<_>>>()?;
         let mut fences = Vec::new();
         for _ in 0..slots {
             fences.push(dev.fence()?);
         }
-        let cmds = dev.command_buffers(2 * slots)?;
-        let (input_cmds, output_cmds) = cmds.split_at(slots as usize);
+        let read_fence = dev.fence()?;
+        let cmds = dev.command_buffers(2 * slots + 1)?;
+        let (input_cmds, output_cmds) = cmds[..2 * slots as usize].split_at(slots as usize);
         let mut ring = Ring {
             input_cmds: input_cmds.to_vec(),
             output_cmds: output_cmds.to_vec(),
@@ -1060,7 +1113,7 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
             &mut client,
             &mut ring,
             (image, picture.width, picture.height),
-            &readback,
+            (&shown, bytes),
             args.frames,
             &mut pending,
         );
@@ -1076,7 +1129,11 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
         }
         // Also needed before the client goes: its slots and semaphores must be idle when it destroys them.
         dev.wait_idle()?;
-        Ok((outcome?, readback, bytes))
+        let stats = outcome?;
+        // Untimed: the last frame's result, from the renderer's device-local copy to the host.
+        let last = ((args.frames - 1) % u64::from(slots)) as usize;
+        read_back(&dev, (cmds[2 * slots as usize], read_fence), shown[last], &readback)?;
+        Ok((stats, readback, bytes))
     })();
     let (stats, readback, bytes) = match result {
         Ok(r) => r,
@@ -1088,14 +1145,14 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
 
     if !readback.coherent {
         let range = vk::MappedMemoryRange::default().memory(readback.memory).offset(0).size(vk::WHOLE_SIZE);
-        // SAFETY: the memory is mapped from offset 0 to its end; the GPU's writes to it are finished (the device
-        // is idle) and were made available to the host (the barrier in record_output).
+        // SAFETY: the memory is mapped from offset 0 to its end; the GPU's writes to it are finished (read_back
+        // waited) and were made available to the host (the barrier in read_back).
         unsafe { dev.device.invalidate_mapped_memory_ranges(&[range]) }
             .map_err(vk_err("vkInvalidateMappedMemoryRanges"))?;
     }
     let len = usize::try_from(bytes)?;
     // SAFETY: the mapping covers the whole allocation of at least `bytes` bytes; no GPU work writes it any more
-    // (the device is idle); it stays mapped until the device is dropped, after this slice.
+    // (read_back waited); it stays mapped until the device is dropped, after this slice.
     let data = unsafe { std::slice::from_raw_parts(readback.mapped.cast_const(), len) };
     let (w, h, pitch) = (out.width as usize, out.height as usize, out.row_pitch as usize);
     let mut rgba = Vec::with_capacity(w * h * 4);
@@ -1104,6 +1161,10 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
     }
     save_png(&args.output, out.width, out.height, &rgba)?;
 
+    println!(
+        "render: timed per frame: a device-local copy into the input slot, the worker's frame, a copy out of the \
+         output slot into device-local memory of the renderer's; the PNG's read-back came after, untimed"
+    );
     let seconds = stats.wall.as_secs_f64();
     let known: Vec<f64> = stats.infer_ms.iter().copied().filter(|m| m.is_finite()).collect();
     let model = if known.is_empty() {

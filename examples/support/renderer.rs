@@ -595,6 +595,67 @@ impl Renderer {
     }
 }
 
+impl Renderer {
+    /// Puts `data` into `dst` (device-local, `TRANSFER_DST`) through a host-visible
+    /// staging buffer of its own, once, before any frame, and waits for it.
+    pub fn upload(&self, dst: &RBuffer, data: &[u8]) -> Result<()> {
+        let size = data.len() as u64;
+        if size > dst.size {
+            bail!("{size} bytes do not fit a buffer of {}", dst.size);
+        }
+        let staging = self.buffer(size, vk::BufferUsageFlags::TRANSFER_SRC, true, false)?;
+        self.write(&staging, data);
+        let cmd = self.record(|d, cmd| {
+            // SAFETY: cmd is recording; both buffers hold `size` bytes.
+            unsafe { d.cmd_copy_buffer(cmd, staging.buffer, dst.buffer, &[vk::BufferCopy::default().size(size)]) };
+            let done = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+            barrier::record(d, cmd, &[barrier::buffer(dst.buffer, (vk::AccessFlags::TRANSFER_WRITE, done), None)], &[]);
+        });
+        self.once(cmd?)?;
+        self.destroy_buffer(staging);
+        Ok(())
+    }
+
+    /// The first `len` bytes of `src` (device-local, `TRANSFER_SRC`), read back through
+    /// a host-visible buffer of its own: after the frames, untimed. Waits for the
+    /// renderer's device to be idle (every earlier write to `src` is then done; a
+    /// barrier makes the transfers' writes visible to the copy).
+    pub fn download(&self, src: &RBuffer, len: usize) -> Result<Vec<u8>> {
+        let size = len as u64;
+        if size > src.size {
+            bail!("{size} bytes from a buffer of {}", src.size);
+        }
+        let host = self.buffer(size, vk::BufferUsageFlags::TRANSFER_DST, true, false)?;
+        let cmd = self.record(|d, cmd| {
+            let written = vk::AccessFlags::MEMORY_WRITE;
+            barrier::record(
+                d,
+                cmd,
+                &[barrier::buffer(src.buffer, (written, vk::AccessFlags::TRANSFER_READ), None)],
+                &[],
+            );
+            // SAFETY: cmd is recording; both buffers hold `size` bytes.
+            unsafe { d.cmd_copy_buffer(cmd, src.buffer, host.buffer, &[vk::BufferCopy::default().size(size)]) };
+            let to_host = (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::HOST_READ);
+            barrier::record(d, cmd, &[barrier::buffer(host.buffer, to_host, None)], &[]);
+        });
+        self.once(cmd?)?;
+        let bytes = self.read(&host, len);
+        self.destroy_buffer(host);
+        Ok(bytes)
+    }
+
+    /// Submits a one-off command buffer, waits for the device to be idle and frees it.
+    /// (On an error what it used is left to the device's end: the GPU may still use it.)
+    fn once(&self, cmd: vk::CommandBuffer) -> Result<()> {
+        self.submit(&[cmd], &[], &[])?;
+        self.idle()?;
+        // SAFETY: the command buffer is the pool's and no longer pending (the device is idle).
+        unsafe { self.device.free_command_buffers(self.pool, &[cmd]) };
+        Ok(())
+    }
+}
+
 /// Barrier helpers for the renderer's own command buffers.
 pub mod barrier {
     use ash::vk;
