@@ -50,6 +50,8 @@ pub(crate) struct CudaEngine {
     /// `Tuning::cuda_passes`: the pre and post kernels, and the stream the post
     /// kernels run on (beside the next frame's model).
     pub(crate) passes: Option<(cuda::PassKernels, cuda::Stream)>,
+    /// The most blocks a post kernel takes when frames are pipelined (None: one a 32 × 8 pixels).
+    post_blocks: Option<u32>,
     pub(crate) stream: cuda::Stream,
     pub(crate) device: Arc<CudaDevice>,
 }
@@ -97,7 +99,10 @@ impl CudaEngine {
             } else {
                 None
             };
-        Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, stream, device })
+        // EXPERIMENT (2026-12-04): NEURAL_FRAME_POST_BLOCKS caps the pipelined post kernel's grid.
+        let post_blocks =
+            std::env::var("NEURAL_FRAME_POST_BLOCKS").ok().and_then(|v| v.parse::<u32>().ok()).filter(|&b| b > 0);
+        Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, post_blocks, stream, device })
     }
 
     /// Enqueues what the frame's plan gives the engine: the wait for `to_model = n`
@@ -225,8 +230,11 @@ impl CudaEngine {
                 {
                     semaphore.wait(post_stream, value)?;
                 }
+                // Beside the next frame's model, on a few resident blocks (the model's kernels
+                // need not wait for a stream of short blocks to drain at each launch).
+                let max_blocks = if run.pipelined { self.post_blocks } else { None };
                 for post in &p.post {
-                    kernels.post(post_stream, post)?;
+                    kernels.post(post_stream, post, max_blocks)?;
                 }
                 if let Some((_, end)) = &slot.pass_events {
                     end.record(post_stream)?;
