@@ -83,12 +83,15 @@ fn cuda_passes_equal_vulkan_passes_for_every_format() {
     let outputs = [vk::Format::R8G8B8A8_UNORM, vk::Format::R16G16B16A16_SFLOAT];
     for model in ["models/test/tiny-x2-f32.onnx", "models/test/tiny-x2-f16.onnx"] {
         let build = |cuda: bool| {
-            NeuralFrameContext::builder(model)
+            let mut ctx = NeuralFrameContext::builder(model)
                 .backend(Backend::Cuda)
                 .frame_size(w, h)
                 .cuda_passes(cuda)
                 .build()
-                .expect("context")
+                .expect("context");
+            // Both on the fused session (fast start's takeover done): the passes are compared.
+            assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settled"));
+            ctx
         };
         let (mut vulkan, mut cuda) = (build(false), build(true));
         assert!(cuda.tuning().cuda_passes && !vulkan.tuning().cuda_passes);

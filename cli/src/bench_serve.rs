@@ -174,6 +174,10 @@ fn in_process(
 ) -> anyhow::Result<(Way, (u32, u32), BackendReport, bool)> {
     let (w, h) = opts.size;
     let mut ctx = opts.model.builder(w, h).slots(opts.slots).build().context("the in-process context")?;
+    // Fast start: timed on the session the context was built for (the fused one).
+    if !ctx.wait_settled(std::time::Duration::from_secs(300))? {
+        anyhow::bail!("the in-process context's fused session was not ready within 300 s");
+    }
     let (ow, oh) = ctx.output_size();
     let backend = ctx.report().clone();
     let gpu = ctx.sync_mode() == SyncMode::Gpu && r.semaphore_fd.is_some();
@@ -322,6 +326,11 @@ impl WorkerProcess {
         let exe = std::env::current_exe().context("this program's path")?;
         let mut cmd = Command::new(exe);
         cmd.arg("--quiet").arg("serve").arg("--socket").arg(&socket).args(model.to_args());
+        if model.fast_start.is_none() {
+            // The served frames are timed from the client's first: on the session the in-process
+            // run is timed on, not a fast start's first one.
+            cmd.args(["--fast-start", "false"]);
+        }
         cmd.args(["--slots", &slots.to_string(), "--max-clients", "1"]).stdout(Stdio::null()).stderr(Stdio::null());
         let child = cmd.spawn().context("starting the worker")?;
         let mut w = WorkerProcess { child, socket };

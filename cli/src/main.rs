@@ -102,6 +102,11 @@ struct ModelArgs {
     /// (default: with the NHWC kernels).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     fuse_conv_bias: Option<bool>,
+    /// Take the first frames before cuDNN's fused kernels are built: they run with the bias apart
+    /// while the fused session is built beside them, which then takes over, `true` or `false`
+    /// (default: true; `false` builds the fused session before the first frame).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    fast_start: Option<bool>,
     /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;
     /// a model that cannot be captured runs without one, announced).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -199,6 +204,9 @@ impl ModelArgs {
         if let Some(on) = self.fuse_conv_bias {
             b = b.fuse_conv_bias(on);
         }
+        if let Some(on) = self.fast_start {
+            b = b.fast_start(on);
+        }
         b
     }
 
@@ -265,6 +273,7 @@ impl ModelArgs {
             (self.prefer_nhwc, "--prefer-nhwc"),
             (self.fuse_conv_bias, "--fuse-conv-bias"),
             (self.cuda_graph, "--cuda-graph"),
+            (self.fast_start, "--fast-start"),
         ] {
             if let Some(on) = on {
                 a.extend([flag.into(), on.to_string().into()]);

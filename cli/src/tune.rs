@@ -243,6 +243,12 @@ fn measure(
             return Candidate::failed(options, None, e);
         }
     };
+    // Fast start: each candidate is timed on its own session (the fused one where it fuses).
+    match ctx.wait_settled(std::time::Duration::from_secs(300)) {
+        Ok(true) => {}
+        Ok(false) => return Candidate::failed(options, None, "the fused session was not ready within 300 s"),
+        Err(e) => return Candidate::failed(options, None, e),
+    }
     let in_effect = TunedOptions::from_tuning(&ctx.tuning());
     let warmup = warmup_frames(opts.warmup, ctx.slot_count());
     let bar = show.bar(warmup + 2 * opts.frames);

@@ -193,6 +193,8 @@ pub struct ContextBuilder {
     pub(crate) default_kernels: bool,
     /// The caller set an option of the tuning: the tune cache is not consulted.
     pub(crate) tuning_forced: bool,
+    /// The fused session is built beside the first frames (`fast_start`).
+    pub(crate) fast_start: bool,
 }
 
 impl ContextBuilder {
@@ -214,7 +216,34 @@ impl ContextBuilder {
             memory_budget: None,
             default_kernels: true,
             tuning_forced: false,
+            fast_start: true,
         }
+    }
+
+    /// Whether the first frames may run before cuDNN's fused kernels are built (on
+    /// by default). With the bias fused ([`fuse_conv_bias`](Self::fuse_conv_bias),
+    /// a default on CUDA), the model's first run makes cuDNN compile a fused plan for
+    /// every convolution: about a second for an 18-convolution upscaler on the H200.
+    /// With fast start, `build` makes a session with the bias apart (cuDNN's
+    /// precompiled kernels), which takes frames at once, and builds the fused session
+    /// on a thread of its own, on a stream and buffers of its own; the context takes it
+    /// over between two frames and logs it. Frames before that run slower, and may
+    /// differ from the fused session's in the last bit of a channel:
+    /// [`NeuralFrameContext::wait_settled`] waits for the takeover. Off (`false`), `build`
+    /// itself runs the fused session once. Not in effect without the fused bias, on the
+    /// CPU backend, or for a model with extra inputs or outputs.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// // A tool that compares results across runs byte for byte.
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").fast_start(false).frame_size(960, 540).build()?;
+    /// assert!(!ctx.settling());
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn fast_start(mut self, on: bool) -> Self {
+        self.fast_start = on;
+        self
     }
 
     /// Declares the model's tensor layout, where its shapes are ambiguous or

@@ -83,6 +83,10 @@ impl NeuralFrameContext {
                 "the context cannot take frames any more: {why}; drop it and build a new one"
             )));
         }
+        // Fast start: the fused session takes over between two frames once it is ready.
+        if self.fused.is_some() {
+            self.adopt_fused(None)?;
+        }
         let sub = self.resolve(&frame)?;
         let (count, margin) = self
             .frame

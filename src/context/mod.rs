@@ -14,6 +14,7 @@ pub(crate) mod builder;
 pub(crate) mod caller;
 #[cfg(feature = "diagnostics")]
 pub(crate) mod diagnostics;
+pub(crate) mod faststart;
 pub(crate) mod foreign;
 pub(crate) mod frame;
 pub(crate) mod import;
@@ -125,6 +126,8 @@ pub struct NeuralFrameContext {
     host_visibility: Option<ash::vk::CommandBuffer>,
     /// Why the context takes no more frames (work of a failed frame may still be pending).
     poisoned: Option<String>,
+    /// Fast start: the fused session being built beside the first frames.
+    fused: Option<faststart::Pending>,
     id: u64,
 }
 
@@ -189,17 +192,20 @@ impl NeuralFrameContext {
         }
         // NHWC kernels and the fused bias are defaults here: one run of the model on the
         // first slot (cuDNN plans them then) says whether cuDNN takes them for this model.
+        // With fast start the run is the session's with the bias apart (the fused one is
+        // built beside it, and checked there).
         let mut ctx = ctx;
         let t = std::time::Instant::now();
+        let bias = if ctx.tuning.fuse_conv_bias { "fused" } else { "apart" };
         match ctx.warm_up() {
             Ok(()) => {
                 ctx.report.startup.first_run_ms = t.elapsed().as_secs_f64() * 1e3;
-                log::debug!("first run of the model (NHWC, bias fused): {:.0} ms", ctx.report.startup.first_run_ms);
+                log::debug!("first run of the model (NHWC, bias {bias}): {:.0} ms", ctx.report.startup.first_run_ms);
                 Ok(ctx)
             }
             Err(e) => {
                 log::warn!(
-                    "cuDNN refused the model with NHWC kernels and the bias fused ({e}); running it without them \
+                    "cuDNN refused the model with NHWC kernels (bias {bias}: {e}); running it without them \
                      (ContextBuilder::prefer_nhwc / fuse_conv_bias, --prefer-nhwc / --fuse-conv-bias, choose)"
                 );
                 drop(ctx);
@@ -306,6 +312,7 @@ impl NeuralFrameContext {
             declared: b.declared.clone(),
         };
         let session_ms;
+        let mut fast = b.fast_start && cuda.is_some() && b.tuning.fuse_conv_bias;
         let (engine, contract) = match cuda {
             Some(c) => {
                 // The model's stream at the greatest priority (the post kernels' at the least).
@@ -313,8 +320,19 @@ impl NeuralFrameContext {
                 config.provider = Provider::Cuda { ordinal: c.info().ordinal };
                 config.cuda_stream = Some(stream.raw() as *mut c_void);
                 let t = std::time::Instant::now();
+                // Fast start: the first session keeps the bias apart; the fused one is built
+                // beside the first frames (faststart.rs).
+                config.fuse_conv_bias = b.tuning.fuse_conv_bias && !fast;
                 // SAFETY: the stream goes into the engine with the session, which drops the session first.
-                let (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                let (mut session, mut contract) = unsafe { session::create(&b.model, &config) }?;
+                if fast && !(contract.extra_inputs.is_empty() && contract.extra_outputs.is_empty()) {
+                    // Its first run needs the extra tensors: the fused session is built here.
+                    fast = false;
+                    config.fuse_conv_bias = true;
+                    drop(session);
+                    // SAFETY: as above.
+                    (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                }
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
                 let graphs = b.tuning.cuda_graph && contract.other_outputs.is_empty();
@@ -400,7 +418,7 @@ impl NeuralFrameContext {
                 cuda_graph: b.tuning.cuda_graph && on_cuda && no_other_outputs,
                 side_stream_wait: b.tuning.side_stream_wait && on_cuda,
                 cuda_passes: b.tuning.cuda_passes && on_cuda,
-                fuse_conv_bias: b.tuning.fuse_conv_bias && on_cuda,
+                fuse_conv_bias: b.tuning.fuse_conv_bias && on_cuda && !fast,
                 ..b.tuning
             },
             back_pressure: b.back_pressure,
@@ -413,9 +431,22 @@ impl NeuralFrameContext {
             generation: 0,
             host_visibility,
             poisoned: None,
+            fused: None,
             id,
         };
         ctx.resize(b.size.0, b.size.1)?;
+        if fast && let Some(c) = cuda {
+            let size =
+                ctx.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;
+            let recipe = faststart::Recipe {
+                model: b.model.clone(),
+                config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },
+                device: Arc::clone(c),
+                contract: ctx.contract.clone(),
+                sizes: ((size.width, size.height), (size.out_width, size.out_height)),
+            };
+            ctx.fused = Some(faststart::Pending::start(recipe)?);
+        }
         ctx.report.startup.session_ms = session_ms;
         ctx.report.startup.buffers_ms = t_buffers.elapsed().as_secs_f64() * 1e3;
         Ok(ctx)
@@ -772,6 +803,8 @@ impl NeuralFrameContext {
 
 impl Drop for NeuralFrameContext {
     fn drop(&mut self) {
+        // A fused session still being built: its first run is cancelled, its thread joined.
+        self.fused = None;
         // Frames in flight finish before anything they use goes; bounded, so a
         // signal that never arrives cannot hang the drop.
         let retired = match &self.poisoned {

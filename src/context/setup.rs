@@ -75,7 +75,8 @@ pub struct StartupTimes {
     pub runtime_ms: f64,
     /// The Vulkan instance and device (or wrapping the caller's).
     pub vulkan_ms: f64,
-    /// CUDA's driver and the device paired by UUID (its context).
+    /// CUDA's driver and the device paired by UUID (its context): most of it on a
+    /// thread beside the Vulkan device's set-up, so the two may add up to more than the time they took.
     pub cuda_ms: f64,
     /// ONNX Runtime's session: the model read, optimised and placed on the provider.
     pub session_ms: f64,
@@ -84,6 +85,9 @@ pub struct StartupTimes {
     /// The model's first run, where cuDNN builds its convolution plans (and, with the bias
     /// fused, compiles their kernels: the driver's JIT cache keeps them for later processes).
     pub first_run_ms: f64,
+    /// Fast start: from the end of `build` until the fused session, built beside the
+    /// first frames, was ready (NaN: no fast start, or not yet).
+    pub fused_ms: f64,
 }
 
 impl StartupTimes {
@@ -95,6 +99,7 @@ impl StartupTimes {
             session_ms: f64::NAN,
             buffers_ms: f64::NAN,
             first_run_ms: f64::NAN,
+            fused_ms: f64::NAN,
         }
     }
 }
@@ -119,6 +124,20 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
     startup.runtime_ms = ms(t);
     let t = std::time::Instant::now();
     log::debug!("ONNX Runtime {} from {}", runtime.version, runtime.library.display());
+    // CUDA's driver starts beside the Vulkan device (each takes about 0.2 s): on a thread,
+    // cuInit, and where there is one CUDA device only, its primary context, which the
+    // pairing by UUID below then finds retained.
+    let early_cuda = (backend != Backend::Cpu).then(|| {
+        std::thread::spawn(|| -> Option<(Arc<CudaDevice>, f64)> {
+            let t = std::time::Instant::now();
+            cuda::init().ok()?;
+            let list = cuda::devices().ok()?;
+            let [only] = list.as_slice() else {
+                return None;
+            };
+            CudaDevice::by_uuid(&only.uuid).ok().map(|d| (d, t.elapsed().as_secs_f64() * 1e3))
+        })
+    });
     let (instance, device) = match caller {
         None => {
             let instance = Instance::new(&InstanceOptions { validation: b.validation })?;
@@ -145,6 +164,8 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
     log::debug!("Vulkan device {} ({} queue(s))", device.info(), device.queue_count());
     startup.vulkan_ms = ms(t);
     let t = std::time::Instant::now();
+    // Held until the pairing below has retained the context again (then released once).
+    let early = early_cuda.and_then(|h| h.join().ok()).flatten();
     let (cuda, fallback_reason) = match backend {
         Backend::Cpu => (None, None),
         Backend::Cuda => (Some(pair_cuda(&device, &runtime)?), None),
@@ -159,7 +180,9 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
             }
         },
     };
-    startup.cuda_ms = if backend == Backend::Cpu { f64::NAN } else { ms(t) };
+    // CUDA's own time, most of it beside Vulkan's: the early thread's, and the pairing's.
+    startup.cuda_ms = if backend == Backend::Cpu { f64::NAN } else { ms(t) + early.as_ref().map_or(0.0, |e| e.1) };
+    drop(early);
     let report = BackendReport {
         requested: backend,
         backend: if cuda.is_some() { "cuda" } else { "cpu" },

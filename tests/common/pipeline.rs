@@ -310,6 +310,8 @@ pub fn ring_matches_sync(model: &str, backend: Backend, tune: Tune, width: u32, 
     let mut ctx = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(width, height).slots(3))
         .build()
         .unwrap_or_else(|e| panic!("{model}: {e}"));
+    // Byte for byte across frames: every frame on the same session (fast start's fused one).
+    assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settled"), "{model}: not settled");
     let (ow, oh) = ctx.output_size();
     let lanes = ctx.slot_count() + 1;
     let inputs: Vec<InputId> =

@@ -953,7 +953,14 @@ pub fn client_crate_dependency_tree() {
 /// The pictures through a context in this process, on the same path the worker
 /// takes: the renderer's exported buffers imported by fd, a frame at a time.
 pub fn in_process(r: &Renderer, backend: Backend, model: &str, pics: &[Vec<u8>], w: u32, h: u32) -> Vec<Vec<u8>> {
-    let mut ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(w, h).build().expect("a context");
+    // Without fast start (as the worker below): every frame on the session of the same options,
+    // byte for byte.
+    let mut ctx = NeuralFrameContext::builder(model)
+        .backend(backend)
+        .fast_start(false)
+        .frame_size(w, h)
+        .build()
+        .expect("a context");
     let (ow, oh) = ctx.output_size();
     let usage =
         vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
@@ -1035,7 +1042,7 @@ pub fn three_hundred_frames_equal_the_in_process_run_n(
         .collect();
     let r = Renderer::new(true).expect("a renderer");
     let wants = in_process(&r, backend, model, &pics, w, h);
-    let worker = Worker::start(name, model, &[]);
+    let worker = Worker::start(name, model, &["--fast-start", "false"]);
     let client = connect(&r, &worker.socket, w, h, 3, SyncPreference::Auto);
     assert_eq!(client.sync_mode(), expect_mode);
     let mut side = Side::new(&r, client, w, h);

@@ -105,6 +105,18 @@ impl CudaEngine {
         Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, post_blocks, stream, device })
     }
 
+    /// Runs `session` on `stream` from now on (fast start's fused session). The ring is
+    /// drained: nothing is pending on the old stream. The old session goes first, then
+    /// its stream.
+    pub(crate) fn replace_session(&mut self, session: Session, stream: cuda::Stream) -> Result<()> {
+        self.session = session;
+        self.stream = stream;
+        self.reference = cuda::Event::new(&self.device)?;
+        self.reference.record(&self.stream)?;
+        self.last_end = None;
+        Ok(())
+    }
+
     /// Enqueues what the frame's plan gives the engine: the wait for `to_model = n`
     /// (where a Vulkan batch signals it), the pre kernels, the model (replayed as a
     /// graph where one is captured), the post kernels on the post stream, and the

@@ -1,0 +1,225 @@
+//! Fast start: the first frames need not wait for cuDNN's fused kernels.
+//!
+//! With NHWC kernels and the bias fused (the CUDA backend's defaults), ONNX
+//! Runtime's first run of a model makes cuDNN build a fused plan for every
+//! convolution, compiling its kernels: about a second for an upscaler of 18
+//! convolutions on the H200 with the driver's JIT cache warm, several cold.
+//! A context that fast-starts (`ContextBuilder::fast_start`, on by default)
+//! builds its first session with the bias apart (plans without compilation),
+//! takes frames with it at once, and builds the fused session on a thread of
+//! its own: created on a stream of its own and run once there, on buffers of
+//! its own. The context takes it over between two frames (the ring drained
+//! once), and says so. Until then frames run about 1.5× slower, and their
+//! results may differ from the fused session's in the last bit of a channel
+//! (the bias rounded apart): [`NeuralFrameContext::wait_settled`] waits for
+//! the fused session where that matters.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ort::session::{RunOptions, Session};
+
+use crate::context::NeuralFrameContext;
+use crate::context::backend::Engine;
+use crate::cuda::{self, CudaDevice};
+use crate::error::{Error, Result};
+use crate::onnx::session::SessionConfig;
+use crate::onnx::{Binding, ModelContract, Placement, TensorValue, session};
+
+/// The fused session, ready: its stream, and what it cost beside the first frames.
+struct Ready {
+    session: Session,
+    stream: cuda::Stream,
+    /// Creating the session, and its first run (cuDNN's fused plans), in ms.
+    times: (f64, f64),
+}
+
+/// What the fused session is built from (plain data, sent to its thread).
+pub(crate) struct Recipe {
+    pub(crate) model: PathBuf,
+    pub(crate) config: SessionConfig,
+    pub(crate) device: Arc<CudaDevice>,
+    pub(crate) contract: ModelContract,
+    /// The tensors' sizes: the input's and the output's (width, height).
+    pub(crate) sizes: ((u32, u32), (u32, u32)),
+}
+
+// SAFETY: the config's raw stream pointer is None in a recipe (its thread makes the
+// stream); everything else in it is plain data.
+unsafe impl Send for Recipe {}
+
+/// A fused session being built on a thread.
+pub(crate) struct Pending {
+    rx: mpsc::Receiver<Result<Ready>>,
+    /// Cancels the first run (the context goes before it is done).
+    run_options: Arc<RunOptions>,
+    thread: Option<JoinHandle<()>>,
+    /// When the build began.
+    started: Instant,
+}
+
+impl Pending {
+    /// Starts building the fused session of `recipe` on a thread of its own.
+    pub(crate) fn start(recipe: Recipe) -> Result<Self> {
+        let run_options = Arc::new(RunOptions::new().map_err(|e| Error::onnx("creating run options", e))?);
+        let (tx, rx) = mpsc::channel();
+        let options = Arc::clone(&run_options);
+        let thread = std::thread::Builder::new()
+            .name("neural-frame fused session".into())
+            .spawn(move || {
+                let _ = tx.send(build(recipe, &options));
+            })
+            .map_err(|e| Error::Io { what: "starting the fused session's thread".into(), source: e })?;
+        Ok(Self { rx, run_options, thread: Some(thread), started: Instant::now() })
+    }
+
+    /// Stops the build where it can (its first run is cancelled) and waits for its thread.
+    fn cancel(&mut self) {
+        let _ = self.run_options.terminate();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// Creates the session on a stream of its own and runs it once on buffers of its own.
+fn build(recipe: Recipe, options: &RunOptions) -> Result<Ready> {
+    let Recipe { model, mut config, device, contract, sizes: ((w, h), (ow, oh)) } = recipe;
+    let stream = cuda::Stream::with_priority(&device, true)?;
+    config.cuda_stream = Some(stream.raw() as *mut std::ffi::c_void);
+    let t = Instant::now();
+    // SAFETY: the stream outlives the session: both go to the context together, which drops
+    // the session first (CudaEngine's field order); on failure the session goes first here.
+    let (session, _) = unsafe { session::create(&model, &config) }?;
+    let create_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let placement = Placement::Cuda(device.info().ordinal);
+    let (in_bytes, out_bytes) = (contract.input.bytes(w, h), contract.output.bytes(ow, oh));
+    let input = cuda::DeviceBuffer::new(&device, in_bytes as usize)?;
+    let output = cuda::DeviceBuffer::new(&device, out_bytes as usize)?;
+    {
+        // SAFETY: both buffers outlive the values and the binding (dropped at the end of
+        // this block, after the run, which synchronises its stream before returning).
+        let in_value = unsafe { TensorValue::new(placement, contract.input, w, h, input.ptr() as _, in_bytes) }?;
+        // SAFETY: as above.
+        let out_value = unsafe { TensorValue::new(placement, contract.output, ow, oh, output.ptr() as _, out_bytes) }?;
+        let mut binding = Binding::new(&session, (&[&contract.input_name], &[&contract.output_name]), &[], placement)?;
+        binding.bind(&[&in_value], &[&out_value])?;
+        // SAFETY: the bound buffers are this thread's own; nothing else uses them.
+        unsafe { binding.run(&session, Some(options)) }?;
+        stream.synchronize()?;
+    }
+    Ok(Ready { session, stream, times: (create_ms, t.elapsed().as_secs_f64() * 1e3) })
+}
+
+impl NeuralFrameContext {
+    /// Takes the fused session over when it is ready (or, with `block`, waits for it
+    /// up to `block`): the ring is drained, the slots are bound to it, their graphs
+    /// forgotten. A session that failed leaves the context as it is, said once.
+    /// True when nothing is pending any more.
+    pub(crate) fn adopt_fused(&mut self, block: Option<Duration>) -> Result<bool> {
+        let Some(pending) = &self.fused else {
+            return Ok(true);
+        };
+        let got = match block {
+            None => pending.rx.try_recv().ok(),
+            Some(d) => pending.rx.recv_timeout(d).ok(),
+        };
+        let Some(got) = got else {
+            // A thread that ended without a word (it panicked) counts as a failure.
+            if pending.thread.as_ref().is_some_and(JoinHandle::is_finished) && pending.rx.try_recv().is_err() {
+                log::warn!("the fused session's thread ended without a session; frames keep the bias apart");
+                self.fused = None;
+                return Ok(true);
+            }
+            return Ok(false);
+        };
+        let since_build = pending.started.elapsed().as_secs_f64() * 1e3;
+        self.fused = None; // joins the finished thread
+        let ready = match got {
+            Ok(r) => r,
+            Err(e) => {
+                log::warn!(
+                    "cuDNN did not take the model with the bias fused ({e}); frames keep NHWC kernels with the bias \
+                     apart (ContextBuilder::fuse_conv_bias(false), --fuse-conv-bias false, says so up front)"
+                );
+                return Ok(true);
+            }
+        };
+        self.retire_all()?;
+        let res = &mut *self.res;
+        let Engine::Cuda(engine) = &mut res.engine else {
+            return Err(Error::internal("a fused session for a context without CUDA"));
+        };
+        let c = &self.contract;
+        let inputs: Vec<&str> =
+            std::iter::once(c.input_name.as_str()).chain(c.extra_inputs.iter().map(|t| t.name.as_str())).collect();
+        let outputs: Vec<&str> =
+            std::iter::once(c.output_name.as_str()).chain(c.extra_outputs.iter().map(|t| t.name.as_str())).collect();
+        let others: Vec<&str> = c.other_outputs.iter().map(String::as_str).collect();
+        let placement = Placement::Cuda(engine.device.info().ordinal);
+        let bindings = (0..res.slots.len())
+            .map(|_| Binding::new(&ready.session, (&inputs, &outputs), &others, placement))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, (slot, binding)) in res.slots.iter_mut().zip(bindings).enumerate() {
+            // The old binding (of the old session) goes before the old session does.
+            slot.binding = binding;
+            engine.reset_slot(i);
+        }
+        // The ring is drained: nothing is pending on the old stream, and the new one starts fresh.
+        engine.replace_session(ready.session, ready.stream)?;
+        self.tuning.fuse_conv_bias = true;
+        self.report.startup.fused_ms = since_build;
+        log::info!(
+            "the fused session (NHWC, bias fused) takes over: built beside the first frames in {:.0} ms (session \
+             {:.0} ms, first run {:.0} ms)",
+            since_build,
+            ready.times.0,
+            ready.times.1
+        );
+        Ok(true)
+    }
+
+    /// Waits, up to `timeout`, until the context runs the session it was built for:
+    /// with fast start ([`ContextBuilder::fast_start`](crate::ContextBuilder::fast_start)),
+    /// the fused session built beside the first frames takes over here. True when it
+    /// has (or when there was nothing to wait for: no fast start, the CPU backend, a
+    /// fused session that failed, which is logged); false on time-out. For benchmarks,
+    /// and for comparing results byte for byte across contexts.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// // Frames may run at once; from here on they run on the fused kernels.
+    /// assert!(ctx.wait_settled(Duration::from_secs(60))?);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn wait_settled(&mut self, timeout: Duration) -> crate::Result<bool> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.adopt_fused(Some(left.min(Duration::from_millis(50))))? {
+                return Ok(true);
+            }
+            if left.is_zero() {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Whether a fused session is still being built beside the frames (fast start).
+    pub fn settling(&self) -> bool {
+        self.fused.is_some()
+    }
+}
