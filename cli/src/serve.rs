@@ -10,16 +10,23 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use neural_frame_client::protocol::{ErrorCode, Message};
 use neural_frame_client::wire;
 
 use crate::ModelArgs;
+use session::{Phase, Step};
 
 /// Set by SIGINT and SIGTERM: stop accepting, drain, tell the clients, exit 0.
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// A session that stays this long in a step other than streaming is said in the log (once a step).
+const STUCK: Duration = Duration::from_secs(5);
+/// How often a stopping worker lists the sessions it still waits for.
+const LIST_EVERY: Duration = Duration::from_secs(5);
 
 /// What `serve` was started with.
 pub(crate) struct ServeOptions {
@@ -35,6 +42,36 @@ pub(crate) struct ServeOptions {
 pub(crate) struct Shared {
     pub options: ServeOptions,
     pub active: AtomicUsize,
+}
+
+/// A session's thread, as the worker watches it.
+struct Running {
+    who: String,
+    phase: Arc<Phase>,
+    /// The instance of a step already said to be stuck (0: none).
+    warned: u64,
+    thread: JoinHandle<()>,
+}
+
+impl Running {
+    /// Says once when the session has stayed in one step (other than streaming) for `STUCK`.
+    fn watch(&mut self) {
+        let (step, since, instance) = self.phase.get();
+        if step != Step::Streaming && instance != self.warned && since.elapsed() >= STUCK {
+            self.warned = instance;
+            eprintln!("neural-frame serve: {}: still {step} after {} s", self.who, STUCK.as_secs());
+        }
+    }
+
+    /// Says what the session does, for a stopping worker that waits for it.
+    fn list(&self) {
+        let (step, since, _) = self.phase.get();
+        eprintln!(
+            "neural-frame serve: stopping: {} is still {step} ({:.1} s)",
+            self.who,
+            since.elapsed().as_secs_f64()
+        );
+    }
 }
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -117,10 +154,11 @@ pub(crate) fn serve(options: ServeOptions) -> anyhow::Result<()> {
     );
     let socket = options.socket.clone();
     let shared = Arc::new(Shared { options, active: AtomicUsize::new(0) });
-    let mut sessions: Vec<std::thread::JoinHandle<()>> = Vec::new();
+    let mut sessions: Vec<Running> = Vec::new();
     let mut next_id = 1u64;
     while !STOP.load(Ordering::SeqCst) {
-        sessions.retain(|s| !s.is_finished());
+        sessions.retain(|s| !s.thread.is_finished());
+        sessions.iter_mut().for_each(Running::watch);
         let stream = match listener.accept() {
             Ok((s, _)) => s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {
@@ -169,13 +207,15 @@ pub(crate) fn serve(options: ServeOptions) -> anyhow::Result<()> {
         shared.active.fetch_add(1, Ordering::SeqCst);
         eprintln!("neural-frame serve: {who} connected");
         let s = shared.clone();
+        let phase = Arc::new(Phase::new());
+        let (p, w) = (phase.clone(), who.clone());
         let spawned = std::thread::Builder::new().name(format!("client {id}")).spawn(move || {
-            let reason = session::run(stream, &s, &STOP);
+            let reason = session::run(stream, &s, &STOP, &w, &p);
             s.active.fetch_sub(1, Ordering::SeqCst);
-            eprintln!("neural-frame serve: {who} disconnected: {reason}");
+            eprintln!("neural-frame serve: {w} disconnected: {reason}");
         });
         match spawned {
-            Ok(h) => sessions.push(h),
+            Ok(thread) => sessions.push(Running { who, phase, warned: 0, thread }),
             Err(e) => {
                 shared.active.fetch_sub(1, Ordering::SeqCst);
                 eprintln!("neural-frame serve: client {id}: refused: no thread for it ({e})");
@@ -184,8 +224,23 @@ pub(crate) fn serve(options: ServeOptions) -> anyhow::Result<()> {
     }
     eprintln!("neural-frame serve: stopping: draining {} client(s)", sessions.len());
     drop(listener);
-    for s in sessions {
-        let _ = s.join();
+    // The sessions end by themselves (they see STOP); the ones still running are listed
+    // now and every LIST_EVERY, so that one that never ends shows where it is.
+    let mut list_at = Instant::now();
+    loop {
+        let (ended, running): (Vec<_>, Vec<_>) = sessions.into_iter().partition(|s| s.thread.is_finished());
+        for s in ended {
+            let _ = s.thread.join();
+        }
+        sessions = running;
+        if sessions.is_empty() {
+            break;
+        }
+        if Instant::now() >= list_at {
+            sessions.iter().for_each(Running::list);
+            list_at += LIST_EVERY;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
     let _ = std::fs::remove_file(&socket);
     eprintln!("neural-frame serve: stopped");

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 use neural_frame::ash::vk;
@@ -27,6 +27,58 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 const STOP_GRACE: Duration = Duration::from_millis(100);
 /// How often a session with frames in flight looks for finished ones.
 const POLL: Duration = Duration::from_micros(200);
+/// Releasing a context for longer than this is said in the log.
+const SLOW_RELEASE: Duration = Duration::from_secs(1);
+
+/// What a session is doing; the worker reports one that stays in a step
+/// (other than streaming) too long, and the steps of those it waits for when it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    Handshake,
+    Building,
+    Importing,
+    Streaming,
+    Draining,
+    Releasing,
+    Closing,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Handshake => "in its handshake",
+            Step::Building => "building its context",
+            Step::Importing => "importing its slots",
+            Step::Streaming => "streaming",
+            Step::Draining => "draining its frames",
+            Step::Releasing => "releasing its context",
+            Step::Closing => "closing the connection",
+        })
+    }
+}
+
+/// A session's step, since when, and which instance of it (every `set` starts a
+/// new one): written by the session's thread, read by the worker's.
+pub(crate) struct Phase(Mutex<(Step, Instant, u64)>);
+
+impl Phase {
+    pub(crate) fn new() -> Self {
+        Self(Mutex::new((Step::Handshake, Instant::now(), 1)))
+    }
+
+    pub(crate) fn set(&self, step: Step) {
+        let mut p = self.lock();
+        *p = (step, Instant::now(), p.2 + 1);
+    }
+
+    pub(crate) fn get(&self) -> (Step, Instant, u64) {
+        *self.lock()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (Step, Instant, u64)> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// Why a session ended, and the reason to log.
 struct End {
@@ -97,7 +149,8 @@ impl Conn {
 }
 
 /// Serves one client until it leaves, faults, or the worker stops; the reason.
-pub(crate) fn run(stream: UnixStream, shared: &Shared, stop: &AtomicBool) -> String {
+/// `who` names the client in the log; `phase` shows the worker what the session does.
+pub(crate) fn run(stream: UnixStream, shared: &Shared, stop: &AtomicBool, who: &str, phase: &Phase) -> String {
     let reader_stream = match stream.try_clone() {
         Ok(s) => s,
         Err(e) => return format!("duplicating the socket failed: {e}"),
@@ -113,14 +166,27 @@ pub(crate) fn run(stream: UnixStream, shared: &Shared, stop: &AtomicBool) -> Str
         }
     });
     let conn = Conn { stream, rx };
-    let end = match Session::start(&conn, shared) {
-        Ok(mut s) => {
+    let mut held = None;
+    let end = match Session::start(&conn, shared, phase, &mut held) {
+        Ok(s) => {
+            phase.set(Step::Streaming);
             let end = s.stream(&conn, stop);
+            phase.set(Step::Draining);
             s.finish(&conn, &end);
             end
         }
         Err(end) => end,
     };
+    if let Some(session) = held {
+        phase.set(Step::Releasing);
+        let start = Instant::now();
+        drop(session);
+        let took = start.elapsed();
+        if took > SLOW_RELEASE {
+            eprintln!("neural-frame serve: {who}: releasing its context took {:.1} s", took.as_secs_f64());
+        }
+    }
+    phase.set(Step::Closing);
     if let Why::Fault(code) = end.why {
         let _ = conn.send(&Message::Error { code, message: end.reason.clone() }, &[]);
     }
@@ -158,7 +224,14 @@ fn format_of(raw: u32) -> vk::Format {
 }
 
 impl Session {
-    fn start(conn: &Conn, shared: &Shared) -> Result<Session, End> {
+    /// The hand-over, up to the Ready. The session goes into `held` as soon as
+    /// its context is built, so that the caller releases it, whatever the outcome.
+    fn start<'a>(
+        conn: &Conn,
+        shared: &Shared,
+        phase: &Phase,
+        held: &'a mut Option<Session>,
+    ) -> Result<&'a mut Session, End> {
         let options = &shared.options;
         let (hello, _) = conn.expect("Hello")?;
         let Message::Hello { version, device_uuid, driver_uuid, input, input_slots, output_slots, sync_modes, model } =
@@ -228,6 +301,7 @@ impl Session {
         if options.model.device == DeviceSelector::Auto {
             builder = builder.device(DeviceSelector::Uuid(device_uuid));
         }
+        phase.set(Step::Building);
         let ctx = builder.build().map_err(|e| match e.kind() {
             neural_frame::ErrorKind::NoDevice => End::fault(
                 ErrorCode::WrongDevice,
@@ -243,6 +317,19 @@ impl Session {
             }
             _ => End::fault(ErrorCode::Inference, format!("setting up the model failed: {e}")),
         })?;
+        phase.set(Step::Handshake);
+        let session = held.insert(Session {
+            ctx,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            rendered: None,
+            mode: protocol::SyncMode::Host, // chosen below, before the Welcome
+            in_flight: VecDeque::new(),
+            last_frame: 0,
+            last_rendered: 0,
+            last_output_free: 0,
+        });
+        let ctx = &session.ctx;
         let origin = DeviceIdentity { device_uuid, driver_uuid };
         if ctx.device_identity() != origin {
             return Err(End::fault(
@@ -285,18 +372,9 @@ impl Session {
             },
             &[],
         )?;
-        let mut session = Session {
-            ctx,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            rendered: None,
-            mode,
-            in_flight: VecDeque::new(),
-            last_frame: 0,
-            last_rendered: 0,
-            last_output_free: 0,
-        };
+        session.mode = mode;
         let (slots, fds) = conn.expect("Slots")?;
+        phase.set(Step::Importing);
         let Message::Slots { inputs, outputs, timeline } = slots else {
             return Err(End::fault(
                 ErrorCode::State,
