@@ -155,6 +155,11 @@ fn main() -> Result<()> {
         // the renderer submits to the shared queue only under its queue lock, passed along.
         unsafe { builder.build_on(r.caller_device()) }?
     };
+    // Fast start lets frames run before the fused session is built; this example times frames and
+    // compares them byte for byte, so it waits for the session the context was built for.
+    if !ctx.wait_settled(std::time::Duration::from_secs(300))? {
+        bail!("the context's fused session was not ready within 300 s");
+    }
     let (ow, oh) = ctx.output_size();
     let gpu_sync = ctx.sync_mode() == SyncMode::Gpu;
     println!(
@@ -321,6 +326,9 @@ fn main() -> Result<()> {
     if a.compare {
         // The same picture through the context's own images and `infer`, for a byte-for-byte comparison.
         let mut own = NeuralFrameContext::builder(&a.model).backend(a.backend).frame_size(w, h).build()?;
+        if !own.wait_settled(std::time::Duration::from_secs(300))? {
+            bail!("the comparison context's fused session was not ready within 300 s");
+        }
         let i = own.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
         let o = own.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
         own.upload(i, &picture.pixels)?;

@@ -823,11 +823,20 @@ impl Drop for NeuralFrameContext {
             );
             return;
         }
+        // One context's objects go at a time in the process. On the H200 two `serve` sessions
+        // tearing their contexts down at once (two clients leaving together) left one of them
+        // hanging, twice in one run, never alone; the session, the CUDA frees (each synchronises
+        // the device's primary context, which every context shares) and the module unload run
+        // one after the other here.
+        static RELEASING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = RELEASING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let t = std::time::Instant::now();
         let entries = self.res.registry.drain();
         for entry in entries {
             self.free_entry(entry);
         }
         // SAFETY: dropped once, here; nothing of it is used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.res) };
+        log::debug!("context {} released in {:.0} ms", self.id, t.elapsed().as_secs_f64() * 1e3);
     }
 }

@@ -116,6 +116,12 @@ pub fn check_model_file(path: &Path) -> Result<()> {
 /// A `config.cuda_stream` must be a live CUDA stream of the device the
 /// provider runs on, and must outlive the session.
 pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Session, ModelContract)> {
+    // One session is created at a time in the process: ONNX Runtime's CUDA provider has raced when
+    // sessions on one GPU were created concurrently (microsoft/onnxruntime#26610,
+    // docling-project/docling.rs#452), and `serve` builds a context per client, each with a fast
+    // start's second session on a thread. Creation takes about 0.1 s; frames do not wait for it.
+    static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = CREATING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let shown = path.display().to_string();
     let model_err = |message: String| Error::ModelContract { model: shown.clone(), message };
     check_model_file(path)?;
