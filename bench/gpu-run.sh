@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|fast|alltests ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -203,6 +203,55 @@ for what in "$@"; do
       cat "$OUT/serve-worker.log" | tee -a "$log"
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
+      ;;
+    fast)
+      # Issue 22, second session: fast start (time to first frame cold, then warm), the caller's
+      # semaphores waited for by CUDA (caller frames), the pipelined post kernel on fewer blocks
+      # (NEURAL_FRAME_POST_BLOCKS), the examples at 600×400 beside an in-process bench there.
+      mkdir -p "$OUT/bench"
+      b="$OUT/bench"
+      f16=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
+      step fast-cold 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/fast-cold.json"
+      step fast-warm 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/fast-warm.json"
+      step no-fast-warm 240 .gpu-bin/neural-frame bench "${f16[@]}" --fast-start false --json-file "$b/no-fast-warm.json"
+      for blocks in ${POST_BLOCKS:-264 132 66}; do
+        step "post-blocks-$blocks" 240 env NEURAL_FRAME_POST_BLOCKS="$blocks" .gpu-bin/neural-frame bench "${f16[@]}" \
+          --json-file "$b/post-blocks-$blocks.json"
+      done
+      step caller-no-copies 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-no-copies \
+        --json-file "$b/caller-no-copies.json"
+      step in-process-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
+        --frames 200 --json-file "$b/in-process-600x400.json"
+      for share in fd device; do
+        step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 300 --compare \
+          --validation
+      done
+      sock="$OUT/serve.sock"
+      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx --fast-start false \
+        >"$OUT/serve-worker.log" 2>&1 &
+      worker=$!
+      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+      NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
+        --input models/coffee.png --output "$OUT/served.png" --frames 300
+      kill "$worker"; wait "$worker"
+      cat "$OUT/serve-worker.log" | tee -a "$log"
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
+      ;;
+    alltests)
+      # Every GPU test binary, serve's twice (an intermittent hang at teardown).
+      export NEURAL_FRAME_BIN="$PWD/.gpu-bin/neural-frame" NEURAL_FRAME_RENDER="$PWD/.gpu-bin/render"
+      step lib-gpu 120 .gpu-bin/neural_frame gpu_tests "${tests[@]}"
+      step interop 120 .gpu-bin/gpu_interop "${tests[@]}"
+      step passes 300 .gpu-bin/gpu_passes "${tests[@]}"
+      step foreign 180 .gpu-bin/gpu_foreign "${tests[@]}"
+      step contract 180 .gpu-bin/gpu_contract "${tests[@]}"
+      step pipeline 180 .gpu-bin/gpu_pipeline "${tests[@]}"
+      step ring 300 .gpu-bin/gpu_ring "${tests[@]}"
+      for k in $(seq "${SERVE_RUNS:-2}"); do
+        step "serve-$k" 300 .gpu-bin/gpu_serve "${tests[@]}"
+      done
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
