@@ -146,7 +146,9 @@ pub use context::registry::{InputId, OutputId, TimelineId};
 pub use context::setup::{BackendReport, StartupTimes, suitable_devices};
 pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};
 pub use context::tiles::{DEFAULT_TILE_OVERLAP, Tiling};
-pub use context::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, PostWait, Tuning};
+pub use context::{
+    BackPressure, Backend, ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Tuning, TuningInEffect,
+};
 pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
 pub use onnx::session::check_model_file;
 pub use onnx::{

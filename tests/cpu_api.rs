@@ -147,7 +147,8 @@ fn suitable_devices_insists_on_cuda_only_for_the_cuda_backend() {
 #[test]
 fn fusing_the_conv_bias_needs_nhwc() {
     // Both are on by default; turning NHWC off turns the default fusion off with it.
-    let d = neural_frame::Tuning::default();
+    let d = neural_frame::Tuning::default().cuda;
+    assert_eq!(d, neural_frame::CudaOptions::default());
     assert!(d.prefer_nhwc && d.fuse_conv_bias && d.cuda_graph && d.cuda_passes, "{d:?}");
     let e = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(neural_frame::Backend::Cpu)
@@ -165,14 +166,28 @@ fn fusing_the_conv_bias_needs_nhwc() {
         .frame_size(8, 8)
         .build()
         .expect("NHWC off takes the default fusion with it");
-    assert!(!ctx.tuning().fuse_conv_bias && !ctx.tuning().prefer_nhwc);
-    // With the defaults it builds; off CUDA the tuning says what is not in effect.
+    assert_eq!(ctx.tuning().cuda, None, "no CUDA option is in effect on the CPU backend");
+    // With the defaults it builds; off CUDA the tuning says that no CUDA option is in effect.
     let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(neural_frame::Backend::Cpu)
         .frame_size(8, 8)
         .build()
         .expect("context");
-    assert!(!ctx.tuning().fuse_conv_bias && !ctx.tuning().cuda_graph && !ctx.tuning().cuda_passes);
+    let t = ctx.tuning();
+    assert_eq!((t.cuda, t.gpu_timestamps), (None, true), "{t:?}");
+    // Serialised flat, without the CUDA options where none is in effect.
+    let json = serde_json::to_value(t).expect("JSON");
+    assert_eq!(json, serde_json::json!({"gpu_timestamps": true, "spin_wait": t.spin_wait}));
+    // Every CUDA option at once, forced: the same refusal as the setters'.
+    let cuda = neural_frame::CudaOptions { prefer_nhwc: false, ..neural_frame::CudaOptions::default() };
+    let e = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(neural_frame::Backend::Cpu)
+        .cuda_options(cuda)
+        .frame_size(8, 8)
+        .build()
+        .err()
+        .expect("CudaOptions with the fused bias and without NHWC are refused");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     // The CLI refuses fusion forced on with NHWC forced off, naming the option.
     let out = common::neural_frame(
         &["run", "--backend", "cpu", "--prefer-nhwc", "false", "--fuse-conv-bias", "--frames", "1"],

@@ -270,7 +270,7 @@ fn cuda_passes_are_not_in_effect_on_the_cpu_backend() {
         .frame_size(16, 16)
         .build()
         .expect("context");
-    assert!(!ctx.tuning().cuda_passes, "the tuning reports what runs: no CUDA here");
+    assert_eq!(ctx.tuning().cuda, None, "the tuning reports what runs: no CUDA option here");
     // The same frames as the GPU test of the CUDA passes, through the Vulkan passes here.
     for model in [
         "models/test/tiny-x2-f32.onnx",

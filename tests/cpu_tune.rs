@@ -221,7 +221,7 @@ fn the_cache_finds_an_entry_by_its_key_only() {
     let read = TuneCache::load(&path).expect("read back");
     assert_eq!(read.lookup(&key), Some(&entry));
     assert_eq!(
-        read.lookup(&key).map(|e| neural_frame::tune::apply(Tuning::default(), &e.chosen).post_wait),
+        read.lookup(&key).map(|e| neural_frame::tune::apply(Tuning::default(), &e.chosen).cuda.post_wait),
         Some(PostWait::Host)
     );
     assert!(read.lookup(&TuneKey { width: 1920, height: 1080, ..key.clone() }).is_none(), "another size misses");

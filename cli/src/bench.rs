@@ -25,8 +25,8 @@ use ash::vk;
 use neural_frame::diagnostics::{FrameTrace, HostParts, Interference};
 use neural_frame::image_io::Rgba8;
 use neural_frame::{
-    BackPressure, BackendReport, DeviceSelector, Frame, FrameStats, InputId, NeuralFrameContext, OutputId, Submitted,
-    Ticket, Tuning,
+    BackPressure, BackendReport, ConvSearch, CudaOptions, DeviceSelector, Frame, FrameStats, InputId,
+    NeuralFrameContext, OutputId, PostWait, Submitted, Ticket, Tuning, TuningInEffect,
 };
 use serde::Serialize;
 
@@ -131,7 +131,7 @@ pub(crate) struct BenchReport {
     pub(crate) tiles: Option<TilesReport>,
     /// Backend and devices.
     pub(crate) backend: BackendReport,
-    /// The tuning in effect.
+    /// The tuning in effect, flat ([`flat_tuning`]).
     #[serde(flatten)]
     pub(crate) tuning: Tuning,
     /// Ring slots.
@@ -389,7 +389,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
             frame_done_ms: m(&|t| t.frame_done_ms),
         };
         // The probe loads the model's stream with the Vulkan passes: none with CUDA passes.
-        let interference = if ctx.tuning().cuda_passes {
+        let interference = if ctx.tuning().cuda.is_some_and(|c| c.cuda_passes) {
             None
         } else {
             progress("interference", 0, 1);
@@ -458,7 +458,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         tensor: contract.input.describe().to_string(),
         tiles: ctx.tiles().map(|(t, n)| TilesReport { tile: t.tile, overlap: t.overlap, per_frame: n }),
         backend: ctx.report().clone(),
-        tuning: ctx.tuning(),
+        tuning: flat_tuning(ctx.tuning()),
         slots: ctx.slot_count(),
         warmup: opts.warmup,
         modes,
@@ -486,6 +486,22 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         sync_timeline,
         interference,
     })
+}
+
+/// The tuning in effect as the report has always written it, every field flat and
+/// present: off the CUDA backend, where no CUDA option is in effect, each reads as
+/// off (the convolution search as the default, the post pass waiting on the GPU).
+fn flat_tuning(t: TuningInEffect) -> Tuning {
+    let off = CudaOptions {
+        conv_search: ConvSearch::default(),
+        prefer_nhwc: false,
+        fuse_conv_bias: false,
+        cuda_graph: false,
+        post_wait: PostWait::Gpu,
+        side_stream_wait: false,
+        cuda_passes: false,
+    };
+    Tuning { gpu_timestamps: t.gpu_timestamps, spin_wait: t.spin_wait, cuda: t.cuda.unwrap_or(off) }
 }
 
 /// Tiling in a bench run.
@@ -525,15 +541,15 @@ pub(crate) fn render(r: &BenchReport) -> String {
     let _ = writeln!(
         s,
         "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {} (options from {}), {} slots, {} warm-up frames, {} timed frames per mode",
-        r.tuning.conv_search,
-        r.tuning.prefer_nhwc,
-        r.tuning.fuse_conv_bias,
-        r.tuning.cuda_graph,
-        r.tuning.post_wait,
+        r.tuning.cuda.conv_search,
+        r.tuning.cuda.prefer_nhwc,
+        r.tuning.cuda.fuse_conv_bias,
+        r.tuning.cuda.cuda_graph,
+        r.tuning.cuda.post_wait,
         r.tuning.gpu_timestamps,
         r.tuning.spin_wait,
-        r.tuning.side_stream_wait,
-        if r.tuning.cuda_passes { "CUDA" } else { "Vulkan" },
+        r.tuning.cuda.side_stream_wait,
+        if r.tuning.cuda.cuda_passes { "CUDA" } else { "Vulkan" },
         r.backend.tuning_from,
         r.slots,
         r.warmup,

@@ -232,7 +232,7 @@ fn in_process(
     };
     // With the post pass submitted once the host saw the model finish (`--post-wait host`), the host
     // drives the frame: the renderer waits through the context then (the worker does the same).
-    let host_driven = ctx.tuning().post_wait == neural_frame::PostWait::Host;
+    let host_driven = ctx.tuning().cuda.is_some_and(|c| c.post_wait == neural_frame::PostWait::Host);
     let done = |ctx: &mut neural_frame::NeuralFrameContext, t: &neural_frame::Ticket| -> anyhow::Result<()> {
         match sync {
             Some((_, _, ready)) if !host_driven => r.wait(ready, t.value()),

@@ -249,7 +249,7 @@ fn measure(
         Ok(false) => return Candidate::failed(options, None, "the fused session was not ready within 300 s"),
         Err(e) => return Candidate::failed(options, None, e),
     }
-    let in_effect = TunedOptions::from_tuning(&ctx.tuning());
+    let in_effect = TunedOptions::in_effect(&ctx.tuning());
     let warmup = warmup_frames(opts.warmup, ctx.slot_count());
     let bar = show.bar(warmup + 2 * opts.frames);
     let timed = time(&mut ctx, pictures, opts.frames, warmup, &bar);

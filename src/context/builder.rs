@@ -77,7 +77,7 @@ pub enum BackPressure {
 ///     .post_wait(PostWait::Host)
 ///     .frame_size(960, 540)
 ///     .build()?;
-/// assert_eq!(ctx.tuning().post_wait, PostWait::Host);
+/// assert_eq!(ctx.tuning().cuda.map(|c| c.post_wait), Some(PostWait::Host));
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -93,42 +93,42 @@ pub enum PostWait {
     Host,
 }
 
-/// How a context runs the model and the hand-off. Each field has a
-/// [`ContextBuilder`] setter of the same name; the defaults are the builder's.
+/// The options of ONNX Runtime's CUDA execution provider and of the CUDA
+/// hand-off: in effect on the CUDA backend only. Each field has a
+/// [`ContextBuilder`] setter of the same name, or set them all at once with
+/// [`ContextBuilder::cuda_options`]; the defaults are the builder's.
 ///
 /// ```no_run
-/// use neural_frame::{NeuralFrameContext, Tuning};
+/// use neural_frame::{CudaOptions, NeuralFrameContext, PostWait};
 ///
-/// // NHWC kernels and CUDA graphs: faster for fp16 on the CUDA backend (README, "Measured").
-/// let fast = Tuning { prefer_nhwc: true, cuda_graph: true, spin_wait: true, ..Tuning::default() };
-/// let ctx = NeuralFrameContext::builder("models/upscale-fp16.onnx").tuning(fast).frame_size(960, 540).build()?;
-/// // What runs: CUDA graphs only on the CUDA backend.
-/// println!("{:?}", ctx.tuning());
+/// // The post pass waits on the host; CUDA graphs off; the rest the defaults.
+/// let cuda = CudaOptions { post_wait: PostWait::Host, cuda_graph: false, ..CudaOptions::default() };
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").cuda_options(cuda).frame_size(960, 540).build()?;
+/// match ctx.tuning().cuda {
+///     Some(in_effect) => println!("CUDA backend: {in_effect:?}"),
+///     None => println!("the CUDA options are not in effect on the {} backend", ctx.backend_name()),
+/// }
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Tuning {
-    /// cuDNN's convolution algorithm search (CUDA backend).
+pub struct CudaOptions {
+    /// cuDNN's convolution algorithm search.
     pub conv_search: ConvSearch,
     /// The CUDA provider prefers NHWC kernels.
     pub prefer_nhwc: bool,
     /// The CUDA provider fuses each convolution's bias into it (cuDNN's fused NHWC kernels; with `prefer_nhwc`).
     pub fuse_conv_bias: bool,
-    /// Each slot's model run is replayed as a captured CUDA graph (CUDA backend).
+    /// Each slot's model run is replayed as a captured CUDA graph.
     pub cuda_graph: bool,
-    /// Where the post pass waits for the model (CUDA backend).
+    /// Where the post pass waits for the model.
     pub post_wait: PostWait,
-    /// The pre and post passes are timed with Vulkan timestamp queries.
-    pub gpu_timestamps: bool,
-    /// Frames are waited for by polling instead of sleeping in the driver.
-    pub spin_wait: bool,
-    /// The CUDA wait for each frame's input goes on a side stream, joined by an event (CUDA backend).
+    /// The CUDA wait for each frame's input goes on a side stream, joined by an event.
     pub side_stream_wait: bool,
-    /// The pre and post passes run as CUDA kernels on the model's stream (CUDA backend).
+    /// The pre and post passes run as CUDA kernels on the model's stream.
     pub cuda_passes: bool,
 }
 
-impl Default for Tuning {
+impl Default for CudaOptions {
     fn default() -> Self {
         // The fastest correct configuration measured on the H200 (README, "Measured"):
         // NHWC kernels with the bias fused, CUDA graphs and the passes as CUDA kernels.
@@ -138,12 +138,80 @@ impl Default for Tuning {
             fuse_conv_bias: true,
             cuda_graph: true,
             post_wait: PostWait::Gpu,
-            gpu_timestamps: true,
-            spin_wait: false,
             side_stream_wait: false,
             cuda_passes: true,
         }
     }
+}
+
+/// How a context runs the model and the hand-off, as the caller asks for it
+/// ([`ContextBuilder::tuning`]): the options of every backend, and the CUDA
+/// backend's own ([`CudaOptions`]). Each field has a [`ContextBuilder`] setter
+/// of the same name; the defaults are the builder's. What a context runs with
+/// is its [`TuningInEffect`] ([`NeuralFrameContext::tuning`]). Serialised flat:
+/// the fields of [`CudaOptions`] beside the others.
+///
+/// ```no_run
+/// use neural_frame::{CudaOptions, NeuralFrameContext, Tuning};
+///
+/// // NHWC kernels and CUDA graphs: faster for fp16 on the CUDA backend (README, "Measured").
+/// let cuda = CudaOptions { prefer_nhwc: true, cuda_graph: true, ..CudaOptions::default() };
+/// let fast = Tuning { spin_wait: true, cuda, ..Tuning::default() };
+/// let ctx = NeuralFrameContext::builder("models/upscale-fp16.onnx").tuning(fast).frame_size(960, 540).build()?;
+/// // What runs: the CUDA options only on the CUDA backend.
+/// println!("{:?}", ctx.tuning());
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tuning {
+    /// The pre and post passes are timed with Vulkan timestamp queries.
+    pub gpu_timestamps: bool,
+    /// Frames are waited for by polling instead of sleeping in the driver.
+    pub spin_wait: bool,
+    /// The CUDA backend's options (not in effect on the CPU backend).
+    #[serde(flatten)]
+    pub cuda: CudaOptions,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self { gpu_timestamps: true, spin_wait: false, cuda: CudaOptions::default() }
+    }
+}
+
+/// The tuning a context runs with ([`NeuralFrameContext::tuning`]): what the
+/// caller asked for ([`Tuning`]), the tune cache's choice, or the defaults,
+/// less what the context could not put in effect. `cuda` is `None` off the
+/// CUDA backend, where no CUDA option is in effect; on it, an option the model
+/// or the moment does not allow reads as off (CUDA graphs for a model with
+/// outputs that are not images; the fused bias while fast start builds the
+/// fused session). Serialised flat, as [`Tuning`] is, without the fields of
+/// [`CudaOptions`] where `cuda` is `None`.
+///
+/// ```no_run
+/// use neural_frame::{Backend, NeuralFrameContext};
+///
+/// let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+///     .backend(Backend::Cpu)
+///     .cuda_graph(true) // asked for, and not in effect on the CPU backend
+///     .spin_wait(true)
+///     .frame_size(64, 48)
+///     .build()?;
+/// let tuning = ctx.tuning();
+/// assert_eq!(tuning.cuda, None, "no CUDA option is in effect on the CPU backend");
+/// assert!(tuning.spin_wait && tuning.gpu_timestamps);
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TuningInEffect {
+    /// The pre and post passes are timed with Vulkan timestamp queries (as
+    /// asked: a queue family that writes no timestamps leaves them unmeasured, said in the log).
+    pub gpu_timestamps: bool,
+    /// Frames are waited for by polling instead of sleeping in the driver.
+    pub spin_wait: bool,
+    /// The CUDA options in effect: `None` off the CUDA backend.
+    #[serde(flatten)]
+    pub cuda: Option<CudaOptions>,
 }
 
 /// The default bound on every host wait for a frame
@@ -397,6 +465,31 @@ impl ContextBuilder {
         self.default_kernels = false;
         self
     }
+    /// Every CUDA option at once ([`CudaOptions`]; the other tuning options
+    /// stay). As with [`tuning`](Self::tuning), they are the caller's choice:
+    /// the tune cache is not read, and the context does not fall back from
+    /// NHWC kernels or the fused bias that cuDNN refuses. Not in effect on the
+    /// CPU backend ([`TuningInEffect::cuda`] is `None` there).
+    ///
+    /// ```no_run
+    /// use neural_frame::{Backend, ConvSearch, CudaOptions, NeuralFrameContext};
+    ///
+    /// let cuda = CudaOptions { conv_search: ConvSearch::Exhaustive, cuda_graph: false, ..CudaOptions::default() };
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
+    ///     .backend(Backend::Cuda)
+    ///     .cuda_options(cuda)
+    ///     .fast_start(false) // the fused bias in effect from the first frame
+    ///     .frame_size(960, 540)
+    ///     .build()?;
+    /// assert_eq!(ctx.tuning().cuda, Some(cuda));
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn cuda_options(mut self, cuda: CudaOptions) -> Self {
+        self.tuning_forced = true;
+        self.tuning.cuda = cuda;
+        self.default_kernels = false;
+        self
+    }
     /// Time the pre and post passes with Vulkan timestamp queries (default on;
     /// off: [`FrameStats`](crate::FrameStats)'s `pre_ms` and `post_ms` are NaN).
     ///
@@ -442,12 +535,12 @@ impl ContextBuilder {
     /// use neural_frame::NeuralFrameContext;
     ///
     /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").side_stream_wait(true).frame_size(960, 540).build()?;
-    /// println!("side-stream wait in effect: {}", ctx.tuning().side_stream_wait); // false off CUDA
+    /// println!("side-stream wait in effect: {}", ctx.tuning().cuda.is_some_and(|c| c.side_stream_wait)); // no CUDA options off CUDA
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn side_stream_wait(mut self, on: bool) -> Self {
         self.tuning_forced = true;
-        self.tuning.side_stream_wait = on;
+        self.tuning.cuda.side_stream_wait = on;
         self
     }
     /// Run the pre and post passes as CUDA kernels on the model's stream instead
@@ -470,12 +563,12 @@ impl ContextBuilder {
     /// use neural_frame::NeuralFrameContext;
     ///
     /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").cuda_passes(true).frame_size(960, 540).build()?;
-    /// println!("CUDA passes in effect: {}", ctx.tuning().cuda_passes); // false off CUDA
+    /// println!("CUDA passes in effect: {}", ctx.tuning().cuda.is_some_and(|c| c.cuda_passes)); // no CUDA options off CUDA
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn cuda_passes(mut self, on: bool) -> Self {
         self.tuning_forced = true;
-        self.tuning.cuda_passes = on;
+        self.tuning.cuda.cuda_passes = on;
         self
     }
     /// Replay each slot's model run as a CUDA graph captured from ONNX Runtime's
@@ -488,12 +581,12 @@ impl ContextBuilder {
     ///
     /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").cuda_graph(true).frame_size(960, 540).build()?;
     /// // Graphs exist only on the CUDA backend: the tuning says what runs.
-    /// assert_eq!(ctx.tuning().cuda_graph, ctx.backend_name() == "cuda");
+    /// assert_eq!(ctx.tuning().cuda.is_some_and(|c| c.cuda_graph), ctx.backend_name() == "cuda");
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn cuda_graph(mut self, on: bool) -> Self {
         self.tuning_forced = true;
-        self.tuning.cuda_graph = on;
+        self.tuning.cuda.cuda_graph = on;
         self
     }
     /// Where the post pass waits for the model (CUDA backend; default [`PostWait::Gpu`]).
@@ -512,7 +605,7 @@ impl ContextBuilder {
     /// ```
     pub fn post_wait(mut self, wait: PostWait) -> Self {
         self.tuning_forced = true;
-        self.tuning.post_wait = wait;
+        self.tuning.cuda.post_wait = wait;
         self
     }
     /// Frames in flight: slots in the ring (default 3, at least 1).
@@ -636,12 +729,14 @@ impl ContextBuilder {
     ///     .conv_search(ConvSearch::Default)
     ///     .frame_size(960, 540)
     ///     .build()?;
-    /// assert_eq!(ctx.tuning().conv_search, ConvSearch::Default);
+    /// if let Some(cuda) = ctx.tuning().cuda {
+    ///     assert_eq!(cuda.conv_search, ConvSearch::Default);
+    /// }
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn conv_search(mut self, search: ConvSearch) -> Self {
         self.tuning_forced = true;
-        self.tuning.conv_search = search;
+        self.tuning.cuda.conv_search = search;
         self
     }
     /// Ask the CUDA provider to prefer NHWC kernels (faster for fp16 models on recent GPUs).
@@ -653,14 +748,14 @@ impl ContextBuilder {
     ///     .prefer_nhwc(true)
     ///     .frame_size(960, 540)
     ///     .build()?;
-    /// assert!(ctx.tuning().prefer_nhwc);
+    /// assert!(ctx.tuning().cuda.is_none_or(|c| c.prefer_nhwc)); // `cuda` is None off the CUDA backend
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn prefer_nhwc(mut self, on: bool) -> Self {
         self.tuning_forced = true;
-        self.tuning.prefer_nhwc = on;
+        self.tuning.cuda.prefer_nhwc = on;
         // Fusing needs NHWC: without NHWC kernels the default fusion goes too.
-        self.tuning.fuse_conv_bias &= on;
+        self.tuning.cuda.fuse_conv_bias &= on;
         self.default_kernels = false;
         self
     }
@@ -679,12 +774,12 @@ impl ContextBuilder {
     ///     .fuse_conv_bias(true)
     ///     .frame_size(960, 540)
     ///     .build()?;
-    /// println!("bias fused: {}", ctx.tuning().fuse_conv_bias); // false off CUDA
+    /// println!("bias fused: {}", ctx.tuning().cuda.is_some_and(|c| c.fuse_conv_bias)); // no CUDA options off CUDA
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn fuse_conv_bias(mut self, on: bool) -> Self {
         self.tuning_forced = true;
-        self.tuning.fuse_conv_bias = on;
+        self.tuning.cuda.fuse_conv_bias = on;
         self.default_kernels = false;
         self
     }

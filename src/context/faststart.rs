@@ -177,7 +177,10 @@ impl NeuralFrameContext {
         }
         // The ring is drained: nothing is pending on the old stream, and the new one starts fresh.
         engine.replace_session(ready.session, ready.stream)?;
-        self.tuning.fuse_conv_bias = true;
+        // Fast start runs on the CUDA backend only: its options are in effect.
+        if let Some(cuda) = &mut self.tuning.cuda {
+            cuda.fuse_conv_bias = true;
+        }
         self.report.startup.fused_ms = since_build;
         log::info!(
             "the fused session (NHWC, bias fused) takes over: built beside the first frames in {:.0} ms (session \

@@ -53,7 +53,7 @@ use crate::vulkan::query::TimestampPool;
 use crate::vulkan::sync::Fence;
 use crate::vulkan::{Device, Instance};
 
-pub use builder::{BackPressure, Backend, ContextBuilder, PostWait, Tuning};
+pub use builder::{BackPressure, Backend, ContextBuilder, CudaOptions, PostWait, Tuning, TuningInEffect};
 use foreign::CallerDevice;
 
 /// Everything that holds GPU objects, in teardown order: registrations (views,
@@ -108,7 +108,7 @@ pub struct NeuralFrameContext {
     contract: ModelContract,
     report: BackendReport,
     model: PathBuf,
-    tuning: Tuning,
+    tuning: TuningInEffect,
     back_pressure: BackPressure,
     frame_timeout: Duration,
     sync_mode: SyncMode,
@@ -186,7 +186,7 @@ impl NeuralFrameContext {
 
     fn new(b: ContextBuilder, caller: Option<CallerDevice>) -> Result<Self> {
         let ctx = Self::new_on_backend(&b, caller.as_ref())?;
-        let kernels = ctx.tuning.prefer_nhwc || ctx.tuning.fuse_conv_bias;
+        let kernels = ctx.tuning.cuda.is_some_and(|c| c.prefer_nhwc || c.fuse_conv_bias);
         if !(b.default_kernels && kernels && matches!(ctx.res.engine, Engine::Cuda(_))) {
             return Ok(ctx);
         }
@@ -196,7 +196,7 @@ impl NeuralFrameContext {
         // built beside it, and checked there).
         let mut ctx = ctx;
         let t = std::time::Instant::now();
-        let bias = if ctx.tuning.fuse_conv_bias { "fused" } else { "apart" };
+        let bias = if ctx.tuning.cuda.is_some_and(|c| c.fuse_conv_bias) { "fused" } else { "apart" };
         match ctx.warm_up() {
             Ok(()) => {
                 ctx.report.startup.first_run_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -275,7 +275,7 @@ impl NeuralFrameContext {
         if !device.is_owned()
             && device.queue_count() == 1
             && base.cuda.is_some()
-            && b.tuning.post_wait == PostWait::Host
+            && b.tuning.cuda.post_wait == PostWait::Host
         {
             return Err(Error::InvalidArgument(
                 "PostWait::Host on the caller's single queue would submit each post pass after the caller's own \
@@ -284,7 +284,7 @@ impl NeuralFrameContext {
                     .into(),
             ));
         }
-        if b.tuning.fuse_conv_bias && !b.tuning.prefer_nhwc {
+        if b.tuning.cuda.fuse_conv_bias && !b.tuning.cuda.prefer_nhwc {
             return Err(Error::InvalidArgument(
                 "fuse_conv_bias (--fuse-conv-bias) needs prefer_nhwc (--prefer-nhwc): cuDNN fuses a convolution's \
                  bias only into NHWC kernels, and ONNX Runtime fails the first run otherwise"
@@ -304,15 +304,15 @@ impl NeuralFrameContext {
         let n = b.slots.max(1);
         let mut config = SessionConfig {
             provider: Provider::Cpu,
-            conv_search: b.tuning.conv_search,
-            prefer_nhwc: b.tuning.prefer_nhwc,
-            fuse_conv_bias: b.tuning.fuse_conv_bias,
+            conv_search: b.tuning.cuda.conv_search,
+            prefer_nhwc: b.tuning.cuda.prefer_nhwc,
+            fuse_conv_bias: b.tuning.cuda.fuse_conv_bias,
             cuda_stream: None,
             threads: b.threads,
             declared: b.declared.clone(),
         };
         let session_ms;
-        let mut fast = b.fast_start && cuda.is_some() && b.tuning.fuse_conv_bias;
+        let mut fast = b.fast_start && cuda.is_some() && b.tuning.cuda.fuse_conv_bias;
         let (engine, contract) = match cuda {
             Some(c) => {
                 // The model's stream at the greatest priority (the post kernels' at the least).
@@ -322,7 +322,7 @@ impl NeuralFrameContext {
                 let t = std::time::Instant::now();
                 // Fast start: the first session keeps the bias apart; the fused one is built
                 // beside the first frames (faststart.rs).
-                config.fuse_conv_bias = b.tuning.fuse_conv_bias && !fast;
+                config.fuse_conv_bias = b.tuning.cuda.fuse_conv_bias && !fast;
                 // SAFETY: the stream goes into the engine with the session, which drops the session first.
                 let (mut session, mut contract) = unsafe { session::create(&b.model, &config) }?;
                 if fast && !(contract.extra_inputs.is_empty() && contract.extra_outputs.is_empty()) {
@@ -335,20 +335,20 @@ impl NeuralFrameContext {
                 }
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
-                let graphs = b.tuning.cuda_graph && contract.other_outputs.is_empty();
-                if b.tuning.cuda_graph && !graphs {
+                let graphs = b.tuning.cuda.cuda_graph && contract.other_outputs.is_empty();
+                if b.tuning.cuda.cuda_graph && !graphs {
                     log::warn!(
                         "CUDA graphs are off: the model has outputs that are not images ({}), which ONNX Runtime \
                          allocates on each run",
                         contract.other_outputs.join(", ")
                     );
                 }
-                let (side, passes) = (b.tuning.side_stream_wait, b.tuning.cuda_passes);
+                let (side, passes) = (b.tuning.cuda.side_stream_wait, b.tuning.cuda.cuda_passes);
                 let engine = CudaEngine::new(session, stream, Arc::clone(c), n, graphs, side, passes)?;
                 (Engine::Cuda(engine), contract)
             }
             None => {
-                if b.tuning.cuda_passes {
+                if b.tuning.cuda.cuda_passes {
                     log::warn!("CUDA passes are not in effect: the context runs on the CPU backend");
                 }
                 let t = std::time::Instant::now();
@@ -413,13 +413,15 @@ impl NeuralFrameContext {
             contract,
             report: base.report,
             model: b.model.clone(),
-            // CUDA graphs exist only on the CUDA backend: the tuning reports what runs.
-            tuning: Tuning {
-                cuda_graph: b.tuning.cuda_graph && on_cuda && no_other_outputs,
-                side_stream_wait: b.tuning.side_stream_wait && on_cuda,
-                cuda_passes: b.tuning.cuda_passes && on_cuda,
-                fuse_conv_bias: b.tuning.fuse_conv_bias && on_cuda && !fast,
-                ..b.tuning
+            // The tuning reports what runs: the CUDA options only on the CUDA backend.
+            tuning: TuningInEffect {
+                gpu_timestamps: b.tuning.gpu_timestamps,
+                spin_wait: b.tuning.spin_wait,
+                cuda: on_cuda.then_some(CudaOptions {
+                    cuda_graph: b.tuning.cuda.cuda_graph && no_other_outputs,
+                    fuse_conv_bias: b.tuning.cuda.fuse_conv_bias && !fast,
+                    ..b.tuning.cuda
+                }),
             },
             back_pressure: b.back_pressure,
             frame_timeout: b.frame_timeout,
@@ -688,17 +690,23 @@ impl NeuralFrameContext {
     pub fn backend_name(&self) -> &'static str {
         self.report.backend
     }
-    /// The tuning in effect (CUDA graphs only on the CUDA backend).
+    /// The tuning in effect ([`TuningInEffect`]): the CUDA options only on the
+    /// CUDA backend (`cuda` is `None` on the CPU backend), less those the model
+    /// does not allow.
     ///
     /// ```no_run
     /// use neural_frame::NeuralFrameContext;
     ///
     /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
     /// let tuning = ctx.tuning();
-    /// println!("conv search {:?}, CUDA graphs {}", tuning.conv_search, tuning.cuda_graph);
+    /// match tuning.cuda {
+    ///     Some(cuda) => println!("conv search {:?}, CUDA graphs {}", cuda.conv_search, cuda.cuda_graph),
+    ///     None => println!("no CUDA options in effect on the {} backend", ctx.backend_name()),
+    /// }
+    /// println!("spin waits {}", tuning.spin_wait);
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
-    pub fn tuning(&self) -> Tuning {
+    pub fn tuning(&self) -> TuningInEffect {
         self.tuning
     }
     /// How frames are handed over with the caller: on the GPU, or through the host.

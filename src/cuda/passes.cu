@@ -1,4 +1,4 @@
-// The pre and post passes as CUDA kernels (`Tuning::cuda_passes`, the CUDA
+// The pre and post passes as CUDA kernels (`CudaOptions::cuda_passes`, the CUDA
 // backend's default): the same conversions as src/shaders/pre_*.wgsl and
 // post_*.wgsl, for whole frames and tiles, reading and writing either images
 // imported into CUDA as arrays with surface access, or linear buffers (device

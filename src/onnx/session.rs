@@ -24,7 +24,9 @@ use crate::onnx::tensor::{Element, TensorKind};
 ///     .conv_search(ConvSearch::Exhaustive) // slower first frame, sometimes faster after
 ///     .frame_size(960, 540)
 ///     .build()?;
-/// assert_eq!(ctx.tuning().conv_search, ConvSearch::Exhaustive);
+/// if let Some(cuda) = ctx.tuning().cuda {
+///     assert_eq!(cuda.conv_search, ConvSearch::Exhaustive); // on the CUDA backend (`cuda` is None off it)
+/// }
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

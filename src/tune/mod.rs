@@ -1,9 +1,10 @@
 //! Tuned options: what `neural-frame tune` measured as the fastest options for
 //! one model and frame size on one GPU, kept in a JSON cache that contexts read.
 //!
-//! The options a context offers ([`Tuning`]) that `tune` chooses are the
-//! CUDA provider's NHWC kernels and fused bias, CUDA graphs, the CUDA passes,
-//! where the post pass waits and spin waits ([`TunedOptions`]). Which of them is
+//! The options a context offers ([`Tuning`], with its [`CudaOptions`]) that
+//! `tune` chooses are the CUDA provider's NHWC kernels and fused bias, CUDA
+//! graphs, the CUDA passes, where the post pass waits and spin waits
+//! ([`TunedOptions`]). Which of them is
 //! fastest depends on the model, the frame size, the GPU, its driver and ONNX
 //! Runtime, so an entry is keyed by all of them ([`TuneKey`]): a cache made on
 //! one machine, for one model, says nothing about another, and is not used there.
@@ -44,7 +45,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::context::setup::BackendReport;
-use crate::context::{ContextBuilder, NeuralFrameContext, PostWait, Tuning};
+use crate::context::{ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Tuning, TuningInEffect};
 use crate::error::{Error, Result};
 use crate::onnx::RuntimeInfo;
 use crate::vulkan::AdapterInfo;
@@ -233,9 +234,10 @@ pub fn model_sha256(path: &Path) -> Result<String> {
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The options `tune` chooses: the fields of [`Tuning`] whose best value
-/// depends on the model and the machine. The others (the convolution search,
-/// timestamps, the side-stream wait) stay the caller's.
+/// The options `tune` chooses: the fields of [`Tuning`] and its
+/// [`CudaOptions`] whose best value depends on the model and the machine. The
+/// others (the convolution search, timestamps, the side-stream wait) stay the
+/// caller's. Flat, in the cache file as in memory.
 ///
 /// ```no_run
 /// use neural_frame::{NeuralFrameContext, PostWait};
@@ -251,7 +253,7 @@ pub fn model_sha256(path: &Path) -> Result<String> {
 /// };
 /// // Forced through the builder's setters: no fallback where cuDNN refuses NHWC.
 /// let ctx = options.apply_to(NeuralFrameContext::builder("models/upscale.onnx")).frame_size(960, 540).build()?;
-/// println!("{options} (in effect: {})", TunedOptions::from_tuning(&ctx.tuning()));
+/// println!("{options} (in effect: {})", TunedOptions::in_effect(&ctx.tuning()));
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -272,8 +274,8 @@ pub struct TunedOptions {
 }
 
 impl TunedOptions {
-    /// The chosen fields of `tuning` (what a context runs with:
-    /// [`NeuralFrameContext::tuning`]).
+    /// The chosen fields of `tuning` (what a caller asks for:
+    /// [`ContextBuilder::tuning`]).
     ///
     /// ```
     /// use neural_frame::Tuning;
@@ -283,13 +285,47 @@ impl TunedOptions {
     /// assert!(defaults.prefer_nhwc && defaults.fuse_conv_bias && defaults.cuda_graph && defaults.cuda_passes);
     /// ```
     pub fn from_tuning(tuning: &Tuning) -> Self {
+        Self::from_parts(&tuning.cuda, tuning.spin_wait)
+    }
+
+    /// The chosen fields of what a context runs with
+    /// ([`NeuralFrameContext::tuning`]): off the CUDA backend, where no CUDA
+    /// option is in effect, every CUDA option off and the post pass waiting on
+    /// the GPU (as [`first_round`] asks there).
+    ///
+    /// ```
+    /// use neural_frame::tune::TunedOptions;
+    /// use neural_frame::{CudaOptions, PostWait, TuningInEffect};
+    ///
+    /// let cpu = TuningInEffect { gpu_timestamps: true, spin_wait: true, cuda: None };
+    /// let o = TunedOptions::in_effect(&cpu);
+    /// assert!(!o.prefer_nhwc && !o.fuse_conv_bias && !o.cuda_graph && !o.cuda_passes && o.spin_wait);
+    /// assert_eq!(o.post_wait, PostWait::Gpu);
+    /// let cuda = TuningInEffect { cuda: Some(CudaOptions::default()), ..cpu };
+    /// assert!(TunedOptions::in_effect(&cuda).cuda_graph);
+    /// ```
+    pub fn in_effect(tuning: &TuningInEffect) -> Self {
+        match &tuning.cuda {
+            Some(cuda) => Self::from_parts(cuda, tuning.spin_wait),
+            None => Self {
+                prefer_nhwc: false,
+                fuse_conv_bias: false,
+                cuda_graph: false,
+                cuda_passes: false,
+                post_wait: PostWait::Gpu,
+                spin_wait: tuning.spin_wait,
+            },
+        }
+    }
+
+    fn from_parts(cuda: &CudaOptions, spin_wait: bool) -> Self {
         Self {
-            prefer_nhwc: tuning.prefer_nhwc,
-            fuse_conv_bias: tuning.fuse_conv_bias,
-            cuda_graph: tuning.cuda_graph,
-            cuda_passes: tuning.cuda_passes,
-            post_wait: tuning.post_wait,
-            spin_wait: tuning.spin_wait,
+            prefer_nhwc: cuda.prefer_nhwc,
+            fuse_conv_bias: cuda.fuse_conv_bias,
+            cuda_graph: cuda.cuda_graph,
+            cuda_passes: cuda.cuda_passes,
+            post_wait: cuda.post_wait,
+            spin_wait,
         }
     }
 
@@ -312,7 +348,7 @@ impl TunedOptions {
     ///     spin_wait: false,
     /// };
     /// let ctx = nchw.apply_to(NeuralFrameContext::builder("models/upscale.onnx").slots(4)).frame_size(960, 540).build()?;
-    /// assert!(!ctx.tuning().prefer_nhwc);
+    /// assert!(ctx.tuning().cuda.is_none_or(|c| !c.prefer_nhwc)); // `cuda` is None off the CUDA backend
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     #[must_use]
@@ -374,22 +410,25 @@ impl fmt::Display for TunedOptions {
 /// (convolution search, timestamps, side-stream wait) kept.
 ///
 /// ```
-/// use neural_frame::{ConvSearch, PostWait, Tuning};
+/// use neural_frame::{ConvSearch, CudaOptions, PostWait, Tuning};
 /// use neural_frame::tune::{self, TunedOptions};
 ///
-/// let mine = Tuning { conv_search: ConvSearch::Exhaustive, ..Tuning::default() };
+/// let mine = Tuning { cuda: CudaOptions { conv_search: ConvSearch::Exhaustive, ..CudaOptions::default() }, ..Tuning::default() };
 /// let options = TunedOptions { cuda_graph: false, post_wait: PostWait::Host, ..TunedOptions::from_tuning(&mine) };
-/// let tuned = tune::apply(mine, &options);
+/// let tuned = tune::apply(mine, &options).cuda;
 /// assert_eq!((tuned.cuda_graph, tuned.post_wait, tuned.conv_search), (false, PostWait::Host, ConvSearch::Exhaustive));
 /// ```
 pub fn apply(tuning: Tuning, options: &TunedOptions) -> Tuning {
     Tuning {
-        prefer_nhwc: options.prefer_nhwc,
-        fuse_conv_bias: options.fuse_conv_bias,
-        cuda_graph: options.cuda_graph,
-        cuda_passes: options.cuda_passes,
-        post_wait: options.post_wait,
         spin_wait: options.spin_wait,
+        cuda: CudaOptions {
+            prefer_nhwc: options.prefer_nhwc,
+            fuse_conv_bias: options.fuse_conv_bias,
+            cuda_graph: options.cuda_graph,
+            cuda_passes: options.cuda_passes,
+            post_wait: options.post_wait,
+            ..tuning.cuda
+        },
         ..tuning
     }
 }
@@ -746,7 +785,8 @@ pub(super) mod tests {
 
     #[test]
     fn apply_replaces_the_chosen_fields_only() {
-        let mine = Tuning { gpu_timestamps: false, side_stream_wait: true, ..Tuning::default() };
+        let cuda = CudaOptions { side_stream_wait: true, ..CudaOptions::default() };
+        let mine = Tuning { gpu_timestamps: false, cuda, ..Tuning::default() };
         let options = TunedOptions {
             prefer_nhwc: false,
             fuse_conv_bias: false,
@@ -757,7 +797,10 @@ pub(super) mod tests {
         };
         let tuned = apply(mine, &options);
         assert_eq!(TunedOptions::from_tuning(&tuned), options);
-        assert_eq!((tuned.gpu_timestamps, tuned.side_stream_wait, tuned.conv_search), (false, true, mine.conv_search));
+        assert_eq!(
+            (tuned.gpu_timestamps, tuned.cuda.side_stream_wait, tuned.cuda.conv_search),
+            (false, true, mine.cuda.conv_search)
+        );
     }
 
     #[test]

@@ -44,10 +44,10 @@ pub(crate) struct CudaEngine {
     last_end: Option<(u64, f64)>,
     /// CUDA graphs are wanted (tuning).
     graphs: bool,
-    /// `Tuning::side_stream_wait`: the wait for `to_model` goes on this stream, and the
+    /// `CudaOptions::side_stream_wait`: the wait for `to_model` goes on this stream, and the
     /// model's stream waits for `joined`, recorded after it.
     side: Option<(cuda::Stream, cuda::Event)>,
-    /// `Tuning::cuda_passes`: the pre and post kernels, and the stream the post
+    /// `CudaOptions::cuda_passes`: the pre and post kernels, and the stream the post
     /// kernels run on (beside the next frame's model).
     pub(crate) passes: Option<(cuda::PassKernels, cuda::Stream)>,
     /// The most blocks a post kernel takes when frames are pipelined (None: one a 32 × 8 pixels).
