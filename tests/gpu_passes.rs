@@ -210,3 +210,56 @@ fn cuda_passes_run_tiles_and_extra_inputs_as_the_vulkan_passes_do() {
         assert!(worst <= 1, "{what}: CUDA and Vulkan passes differ by {worst}");
     }
 }
+
+/// An opaque frame's post kernel skips the alpha's interpolation (the pre kernel tags a
+/// frame where any alpha is not 1): through one slot, an opaque frame, one with a single
+/// transparent pixel, and an opaque one again (the earlier tag must not carry over), each
+/// against the Vulkan passes, tiled and not.
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn cuda_passes_tell_opaque_frames_from_translucent_ones() {
+    gpu();
+    let (w, h) = (45, 29);
+    let opaque: Vec<u8> = picture(w, h, 5).chunks(4).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+    let mut one_hole = opaque.clone();
+    let hole = ((h / 2) * w + w / 3) as usize;
+    one_hole[4 * hole + 3] = 0;
+    for tiling in [None, Some(Tiling::new(24, 16, 2).expect("tiling"))] {
+        let run = |cuda: bool| {
+            let mut b = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+                .backend(Backend::Cuda)
+                .frame_size(w, h)
+                .slots(1)
+                .cuda_passes(cuda);
+            if let Some(t) = tiling {
+                b = b.tiling(t);
+            }
+            let mut ctx = b.build().expect("context");
+            assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settled"));
+            let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+            let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+            let (ow, oh) = ctx.output_size();
+            let mut got = Vec::new();
+            for pixels in [&opaque, &one_hole, &opaque] {
+                ctx.upload(input, pixels).expect("upload");
+                ctx.upload_output(output, &vec![0x5a; (ow * oh * 4) as usize]).expect("poison");
+                let stats = ctx.infer(input, output).expect("infer");
+                assert_eq!(stats.cuda_passes, cuda, "the route");
+                got.push(ctx.readback(output).expect("readback"));
+            }
+            got
+        };
+        let (cuda, vulkan) = (run(true), run(false));
+        for (k, (c, v)) in cuda.iter().zip(&vulkan).enumerate() {
+            let worst = c.iter().zip(v).map(|(a, b)| a.abs_diff(*b)).max().unwrap_or(0);
+            assert!(worst <= 1, "{tiling:?} frame {k}: CUDA and Vulkan passes differ by {worst}");
+            let alpha_min = c.chunks(4).map(|p| p[3]).min().unwrap_or(0);
+            if k == 1 {
+                assert!(alpha_min < 128, "{tiling:?}: the transparent pixel came back opaque (alpha ≥ {alpha_min})");
+            } else {
+                assert_eq!(alpha_min, 255, "{tiling:?} frame {k}: an opaque frame came back translucent");
+            }
+        }
+        println!("{tiling:?}: opaque, one transparent pixel, opaque: CUDA within 1 of the Vulkan passes");
+    }
+}

@@ -209,7 +209,6 @@ impl NeuralFrameContext {
 
         // 2. The engine runs the model (and, on the CUDA route, the passes' kernels).
         let t_enqueue = Instant::now();
-        let pipelined = self.ring.in_flight() > 0;
         let ran = {
             let res = &mut *self.res;
             // The caller's semaphores the engine waits for itself (CUDA has them).
@@ -230,7 +229,6 @@ impl NeuralFrameContext {
             };
             let run = Run {
                 caller,
-                pipelined,
                 slot: i,
                 value: n,
                 binding: &mut res.slots[i].binding,

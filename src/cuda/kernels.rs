@@ -21,19 +21,6 @@ const PTX: &str = concat!(include_str!("passes.ptx"), "\0");
 /// plane of an NCHW tensor and each row of the image are read and written in whole segments.
 const BLOCK: (u32, u32) = (32, 8);
 
-/// The post pass's grid for a `w` × `h` image: a block for each 32 × 8 pixels, or
-/// at most `max_blocks` (whole rows of blocks first).
-fn post_grid((w, h): (u32, u32), max_blocks: Option<u32>) -> (u32, u32) {
-    let full = (w.div_ceil(BLOCK.0).max(1), h.div_ceil(BLOCK.1).max(1));
-    match max_blocks {
-        None => full,
-        Some(most) => {
-            let gx = full.0.min(most.max(1));
-            (gx, full.1.min((most / gx).max(1)))
-        }
-    }
-}
-
 /// The loaded module and its kernels. Unloaded on drop.
 pub struct PassKernels {
     module: sys::CUmodule,
@@ -88,17 +75,13 @@ impl PassKernels {
         unsafe { self.launch(self.pre, stream, (params.width, params.height), (&raw mut p).cast()) }
     }
 
-    /// Enqueues the post pass on `stream`, on at most `max_blocks` blocks of 256
-    /// threads where given (each loops over the pixels of the grid's stride),
-    /// else on a block for each 32 × 8 pixels.
-    pub fn post(&self, stream: &Stream, params: &PostParams, max_blocks: Option<u32>) -> Result<()> {
+    /// Enqueues the post pass on `stream`.
+    pub fn post(&self, stream: &Stream, params: &PostParams) -> Result<()> {
         let mut p = *params;
         let tiled = (p.blend_left | p.blend_top | p.blend_right | p.blend_bottom) != 0;
         let f = if p.kind == Access::Surface as u32 && !tiled { self.post_image } else { self.post };
-        let grid = post_grid((params.out_width, params.out_height), max_blocks);
-        // SAFETY: as in `pre`, for nf_post / nf_post_image and PostParams (whose grid-stride
-        // loops cover the image whatever the grid).
-        unsafe { self.launch_grid(f, stream, grid, (&raw mut p).cast()) }
+        // SAFETY: as in `pre`, for nf_post / nf_post_image and PostParams.
+        unsafe { self.launch(f, stream, (params.out_width, params.out_height), (&raw mut p).cast()) }
     }
 
     /// # Safety
@@ -190,22 +173,5 @@ impl Drop for Surface {
         if r != sys::CUresult::CUDA_SUCCESS {
             log::error!("cuSurfObjectDestroy failed: {r:?}");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::post_grid;
-
-    #[test]
-    fn a_capped_post_grid_keeps_whole_rows_of_blocks_first() {
-        // 3840 × 2160: 120 × 270 blocks of 32 × 8.
-        assert_eq!(post_grid((3840, 2160), None), (120, 270));
-        assert_eq!(post_grid((3840, 2160), Some(240)), (120, 2));
-        assert_eq!(post_grid((3840, 2160), Some(100)), (100, 1));
-        assert_eq!(post_grid((3840, 2160), Some(0)), (1, 1));
-        // Fewer blocks than the cap: the full grid.
-        assert_eq!(post_grid((64, 16), Some(1000)), (2, 2));
-        assert_eq!(post_grid((1, 1), None), (1, 1));
     }
 }

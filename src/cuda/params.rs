@@ -104,8 +104,10 @@ pub struct PreParams {
     pub origin_x: u32,
     /// See `origin_x`.
     pub origin_y: u32,
-    /// Padding (0).
-    pub pad: u32,
+    /// The frame's tag (non-zero): where a pixel's alpha is not 1, the kernel writes it
+    /// into the word after the alpha (`alpha[width × height]`), so that the post pass
+    /// knows the frame opaque when that word is not the tag. 0: no alpha is written.
+    pub tag: u32,
     /// The model's input tensor.
     pub tensor: TensorParams,
 }
@@ -148,8 +150,10 @@ pub struct PostParams {
     pub margin_x: u32,
     /// See `margin_x`.
     pub margin_y: u32,
-    /// Padding (0).
-    pub pad: u32,
+    /// The frame's tag where the frame's own pre kernel ran on CUDA (see
+    /// [`PreParams::tag`]): the frame is opaque unless the word after the alpha
+    /// holds it. 0: the alpha is read as it is.
+    pub tag: u32,
     /// The model's output tensor.
     pub tensor: TensorParams,
 }

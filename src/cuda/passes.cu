@@ -60,7 +60,7 @@ struct PreParams {
     u32 pitch;    // buffer: bytes from one row to the next
     u32 origin_x; // the tile's place in the source (0, 0 untiled)
     u32 origin_y;
-    u32 pad;
+    u32 tag;      // non-zero: a pixel whose alpha is not 1 writes it to alpha[width * height]
     Tensor t;
 };
 
@@ -82,7 +82,7 @@ struct PostParams {
     u32 blend_bottom; // ... and with the tiles below it
     u32 margin_x;     // output pixels at each end of a shared strip that blending ignores
     u32 margin_y;
-    u32 pad;
+    u32 tag;          // non-zero: the frame is opaque (alpha 1 everywhere) unless alpha[width * height] == tag
     Tensor t;
 };
 
@@ -277,6 +277,11 @@ extern "C" __global__ void nf_pre(PreParams p) {
     }
     if (p.alpha != 0ull) {
         reinterpret_cast<float*>(p.alpha)[px] = c.w;
+        // Not opaque: said in the word after the alpha, with this frame's tag (every such pixel
+        // writes the same value; nothing resets it: another frame's tag means opaque).
+        if (c.w != 1.0f && p.tag != 0u) {
+            reinterpret_cast<u32*>(p.alpha)[plane] = p.tag;
+        }
     }
 }
 
@@ -285,6 +290,13 @@ __device__ __forceinline__ float alpha_px(const PostParams& p, u32 x, u32 y) {
         return 1.0f;
     }
     return reinterpret_cast<const float*>(p.alpha)[y * p.width + x];
+}
+
+// Whether the frame is known opaque: its pre kernel ran with this tag and no pixel wrote it.
+// The bilinear of alpha 1 everywhere is exactly 1: skipping it changes no output.
+__device__ __forceinline__ bool opaque(const PostParams& p) {
+    return p.alpha == 0ull ||
+           (p.tag != 0u && reinterpret_cast<const u32*>(p.alpha)[p.width * p.height] != p.tag);
 }
 
 // Bilinear, sample centres aligned (align_corners = false), edges clamped: as alpha_at in post_common.wgsl.
@@ -361,7 +373,7 @@ __device__ __forceinline__ void put(const PostParams& p, u32 x, u32 y, float4 c)
 // The post pass for one output pixel. GENERAL: any target and tiles; otherwise an
 // image through its surface, untiled (the common case, with fewer registers).
 template <bool GENERAL>
-__device__ __forceinline__ void post_pixel(const PostParams& p, u32 x, u32 y) {
+__device__ __forceinline__ void post_pixel(const PostParams& p, u32 x, u32 y, bool known_opaque) {
     u32 px = y * p.out_width + x;
     u32 plane = p.out_width * p.out_height;
     // As pixel() in post_common.wgsl: a channel the tensor lacks has t = 0 and still
@@ -392,7 +404,7 @@ __device__ __forceinline__ void post_pixel(const PostParams& p, u32 x, u32 y) {
         c.z = s;
     }
     if (p.t.channels < 4u) {
-        c.w = alpha_at(p, x, y);
+        c.w = known_opaque ? 1.0f : alpha_at(p, x, y);
     }
     if (GENERAL) {
         put(p, x, y, c);
@@ -401,15 +413,15 @@ __device__ __forceinline__ void post_pixel(const PostParams& p, u32 x, u32 y) {
     }
 }
 
-// Every output pixel, in a grid that may be smaller than the image (a grid-stride
-// loop in both directions): beside the next frame's model the post pass may run
-// on a few blocks that stay resident instead of a block per 256 pixels, whose
-// short blocks the model's kernels otherwise wait to drain at every launch.
+// Every output pixel, whatever the grid (a grid-stride loop in both directions).
+// The grid is a block for each 32 × 8 pixels: on the H200 fewer, longer-lived
+// blocks beside the next frame's model cost it more (README, "Measured").
 template <bool GENERAL>
 __device__ __forceinline__ void post(const PostParams& p) {
+    const bool known_opaque = opaque(p);
     for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < p.out_height; y += gridDim.y * blockDim.y) {
         for (u32 x = blockIdx.x * blockDim.x + threadIdx.x; x < p.out_width; x += gridDim.x * blockDim.x) {
-            post_pixel<GENERAL>(p, x, y);
+            post_pixel<GENERAL>(p, x, y, known_opaque);
         }
     }
 }

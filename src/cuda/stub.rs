@@ -211,7 +211,7 @@ impl PassKernels {
     pub fn pre(&self, _stream: &Stream, _params: &crate::cuda::PreParams) -> Result<()> {
         match *self {}
     }
-    pub fn post(&self, _stream: &Stream, _params: &crate::cuda::PostParams, _max_blocks: Option<u32>) -> Result<()> {
+    pub fn post(&self, _stream: &Stream, _params: &crate::cuda::PostParams) -> Result<()> {
         match *self {}
     }
 }

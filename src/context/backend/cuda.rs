@@ -50,8 +50,6 @@ pub(crate) struct CudaEngine {
     /// `CudaOptions::cuda_passes`: the pre and post kernels, and the stream the post
     /// kernels run on (beside the next frame's model).
     pub(crate) passes: Option<(cuda::PassKernels, cuda::Stream)>,
-    /// The most blocks a post kernel takes when frames are pipelined (None: one a 32 × 8 pixels).
-    post_blocks: Option<u32>,
     pub(crate) stream: cuda::Stream,
     pub(crate) device: Arc<CudaDevice>,
 }
@@ -99,10 +97,7 @@ impl CudaEngine {
             } else {
                 None
             };
-        // EXPERIMENT (2026-12-04): NEURAL_FRAME_POST_BLOCKS caps the pipelined post kernel's grid.
-        let post_blocks =
-            std::env::var("NEURAL_FRAME_POST_BLOCKS").ok().and_then(|v| v.parse::<u32>().ok()).filter(|&b| b > 0);
-        Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, post_blocks, stream, device })
+        Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, stream, device })
     }
 
     /// Runs `session` on `stream` from now on (fast start's fused session). The ring is
@@ -159,16 +154,22 @@ impl CudaEngine {
                 (None, Some(post)) => (post.width, post.height),
                 (None, None) => (0, 0),
             };
-            let len = 4 * width as usize * height as usize;
-            if len > 0 && slot.alpha.as_ref().is_none_or(|a| a.len() != len) {
+            // One word more: the frame's tag where a pixel's alpha is not 1 (passes.cu), so that
+            // the post kernels of an opaque frame skip the alpha's interpolation.
+            let len = 4 * width as usize * height as usize + 4;
+            if slot.alpha.as_ref().is_none_or(|a| a.len() != len) {
                 slot.alpha = Some(cuda::DeviceBuffer::new(&self.device, len)?);
             }
             let alpha = slot.alpha.as_ref().map_or(0, |a| a.ptr());
+            let tag = (n as u32).max(1);
+            let mut frame_pre = false;
             for (pre, frame) in &mut p.pre {
-                pre.alpha = if *frame { alpha } else { 0 };
+                (pre.alpha, pre.tag) = if *frame { (alpha, tag) } else { (0, 0) };
+                frame_pre |= *frame;
             }
             for post in &mut p.post {
-                post.alpha = alpha;
+                // Without this frame's own pre kernel the alpha is read as it is.
+                (post.alpha, post.tag) = (alpha, if frame_pre { tag } else { 0 });
             }
             if steps.pre.any() {
                 events.0.record(&self.stream)?;
@@ -242,11 +243,8 @@ impl CudaEngine {
                 {
                     semaphore.wait(post_stream, value)?;
                 }
-                // Beside the next frame's model, on a few resident blocks (the model's kernels
-                // need not wait for a stream of short blocks to drain at each launch).
-                let max_blocks = if run.pipelined { self.post_blocks } else { None };
                 for post in &p.post {
-                    kernels.post(post_stream, post, max_blocks)?;
+                    kernels.post(post_stream, post)?;
                 }
                 if let Some((_, end)) = &slot.pass_events {
                     end.record(post_stream)?;

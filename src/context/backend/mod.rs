@@ -45,9 +45,6 @@ pub(crate) struct CallerWaits<'a> {
 pub(crate) struct Run<'a> {
     /// The caller's semaphores the engine waits for itself.
     pub(crate) caller: CallerWaits<'a>,
-    /// Another frame was in flight when this one was submitted: the caller keeps the
-    /// ring busy, so this frame's post kernels will likely run beside the next model.
-    pub(crate) pipelined: bool,
     /// The ring slot.
     pub(crate) slot: usize,
     /// The frame's timeline value.
