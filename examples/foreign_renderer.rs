@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release --example foreign_renderer -- --model models/upscale.onnx \
-//!     --input models/coffee.png --output out.png [--frames N] [--share device|fd]
+//!     --input models/coffee.png --output out.png [--frames N] [--share device|fd] [--transfer-queue]
 //! ```
 //!
 //! The renderer keeps a ring of input and output images. The picture is put
@@ -27,6 +27,15 @@
 //!   cannot share semaphores (Mesa's lavapipe), frames are handed over in
 //!   host-signalled mode instead, announced: the renderer waits for its own work
 //!   before each submit, and for each frame on the host.
+//! - `--transfer-queue` (with `--share fd`): the renderer records and submits its
+//!   per-frame copies and signals on a queue of a transfer-only family (TRANSFER
+//!   without GRAPHICS and COMPUTE: NVIDIA's copy engines, beside CUDA's compute)
+//!   instead of its graphics queue; the images' acquires from and releases to
+//!   `VK_QUEUE_FAMILY_EXTERNAL` name that family, and the picture and the result
+//!   buffers are handed between the families once, outside the timed frames.
+//!   Where the device has no such family (lavapipe), or with `--share device`
+//!   (the context uses the images on the renderer's main family, with no
+//!   ownership transfers), it runs on the main queue, announced.
 
 #[path = "support/renderer.rs"]
 mod renderer;
@@ -40,7 +49,7 @@ use neural_frame::image_io::Rgba8;
 use neural_frame::{
     Backend, CallerImage, CallerMemory, Frame, NeuralFrameContext, SemaphoreImport, Submitted, SyncMode, TimelineId,
 };
-use renderer::{RBuffer, RImage, Renderer};
+use renderer::{Lane, RBuffer, RImage, Renderer};
 
 /// Command-line arguments.
 struct Args {
@@ -53,6 +62,7 @@ struct Args {
     backend: Backend,
     validation: bool,
     compare: bool,
+    transfer_queue: bool,
 }
 
 fn args() -> Result<Args> {
@@ -66,6 +76,7 @@ fn args() -> Result<Args> {
         backend: Backend::Auto,
         validation: false,
         compare: false,
+        transfer_queue: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -95,10 +106,11 @@ fn args() -> Result<Args> {
             }
             "--validation" => a.validation = true,
             "--compare" => a.compare = true,
+            "--transfer-queue" => a.transfer_queue = true,
             "--help" | "-h" => {
                 println!(
                     "foreign_renderer --model PATH --input IN.png --output OUT.png [--frames N] [--share device|fd] \
-                     [--ring K] [--backend auto|cuda|cpu] [--validation] [--compare]"
+                     [--ring K] [--backend auto|cuda|cpu] [--validation] [--compare] [--transfer-queue]"
                 );
                 std::process::exit(0);
             }
@@ -175,6 +187,26 @@ fn main() -> Result<()> {
              the renderer waits for its own work before each submit and for each frame on the host"
         );
     }
+
+    // The renderer's queue for its per-frame copies and signals.
+    let lane = if a.share_fd { r.lane_for(a.transfer_queue) } else { Lane::Main };
+    if a.transfer_queue && !a.share_fd {
+        println!(
+            "renderer: --transfer-queue needs --share fd (on the renderer's device the context uses its images on \
+             the renderer's queue family, with no ownership transfers between families): falling back to its {} queue",
+            r.lane_name(Lane::Main)
+        );
+    } else if a.transfer_queue && lane == Lane::Main {
+        println!(
+            "renderer: the device has no transfer-only queue family: --transfer-queue falls back to its {} queue",
+            r.lane_name(Lane::Main)
+        );
+    }
+    println!(
+        "renderer: per-frame copies and signals on its {} queue (family {})",
+        r.lane_name(lane),
+        r.family_of(lane)?
+    );
 
     // The ring: input images the renderer draws into (BGRA, as a swapchain-like
     // format would be), output images it copies results out of.
@@ -257,12 +289,14 @@ fn main() -> Result<()> {
         None
     };
 
-    // Commands, recorded once: images go to GENERAL (and, shared by fd, to the
-    // external queue family, where they live between uses).
-    r.prepare(&ring.inputs.iter().chain(&ring.outputs).collect::<Vec<_>>(), a.share_fd)?;
+    // The picture (uploaded on the main family) and the result buffers, to the lane's family once.
+    r.hand_over(&std::iter::once(&ring.scene).chain(&ring.shown).collect::<Vec<_>>(), Lane::Main, lane)?;
+    // Commands, recorded once for the lane's family: images go to GENERAL (and, shared by fd,
+    // are released by that family to the external one, where they live between uses).
+    r.prepare_on(lane, &ring.inputs.iter().chain(&ring.outputs).collect::<Vec<_>>(), a.share_fd)?;
     for i in 0..k {
-        ring.render.push(r.render_commands(&ring.inputs[i], &ring.scene, a.share_fd)?);
-        ring.read.push(r.read_commands(&ring.outputs[i], &ring.shown[i], a.share_fd)?);
+        ring.render.push(r.render_commands_on(lane, &ring.inputs[i], &ring.scene, a.share_fd)?);
+        ring.read.push(r.read_commands_on(lane, &ring.outputs[i], &ring.shown[i], a.share_fd)?);
     }
 
     // The frames, timed: per frame only GPU work on device-local memory.
@@ -279,7 +313,7 @@ fn main() -> Result<()> {
                 // Draw into the image once the context has read it (GPU wait), then hand it over.
                 let consumed_point =
                     (earlier > 0).then_some((if a.share_fd { consumed } else { own_consumed }, earlier));
-                r.submit(&[ring.render[i]], consumed_point.as_slice(), &[(rendered, n)])?;
+                r.submit_on(lane, &[ring.render[i]], consumed_point.as_slice(), &[(rendered, n)])?;
                 let mut frame = Frame::new(input, output).wait_for(rendered_id, n);
                 if n > k as u64 {
                     frame = frame.output_free_after(read_id, n - k as u64);
@@ -291,23 +325,25 @@ fn main() -> Result<()> {
                 values[i] = ticket.value();
                 own_consumed = ticket.input_consumed().semaphore;
                 let ready_sem = if a.share_fd { ready } else { ticket.output_ready().semaphore };
-                r.submit(&[ring.read[i]], &[(ready_sem, ticket.value())], &[(read_done, n)])?;
+                r.submit_on(lane, &[ring.read[i]], &[(ready_sem, ticket.value())], &[(read_done, n)])?;
             }
             None => {
                 // Host-signalled: the renderer's work is complete before submit; completion is a host wait.
-                r.submit(&[ring.render[i]], &[], &[(rendered, n)])?;
+                r.submit_on(lane, &[ring.render[i]], &[], &[(rendered, n)])?;
                 r.wait(rendered, n)?;
                 let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? else { bail!("skipped") };
                 ctx.wait(&ticket)?;
                 values[i] = ticket.value();
-                r.submit(&[ring.read[i]], &[], &[(read_done, n)])?;
+                r.submit_on(lane, &[ring.read[i]], &[], &[(read_done, n)])?;
             }
         }
     }
     r.wait(read_done, a.frames)?;
     let secs = start.elapsed().as_secs_f64();
     let last = ((a.frames - 1) % k as u64) as usize;
-    // Untimed: the last result, from the renderer's device-local copy to the host.
+    // Untimed: the last result, from the renderer's device-local copy to the host (on the main
+    // family: the copy is handed back to it first).
+    r.hand_over(&[&ring.shown[last]], lane, Lane::Main)?;
     let pixels = r.download(&ring.shown[last], result_bytes)?;
     Rgba8 { width: ow, height: oh, pixels: pixels.clone() }.save_png(&a.output)?;
     println!(

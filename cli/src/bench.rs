@@ -57,6 +57,8 @@ pub(crate) struct BenchOptions {
     pub(crate) diagnose: bool,
     /// `caller frames`: the renderer's submissions carry only its semaphores (no copies).
     pub(crate) caller_no_copies: bool,
+    /// `caller frames`: the renderer's per-frame work on a transfer-only queue family's queue, where there is one.
+    pub(crate) caller_transfer_queue: bool,
 }
 
 /// One mode's numbers.
@@ -314,7 +316,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         &mut ctx,
         &pictures,
         (&inputs, outputs[0]),
-        (frames, opts.warmup, !opts.caller_no_copies),
+        (frames, opts.warmup, !opts.caller_no_copies, opts.caller_transfer_queue),
         &mut progress,
     )?;
     if let CallerFramesReport::Skipped { reason } = &caller_frames {
@@ -619,6 +621,8 @@ pub(crate) fn render(r: &BenchReport) -> String {
             gpu_gap_median_ms,
             max_difference,
             renderer_work,
+            renderer_queue,
+            transfer_queue_asked,
             ..
         } => {
             let idle = if gpu_gap_median_ms.is_finite() {
@@ -626,10 +630,15 @@ pub(crate) fn render(r: &BenchReport) -> String {
             } else {
                 String::new()
             };
+            let fallback = if *transfer_queue_asked && *renderer_queue != "transfer" {
+                " (--caller-transfer-queue: no transfer-only queue family here)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
                 "caller frames: {images} images of a renderer's own device ({renderer_device}) imported by fd, {} sync, \
-                 the renderer's work per frame: {renderer_work}, passes on {}; model {model_median_ms:.3} ms{idle} (medians); the same image as zero-copy sync \
+                 the renderer's work per frame: {renderer_work} on its {renderer_queue} queue{fallback}, passes on {}; model {model_median_ms:.3} ms{idle} (medians); the same image as zero-copy sync \
                  (largest difference {max_difference} of 255)",
                 if *sync_mode == neural_frame::SyncMode::Gpu { "GPU" } else { "host-signalled" },
                 if *cuda_passes { "CUDA" } else { "Vulkan" },

@@ -26,6 +26,17 @@
 //! fds: Mesa's lavapipe) the renderer's copies complete before each `submit`
 //! (a host wait on its own timeline), and a result is read once its frame retired.
 //!
+//! With `--caller-transfer-queue` the renderer records and submits all of that
+//! (and with `--caller-no-copies` its bare semaphore submissions) on a queue of
+//! a transfer-only family (TRANSFER without GRAPHICS and COMPUTE: NVIDIA's copy
+//! engines, which run beside compute, where its graphics/compute family's
+//! channel is time-sliced with CUDA's work). The images' acquires from and
+//! releases to `VK_QUEUE_FAMILY_EXTERNAL` then name the transfer family, and its
+//! pictures and result buffers are handed from the main family to the transfer
+//! family once, before any frame. A device without such a family (lavapipe)
+//! runs on its main queue, said on stderr; the report names the queue used
+//! (`renderer_queue`).
+//!
 //! After the timed frames, one result is read back (untimed) and compared with
 //! `zero-copy sync`'s on the same picture; the run fails where they differ.
 
@@ -41,7 +52,7 @@ use neural_frame::{
 use serde::Serialize;
 
 use crate::bench_serve::fill;
-use crate::bench_serve::renderer::{RBuffer, RImage, Renderer};
+use crate::bench_serve::renderer::{Lane, RBuffer, RImage, Renderer};
 use crate::run::median;
 
 type Result<T> = anyhow::Result<T>;
@@ -85,6 +96,12 @@ pub(crate) enum CallerFramesReport {
         /// from the external family, copies a picture in, releases it; takes the output and
         /// copies it out) or `none` (its submissions carry only the semaphores).
         renderer_work: &'static str,
+        /// The renderer's queue for that work: `transfer` (a transfer-only family's, asked for with
+        /// `--caller-transfer-queue`), else its main family's, `graphics` (or `compute`).
+        renderer_queue: &'static str,
+        /// `--caller-transfer-queue` was given (the text report notes a fallback; the JSON has `argv`).
+        #[serde(skip)]
+        transfer_queue_asked: bool,
         /// Whether the frames' passes ran as CUDA kernels (else Vulkan compute passes).
         cuda_passes: bool,
         /// Model time of the timed frames: median (ms).
@@ -109,7 +126,7 @@ pub(crate) fn run(
     ctx: &mut NeuralFrameContext,
     pictures: &[Vec<u8>],
     reference: (&[InputId], OutputId),
-    (frames, warmup, copies): (usize, usize, bool),
+    (frames, warmup, copies, transfer): (usize, usize, bool, bool),
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<(Option<Measured>, CallerFramesReport)> {
     let r = match Renderer::new(false) {
@@ -135,7 +152,16 @@ pub(crate) fn run(
             format_uuid(&here.driver_uuid)
         )));
     }
-    let mut caller = Caller::new(r, ctx.slot_count() + 1);
+    let lane = r.lane_for(transfer);
+    if transfer && lane == Lane::Main {
+        eprintln!(
+            "neural-frame: caller frames: the renderer's device ({}) has no transfer-only queue family: \
+             --caller-transfer-queue falls back to its {} queue",
+            r.name,
+            r.lane_name(Lane::Main)
+        );
+    }
+    let mut caller = Caller::new(r, ctx.slot_count() + 1, lane, transfer);
     match caller.measure(ctx, pictures, reference, (frames, warmup, copies), progress) {
         Ok(outcome) => {
             caller.close(ctx)?;
@@ -233,10 +259,14 @@ struct Caller {
     host_value: u64,
     /// The renderer's per-frame work: its copies (true), or only its semaphores.
     copies: bool,
+    /// The renderer's queue for its per-frame work (and the ring's set-up and check).
+    lane: Lane,
+    /// `--caller-transfer-queue` was given.
+    transfer_asked: bool,
 }
 
 impl Caller {
-    fn new(r: Renderer, lanes: usize) -> Self {
+    fn new(r: Renderer, lanes: usize, lane: Lane, transfer_asked: bool) -> Self {
         Caller {
             r,
             lanes,
@@ -256,6 +286,8 @@ impl Caller {
             values: vec![0; lanes],
             host_value: 0,
             copies: true,
+            lane,
+            transfer_asked,
         }
     }
 
@@ -294,6 +326,8 @@ impl Caller {
             images: self.lanes,
             warmup: warm,
             renderer_work: if self.copies { "copies" } else { "none" },
+            renderer_queue: self.r.lane_name(self.lane),
+            transfer_queue_asked: self.transfer_asked,
             cuda_passes: measured.stats.iter().all(|s| s.cuda_passes),
             model_median_ms: median(&mut pick(|s| s.infer_ms)),
             gpu_gap_median_ms: median(&mut pick(|s| s.gpu_gap_ms)),
@@ -319,8 +353,13 @@ impl Caller {
             let scene = self.scenes.last().context("the picture's buffer")?;
             fill(&self.r, scene.buffer, p, None, None).context("putting a picture on the renderer's GPU")?;
         }
-        // GENERAL, and with the external queue family, where they live between uses.
-        self.r.prepare(&self.inputs.iter().chain(&self.outputs).collect::<Vec<_>>(), true)?;
+        // The pictures (written on the main family) and the result buffers, to the lane's family
+        // once: exclusive buffers keep their contents across families only through a transfer.
+        let buffers: Vec<&RBuffer> = self.scenes.iter().chain(&self.shown).collect();
+        self.r.hand_over(&buffers, Lane::Main, self.lane)?;
+        // GENERAL, and with the external queue family, where they live between uses (released
+        // by the lane's family, which takes them from it per frame).
+        self.r.prepare_on(self.lane, &self.inputs.iter().chain(&self.outputs).collect::<Vec<_>>(), true)?;
         for i in 0..self.lanes {
             match ctx.import_input_image(self.r.export_image(&self.inputs[i])?) {
                 Ok(id) => self.input_ids.push(id),
@@ -365,8 +404,8 @@ impl Caller {
         self.sync = Some(sync);
         for i in 0..self.lanes {
             let scene = &self.scenes[i % self.scenes.len()];
-            self.draw.push(self.r.render_commands(&self.inputs[i], scene, true)?);
-            self.read.push(self.r.read_commands(&self.outputs[i], &self.shown[i], true)?);
+            self.draw.push(self.r.render_commands_on(self.lane, &self.inputs[i], scene, true)?);
+            self.read.push(self.r.read_commands_on(self.lane, &self.outputs[i], &self.shown[i], true)?);
         }
         Ok(None)
     }
@@ -403,7 +442,7 @@ impl Caller {
         let i = self.entry(n);
         let earlier = (self.values[i] > 0).then_some((t.consumed, self.values[i]));
         let cmds = if self.copies { &self.draw[i..=i] } else { &[] };
-        self.r.submit(cmds, earlier.as_slice(), &[(t.rendered, n)])
+        self.r.submit_on(self.lane, cmds, earlier.as_slice(), &[(t.rendered, n)])
     }
 
     fn gpu_frames(
@@ -438,7 +477,7 @@ impl Caller {
             let ticket = submit(ctx, frame)?;
             self.values[i] = ticket.value();
             let cmds = if self.copies { &self.read[i..=i] } else { &[] };
-            self.r.submit(cmds, &[(t.ready, ticket.value())], &[(t.read, n)])?;
+            self.r.submit_on(self.lane, cmds, &[(t.ready, ticket.value())], &[(t.read, n)])?;
             pending.push_back(ticket);
         }
         while let Some(ticket) = pending.pop_front() {
@@ -453,7 +492,7 @@ impl Caller {
     /// Submits the renderer's commands and waits for them (host-signalled mode).
     fn host_step(&mut self, cmds: &[vk::CommandBuffer], done: vk::Semaphore) -> Result<()> {
         self.host_value += 1;
-        self.r.submit(cmds, &[], &[(done, self.host_value)])?;
+        self.r.submit_on(self.lane, cmds, &[], &[(done, self.host_value)])?;
         self.r.wait(done, self.host_value)
     }
 
@@ -507,8 +546,8 @@ impl Caller {
         let bytes = u64::from(ow) * u64::from(oh) * 4;
         self.check = Some(self.r.buffer(bytes, vk::BufferUsageFlags::TRANSFER_DST, true, false)?);
         let check = self.check.as_ref().context("the readback buffer")?;
-        let cmd = self.r.read_commands(&self.outputs[0], check, true)?;
-        self.r.submit(&[cmd], &[], &[])?;
+        let cmd = self.r.read_commands_on(self.lane, &self.outputs[0], check, true)?;
+        self.r.submit_on(self.lane, &[cmd], &[], &[])?;
         self.r.idle()?;
         let got = self.r.read(check, bytes as usize);
         // Ring image 0 holds picture 0, as `inputs[0]` does.
@@ -582,4 +621,45 @@ fn refused(e: ImportError, what: &str) -> Result<Option<String>> {
         return Ok(Some(format!("the context cannot import {what} of the renderer's: {}", e.error())));
     }
     Err(anyhow::Error::new(e).context(format!("importing {what} of the renderer's")))
+}
+
+#[cfg(test)]
+mod tests {
+    use ash::vk;
+
+    use crate::bench_serve::renderer::transfer_only_family;
+
+    fn family(flags: vk::QueueFlags, count: u32) -> vk::QueueFamilyProperties {
+        vk::QueueFamilyProperties { queue_flags: flags, queue_count: count, ..Default::default() }
+    }
+
+    #[test]
+    fn the_transfer_family_is_one_without_graphics_and_compute() {
+        use vk::QueueFlags as Q;
+        let sparse = Q::SPARSE_BINDING;
+        // NVIDIA's: graphics + compute, transfer alone, compute alone, video decode, video encode, optical flow.
+        let nvidia = [
+            family(Q::GRAPHICS | Q::COMPUTE | Q::TRANSFER | sparse, 16),
+            family(Q::TRANSFER | sparse, 2),
+            family(Q::COMPUTE | Q::TRANSFER | sparse, 8),
+            family(Q::VIDEO_DECODE_KHR, 4),
+            family(Q::VIDEO_ENCODE_KHR, 1),
+            family(Q::OPTICAL_FLOW_NV, 1),
+        ];
+        assert_eq!(transfer_only_family(&nvidia), Some(1));
+        // lavapipe: one family that does everything.
+        assert_eq!(transfer_only_family(&[family(Q::GRAPHICS | Q::COMPUTE | Q::TRANSFER | sparse, 1)]), None);
+        // Compute with transfer is not transfer-only.
+        assert_eq!(transfer_only_family(&[family(Q::GRAPHICS, 1), family(Q::COMPUTE | Q::TRANSFER, 2)]), None);
+        // A plain transfer family is preferred to a video one that also transfers; empty families are not taken.
+        let mixed = [
+            family(Q::GRAPHICS | Q::COMPUTE | Q::TRANSFER, 1),
+            family(Q::VIDEO_DECODE_KHR | Q::TRANSFER, 1),
+            family(Q::TRANSFER, 0),
+            family(Q::TRANSFER | Q::PROTECTED, 1),
+        ];
+        assert_eq!(transfer_only_family(&mixed), Some(3));
+        assert_eq!(transfer_only_family(&mixed[..3]), Some(1));
+        assert_eq!(transfer_only_family(&[]), None);
+    }
 }

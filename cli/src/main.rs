@@ -409,6 +409,12 @@ enum Command {
         /// cost of its submissions beside CUDA, against the same ring with its work).
         #[arg(long)]
         caller_no_copies: bool,
+        /// `caller frames`: the renderer records and submits its per-frame work (copies, or with
+        /// `--caller-no-copies` its bare semaphore submissions) on a queue of a transfer-only family
+        /// (the copy engines, beside CUDA's compute), where the device has one; else on its main
+        /// queue, said so. The report names the queue used.
+        #[arg(long)]
+        caller_transfer_queue: bool,
         /// Measure `neural-frame serve` instead: the same frames in this process and
         /// through a worker process, from a renderer's device of this process (per-frame
         /// overhead and pipelined throughput against in-process).
@@ -606,6 +612,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             host_naive,
             diagnose,
             caller_no_copies,
+            caller_transfer_queue,
             serve,
             json_file,
             json,
@@ -626,7 +633,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             }
             #[cfg(not(feature = "diagnostics"))]
             {
-                let _ = (devices, host_naive, diagnose, caller_no_copies, json_file);
+                let _ = (devices, host_naive, diagnose, caller_no_copies, caller_transfer_queue, json_file);
                 anyhow::bail!(
                     "this neural-frame was built without its `diagnostics` feature, which `bench` needs (its probes): \
                      rebuild with the default features, or run `bench --serve`"
@@ -644,6 +651,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
                     host_naive,
                     diagnose,
                     caller_no_copies,
+                    caller_transfer_queue,
                 };
                 if let Some(list) = devices {
                     let selectors = if list == "all" {

@@ -77,12 +77,21 @@ pub struct Renderer {
     /// A second queue of the family, where it has one, for the context's post passes.
     pub post_queue: Option<vk::Queue>,
     pub queue_lock: Arc<Mutex<()>>,
+    /// A queue family of transfers alone (TRANSFER without GRAPHICS and COMPUTE), where the
+    /// device has one (NVIDIA: its copy engines, beside compute; lavapipe: none).
+    pub transfer_family: Option<u32>,
+    /// One queue of `transfer_family`, used under `queue_lock` (as every queue of the device is).
+    pub transfer_queue: Option<vk::Queue>,
     pub memory_fd: ash::khr::external_memory_fd::Device,
     pub semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
     pub identity: DeviceIdentity,
     pub name: String,
     memory_props: vk::PhysicalDeviceMemoryProperties,
     pool: vk::CommandPool,
+    /// The command pool of `transfer_family`.
+    transfer_pool: Option<vk::CommandPool>,
+    /// What the main family can do, for its name ("graphics" or "compute").
+    main_flags: vk::QueueFlags,
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     messages: Box<Messages>,
 }
@@ -142,8 +151,12 @@ impl Renderer {
         }
         let count = families[queue_family as usize].queue_count.min(2);
         let priorities = vec![1.0f32; count as usize];
-        let queues =
-            [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
+        let transfer_family = transfer_only_family(&families).filter(|&f| f != queue_family);
+        let mut queues =
+            vec![vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
+        if let Some(f) = transfer_family {
+            queues.push(vk::DeviceQueueCreateInfo::default().queue_family_index(f).queue_priorities(&[1.0]));
+        }
         let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default().timeline_semaphore(true);
         let create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
@@ -169,6 +182,18 @@ impl Renderer {
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: the device is live.
         let pool = unsafe { device.create_command_pool(&pool_info, None) }?;
+        // SAFETY: the transfer family's one queue was requested.
+        let transfer_queue = transfer_family.map(|f| unsafe { device.get_device_queue(f, 0) });
+        let transfer_pool = match transfer_family {
+            Some(f) => {
+                let info = vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(f)
+                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+                // SAFETY: the device is live.
+                Some(unsafe { device.create_command_pool(&info, None) }?)
+            }
+            None => None,
+        };
         let memory_fd = ash::khr::external_memory_fd::Device::new(&instance, &device);
         let semaphore_fd = semaphores.then(|| ash::khr::external_semaphore_fd::Device::new(&instance, &device));
         Ok(Self {
@@ -180,12 +205,16 @@ impl Renderer {
             queue,
             post_queue,
             queue_lock: Arc::default(),
+            transfer_family,
+            transfer_queue,
             memory_fd,
             semaphore_fd,
             identity,
             name,
             memory_props,
             pool,
+            transfer_pool,
+            main_flags: families[queue_family as usize].queue_flags,
             messenger,
             messages,
         })
@@ -408,21 +437,9 @@ impl Renderer {
         Ok(unsafe { self.device.signal_semaphore(&info) }?)
     }
 
-    /// A command buffer recorded by `record` (not one-time: resubmittable).
+    /// A command buffer recorded by `record` (not one-time: resubmittable), for the main queue.
     pub fn record(&self, record: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<vk::CommandBuffer> {
-        let info = vk::CommandBufferAllocateInfo::default().command_pool(self.pool).command_buffer_count(1);
-        // SAFETY: the pool is the renderer's; one thread uses it.
-        let cmd = unsafe { self.device.allocate_command_buffers(&info) }?[0];
-        // Resubmitted frame after frame: its earlier submission may still be pending (the GPU
-        // waits that order its uses run through the context, which the validation layer
-        // cannot follow), so it is recorded for simultaneous use.
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
-        // SAFETY: a fresh command buffer.
-        unsafe { self.device.begin_command_buffer(cmd, &begin) }?;
-        record(&self.device, cmd);
-        // SAFETY: cmd is recording.
-        unsafe { self.device.end_command_buffer(cmd) }?;
-        Ok(cmd)
+        self.record_on(Lane::Main, record)
     }
 
     /// Submits `cmds` on the renderer's queue with timeline waits and signals.
@@ -432,22 +449,7 @@ impl Renderer {
         wait: &[(vk::Semaphore, u64)],
         signal: &[(vk::Semaphore, u64)],
     ) -> Result<()> {
-        let ws: Vec<_> = wait.iter().map(|w| w.0).collect();
-        let wv: Vec<_> = wait.iter().map(|w| w.1).collect();
-        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; ws.len()];
-        let ss: Vec<_> = signal.iter().map(|s| s.0).collect();
-        let sv: Vec<_> = signal.iter().map(|s| s.1).collect();
-        let mut timeline =
-            vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&wv).signal_semaphore_values(&sv);
-        let info = vk::SubmitInfo::default()
-            .command_buffers(cmds)
-            .wait_semaphores(&ws)
-            .wait_dst_stage_mask(&stages)
-            .signal_semaphores(&ss)
-            .push_next(&mut timeline);
-        let _guard = self.queue_lock.lock().map_err(|_| anyhow!("queue lock poisoned"))?;
-        // SAFETY: the queue is locked; the command buffers and semaphores are live.
-        Ok(unsafe { self.device.queue_submit(self.queue, &[info], vk::Fence::null()) }?)
+        self.submit_on(Lane::Main, cmds, wait, signal)
     }
 
     /// Waits for the renderer's device to be idle (its queues, and a context's on it).
@@ -495,20 +497,147 @@ impl Renderer {
 type Transfer = Option<(u32, u32)>;
 
 impl Renderer {
-    /// The transfers from and to the external queue family, when shared by fd.
-    fn families(&self, external: bool) -> (Transfer, Transfer) {
-        (
-            external.then_some((vk::QUEUE_FAMILY_EXTERNAL, self.queue_family)),
-            external.then_some((self.queue_family, vk::QUEUE_FAMILY_EXTERNAL)),
-        )
-    }
-
     /// Puts new images in `GENERAL` (shared by fd: and hands them to the
     /// external queue family, where they live between uses), and waits.
     pub fn prepare(&self, images: &[&RImage], external: bool) -> Result<()> {
-        let (_, to_ext) = self.families(external);
+        self.prepare_on(Lane::Main, images, external)
+    }
+
+    /// The renderer's "draw": copies `staging` into `input` (in `GENERAL`; shared
+    /// by fd: taken from and handed back to the external queue family).
+    pub fn render_commands(&self, input: &RImage, staging: &RBuffer, external: bool) -> Result<vk::CommandBuffer> {
+        self.render_commands_on(Lane::Main, input, staging, external)
+    }
+
+    /// The renderer's readback of `output` into the host-visible `readback`
+    /// (shared by fd: taken from and handed back to the external queue family).
+    pub fn read_commands(&self, output: &RImage, readback: &RBuffer, external: bool) -> Result<vk::CommandBuffer> {
+        self.read_commands_on(Lane::Main, output, readback, external)
+    }
+}
+
+/// Which of the renderer's queues records and runs a piece of work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// The compute-capable family's first queue (`queue`, `submit`, `record`).
+    Main,
+    /// The transfer-only family's queue (`transfer_queue`), where the device has one.
+    Transfer,
+}
+
+/// The first queue family of transfers alone (TRANSFER without GRAPHICS and COMPUTE), where
+/// there is one: preferably one that can do nothing else (sparse binding and protected memory
+/// aside), else any (a video family that also transfers, say).
+pub fn transfer_only_family(families: &[vk::QueueFamilyProperties]) -> Option<u32> {
+    let only = |f: &vk::QueueFamilyProperties| {
+        f.queue_count > 0
+            && f.queue_flags.contains(vk::QueueFlags::TRANSFER)
+            && !f.queue_flags.intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+    };
+    let plain = |f: &vk::QueueFamilyProperties| {
+        f.queue_flags & !(vk::QueueFlags::SPARSE_BINDING | vk::QueueFlags::PROTECTED) == vk::QueueFlags::TRANSFER
+    };
+    let found = families.iter().position(|f| only(f) && plain(f)).or_else(|| families.iter().position(only));
+    found.map(|i| i as u32)
+}
+
+impl Renderer {
+    /// `lane`'s queue, family and command pool; an error for `Transfer` where the device has none.
+    fn lane(&self, lane: Lane) -> Result<(vk::Queue, u32, vk::CommandPool)> {
+        match lane {
+            Lane::Main => Ok((self.queue, self.queue_family, self.pool)),
+            Lane::Transfer => match (self.transfer_queue, self.transfer_family, self.transfer_pool) {
+                (Some(q), Some(f), Some(p)) => Ok((q, f, p)),
+                _ => bail!("the renderer's device ({}) has no transfer-only queue family", self.name),
+            },
+        }
+    }
+
+    /// `Lane::Transfer` where the device has a transfer-only family and it is asked for, else `Lane::Main`.
+    pub fn lane_for(&self, transfer: bool) -> Lane {
+        if transfer && self.transfer_queue.is_some() { Lane::Transfer } else { Lane::Main }
+    }
+
+    /// The queue family index of `lane`.
+    pub fn family_of(&self, lane: Lane) -> Result<u32> {
+        Ok(self.lane(lane)?.1)
+    }
+
+    /// A name for `lane`'s queue: "transfer", or the main family's "graphics" (or "compute" where
+    /// it cannot draw).
+    pub fn lane_name(&self, lane: Lane) -> &'static str {
+        match lane {
+            Lane::Transfer => "transfer",
+            Lane::Main if self.main_flags.contains(vk::QueueFlags::GRAPHICS) => "graphics",
+            Lane::Main => "compute",
+        }
+    }
+
+    /// `record`, into a command buffer of `lane`'s family's pool.
+    pub fn record_on(
+        &self,
+        lane: Lane,
+        record: impl FnOnce(&ash::Device, vk::CommandBuffer),
+    ) -> Result<vk::CommandBuffer> {
+        let (_, _, pool) = self.lane(lane)?;
+        let info = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+        // SAFETY: the pool is the renderer's; one thread uses it.
+        let cmd = unsafe { self.device.allocate_command_buffers(&info) }?[0];
+        // Resubmitted frame after frame: its earlier submission may still be pending (the GPU
+        // waits that order its uses run through the context, which the validation layer
+        // cannot follow), so it is recorded for simultaneous use.
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+        // SAFETY: a fresh command buffer.
+        unsafe { self.device.begin_command_buffer(cmd, &begin) }?;
+        record(&self.device, cmd);
+        // SAFETY: cmd is recording.
+        unsafe { self.device.end_command_buffer(cmd) }?;
+        Ok(cmd)
+    }
+
+    /// `submit`, on `lane`'s queue (command buffers recorded for its family), under the queue lock.
+    pub fn submit_on(
+        &self,
+        lane: Lane,
+        cmds: &[vk::CommandBuffer],
+        wait: &[(vk::Semaphore, u64)],
+        signal: &[(vk::Semaphore, u64)],
+    ) -> Result<()> {
+        let (queue, _, _) = self.lane(lane)?;
+        let ws: Vec<_> = wait.iter().map(|w| w.0).collect();
+        let wv: Vec<_> = wait.iter().map(|w| w.1).collect();
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; ws.len()];
+        let ss: Vec<_> = signal.iter().map(|s| s.0).collect();
+        let sv: Vec<_> = signal.iter().map(|s| s.1).collect();
+        let mut timeline =
+            vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&wv).signal_semaphore_values(&sv);
+        let info = vk::SubmitInfo::default()
+            .command_buffers(cmds)
+            .wait_semaphores(&ws)
+            .wait_dst_stage_mask(&stages)
+            .signal_semaphores(&ss)
+            .push_next(&mut timeline);
+        // `idle` waits for the whole device under this lock: every queue is submitted to under it.
+        let _guard = self.queue_lock.lock().map_err(|_| anyhow!("queue lock poisoned"))?;
+        // SAFETY: the queue is locked; the command buffers (of its family) and semaphores are live.
+        Ok(unsafe { self.device.queue_submit(queue, &[info], vk::Fence::null()) }?)
+    }
+
+    /// The transfers from and to the external queue family for `lane`'s family, when shared by fd.
+    fn families_on(&self, lane: Lane, external: bool) -> Result<(Transfer, Transfer)> {
+        let family = self.family_of(lane)?;
+        Ok((
+            external.then_some((vk::QUEUE_FAMILY_EXTERNAL, family)),
+            external.then_some((family, vk::QUEUE_FAMILY_EXTERNAL)),
+        ))
+    }
+
+    /// `prepare`, recorded and submitted on `lane` (shared by fd: released from `lane`'s family
+    /// to the external one, which `lane`'s commands then acquire from), and waits.
+    pub fn prepare_on(&self, lane: Lane, images: &[&RImage], external: bool) -> Result<()> {
+        let (_, to_ext) = self.families_on(lane, external)?;
         let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
-        let cmd = self.record(|d, cmd| {
+        let cmd = self.record_on(lane, |d, cmd| {
             let b: Vec<_> = images
                 .iter()
                 .map(|i| {
@@ -522,23 +651,23 @@ impl Renderer {
                 .collect();
             barrier::record(d, cmd, &[], &b);
         })?;
-        self.submit(&[cmd], &[], &[])?;
-        self.idle()
+        self.once_on(lane, cmd)
     }
 
-    /// The renderer's "draw": copies `staging` into `input` (in `GENERAL`; shared
-    /// by fd: taken from and handed back to the external queue family).
-    pub fn render_commands(&self, input: &RImage, staging: &RBuffer, external: bool) -> Result<vk::CommandBuffer> {
-        let (from_ext, to_ext) = self.families(external);
+    /// `render_commands`, for `lane`'s queue: the input is acquired from the external family
+    /// by `lane`'s family, the copy runs there, and that family releases it to the external one.
+    pub fn render_commands_on(
+        &self,
+        lane: Lane,
+        input: &RImage,
+        staging: &RBuffer,
+        external: bool,
+    ) -> Result<vk::CommandBuffer> {
+        let (from_ext, to_ext) = self.families_on(lane, external)?;
         let general = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
-        let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
-        self.record(|d, cmd| {
-            let take = barrier::image(
-                input.image,
-                general,
-                (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
-                from_ext,
-            );
+        let write = vk::AccessFlags::TRANSFER_WRITE;
+        self.record_on(lane, |d, cmd| {
+            let take = barrier::image(input.image, general, (vk::AccessFlags::empty(), write), from_ext);
             barrier::record(d, cmd, &[], &[take]);
             // SAFETY: cmd is recording; the staging buffer holds the whole picture.
             unsafe {
@@ -550,27 +679,27 @@ impl Renderer {
                     &[region(input.width, input.height)],
                 )
             };
-            barrier::record(
-                d,
-                cmd,
-                &[],
-                &[barrier::image(input.image, general, (vk::AccessFlags::TRANSFER_WRITE, all), to_ext)],
-            );
+            let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+            barrier::record(d, cmd, &[], &[barrier::image(input.image, general, (write, all), to_ext)]);
         })
     }
 
-    /// The renderer's readback of `output` into the host-visible `readback`
-    /// (shared by fd: taken from and handed back to the external queue family).
-    pub fn read_commands(&self, output: &RImage, readback: &RBuffer, external: bool) -> Result<vk::CommandBuffer> {
-        let (from_ext, to_ext) = self.families(external);
+    /// `read_commands`, for `lane`'s queue: the output is acquired from the external family by
+    /// `lane`'s family, copied into `readback` there, and released to the external one. The
+    /// copy's writes are made visible to the host and to later commands of `lane`'s family;
+    /// a device-local `readback` read on another family needs `hand_over` first.
+    pub fn read_commands_on(
+        &self,
+        lane: Lane,
+        output: &RImage,
+        readback: &RBuffer,
+        external: bool,
+    ) -> Result<vk::CommandBuffer> {
+        let (from_ext, to_ext) = self.families_on(lane, external)?;
         let general = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
-        self.record(|d, cmd| {
-            let take = barrier::image(
-                output.image,
-                general,
-                (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_READ),
-                from_ext,
-            );
+        let read = vk::AccessFlags::TRANSFER_READ;
+        self.record_on(lane, |d, cmd| {
+            let take = barrier::image(output.image, general, (vk::AccessFlags::empty(), read), from_ext);
             barrier::record(d, cmd, &[], &[take]);
             // SAFETY: cmd is recording; the readback buffer holds the whole output.
             unsafe {
@@ -582,16 +711,43 @@ impl Renderer {
                     &[region(output.width, output.height)],
                 )
             };
-            let host =
-                barrier::buffer(readback.buffer, (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::HOST_READ), None);
-            let give = barrier::image(
-                output.image,
-                general,
-                (vk::AccessFlags::TRANSFER_READ, vk::AccessFlags::empty()),
-                to_ext,
-            );
+            let seen = vk::AccessFlags::HOST_READ | vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+            let host = barrier::buffer(readback.buffer, (vk::AccessFlags::TRANSFER_WRITE, seen), None);
+            let give = barrier::image(output.image, general, (read, vk::AccessFlags::empty()), to_ext);
             barrier::record(d, cmd, &[host], &[give]);
         })
+    }
+
+    /// Moves `buffers` (exclusive sharing) from `from`'s queue family to `to`'s: a release
+    /// submitted on `from`'s queue, the device idle, the matching acquire on `to`'s, the device
+    /// idle. Their contents stay defined on `to` (without the transfer they would not be). Once,
+    /// outside the timed frames; nothing to do where both are the same family.
+    pub fn hand_over(&self, buffers: &[&RBuffer], from: Lane, to: Lane) -> Result<()> {
+        let families = (self.family_of(from)?, self.family_of(to)?);
+        if families.0 == families.1 || buffers.is_empty() {
+            return Ok(());
+        }
+        let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+        let barriers = |access: (vk::AccessFlags, vk::AccessFlags)| -> Vec<_> {
+            buffers.iter().map(|b| barrier::buffer(b.buffer, access, Some(families))).collect()
+        };
+        let release = self.record_on(from, |d, cmd| {
+            barrier::record(d, cmd, &barriers((vk::AccessFlags::MEMORY_WRITE, vk::AccessFlags::empty())), &[])
+        })?;
+        self.once_on(from, release)?;
+        let acquire =
+            self.record_on(to, |d, cmd| barrier::record(d, cmd, &barriers((vk::AccessFlags::empty(), all)), &[]))?;
+        self.once_on(to, acquire)
+    }
+
+    /// `once`, on `lane`'s queue.
+    fn once_on(&self, lane: Lane, cmd: vk::CommandBuffer) -> Result<()> {
+        let (_, _, pool) = self.lane(lane)?;
+        self.submit_on(lane, &[cmd], &[], &[])?;
+        self.idle()?;
+        // SAFETY: the command buffer is the pool's and no longer pending (the device is idle).
+        unsafe { self.device.free_command_buffers(pool, &[cmd]) };
+        Ok(())
     }
 }
 
@@ -744,6 +900,9 @@ impl Drop for Renderer {
         unsafe {
             let _ = self.device.device_wait_idle();
             self.device.destroy_command_pool(self.pool, None);
+            if let Some(pool) = self.transfer_pool {
+                self.device.destroy_command_pool(pool, None);
+            }
             self.device.destroy_device(None);
             if let Some((loader, m)) = self.messenger.take() {
                 loader.destroy_debug_utils_messenger(m, None);
