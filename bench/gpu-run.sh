@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|fast|alltests ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|alltests ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -204,22 +204,33 @@ for what in "$@"; do
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
       ;;
-    fast)
-      # Issue 22, second session: fast start (time to first frame cold, then warm), the caller's
-      # semaphores waited for by CUDA (caller frames), the pipelined post kernel on fewer blocks
-      # (NEURAL_FRAME_POST_BLOCKS), the examples at 600×400 beside an in-process bench there.
+    final22)
+      # Issue 22's measurements on the final code, no tuning flags unless said: fast start cold
+      # then warm, the same bench by the previous session's last build (db74ecd: set-up in series,
+      # the fused first run in build) for a baseline in this session, the best options forced,
+      # the fp32 model, caller frames without the renderer's copies, serve, the examples at
+      # 600×400 beside an in-process bench there, the quick start.
       mkdir -p "$OUT/bench"
       b="$OUT/bench"
       f16=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
-      step fast-cold 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/fast-cold.json"
-      step fast-warm 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/fast-warm.json"
-      step no-fast-warm 240 .gpu-bin/neural-frame bench "${f16[@]}" --fast-start false --json-file "$b/no-fast-warm.json"
-      for blocks in ${POST_BLOCKS:-264 132 66}; do
-        step "post-blocks-$blocks" 240 env NEURAL_FRAME_POST_BLOCKS="$blocks" .gpu-bin/neural-frame bench "${f16[@]}" \
-          --json-file "$b/post-blocks-$blocks.json"
-      done
+      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
+      step defaults-cold 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/defaults-cold.json"
+      step defaults 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/defaults.json"
+      if [ -x .gpu-bin/neural-frame-db74ecd ]; then
+        step db74ecd-defaults 240 .gpu-bin/neural-frame-db74ecd bench "${f16[@]}" --json-file "$b/db74ecd-defaults.json"
+      fi
+      step defaults-again 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/defaults-again.json"
+      step best 240 .gpu-bin/neural-frame bench "${f16[@]}" "${best[@]}" --json-file "$b/best.json"
       step caller-no-copies 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-no-copies \
         --json-file "$b/caller-no-copies.json"
+      # The renderer's per-frame work on a transfer-only queue (the copy engines) instead of its
+      # graphics queue: does its Vulkan work stop costing the model time?
+      step caller-transfer 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-transfer-queue \
+        --json-file "$b/caller-transfer.json"
+      step caller-transfer-no-copies 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-transfer-queue \
+        --caller-no-copies --json-file "$b/caller-transfer-no-copies.json"
+      step defaults-fp32 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --json-file "$b/defaults-fp32.json"
+      step serve-defaults 240 .gpu-bin/neural-frame bench --serve "${f16[@]}" --json-file "$b/serve-defaults.json"
       step in-process-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
         --frames 200 --json-file "$b/in-process-600x400.json"
       for share in fd device; do
@@ -227,17 +238,24 @@ for what in "$@"; do
           --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 300 --compare \
           --validation
       done
-      sock="$OUT/serve.sock"
-      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx --fast-start false \
-        >"$OUT/serve-worker.log" 2>&1 &
-      worker=$!
-      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-      NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
-        --input models/coffee.png --output "$OUT/served.png" --frames 300
-      kill "$worker"; wait "$worker"
-      cat "$OUT/serve-worker.log" | tee -a "$log"
+      step example-fd-transfer 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+        --input models/coffee.png --output "$OUT/foreign-fd-transfer.png" --share fd --frames 300 --compare \
+        --validation --transfer-queue
+      for fast in false true; do
+        sock="$OUT/serve-$fast.sock"
+        .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx --fast-start "$fast" \
+          >"$OUT/serve-worker-$fast.log" 2>&1 &
+        worker=$!
+        for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+        NEURAL_FRAME_VALIDATION=1 step "serve-render-fast-start-$fast" 120 .gpu-bin/render --socket "$sock" \
+          --input models/coffee.png --output "$OUT/served-$fast.png" --frames 300
+        kill "$worker"; wait "$worker"
+        cat "$OUT/serve-worker-$fast.log" | tee -a "$log"
+        rm -f "$OUT/serve-worker-$fast.log"
+      done
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
+      rm -f "$OUT"/*.png
       ;;
     alltests)
       # Every GPU test binary, serve's twice (an intermittent hang at teardown).
