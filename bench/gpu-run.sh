@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|alltests ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -256,6 +256,32 @@ for what in "$@"; do
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
       rm -f "$OUT"/*.png
+      ;;
+    examples22)
+      # Issue 22: the examples at 600×400 with their defaults (foreign_renderer --share fd on a
+      # transfer queue), 300 and 3000 frames, beside an in-process bench at that size.
+      mkdir -p "$OUT/bench"
+      step in-process-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
+        --frames 1000 --json-file "$OUT/bench/in-process-600x400-1000.json"
+      for frames in 300 3000; do
+        for share in fd device; do
+          step "example-$share-$frames" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+            --input models/coffee.png --output "$OUT/foreign.png" --share "$share" --frames "$frames" --compare \
+            --validation
+        done
+      done
+      sock="$OUT/serve.sock"
+      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx --fast-start false \
+        >"$OUT/serve-worker.log" 2>&1 &
+      worker=$!
+      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+      for frames in 300 3000; do
+        NEURAL_FRAME_VALIDATION=1 step "serve-render-$frames" 120 .gpu-bin/render --socket "$sock" \
+          --input models/coffee.png --output "$OUT/served.png" --frames "$frames"
+      done
+      kill "$worker"; wait "$worker"
+      cat "$OUT/serve-worker.log" | tee -a "$log"
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
       ;;
     alltests)
       # Every GPU test binary, serve's twice (an intermittent hang at teardown).
