@@ -67,8 +67,9 @@ pub enum ErrorKind {
     OnnxRuntime,
     /// Reading or writing a file failed.
     Io,
-    /// The resource is in use by frames in flight.
-    Busy,
+    /// A broken invariant inside neural-frame: a bug of the library, not of the
+    /// caller's arguments (reported instead of a panic). Please report it with the message.
+    Internal,
 }
 
 /// Every failure the library reports. Match on [`Error::kind`] for control flow;
@@ -222,9 +223,9 @@ pub enum Error {
         /// How long.
         waited: Duration,
     },
-    /// A resource is in use by frames in flight.
-    #[error("{0}")]
-    Busy(String),
+    /// A broken invariant inside the library (a bug), reported instead of a panic.
+    #[error("internal error in neural-frame: {0}; please report it")]
+    Internal(String),
     /// File input/output.
     #[error("{what}: {source}")]
     Io {
@@ -278,7 +279,7 @@ impl Error {
             Error::ImageFile { .. } => ErrorKind::Image,
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::Timeout { .. } => ErrorKind::Timeout,
-            Error::Busy(_) => ErrorKind::Busy,
+            Error::Internal(_) => ErrorKind::Internal,
             Error::Io { .. } => ErrorKind::Io,
         }
     }
@@ -288,10 +289,18 @@ impl Error {
         Self::Onnx { what: what.into(), message: e.to_string() }
     }
 
-    /// An [`Error::InvalidArgument`] for a broken internal invariant: a bug in
-    /// the library, reported instead of a panic.
+    /// An [`Error::Internal`] for a broken internal invariant: a bug in the
+    /// library, reported instead of a panic.
+    ///
+    /// ```
+    /// use neural_frame::{Error, ErrorKind};
+    ///
+    /// let bug = Error::Internal("a slot without buffers".into());
+    /// assert_eq!(bug.kind(), ErrorKind::Internal);
+    /// assert!(bug.to_string().contains("please report it"), "{bug}");
+    /// ```
     pub(crate) fn internal(what: impl std::fmt::Display) -> Self {
-        Self::InvalidArgument(format!("internal error in neural-frame: {what}; please report it"))
+        Self::Internal(what.to_string())
     }
 }
 

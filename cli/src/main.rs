@@ -595,6 +595,7 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
         ErrorKind::RuntimeMissing => "`--ort-library PATH` names the library; `scripts/setup.sh` installs it",
         ErrorKind::Unsupported | ErrorKind::InvalidArgument => return None,
         ErrorKind::Timeout => "a frame did not finish in time; `-vv` shows each step",
+        ErrorKind::Internal => "this is a bug of neural-frame: please report it with the message and `-vv`'s log",
         _ => return None,
     })
 }
