@@ -38,10 +38,20 @@ Models that the pipeline runs:
 - tiny-x2-f32-no-meta.onnx: the tiny_x2 net (seed 2031), NO metadata; output
   dims h2, w2 are new symbols, so the scale is found only by a probe run.
 - tiny-x1-f32-same-dims.onnx: ×1, conv3x3 3→3 + input, NO metadata; output
-  dims use the input's symbols h, w, so the shapes alone say ×1.
+  dims use the input's symbols h, w, so the shapes say ×1 (a probe run
+  confirms it).
 - tiny-x2x1-f32-no-meta.onnx: ×2 in width, ×1 in height: nearest Resize by
   [1, 1, 1, 2], conv3x3 3→3 + the resized input. NO metadata, output dims
   ho, wo: the per-axis scale is found by a probe run.
+- tiny-x2-f32-dims-say-x1.onnx: the tiny_x2 net (seed 2033), NO metadata, but
+  its output dims are named h, w like the input's, as torch.onnx.export writes
+  them with dynamic_axes {'input': {2: 'h', 3: 'w'}, 'output': {2: 'h', 3: 'w'}}:
+  the symbols say x1, the model upscales x2. The probe run must win, with a
+  warning.
+- tiny-x1-f32-dims-say-x2.onnx: the x1 net of tiny-x1-f32-same-dims (seed 15),
+  NO metadata, output dims named 2*h, 2*w (as symbolic shape inference writes
+  an upscaler's): the symbols say x2, the model is x1. The probe run must win,
+  with a warning.
 
 Models that the pipeline must refuse, each with a clear error:
 - bad-one-channel.onnx: input [1, 1, h, w]. scale=1.
@@ -156,13 +166,21 @@ def tiny_x2_score_first(seed=2032):
     return helper.make_model(g, opset_imports=OPSET)
 
 
-def tiny_x1_same_dims(seed=11):
+def tiny_x1_same_dims(seed=11, name="tiny-x1-same-dims", out_dims=("h", "w")):
     rng = np.random.default_rng(seed)
     w = (rng.standard_normal((3, 3, 3, 3)) * 0.15).astype(np.float32)
     b = (rng.standard_normal(3) * 0.05).astype(np.float32)
     inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
     nodes = [conv("input", "w", "b", "c"), helper.make_node("Add", ["c", "input"], ["output"])]
-    g = helper.make_graph(nodes, "tiny-x1-same-dims", [io("input", F32, [1, 3, "h", "w"])],
+    g = helper.make_graph(nodes, name, [io("input", F32, [1, 3, "h", "w"])],
+                          [io("output", F32, [1, 3, *out_dims])], inits)
+    return helper.make_model(g, opset_imports=OPSET)
+
+
+def tiny_x2_dims_say_x1(seed=2033):
+    """The tiny_x2 net whose output dims claim the input's symbols (x1): a lie."""
+    nodes, inits = tiny_x2_body(F32, seed, "input", "output")
+    g = helper.make_graph(nodes, "tiny-x2-dims-say-x1", [io("input", F32, [1, 3, "h", "w"])],
                           [io("output", F32, [1, 3, "h", "w"])], inits)
     return helper.make_model(g, opset_imports=OPSET)
 
@@ -291,6 +309,8 @@ def write():
     save(tiny_fused("depth", 1, 14), "tiny-x1-f32-color-depth.onnx", 1)
     save(tiny_x2_two_outputs(), "tiny-x2-f32-two-outputs.onnx", 2)
     save(tiny_x2_score_first(), "tiny-x2-f32-score-first.onnx", 2)
+    save(tiny_x2_dims_say_x1(), "tiny-x2-f32-dims-say-x1.onnx", None)
+    save(tiny_x1_same_dims(15, "tiny-x1-dims-say-x2", ("2*h", "2*w")), "tiny-x1-f32-dims-say-x2.onnx", None)
 
 
 ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(uint8)": np.uint8,
@@ -370,6 +390,15 @@ def check():
     rh, rw = y.shape[2] / x.shape[2], y.shape[3] / x.shape[3]
     print("bad-x1.5-no-meta.onnx at 64x48: output %dx%d, ratio W %g, H %g" % (y.shape[3], y.shape[2], rw, rh))
     ok &= rh != int(rh) and rw != int(rw)
+    # The models whose output dims lie: their real scale at W×H 37×53 is not the one their symbols claim.
+    for name, claimed, real in [("tiny-x2-f32-dims-say-x1.onnx", 1, 2), ("tiny-x1-f32-dims-say-x2.onnx", 2, 1)]:
+        sess = ort.InferenceSession(os.path.join(OUT, name), providers=["CPUExecutionProvider"])
+        x = feed(sess, np.random.default_rng(3), 53, 37)["input"]
+        y = sess.run(None, {"input": x})[0]
+        dims = sess.get_outputs()[0].shape[2:]
+        print("%s: output dims %s claim x%d; at 37x53 it gives %dx%d, x%g" %
+              (name, dims, claimed, y.shape[3], y.shape[2], y.shape[3] / x.shape[3]))
+        ok &= y.shape[2:] == (53 * real, 37 * real)
     print("check: " + ("ok" if ok else "FAILED"))
     return ok
 

@@ -215,6 +215,7 @@ impl Binding {
         status("running the model", unsafe {
             (ort::api().RunWithBinding)(session.ptr().cast_mut(), options, self.raw.as_ptr())
         })
+        .map_err(crate::onnx::model::explain_run_error)
     }
 }
 

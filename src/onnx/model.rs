@@ -67,13 +67,18 @@ impl fmt::Display for Scale {
 pub enum ScaleSource {
     /// The input's and output's static height and width.
     Shapes,
-    /// The output's height and width are the same symbolic dimensions as the input's (×1).
+    /// The output's height and width are the input's symbolic dimensions (×1), or
+    /// integer multiples of them (`2*h`, `h*2`: ×2), and a probe run at
+    /// [`PROBE_SIZE`] agreed. Where the run disagrees, its scale is used
+    /// ([`Probe`](Self::Probe)) with a warning naming the symbols: names are a
+    /// claim, the run is a fact.
     Symbols,
     /// The model's `scale` (or `neural_frame.scale`) metadata entry; nothing checks
     /// it against the model's real output until a frame runs.
     Metadata,
     /// One run of the model on ONNX Runtime's CPU provider at a small size
-    /// ([`PROBE_SIZE`]), when loading it: dynamic shapes and no metadata.
+    /// ([`PROBE_SIZE`]), when loading it: dynamic shapes and no metadata, or
+    /// symbols that the run contradicted.
     Probe,
 }
 
@@ -283,6 +288,35 @@ fn symbols(ty: &ValueType, layout: Layout) -> Option<(String, String)> {
     (!h.is_empty() && !w.is_empty()).then(|| (h.to_string(), w.to_string()))
 }
 
+/// The factor an output dim's symbol claims over the input's symbol `input` on
+/// the same axis: 1 for the same symbol, k for `k*input` or `input*k` (spaces
+/// and outer parentheses aside, k from 1 to 16); None for anything else.
+fn symbol_factor(input: &str, output: &str) -> Option<u32> {
+    let compact: String = output.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut o = compact.as_str();
+    while let Some(inner) = o.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        o = inner;
+    }
+    if o == input {
+        return Some(1);
+    }
+    let (a, b) = o.split_once('*')?;
+    let k = if a == input {
+        b
+    } else if b == input {
+        a
+    } else {
+        return None;
+    };
+    k.parse::<u32>().ok().filter(|k| (1..=16).contains(k))
+}
+
+/// The scale an output's H and W symbols claim over the input's, where both axes
+/// are the input's symbols or integer multiples of them.
+fn symbol_scale(input: &(String, String), output: &(String, String)) -> Option<Scale> {
+    Some(Scale { x: symbol_factor(&input.1, &output.1)?, y: symbol_factor(&input.0, &output.0)? })
+}
+
 /// The per-axis scale between an input and an output size, or why there is none.
 fn ratio(input: (i64, i64), output: (i64, i64)) -> std::result::Result<Scale, String> {
     let ((iw, ih), (ow, oh)) = (input, output);
@@ -408,23 +442,67 @@ pub(crate) fn contract_from(
         ),
         None => None,
     };
-    let same_symbols = input.symbols.is_some() && input.symbols == output.symbols;
+    // What the output's H/W symbols claim over the input's (`h` → `h`: ×1, `h` → `2*h`: ×2).
+    let claimed = match (&input.symbols, &output.symbols) {
+        (Some(i), Some(o)) => symbol_scale(i, o).map(|s| (s, i, o)),
+        _ => None,
+    };
     // The probe's frame size and output shapes, when it ran.
     let mut probed: Option<Probed> = None;
-    let (scale, scale_source) = match (metadata_scale, static_scale) {
-        (Some(m), Some(s)) if m != s => {
+    let probe_size = (if iw > 0 { iw as u32 } else { PROBE_SIZE.0 }, if ih > 0 { ih as u32 } else { PROBE_SIZE.1 });
+    let kinds: Vec<(String, TensorKind)> = ins.iter().map(|f| (f.name.clone(), f.kind)).collect();
+    let (scale, scale_source) = match (metadata_scale, static_scale, claimed) {
+        (Some(m), Some(s), _) if m != s => {
             return Err(err(format!(
                 "metadata scale {m} contradicts its static shapes ({iw}×{ih} → {ow}×{oh}, {s}); fix or remove the \
                  metadata"
             )));
         }
-        (Some(m), Some(_)) => (m, ScaleSource::Shapes),
-        (Some(m), None) => (m, ScaleSource::Metadata),
-        (None, Some(s)) => (s, ScaleSource::Shapes),
-        (None, None) if same_symbols => (Scale::uniform(1), ScaleSource::Symbols),
-        (None, None) => {
-            let size = (if iw > 0 { iw as u32 } else { PROBE_SIZE.0 }, if ih > 0 { ih as u32 } else { PROBE_SIZE.1 });
-            let kinds: Vec<(String, TensorKind)> = ins.iter().map(|f| (f.name.clone(), f.kind)).collect();
+        (Some(m), Some(_), _) => (m, ScaleSource::Shapes),
+        (Some(m), None, _) => (m, ScaleSource::Metadata),
+        (None, Some(s), _) => (s, ScaleSource::Shapes),
+        // Symbols are a claim (an export's dynamic_axes name the output's dims after the input's
+        // whatever the network does): a probe run checks it, and wins where they disagree.
+        (None, None, Some((claim, (isym_h, isym_w), (osym_h, osym_w)))) => {
+            let size = probe_size;
+            let symbols = format!(
+                "output `{}` dims ({osym_h}, {osym_w}) over input `{}` dims ({isym_h}, {isym_w})",
+                output.name, input.name
+            );
+            match probe(&kinds, size) {
+                Err(e) => {
+                    log::info!(
+                        "{model}: the {symbols} say {claim}; a probe run at {}×{} to check it failed ({e}), so the \
+                         symbols' {claim} stands",
+                        size.0,
+                        size.1
+                    );
+                    (claim, ScaleSource::Symbols)
+                }
+                Ok(shapes) => {
+                    let found = probed_scale(output.kind, shapes.get(output.index), size).map_err(|e| {
+                        err(format!(
+                            "the {symbols} say {claim}, but {e}; add metadata_props {{key: \"scale\", value: \"N\"}}"
+                        ))
+                    })?;
+                    probed = Some((size, shapes));
+                    if found == claim {
+                        (claim, ScaleSource::Symbols)
+                    } else {
+                        log::warn!(
+                            "{model}: the {symbols} say {claim}, but a probe run at {}×{} gave {found}; using {found} \
+                             (the symbols are wrong: fix the output's dims in the export, or add a `scale` metadata \
+                             entry)",
+                            size.0,
+                            size.1
+                        );
+                        (found, ScaleSource::Probe)
+                    }
+                }
+            }
+        }
+        (None, None, None) => {
+            let size = probe_size;
             let shapes = probe(&kinds, size).map_err(|e| {
                 err(format!(
                     "has dynamic height/width and no `scale` metadata, and a probe run at {}×{} to find its output \
@@ -478,6 +556,40 @@ fn probed_scale(kind: TensorKind, shape: Option<&Vec<i64>>, size: (u32, u32)) ->
         _ => return Err(format!("a probe run gave an output of shape {shape:?}, not an image")),
     };
     ratio((size.0 as i64, size.1 as i64), (w, h)).map_err(|e| format!("a probe run at {}×{}: {e}", size.0, size.1))
+}
+
+/// A run's error in the contract's terms, where ONNX Runtime refused the output
+/// bound for a tensor because the model computed another shape ("The output
+/// OrtValue provided for output 'y' has shape {1,3,53,37} but the computed output
+/// shape for this run is {1,3,106,74}"): the tensor, the shape expected and the
+/// one the model computed, and what to do. Any other error is returned as it is.
+pub(crate) fn explain_run_error(e: Error) -> Error {
+    let Error::Onnx { what, message } = e else { return e };
+    match shape_mismatch(&message) {
+        Some(explained) => Error::Onnx { what, message: explained },
+        None => Error::Onnx { what, message },
+    }
+}
+
+/// [`explain_run_error`]'s message for ONNX Runtime's shape-mismatch text, or None for other text.
+fn shape_mismatch(message: &str) -> Option<String> {
+    let dims = |s: &str| -> Option<(String, usize)> {
+        let open = s.find('{')?;
+        let close = open + s[open..].find('}')?;
+        let d: Vec<&str> = s[open + 1..close].split(',').map(str::trim).collect();
+        Some((format!("[{}]", d.join(", ")), close + 1))
+    };
+    let rest = message.split_once("provided for output '")?.1;
+    let (name, rest) = rest.split_once('\'')?;
+    let rest = rest.split_once("has shape")?.1;
+    let (bound, end) = dims(rest)?;
+    let (computed, _) = dims(rest[end..].split_once("computed output shape")?.1)?;
+    Some(format!(
+        "output `{name}`: expected shape {bound} (the frame's size times the scale found when the model was loaded), \
+         but the model computed {computed}: its real output size is not the one its `scale` metadata or its output \
+         dims say; give the model a correct `scale` metadata entry (metadata_props {{key: \"scale\", value: \"N\"}}, \
+         N = output size / input size) or fix its output dims"
+    ))
 }
 
 /// The contract of a loaded session; `probe` runs the model once when its scale
@@ -693,18 +805,81 @@ mod tests {
     }
 
     #[test]
-    fn dynamic_scale_from_symbols_or_a_probe() {
-        let same = |n| ts(F32, &[1, 3, -1, -1], &["batch", "c", "h", n]);
+    fn symbols_claim_a_factor() {
+        for (o, k) in [("h", Some(1)), ("2*h", Some(2)), ("h*4", Some(4)), ("( 2 * h )", Some(2)), ("(h*3)", Some(3))] {
+            assert_eq!(symbol_factor("h", o), k, "{o}");
+        }
+        for o in ["h2", "2*w", "h+h", "0*h", "17*h", "h*h", "2*h*1", ""] {
+            assert_eq!(symbol_factor("h", o), None, "{o}");
+        }
+        let hw = |h: &str, w: &str| (h.to_string(), w.to_string());
+        assert_eq!(symbol_scale(&hw("h", "w"), &hw("h", "2*w")), Some(Scale { x: 2, y: 1 }));
+        assert_eq!(symbol_scale(&hw("h", "w"), &hw("w", "h")), None);
+    }
+
+    #[test]
+    fn symbols_are_checked_by_a_probe_that_wins() {
+        let dims = |h: &str, w: &str| ts(F32, &[1, 3, -1, -1], &["batch", "c", h, w]);
+        let run = |i: ValueType, o: ValueType, probe: ProbeRun<'_>| {
+            contract_from("m", &one("i", i), &one("o", o), &meta(&[]), &Default::default(), probe)
+        };
+        let gives = |k: u32| {
+            move |_: &[(String, TensorKind)], (w, h): (u32, u32)| -> Shapes {
+                Ok(vec![vec![1, 3, (k * h) as i64, (k * w) as i64]])
+            }
+        };
+        // Symbols and run agree: the symbols' scale and source.
+        let c = run(dims("h", "w"), dims("h", "w"), &mut gives(1)).expect("×1 agreed");
+        assert_eq!((c.scale, c.scale_source), (Scale::uniform(1), ScaleSource::Symbols));
+        let c = run(dims("h", "w"), dims("2*h", "2*w"), &mut gives(2)).expect("×2 agreed");
+        assert_eq!((c.scale, c.scale_source), (Scale::uniform(2), ScaleSource::Symbols));
+        // They disagree: the run wins, in each direction.
+        let c = run(dims("h", "w"), dims("h", "w"), &mut gives(2)).expect("says ×1, is ×2");
+        assert_eq!((c.scale, c.scale_source), (Scale::uniform(2), ScaleSource::Probe));
+        let c = run(dims("h", "w"), dims("2*h", "2*w"), &mut gives(1)).expect("says ×2, is ×1");
+        assert_eq!((c.scale, c.scale_source), (Scale::uniform(1), ScaleSource::Probe));
+        // A probe that cannot run leaves the symbols' word; one that gives no integer scale is refused.
+        let mut failing = |_: &[(String, TensorKind)], _: (u32, u32)| Err(Error::InvalidArgument("boom".into()));
+        let c = run(dims("h", "w"), dims("h", "w"), &mut failing).expect("unchecked");
+        assert_eq!((c.scale, c.scale_source), (Scale::uniform(1), ScaleSource::Symbols));
+        let mut fractional = |_: &[(String, TensorKind)], (w, h): (u32, u32)| -> Shapes {
+            Ok(vec![vec![1, 3, (h * 3 / 2) as i64, (w * 3 / 2) as i64]])
+        };
+        let e = run(dims("h", "w"), dims("h", "w"), &mut fractional).expect_err("×1.5");
+        assert!(e.to_string().contains("(h, w) say ×1") && e.to_string().contains("integer multiple"), "{e}");
+        // Metadata is not second-guessed at load (the first frame checks it).
         let c = contract_from(
             "m",
-            &one("i", same("w")),
-            &one("o", same("w")),
-            &meta(&[]),
+            &one("i", dims("h", "w")),
+            &one("o", dims("h", "w")),
+            &meta(&[("scale", "2")]),
             &Default::default(),
             &mut no_probe(),
         )
-        .expect("same symbols");
-        assert_eq!((c.scale, c.scale_source), (Scale::uniform(1), ScaleSource::Symbols));
+        .expect("metadata");
+        assert_eq!((c.scale, c.scale_source), (Scale::uniform(2), ScaleSource::Metadata));
+    }
+
+    #[test]
+    fn a_shape_mismatch_on_a_run_is_explained() {
+        let ort = "Non-zero status code returned while running Add node. Name:'' Status Message: op_kernel.cc:87 \
+                   [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : The output OrtValue provided for output 'y' of node '' \
+                   (Add) has shape {1,3,53,37} but the computed output shape for this run is {1,3,106,74}. When \
+                   calling Run() with pre-allocated output OrtValues...";
+        let e = explain_run_error(Error::onnx("running the model", ort));
+        let msg = e.to_string();
+        assert_eq!(e.kind(), crate::error::ErrorKind::OnnxRuntime);
+        for needle in ["running the model", "output `y`", "expected shape [1, 3, 53, 37]", "computed [1, 3, 106, 74]"] {
+            assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
+        }
+        assert!(!msg.contains("OrtValue"), "{msg}");
+        let other = explain_run_error(Error::onnx("running the model", "out of memory"));
+        assert_eq!(other.to_string(), "ONNX Runtime: running the model: out of memory");
+    }
+
+    #[test]
+    fn dynamic_scale_from_symbols_or_a_probe() {
+        let same = |n| ts(F32, &[1, 3, -1, -1], &["batch", "c", "h", n]);
         let mut calls = Vec::new();
         let mut probe = |k: &[(String, TensorKind)], (w, h): (u32, u32)| {
             calls.push((k[0].1, w, h));

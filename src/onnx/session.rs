@@ -186,7 +186,7 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
 /// The output shapes of one run of the model at `width × height` on ONNX Runtime's
 /// CPU provider (a session of its own, so the context's provider and stream stay
 /// untouched), from mid-grey inputs: how a dynamic model without metadata tells
-/// its scale.
+/// its scale, or checks the one its shape symbols claim.
 fn probe_output_shapes(
     path: &Path,
     inputs: &[(String, TensorKind)],
@@ -221,7 +221,7 @@ fn probe_output_shapes(
         }
     }
     log::info!(
-        "{}: no scale in its shapes or metadata; a probe run at {width}×{height} on the CPU gave {shapes:?} ({:.0} ms)",
+        "{}: dynamic height/width; a probe run at {width}×{height} on the CPU gave {shapes:?} ({:.0} ms)",
         path.display(),
         start.elapsed().as_secs_f64() * 1e3
     );

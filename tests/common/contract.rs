@@ -508,3 +508,104 @@ pub fn tiles_in_flight_and_by_budget(backend: Backend) {
     let db = psnr(&run(Some(neural_frame::Tiling::new(24, 24, 2).expect("tiling"))), &run(None));
     assert!(db >= 50.0, "tiled extra inputs: PSNR {db:.1} dB");
 }
+
+/// The log records of this process that name `model`, as "LEVEL message": given by
+/// the test binary, which captures the library's log (issue 25's lying models).
+pub type Logged = fn(&str) -> Vec<String>;
+
+/// A model whose output dims claim a scale its run contradicts: the probe run's
+/// scale wins (`ScaleSource::Probe`), a warning names the symbols and both
+/// scales, and the frames match ONNX Runtime's CPU run (PSNR ≥ 48 dB).
+fn lying_symbols(
+    model: &str,
+    backend: Backend,
+    logged: Logged,
+    (claimed, real): (Scale, Scale),
+    symbols: &[&str],
+    seed: u32,
+) {
+    let (w, h) = (37, 53);
+    let ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(w, h).build().expect("context");
+    let c = ctx.contract();
+    assert_eq!((c.scale, c.scale_source), (real, ScaleSource::Probe), "{model}: the probe run must win");
+    assert_eq!(Some(ctx.output_size()), real.apply(w, h));
+    drop(ctx);
+    let warnings: Vec<String> = logged(model).into_iter().filter(|l| l.starts_with("WARN")).collect();
+    let named = |l: &&String| {
+        symbols.iter().all(|s| l.contains(s))
+            && l.contains(&format!("say {claimed}"))
+            && l.contains(&format!("gave {real}"))
+    };
+    assert!(
+        warnings.iter().any(|l| named(&l)),
+        "{model}: no warning naming the symbols {symbols:?}, {claimed} and {real}; logged: {:?}",
+        logged(model)
+    );
+    println!("{model}: {}", warnings[0]);
+    check_model(model, backend, plain, (w, h), seed);
+}
+
+/// Output dims named like the input's (`h`, `w`: ×1), as `torch.onnx.export`'s
+/// `dynamic_axes` writes them, on a model that upscales ×2.
+pub fn symbols_say_x1_model_is_x2(backend: Backend, logged: Logged) {
+    let model = "models/test/tiny-x2-f32-dims-say-x1.onnx";
+    let symbols = ["output `output` dims (h, w)", "input `input` dims (h, w)"];
+    lying_symbols(model, backend, logged, (Scale::uniform(1), Scale::uniform(2)), &symbols, 101);
+}
+
+/// Output dims `2*h`, `2*w` (×2) on a model that is ×1.
+pub fn symbols_say_x2_model_is_x1(backend: Backend, logged: Logged) {
+    let model = "models/test/tiny-x1-f32-dims-say-x2.onnx";
+    let symbols = ["output `output` dims (2*h, 2*w)", "input `input` dims (h, w)"];
+    lying_symbols(model, backend, logged, (Scale::uniform(2), Scale::uniform(1)), &symbols, 102);
+}
+
+/// A correct dynamic model whose output dims are the input's (×1): the probe run
+/// checks the symbols and agrees, so the scale and its source stay, with no
+/// warning; and a correct model of new output symbols (`h2`, `w2`) keeps its
+/// probed ×2, also with no warning.
+pub fn correct_symbols_are_checked_quietly(backend: Backend, logged: Logged) {
+    let model = "models/test/tiny-x1-f32-same-dims.onnx";
+    let ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(37, 53).build().expect("context");
+    assert_eq!((ctx.contract().scale, ctx.contract().scale_source), (Scale::uniform(1), ScaleSource::Symbols));
+    drop(ctx);
+    let lines = logged(model);
+    assert!(lines.iter().all(|l| !l.starts_with("WARN")), "{model}: a warning for a correct model: {lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("probe run at 64×48")),
+        "{model}: its symbols' ×1 was not checked by a probe run; logged: {lines:?}"
+    );
+    check_model(model, backend, plain, (37, 53), 103);
+    let model = "models/test/tiny-x2-f32-no-meta.onnx";
+    let ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(37, 53).build().expect("context");
+    assert_eq!((ctx.contract().scale, ctx.contract().scale_source), (Scale::uniform(2), ScaleSource::Probe));
+    drop(ctx);
+    let lines = logged(model);
+    assert!(lines.iter().all(|l| !l.starts_with("WARN")), "{model}: a warning for a correct model: {lines:?}");
+}
+
+/// ONNX Runtime's shape error on a frame (a `scale=3` metadata entry on a ×2
+/// model: the output bound for ×3 is refused) comes out in the contract's terms:
+/// the tensor, the shape expected and the one computed, and what to do.
+pub fn a_shape_error_on_a_frame_is_explained(backend: Backend) {
+    let model = "models/test/tiny-x2-f32-says-x3.onnx";
+    let mut ctx = NeuralFrameContext::builder(model).backend(backend).frame_size(8, 8).build().expect("context");
+    assert_eq!((ctx.contract().scale, ctx.contract().scale_source), (Scale::uniform(3), ScaleSource::Metadata));
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    ctx.upload(input, &picture(8, 8, 104)).expect("upload");
+    let e = ctx.infer(input, output).expect_err("a ×2 model bound for ×3");
+    assert_eq!(e.kind(), ErrorKind::OnnxRuntime, "{e}");
+    let msg = e.to_string();
+    for needle in [
+        "output `output`",
+        "expected shape [1, 3, 24, 24]",
+        "the model computed [1, 3, 16, 16]",
+        "`scale` metadata",
+        "metadata_props",
+    ] {
+        assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
+    }
+    assert!(!msg.contains("OrtValue"), "ONNX Runtime's own text: {msg}");
+    println!("{model}: {msg}");
+}
