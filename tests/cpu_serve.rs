@@ -96,3 +96,13 @@ fn bench_serve_reports_both_ways() {
     }
     assert!(j["overhead_ms"].as_f64().is_some_and(f64::is_finite), "{j}");
 }
+
+#[test]
+fn pixel_values_keep_the_contract() {
+    serve::pixel_values_keep_the_contract("cpu");
+}
+
+#[test]
+fn protocol_doc_examples_are_true() {
+    serve::protocol_doc_examples_are_true();
+}

@@ -27,6 +27,7 @@ on_cuda!(
     two_clients_with_different_sizes,
     a_thousand_frames_stay_flat,
     sigint_drains_and_tells_the_clients,
+    pixel_values_keep_the_contract,
 );
 
 #[test]

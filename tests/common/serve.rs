@@ -1079,3 +1079,304 @@ pub fn three_hundred_frames_equal_the_in_process_run_n(
     let (status, log) = worker.stop();
     assert!(status.success(), "{log}");
 }
+
+/// The six codes every 8-bit channel of [`pixel_values_keep_the_contract`]'s frames takes: both
+/// ends, one step in from each, and the two around the middle.
+const CODES: [u8; 6] = [0, 1, 127, 128, 254, 255];
+/// The values of its half-float frames: below 0, the ends, between, and above 1.
+const HALVES: [f32; 6] = [-0.5, 0.0, 0.25, 0.5, 1.0, 1.5];
+
+/// Pixel `i` of the value-contract frames: colour indices into [`CODES`]/[`HALVES`] (216 pixels
+/// hold every combination of the six in R, G and B) and an alpha index that varies across rows
+/// and columns, so that the resampled alpha mixes neighbours.
+fn contract_pixel(i: usize) -> [usize; 4] {
+    [i % 6, (i / 6) % 6, (i / 36) % 6, (i * 7 + i / 18) % 6]
+}
+
+/// A model's value mapping as docs/protocol.md ("Pixel values") states it, written out here
+/// apart from the library: `t = (x − mean[c]) / std[c]` on tensor channel `c`, the colour order.
+struct ValueMap {
+    flags: &'static [&'static str],
+    bgr: bool,
+    mean: [f32; 3],
+    std: [f32; 3],
+}
+
+/// The documented contract, kept by the worker: every input format it takes, through
+/// `tiny-x2-f32` with its default mapping ([0, 1], RGB) and with `--color bgr --range -1,1` and
+/// `--mean/--std`. Each output is compared with the one the document's formulas give
+/// from ONNX Runtime's own CPU run of the model on the tensor those formulas give: 8-bit
+/// codes over 255 (sRGB codes as they are), half floats as they are, the output clamped and
+/// rounded (floor(0.5 + 255·x)) to 8 bits or written unclamped as half floats, the alpha
+/// resampled bilinearly from the input's, the output format the input's (B8G8R8A8_SRGB: RGBA8
+/// unorm), BGRA in its byte order. Within one code (8 bits) or one part in 1000 (half floats):
+/// the rounding of the two runs' float arithmetic.
+pub fn pixel_values_keep_the_contract(backend: &str) {
+    let _serial = serial();
+    let model = F32;
+    let (w, h) = (18u32, 12u32);
+    let plane = (w * h) as usize;
+    let (ow, oh) = (2 * w, 2 * h);
+    let maps = [
+        ValueMap { flags: &[], bgr: false, mean: [0.0; 3], std: [1.0; 3] },
+        // [−1, 1] is t = 2x − 1: mean 0.5, std 0.5.
+        ValueMap { flags: &["--color", "bgr", "--range", "-1,1"], bgr: true, mean: [0.5; 3], std: [0.5; 3] },
+        ValueMap {
+            flags: &["--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"],
+            bgr: false,
+            mean: [0.485, 0.456, 0.406],
+            std: [0.229, 0.224, 0.225],
+        },
+    ];
+    // (input format, the output format the worker must choose)
+    let formats = [
+        (vk::Format::R8G8B8A8_UNORM, vk::Format::R8G8B8A8_UNORM),
+        (vk::Format::R8G8B8A8_SRGB, vk::Format::R8G8B8A8_SRGB),
+        (vk::Format::B8G8R8A8_UNORM, vk::Format::B8G8R8A8_UNORM),
+        (vk::Format::B8G8R8A8_SRGB, vk::Format::R8G8B8A8_UNORM),
+        (vk::Format::R16G16B16A16_SFLOAT, vk::Format::R16G16B16A16_SFLOAT),
+    ];
+    let bgra = |f: vk::Format| matches!(f, vk::Format::B8G8R8A8_UNORM | vk::Format::B8G8R8A8_SRGB);
+    let env = neural_frame::ort_environment().expect("ONNX Runtime loads");
+    let mut session = ort::session::Session::builder(env)
+        .expect("builder")
+        .commit_from_file(model)
+        .expect("the model loads on the CPU provider");
+    let (input_name, output_name) = (session.inputs()[0].name().to_string(), session.outputs()[0].name().to_string());
+    let r = Renderer::new(true).expect("a renderer");
+    let (mut clamped, mut beyond, mut off_by_one, mut checked) = (0usize, 0usize, 0usize, 0usize);
+    // Half floats: their rounding (CPU); a GPU's model, with its own arithmetic (TF32), a little more.
+    let half_tolerance = if backend == "cpu" { 1e-3 } else { 4e-3 };
+    for map in &maps {
+        let worker = Worker::start(backend, model, map.flags);
+        for &(format, out_format) in &formats {
+            let half = format == vk::Format::R16G16B16A16_SFLOAT;
+            // The frame's values x (RGBA) and its bytes in the slot.
+            let x: Vec<[f32; 4]> = (0..plane)
+                .map(|i| {
+                    let k = contract_pixel(i);
+                    if half {
+                        [HALVES[k[0]], HALVES[k[1]], HALVES[k[2]], [0.0, 0.25, 0.5, 0.75, 1.0, 1.25][k[3]]]
+                    } else {
+                        k.map(|k| CODES[k] as f32 / 255.0)
+                    }
+                })
+                .collect();
+            let bytes: Vec<u8> = (0..plane)
+                .flat_map(|i| {
+                    let k = contract_pixel(i);
+                    if half {
+                        x[i].iter().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect::<Vec<u8>>()
+                    } else if bgra(format) {
+                        vec![CODES[k[2]], CODES[k[1]], CODES[k[0]], CODES[k[3]]]
+                    } else {
+                        vec![CODES[k[0]], CODES[k[1]], CODES[k[2]], CODES[k[3]]]
+                    }
+                })
+                .collect();
+            // The tensor: NCHW, channel c = R, G, B (BGR: B, G, R), t = (x − mean[c]) / std[c].
+            let mut tensor = vec![0f32; 3 * plane];
+            for (px, v) in x.iter().enumerate() {
+                for c in 0..3 {
+                    let k = if map.bgr { 2 - c } else { c };
+                    tensor[c * plane + px] = (v[k] - map.mean[c]) / map.std[c];
+                }
+            }
+            let t = ort::value::Tensor::from_array(([1usize, 3, h as usize, w as usize], tensor)).expect("tensor");
+            let out = session.run(ort::inputs![input_name.as_str() => t]).expect("the reference run");
+            let y: Vec<f32> = out[output_name.as_str()].try_extract_tensor::<f32>().expect("f32").1.to_vec();
+            drop(out);
+            assert_eq!(y.len(), 3 * (ow * oh) as usize);
+            // Back: x = t · std[c] + mean[c] on tensor channel c, into RGB; alpha bilinear from the input's.
+            let alpha = |ox: u32, oy: u32| {
+                let sx = ((ox as f32 + 0.5) * w as f32 / ow as f32 - 0.5).clamp(0.0, (w - 1) as f32);
+                let sy = ((oy as f32 + 0.5) * h as f32 / oh as f32 - 0.5).clamp(0.0, (h - 1) as f32);
+                let (x0, y0) = (sx.floor() as u32, sy.floor() as u32);
+                let (x1, y1) = ((x0 + 1).min(w - 1), (y0 + 1).min(h - 1));
+                let (tx, ty) = (sx - x0 as f32, sy - y0 as f32);
+                let a = |px: u32, py: u32| x[(py * w + px) as usize][3];
+                let top = a(x0, y0) * (1.0 - tx) + a(x1, y0) * tx;
+                let bottom = a(x0, y1) * (1.0 - tx) + a(x1, y1) * tx;
+                top * (1.0 - ty) + bottom * ty
+            };
+            let want: Vec<[f32; 4]> = (0..oh)
+                .flat_map(|oy| (0..ow).map(move |ox| (ox, oy)))
+                .map(|(ox, oy)| {
+                    let mut v = [0f32; 4];
+                    for c in 0..3 {
+                        let k = if map.bgr { 2 - c } else { c };
+                        v[k] = y[c * (ow * oh) as usize + (oy * ow + ox) as usize] * map.std[c] + map.mean[c];
+                    }
+                    v[3] = alpha(ox, oy);
+                    v
+                })
+                .collect();
+            // The worker's answer: its Welcome, then the frame there and back.
+            let mut o = Options::new(&worker.socket, w, h, format);
+            (o.input_slots, o.output_slots) = (1, 1);
+            // SAFETY: the renderer's device has external memory fds, and outlives the client.
+            let client =
+                unsafe { Client::connect(&client_device(&r), o) }.unwrap_or_else(|e| panic!("connecting: {e}"));
+            let out_bpp = if half { 8 } else { 4 };
+            let geometry = Geometry {
+                width: ow,
+                height: oh,
+                format: out_format.as_raw() as u32,
+                row_pitch: (ow * out_bpp) as u64,
+            };
+            assert_eq!(client.output_geometry(), geometry, "{format:?} in: the output's geometry");
+            // Side's staging holds width × 4 bytes a row: a half-float row is twice that.
+            let mut side = Side::new(&r, client, if half { 2 * w } else { w }, h);
+            let got = side.frame(&r, &bytes, 1);
+            side.close(&r);
+            let what = |i: usize, ch: usize| {
+                format!(
+                    "{:?} with {format:?} → {out_format:?}: output pixel ({}, {}) channel {}",
+                    map.flags,
+                    i % ow as usize,
+                    i / ow as usize,
+                    ["R", "G", "B", "A"][ch]
+                )
+            };
+            for (i, v) in want.iter().enumerate() {
+                for (ch, &value) in v.iter().enumerate() {
+                    checked += 1;
+                    if half {
+                        let at = 8 * i + 2 * ch;
+                        let g = half::f16::from_le_bytes([got[at], got[at + 1]]).to_f32();
+                        beyond += usize::from(!(0.0..=1.0).contains(&value));
+                        let d = (g - value).abs();
+                        assert!(
+                            d <= half_tolerance * value.abs().max(1.0),
+                            "{}: {g}, the contract gives {}",
+                            what(i, ch),
+                            value
+                        );
+                    } else {
+                        let scaled = 255.0 * value.clamp(0.0, 1.0);
+                        let code = (0.5 + scaled).floor() as i32;
+                        // A value within a rounding error of a tie (x.5: the resampled alpha has them) may
+                        // go either way; on a GPU the model's own arithmetic differs from ONNX Runtime's
+                        // CPU run, by a code at most.
+                        let tie = (scaled - scaled.floor() - 0.5).abs() < 1e-3;
+                        let slack = i32::from(tie || backend != "cpu");
+                        clamped += usize::from(!(0.0..=1.0).contains(&value));
+                        let byte = if bgra(out_format) && ch != 3 { 2 - ch } else { ch };
+                        let g = got[4 * i + byte] as i32;
+                        off_by_one += usize::from(g != code);
+                        assert!(
+                            (g - code).abs() <= slack,
+                            "{}: code {g}, the contract gives {code} ({})",
+                            what(i, ch),
+                            value
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(r.validation_errors(), 0, "the renderer's validation layer");
+        let (status, log) = worker.stop();
+        assert!(status.success(), "{log}");
+    }
+    println!(
+        "{checked} output channels as the contract gives them: {off_by_one} 8-bit ones one code apart, {clamped} \
+         8-bit ones clamped, {beyond} half-float ones outside [0, 1]"
+    );
+    // The frames reach the clamp, and the half floats' range beyond it.
+    assert!(
+        clamped > 0 && beyond > 0,
+        "the frames do not exercise the clamp ({clamped}) or half floats beyond it ({beyond})"
+    );
+}
+
+/// The bytes of a hex dump in docs/protocol.md: the fenced block after `title`, its lines
+/// `OFFSET: xx xx …`.
+fn protocol_doc_hex(doc: &str, title: &str) -> Vec<u8> {
+    let at = doc.find(title).unwrap_or_else(|| panic!("docs/protocol.md has no {title}"));
+    let block = doc[at..].split("```").nth(1).expect("a fenced hex dump after the title");
+    block
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .flat_map(|(_, bytes)| bytes.split_whitespace().map(|b| u8::from_str_radix(b, 16).expect("a hex byte")))
+        .collect()
+}
+
+/// docs/protocol.md's examples (§11) are what the reference encoder writes, and decode back.
+pub fn protocol_doc_examples_are_true() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.md"))
+        .expect("docs/protocol.md");
+    let hello = Message::Hello {
+        version: 1,
+        device_uuid: std::array::from_fn(|i| 0x10 + i as u8),
+        driver_uuid: std::array::from_fn(|i| 0x20 + i as u8),
+        input: Geometry {
+            width: 1920,
+            height: 1080,
+            format: vk::Format::R8G8B8A8_UNORM.as_raw() as u32,
+            row_pitch: 7680,
+        },
+        input_slots: 2,
+        output_slots: 2,
+        sync_modes: protocol::SYNC_HOST | protocol::SYNC_GPU,
+        model: String::new(),
+    };
+    let submit = Message::Submit { frame: 7, input_slot: 1, output_slot: 0, rendered: 42, output_free: 40 };
+    let bye = Message::Bye { reason: "done".into() };
+    let line = doc.split("`Bye(\"done\")` is `").nth(1).and_then(|s| s.split('`').next()).expect("the Bye example");
+    let bye_bytes: Vec<u8> = line.split_whitespace().map(|b| u8::from_str_radix(b, 16).expect("hex")).collect();
+    for (m, bytes) in
+        [(hello, protocol_doc_hex(&doc, "**Hello**")), (submit, protocol_doc_hex(&doc, "**Submit**")), (bye, bye_bytes)]
+    {
+        assert_eq!(bytes, m.encode(), "docs/protocol.md's example of {m:?}");
+        let kind = u16::from_le_bytes([bytes[4], bytes[5]]);
+        assert_eq!(Message::decode(kind, &bytes[protocol::HEADER..]).expect("decodes"), m);
+    }
+    // §4's table of kinds: each row's kind number, name and body size (strings empty, one slot a side).
+    let memory = SlotMemory { allocation_size: 1, buffer_size: 1, memory_type_index: 0, usage: 0x20, dedicated: true };
+    let geometry = Geometry { width: 1, height: 1, format: 37, row_pitch: 4 };
+    let samples = [
+        hello_sample(geometry),
+        Message::Welcome {
+            version: 1,
+            sync_mode: protocol::SyncMode::Host,
+            output: geometry,
+            max_in_flight: 1,
+            model: String::new(),
+        },
+        Message::Slots { inputs: vec![memory], outputs: vec![memory], timeline: false },
+        Message::Ready { timelines: 0 },
+        Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 },
+        Message::Enqueued { frame: 1, input_consumed: 1, output_ready: 1 },
+        Message::Consumed { frame: 1 },
+        Message::Done { frame: 1, infer_ms: 1.0 },
+        Message::Bye { reason: String::new() },
+        Message::Error { code: ErrorCode::State, message: String::new() },
+    ];
+    for m in samples {
+        let name = protocol::kind_name(m.kind());
+        let row = doc
+            .lines()
+            .find(|l| l.split('|').nth(2).is_some_and(|c| c.trim() == name))
+            .unwrap_or_else(|| panic!("§4's table has no row for {name}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[1], m.kind().to_string(), "{row}");
+        let size = cells[5];
+        let base: usize = size.split_whitespace().next().and_then(|n| n.parse().ok()).expect("a body size");
+        let want = if size.contains("28 × slots") { base + 28 * 2 } else { base };
+        assert_eq!(m.encode().len() - protocol::HEADER, want, "{row}");
+    }
+}
+
+/// A Hello of one slot a side and an empty model name.
+fn hello_sample(input: Geometry) -> Message {
+    Message::Hello {
+        version: 1,
+        device_uuid: [0; 16],
+        driver_uuid: [0; 16],
+        input,
+        input_slots: 1,
+        output_slots: 1,
+        sync_modes: protocol::SYNC_HOST,
+        model: String::new(),
+    }
+}
