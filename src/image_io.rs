@@ -42,6 +42,9 @@ pub const MAX_PICTURE_BYTES: u64 = 1 << 30;
 /// ```
 pub const MAX_PICTURE_SIDE: u32 = 1 << 16;
 
+/// The most bytes of an encoded picture read from a stream ([`Rgba8::read`]): 2 GiB.
+pub const MAX_ENCODED_BYTES: u64 = 2 << 30;
+
 /// Refuses a `width × height` RGBA8 picture that would exceed
 /// [`MAX_PICTURE_BYTES`] or [`MAX_PICTURE_SIDE`], naming the limit.
 ///
@@ -99,7 +102,8 @@ pub struct Rgba8 {
 impl Rgba8 {
     /// Reads a PNG or JPEG file. The size its header declares is checked
     /// against [`check_picture_size`] before any pixel is decoded. Pictures
-    /// without alpha get an opaque one.
+    /// without alpha get an opaque one. A FIFO (or another file that cannot
+    /// seek) is read as a stream, as [`read`](Self::read) does.
     ///
     /// ```
     /// use std::path::Path;
@@ -117,18 +121,86 @@ impl Rgba8 {
     /// ```
     pub fn load(path: &Path) -> Result<Self> {
         let err = |message: String| Error::ImageFile { path: path.display().to_string(), message };
+        let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+        if meta.is_dir() {
+            return Err(err("is a directory; give a PNG or JPEG file".into()));
+        }
+        if !meta.is_file() {
+            // A FIFO or a device: not seekable, so read as a stream.
+            let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+            return Self::read(file, &path.display().to_string());
+        }
         let open = || -> Result<_> {
             let reader = image::ImageReader::open(path).map_err(|e| err(e.to_string()))?;
             reader.with_guessed_format().map_err(|e| err(e.to_string()))
         };
-        let (width, height) = open()?.into_dimensions().map_err(|e| err(format!("cannot decode it: {e}")))?;
+        Self::decode(open, &err)
+    }
+
+    /// Reads a PNG or JPEG from a stream (standard input, a pipe, a socket),
+    /// which need not be seekable: the encoded file is read into memory (at
+    /// most [`MAX_ENCODED_BYTES`]), then decoded as [`load`](Self::load) does.
+    /// `name` names the stream in errors.
+    ///
+    /// ```
+    /// use neural_frame::image_io::Rgba8;
+    ///
+    /// let bytes = std::fs::read("models/coffee.png")?;
+    /// let photo = Rgba8::read(&bytes[..], "standard input")?;
+    /// assert_eq!((photo.width, photo.height), (600, 400));
+    /// let e = Rgba8::read(&b"not a picture"[..], "standard input").expect_err("not a picture");
+    /// assert!(e.to_string().contains("standard input"), "{e}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read(reader: impl std::io::Read, name: &str) -> Result<Self> {
+        use std::io::Read as _;
+        let err = |message: String| Error::ImageFile { path: name.to_string(), message };
+        let mut bytes = Vec::new();
+        reader.take(MAX_ENCODED_BYTES + 1).read_to_end(&mut bytes).map_err(|e| err(format!("cannot read it: {e}")))?;
+        if bytes.is_empty() {
+            return Err(err("is empty: no PNG or JPEG was given".into()));
+        }
+        if bytes.len() as u64 > MAX_ENCODED_BYTES {
+            return Err(err(format!(
+                "is longer than {} GiB, the most read from a stream; give a smaller picture",
+                MAX_ENCODED_BYTES >> 30
+            )));
+        }
+        let open = || -> Result<_> {
+            image::ImageReader::new(std::io::Cursor::new(&bytes[..]))
+                .with_guessed_format()
+                .map_err(|e| err(e.to_string()))
+        };
+        Self::decode(open, &err)
+    }
+
+    /// Decodes what `open` opens (twice: the header first, checked against
+    /// [`check_picture_size`], then the pixels).
+    fn decode<R: std::io::BufRead + std::io::Seek>(
+        open: impl Fn() -> Result<image::ImageReader<R>>,
+        err: &dyn Fn(String) -> Error,
+    ) -> Result<Self> {
+        let mut header = open()?;
+        // The header alone: the decoders' own default limits would refuse a huge declared size with
+        // "Memory limit exceeded" before it can be named; the size is checked below.
+        header.no_limits();
+        let (width, height) = header.into_dimensions().map_err(|e| err(format!("cannot decode it: {e}")))?;
         check_picture_size(width, height).map_err(|e| err(format!("its header says {width}×{height}: {e}")))?;
         let mut reader = open()?;
         let mut limits = image::Limits::default();
         // The decoded picture plus its RGBA8 copy; the size is checked above.
         limits.max_alloc = Some(2 * MAX_PICTURE_BYTES);
         reader.limits(limits);
-        let img = reader.decode().map_err(|e| err(format!("cannot decode it: {e}")))?.to_rgba8();
+        let img = reader
+            .decode()
+            .map_err(|e| match e {
+                image::ImageError::Limits(l) => err(format!(
+                    "decoding it needs more memory than allowed ({l}): pictures are limited to {} GiB as RGBA8",
+                    MAX_PICTURE_BYTES >> 30
+                )),
+                e => err(format!("cannot decode it: {e}")),
+            })?
+            .to_rgba8();
         Ok(Self { width: img.width(), height: img.height(), pixels: img.into_raw() })
     }
 
@@ -219,6 +291,14 @@ pub struct StaleTemp {
 /// temporary file behind: the next `create` for the same output removes it
 /// (see [`PngOutput::stale`]).
 ///
+/// Paths that are not regular files: a FIFO (and `/dev/null`) is a stream,
+/// written directly ([`stream`](Self::stream) says so); a symlink to a regular
+/// file replaces the file it points to; a directory, a path ending in `/`, a
+/// device (a terminal, a copy of `/dev/full`), a socket or a dangling symlink
+/// is refused by `create`, naming what it is. [`PngOutput::stdout`] writes to
+/// standard output. Any error while writing (a full disk or device, a reader
+/// gone) is an error of `write`.
+///
 /// ```
 /// use neural_frame::image_io::{PngOutput, Rgba8};
 /// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-png-output", std::process::id()));
@@ -234,9 +314,21 @@ pub struct StaleTemp {
 #[derive(Debug)]
 pub struct PngOutput {
     path: PathBuf,
-    tmp: PathBuf,
-    file: Option<std::fs::File>,
+    sink: Sink,
     stale: Vec<StaleTemp>,
+}
+
+/// Where a [`PngOutput`] writes.
+#[derive(Debug)]
+enum Sink {
+    /// A temporary file renamed onto `target` (the path, or the file its symlink points to).
+    Temp { tmp: PathBuf, target: PathBuf, file: std::fs::File },
+    /// A FIFO or `/dev/null`, opened when written (a FIFO's open waits for its reader).
+    Stream { what: &'static str },
+    /// Standard output.
+    Stdout,
+    /// Written (or being dropped).
+    Done,
 }
 
 impl PngOutput {
@@ -251,34 +343,118 @@ impl PngOutput {
     /// let e = PngOutput::create(Path::new("models")).expect_err("a directory");
     /// assert_eq!(e.kind(), ErrorKind::Image);
     /// assert!(e.to_string().contains("is a directory"), "{e}");
+    /// let e = PngOutput::create(Path::new("no/such/dir/")).expect_err("ends in a slash");
+    /// assert!(e.to_string().contains("ends in `/`"), "{e}");
+    /// let e = PngOutput::create(Path::new("/dev/full")).expect_err("a device");
+    /// assert!(e.to_string().contains("character device"), "{e}");
     /// ```
     pub fn create(path: &Path) -> Result<Self> {
+        use std::os::unix::fs::FileTypeExt as _;
         let shown = path.display().to_string();
         let err = |message: String| Error::ImageFile { path: shown.clone(), message };
-        if path.is_dir() {
-            return Err(err("is a directory; give a file name for the output PNG (such as DIR/out.png)".into()));
+        let fix = "give a file name for the output PNG (such as DIR/out.png)";
+        // `Path` drops a trailing `/` and `.` (`dir/` names `dir`): look at the text.
+        let last = path.as_os_str().as_encoded_bytes().rsplit(|&b| b == b'/').next().unwrap_or_default();
+        if matches!(last, b"" | b"." | b"..") {
+            let end = if last.is_empty() { "`/`" } else { "`.` or `..`" };
+            return Err(err(format!("ends in {end}: that names a directory, not a file; {fix}")));
         }
-        let name = path
+        if path.is_dir() {
+            return Err(err(format!("is a directory; {fix}")));
+        }
+        let link = std::fs::symlink_metadata(path)
+            .ok()
+            .filter(|m| m.file_type().is_symlink())
+            .map(|_| std::fs::read_link(path).map(|t| format!("a symlink to {}, ", t.display())).unwrap_or_default());
+        let mut target = path.to_path_buf();
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {
+                if link.is_some() {
+                    // Replace the file the link points to, not the link.
+                    target =
+                        std::fs::canonicalize(path).map_err(|e| err(format!("cannot resolve the symlink: {e}")))?;
+                }
+            }
+            Ok(m) => {
+                let t = m.file_type();
+                let link = link.unwrap_or_default();
+                if t.is_fifo() {
+                    return Ok(Self { path: path.to_path_buf(), sink: Sink::Stream { what: "a FIFO" }, stale: vec![] });
+                }
+                if t.is_char_device() && is_dev_null(&m) {
+                    return Ok(Self {
+                        path: path.to_path_buf(),
+                        sink: Sink::Stream { what: "/dev/null" },
+                        stale: vec![],
+                    });
+                }
+                let what = if t.is_char_device() {
+                    "a character device (a terminal, or a device such as /dev/full)"
+                } else if t.is_block_device() {
+                    "a block device"
+                } else if t.is_socket() {
+                    "a socket"
+                } else {
+                    "not a regular file"
+                };
+                return Err(err(format!(
+                    "is {link}{what}, not a file: a PNG written there could not be read back; give a file path, a \
+                     FIFO, or `-` for standard output"
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && link.is_some() => {
+                return Err(err(format!(
+                    "is {}which does not exist (a dangling symlink); remove the link or give another path",
+                    link.unwrap_or_default()
+                )));
+            }
+            Err(_) => {}
+        }
+        let name = target
             .file_name()
-            .ok_or_else(|| err("does not end in a file name; give a file name for the output PNG".into()))?
+            .ok_or_else(|| err(format!("does not end in a file name; {fix}")))?
             .to_string_lossy()
             .into_owned();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| err(format!("cannot create its directory {}: {e}", dir.display())))?;
         }
-        let stale = remove_stale_temps(path, &name);
-        let tmp = path.with_file_name(temp_name(&name, std::process::id()));
+        let stale = remove_stale_temps(&target, &name);
+        let tmp = target.with_file_name(temp_name(&name, std::process::id()));
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(&tmp)
             .map_err(|e| err(format!("cannot create the temporary file {} beside it: {e}", tmp.display())))?;
-        Ok(Self { path: path.to_path_buf(), tmp, file: Some(file), stale })
+        Ok(Self { path: path.to_path_buf(), sink: Sink::Temp { tmp, target, file }, stale })
     }
 
-    /// The output's path.
+    /// An output to standard output, which is refused when it is a terminal.
+    /// The PNG is written as a stream when [`write`](Self::write) is called.
+    ///
+    /// ```no_run
+    /// use neural_frame::image_io::{PngOutput, Rgba8};
+    ///
+    /// let output = PngOutput::stdout()?; // `program > out.png` or `program | viewer`
+    /// assert_eq!(output.stream(), Some("standard output"));
+    /// output.write(&Rgba8 { width: 1, height: 1, pixels: vec![0, 0, 0, 255] })?;
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn stdout() -> Result<Self> {
+        use std::io::IsTerminal as _;
+        if std::io::stdout().is_terminal() {
+            return Err(Error::ImageFile {
+                path: "-".into(),
+                message: "standard output is a terminal: the PNG would be printed as bytes; redirect it \
+                          (`> out.png`, `| viewer`) or give a file path"
+                    .into(),
+            });
+        }
+        Ok(Self { path: PathBuf::from("-"), sink: Sink::Stdout, stale: vec![] })
+    }
+
+    /// The output's path (`-` for standard output).
     ///
     /// ```
     /// use neural_frame::image_io::PngOutput;
@@ -293,6 +469,25 @@ impl PngOutput {
     /// ```
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What the output is when it is written as a stream, directly and without
+    /// a temporary file: `"a FIFO"`, `"/dev/null"` or `"standard output"`;
+    /// `None` for a file (temporary file and rename).
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use neural_frame::image_io::PngOutput;
+    ///
+    /// assert_eq!(PngOutput::create(Path::new("/dev/null"))?.stream(), Some("/dev/null"));
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn stream(&self) -> Option<&'static str> {
+        match self.sink {
+            Sink::Stream { what } => Some(what),
+            Sink::Stdout => Some("standard output"),
+            _ => None,
+        }
     }
 
     /// Stale temporary files `create` found beside the output: named
@@ -317,7 +512,8 @@ impl PngOutput {
         &self.stale
     }
 
-    /// Encodes `picture` into the temporary file and renames it into place.
+    /// Encodes `picture` into the temporary file and renames it into place
+    /// (or writes it to the stream).
     ///
     /// ```
     /// use neural_frame::image_io::{PngOutput, Rgba8};
@@ -332,35 +528,60 @@ impl PngOutput {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn write(mut self, picture: &Rgba8) -> Result<()> {
-        let err = |message: String| Error::ImageFile { path: self.path.display().to_string(), message };
-        let Some(file) = self.file.take() else {
-            return Err(err("already written".into()));
+        let shown = self.path.display().to_string();
+        let err = |message: String| Error::ImageFile { path: shown.clone(), message };
+        let encode = |out: &mut dyn std::io::Write, what: &str| -> Result<()> {
+            let mut out = BufWriter::new(out);
+            let encoder = image::codecs::png::PngEncoder::new(&mut out);
+            image::ImageEncoder::write_image(
+                encoder,
+                &picture.pixels,
+                picture.width,
+                picture.height,
+                image::ExtendedColorType::Rgba8,
+            )
+            .map_err(|e| err(format!("writing {what}: {e}")))?;
+            std::io::Write::flush(&mut out).map_err(|e| err(format!("writing {what}: {e}")))
         };
-        let mut out = BufWriter::new(file);
-        let encoder = image::codecs::png::PngEncoder::new(&mut out);
-        image::ImageEncoder::write_image(
-            encoder,
-            &picture.pixels,
-            picture.width,
-            picture.height,
-            image::ExtendedColorType::Rgba8,
-        )
-        .map_err(|e| err(format!("writing {}: {e}", self.tmp.display())))?;
-        let file = out.into_inner().map_err(|e| err(format!("writing {}: {}", self.tmp.display(), e.error())))?;
-        file.sync_all().map_err(|e| err(format!("writing {}: {e}", self.tmp.display())))?;
-        drop(file);
-        std::fs::rename(&self.tmp, &self.path)
-            .map_err(|e| err(format!("renaming {} into place: {e}", self.tmp.display())))?;
-        self.tmp = PathBuf::new();
-        Ok(())
+        match std::mem::replace(&mut self.sink, Sink::Done) {
+            Sink::Temp { tmp, target, mut file } => {
+                // Put back until renamed, so that a failure removes the temporary file.
+                let shown_tmp = tmp.display().to_string();
+                let result = encode(&mut file, &shown_tmp)
+                    .and_then(|()| file.sync_all().map_err(|e| err(format!("writing {shown_tmp}: {e}"))));
+                drop(file);
+                let result = result.and_then(|()| {
+                    std::fs::rename(&tmp, &target).map_err(|e| err(format!("renaming {shown_tmp} into place: {e}")))
+                });
+                if result.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                result
+            }
+            Sink::Stream { what } => {
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .map_err(|e| err(format!("cannot open {what} for writing: {e}")))?;
+                encode(&mut file, what)
+            }
+            Sink::Stdout => encode(&mut std::io::stdout().lock(), "standard output"),
+            Sink::Done => Err(err("already written".into())),
+        }
     }
+}
+
+/// Whether `m` is the metadata of the null device (`/dev/null`, or a copy of it).
+fn is_dev_null(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/dev/null").is_ok_and(|null| null.rdev() == m.rdev())
 }
 
 impl Drop for PngOutput {
     fn drop(&mut self) {
-        drop(self.file.take());
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
+        if let Sink::Temp { tmp, file, .. } = std::mem::replace(&mut self.sink, Sink::Done) {
+            drop(file);
+            let _ = std::fs::remove_file(&tmp);
         }
     }
 }

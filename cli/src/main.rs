@@ -147,11 +147,64 @@ struct ModelArgs {
     #[arg(long, default_value_t = neural_frame::DEFAULT_TILE_OVERLAP, requires = "tile")]
     tile_overlap: u32,
     /// Tile frames whose slot buffers would exceed this many MiB (the largest square tiles that fit).
-    #[arg(long, value_name = "MIB", conflicts_with = "tile", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MIB", conflicts_with = "tile", value_parser = parse_mib, allow_hyphen_values = true)]
     memory_budget: Option<u64>,
     /// Per-channel std of the model's normalisation (with --mean), none of them 0.
-    #[arg(long, value_name = "R,G,B", requires = "mean", value_parser = Normalization::parse_std)]
+    #[arg(long, value_name = "R,G,B", requires = "mean", allow_hyphen_values = true, value_parser = Normalization::parse_std)]
     std: Option<[f32; 3]>,
+}
+
+/// `--memory-budget` at most: its bytes (`MIB << 20`) must fit in 64 bits.
+const MAX_BUDGET_MIB: u64 = u64::MAX >> 20;
+
+/// `--memory-budget MIB`: a whole number of MiB from 1 to [`MAX_BUDGET_MIB`], never wrapped.
+fn parse_mib(s: &str) -> Result<u64, String> {
+    let digits = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match s.parse::<u64>() {
+        Ok(n) if digits && (1..=MAX_BUDGET_MIB).contains(&n) => Ok(n),
+        _ if digits && s.bytes().any(|b| b != b'0') => Err(format!(
+            "{s} MiB is more bytes than 64 bits can count (at most {MAX_BUDGET_MIB} MiB, 16 EiB); the budget is in \
+             MiB: `--memory-budget 4096` is 4 GiB"
+        )),
+        _ => Err(format!("must be a whole number of MiB from 1 to {MAX_BUDGET_MIB} (4096 is 4 GiB), got `{s}`")),
+    }
+}
+
+/// A warning for tiles that start less than an overlap apart (a tile smaller than four times the
+/// overlap): each pixel then runs through the model many times over.
+fn tile_warning(t: &Tiling) -> Option<String> {
+    let (w, h) = t.tile;
+    let (sx, sy) = t.step();
+    if sx >= t.overlap && sy >= t.overlap {
+        return None;
+    }
+    let times = (f64::from(w) / f64::from(sx.max(1))) * (f64::from(h) / f64::from(sy.max(1)));
+    let side = 4 * t.overlap;
+    Some(format!(
+        "--tile {w}x{h} with --tile-overlap {o} starts a tile every {sx}×{sy} pixels (the tile less three times the \
+         overlap): each pixel runs through the model about {times:.0} times; use tiles of at least four times the \
+         overlap (--tile {side}x{side} or larger), or a smaller --tile-overlap (at most {max} for {w}x{h})",
+        o = t.overlap,
+        max = w.min(h) / 4
+    ))
+}
+
+/// Shortens each run of more than 200 characters without a space (a model's
+/// metadata value of a million characters, quoted in an error) to its start and end.
+fn shorten_long_words(s: &str) -> String {
+    const LONG: usize = 200;
+    let mut out = String::new();
+    for word in s.split_inclusive(char::is_whitespace) {
+        let n = word.chars().count();
+        if n <= LONG {
+            out.push_str(word);
+            continue;
+        }
+        out.extend(word.chars().take(100));
+        out.push_str(&format!("…[{} characters left out]…", n - 140));
+        out.extend(word.chars().skip(n - 40));
+    }
+    out
 }
 
 /// A clap value parser over a library type's `FromStr`.
@@ -293,7 +346,31 @@ impl ModelArgs {
 
     /// Checks that `--model` names a readable file, with a message for each way it can fail.
     fn check_model(&self) -> anyhow::Result<()> {
-        neural_frame::check_model_file(&self.model).context("checking --model")
+        neural_frame::check_model_file(&self.model).context("checking --model")?;
+        self.check_ort_library()
+    }
+
+    /// Refuses an `--ort-library` that is a directory, naming the libraries in it.
+    fn check_ort_library(&self) -> anyhow::Result<()> {
+        let Some(dir) = self.ort_library.as_deref().filter(|p| p.is_dir()) else {
+            return Ok(());
+        };
+        let mut found: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("libonnxruntime.so"))
+            .collect();
+        found.sort();
+        let hint = match found.last() {
+            Some(n) => format!(": such as --ort-library {}", dir.join(n).display()),
+            None => " (such as DIR/libonnxruntime.so.1.31.1; this directory has none)".into(),
+        };
+        anyhow::bail!(
+            "--ort-library {}: is a directory; give the ONNX Runtime library file itself{hint}",
+            dir.display()
+        )
     }
 
     /// `--tile` and `--tile-overlap` (checked when the command line is parsed).
@@ -354,11 +431,11 @@ enum Command {
         #[command(flatten)]
         model: ModelArgs,
         /// Input PNG or JPEG for the frame (default: the bundled sample photo models/coffee.png); NAME=PATH
-        /// for a model input by name (repeatable: `--input color=c.png --input albedo=a.png`).
+        /// for a model input by name (repeatable: `--input color=c.png --input albedo=a.png`); `-` reads standard input.
         #[arg(long, value_parser = run::parse_named)]
         input: Vec<run::Named>,
         /// Output PNG for the frame's output (default: upscaled.png); NAME=PATH for a model output by name
-        /// (repeatable).
+        /// (repeatable); `-` writes standard output, and a FIFO is written as a stream.
         #[arg(long, value_parser = run::parse_named)]
         output: Vec<run::Named>,
         /// Resize the inputs to WIDTHxHEIGHT first (e.g. 960x540).
@@ -571,10 +648,13 @@ fn main() -> ExitCode {
         Cli::command().error(clap::error::ErrorKind::ValueValidation, format!("--tile/--tile-overlap: {e}")).exit();
     }
     logger::init(cli.verbose, cli.quiet);
-    match dispatch(cli.command) {
+    if let Some(w) = cli.command.model_args().and_then(ModelArgs::tiling).as_ref().and_then(tile_warning) {
+        log::warn!("{w}");
+    }
+    match dispatch(cli.command, cli.quiet) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("neural-frame: error: {e:#}");
+            eprintln!("neural-frame: error: {}", shorten_long_words(&format!("{e:#}")));
             if let Some(hint) = hint(&e) {
                 eprintln!("neural-frame: hint: {hint}");
             }
@@ -600,7 +680,7 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
     })
 }
 
-fn dispatch(command: Command) -> anyhow::Result<u8> {
+fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
     match command {
         Command::Bench {
             model,
@@ -695,7 +775,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             }
         }
         Command::Run { model, input, output, size, frames, json } => {
-            run::run_model(&model, input, output, size, frames, json)?;
+            run::run_model(&model, input, output, size, frames, json, quiet)?;
             Ok(0)
         }
         Command::Serve { model, socket, max_clients, allow_uid, slots, frame_timeout } => {

@@ -1,7 +1,7 @@
 //! `neural-frame run`: a picture through the pipeline, as a renderer's frame
 //! would go, and the result to a PNG.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ash::vk;
@@ -80,6 +80,90 @@ fn unnamed(v: &[Named], flag: &str) -> anyhow::Result<Option<PathBuf>> {
     Ok(first)
 }
 
+/// `-`: standard input or output.
+fn is_std(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// What identifies an output path: two paths with the same key are one file.
+#[derive(PartialEq, Eq)]
+enum PathKey {
+    Std,
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+fn path_key(p: &Path) -> PathKey {
+    use std::os::unix::fs::MetadataExt as _;
+    if is_std(p) {
+        return PathKey::Std;
+    }
+    if let Ok(m) = std::fs::metadata(p) {
+        return PathKey::Inode(m.dev(), m.ino());
+    }
+    // Not there yet: its directory, resolved, and its name.
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = std::fs::canonicalize(parent).or_else(|_| std::path::absolute(parent)).unwrap_or(parent.into());
+    PathKey::Path(parent.join(p.file_name().unwrap_or_default()))
+}
+
+/// How `--output NAME=PATH` or `--output PATH` is written on the command line.
+fn flag(n: &Named) -> String {
+    match &n.name {
+        Some(name) => format!("--output {name}={}", n.path.display()),
+        None => format!("--output {}", n.path.display()),
+    }
+}
+
+/// Refuses one path given for two outputs (or `-` twice): the second would overwrite the first.
+fn check_distinct(outputs: &[Named]) -> anyhow::Result<()> {
+    let keys: Vec<PathKey> = outputs.iter().map(|n| path_key(&n.path)).collect();
+    for (j, b) in outputs.iter().enumerate() {
+        if let Some(a) = (0..j).find(|&i| keys[i] == keys[j]).map(|i| &outputs[i]) {
+            let what = if is_std(&b.path) { "standard output (`-`)".to_string() } else { "one file".to_string() };
+            anyhow::bail!(
+                "{} and {} are {what}: each output needs a path of its own, or one would overwrite the other",
+                flag(a),
+                flag(b)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Opens an output (`-`: standard output), and says on stderr when it is a stream.
+fn open_output(n: &Named, quiet: bool) -> anyhow::Result<PngOutput> {
+    let file = if is_std(&n.path) { PngOutput::stdout() } else { PngOutput::create(&n.path) }
+        .with_context(|| format!("checking {}", flag(n)))?;
+    if let Some(what) = file.stream()
+        && !quiet
+    {
+        eprintln!(
+            "neural-frame: {} is {what}: the PNG is written to it directly, as a stream (no temporary file and \
+             rename){}",
+            flag(n),
+            if what == "a FIFO" { "; the write waits for a reader" } else { "" }
+        );
+    }
+    Ok(file)
+}
+
+/// Reads an input picture; `-` is standard input, a FIFO is read as a stream.
+fn load_input(path: &Path) -> anyhow::Result<Rgba8> {
+    if !is_std(path) {
+        return Ok(Rgba8::load(path)?);
+    }
+    use std::io::IsTerminal as _;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        anyhow::bail!(
+            "--input -: standard input is a terminal; pipe a PNG or JPEG into it (`< in.png`, `cat in.png |`) or \
+             give a file path"
+        );
+    }
+    Ok(Rgba8::read(stdin.lock(), "standard input")?)
+}
+
 pub(crate) fn run_model(
     args: &ModelArgs,
     inputs: Vec<Named>,
@@ -87,21 +171,33 @@ pub(crate) fn run_model(
     size: Option<(u32, u32)>,
     frames: usize,
     json: bool,
+    quiet: bool,
 ) -> anyhow::Result<()> {
     // Everything that can be checked cheaply is, before any work: the output
     // paths (their temporary files are created now and written at the end), the
     // size against the host budget, the model file, then the device's limits
     // when the context is built, before the pictures are resized.
-    let output = unnamed(&outputs, "--output")?.unwrap_or_else(|| PathBuf::from("upscaled.png"));
-    let output = output.as_path();
-    let out_file = PngOutput::create(output).context("checking --output")?;
+    if inputs.iter().filter(|n| is_std(&n.path)).count() > 1 {
+        anyhow::bail!("--input - is given more than once: standard input can be read once; give the others as files");
+    }
+    check_distinct(&outputs)?;
+    let plain = unnamed(&outputs, "--output")?;
+    let default_output = Named { name: None, path: PathBuf::from("upscaled.png") };
+    let out_named = outputs.iter().find(|n| n.name.is_none()).cloned().unwrap_or_else(|| default_output.clone());
+    let output = out_named.path.as_path();
+    // The default path is not opened when a named output has it: that one may be the frame's (checked below).
+    let default_taken = plain.is_none() && outputs.iter().any(|n| path_key(&n.path) == path_key(&out_named.path));
+    let mut out_file = if default_taken { None } else { Some(open_output(&out_named, quiet)?) };
     let mut named_out = Vec::new();
     for n in outputs.iter().filter(|n| n.name.is_some()) {
-        let file = PngOutput::create(&n.path).with_context(|| format!("checking --output {}", n.path.display()))?;
-        named_out.push((n.name.clone().unwrap_or_default(), n.path.clone(), file));
+        named_out.push((n.name.clone().unwrap_or_default(), n.path.clone(), open_output(n, quiet)?));
     }
-    for stale in out_file.stale() {
+    // Where the summary goes: stdout, unless the picture does.
+    let to_stdout = !outputs.iter().any(|n| is_std(&n.path));
+    let print = |line: String| if to_stdout { println!("{line}") } else { eprintln!("{line}") };
+    for stale in out_file.iter().chain(named_out.iter().map(|n| &n.2)).flat_map(PngOutput::stale) {
         match &stale.removed {
+            Ok(()) if quiet => {}
             Ok(()) => eprintln!(
                 "neural-frame: removed {}, left by process {} (no longer running)",
                 stale.path.display(),
@@ -128,10 +224,15 @@ pub(crate) fn run_model(
             .filter(|_| inputs.iter().all(|n| n.name.is_some()))
             .unwrap_or_else(default_input)
     });
-    let picture = Rgba8::load(&input)?;
+    let picture = load_input(&input)?;
     let mut extra_pictures = Vec::new();
     for (name, path) in &named_in {
-        let p = Rgba8::load(path).with_context(|| format!("--input {name}={}", path.display()))?;
+        // The first named input is `input` when none is plain: read once (standard input can be read once).
+        let p = if plain_input.is_none() && *path == input {
+            picture.clone()
+        } else {
+            load_input(path).with_context(|| format!("--input {name}={}", path.display()))?
+        };
         if size.is_none() && (p.width, p.height) != (picture.width, picture.height) {
             anyhow::bail!(
                 "input sizes disagree: {} is {}×{} but {} is {}×{}; give pictures of one size, or --size WxH to resize \
@@ -198,7 +299,7 @@ pub(crate) fn run_model(
     let extra_pictures =
         extra_pictures.into_iter().map(|(n, path, p)| Ok((n, path, resize(p)?))).collect::<anyhow::Result<Vec<_>>>()?;
     let report = ctx.report().clone();
-    if !json {
+    if !json && !quiet {
         let fallback =
             if report.fallback_reason.is_some() { " (automatic fallback, see the warning above)" } else { "" };
         eprintln!("backend: {}{fallback}", report.backend);
@@ -235,11 +336,22 @@ pub(crate) fn run_model(
     }
     // The frame's output (by its name too), and the extra outputs asked for.
     let mut extra_out = Vec::new();
-    let mut out_file = Some(out_file);
-    let plain_output = unnamed(&outputs, "--output")?;
+    let mut output = output.to_path_buf();
+    if plain.is_none() && !named_out_has_frame(&outputs, &contract.output_name) {
+        // The frame's output goes to the default path: no other output may go there.
+        if let Some(n) = outputs.iter().find(|n| path_key(&n.path) == path_key(&output)) {
+            anyhow::bail!(
+                "{} is also where the frame's output goes by default ({}): give the frame's output a path of its \
+                 own with --output PATH, or the other output another path",
+                flag(n),
+                output.display()
+            );
+        }
+    }
     for (name, path, file) in named_out {
         if name == contract.output_name {
-            if plain_output.is_some() {
+            output = path.clone();
+            if plain.is_some() {
                 anyhow::bail!(
                     "the model's frame output `{name}` is given twice: by --output PATH and by --output {name}=PATH"
                 );
@@ -266,7 +378,7 @@ pub(crate) fn run_model(
     let mut stages: Vec<[f64; 5]> = Vec::new();
     let mut result = Vec::new();
     let mut first_frame_ms = 0.0;
-    let progress = (frames > 1 && !json).then(|| {
+    let progress = (frames > 1 && !json && !quiet).then(|| {
         let bar = indicatif::ProgressBar::new(frames as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames, {per_sec}, eta {eta}")
@@ -325,21 +437,22 @@ pub(crate) fn run_model(
         "max_rss_mib": max_rss_mib(),
     });
     if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
+        print(serde_json::to_string_pretty(&summary)?);
+    } else if !quiet {
         let m = &summary["median_ms"];
         let f = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
-        println!(
+        let shown = |p: &Path, std: &str| if is_std(p) { std.to_string() } else { p.display().to_string() };
+        print(format!(
             "{} {}×{} → {} {}×{} ({} backend)",
-            input.display(),
+            shown(&input, "standard input"),
             picture.width,
             picture.height,
-            output.display(),
+            shown(&output, "standard output"),
             ow,
             oh,
             report.backend
-        );
-        println!(
+        ));
+        print(format!(
             "median ms over {} frame(s){}: upload {:.3} | pre {:.3} | infer {:.3} | post {:.3} | readback {:.3}",
             frames,
             if frames > 1 { " (first excluded)" } else { "" },
@@ -348,8 +461,8 @@ pub(crate) fn run_model(
             f("infer"),
             f("post"),
             f("readback")
-        );
-        println!("set-up {setup_ms:.1} ms, time to first frame {first_frame_ms:.1} ms");
+        ));
+        print(format!("set-up {setup_ms:.1} ms, time to first frame {first_frame_ms:.1} ms"));
     }
     Ok(())
 }
