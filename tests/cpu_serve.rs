@@ -18,6 +18,11 @@ fn faults_get_an_error_and_the_worker_keeps_serving() {
 }
 
 #[test]
+fn bad_descriptors_get_an_error_and_the_worker_keeps_serving() {
+    serve::bad_descriptors_get_an_error_and_the_worker_keeps_serving("cpu");
+}
+
+#[test]
 fn render_example_matches_onnx_runtime() {
     serve::render_example_matches_onnx_runtime("cpu", 2);
 }

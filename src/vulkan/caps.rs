@@ -188,8 +188,11 @@ pub(crate) fn need_format_features(
 
 /// Checks what can be checked about a file descriptor said to be exported
 /// memory of `size` bytes, before a driver sees it: that it is open, that it
-/// is not a pipe, socket or directory, and, where the kernel knows its size
-/// (memory files, as Mesa exports), that it is at least `size` bytes.
+/// is not a pipe, socket, directory, block device, character device other than
+/// NVIDIA's (whose OPAQUE_FD exports are `/dev/nvidiactl` descriptors) or an
+/// anon inode that is not memory (an eventfd: Mesa's import would block reading
+/// it), and, where the kernel knows its size (memory files, as Mesa exports),
+/// that it is at least `size` bytes (a shorter one faults when mapped).
 pub(crate) fn check_memory_fd(fd: BorrowedFd<'_>, size: u64) -> Result<()> {
     let raw = fd.as_fd().as_raw_fd();
     let meta = std::fs::File::from(fd.try_clone_to_owned().map_err(|e| {
@@ -198,22 +201,46 @@ pub(crate) fn check_memory_fd(fd: BorrowedFd<'_>, size: u64) -> Result<()> {
     .metadata()
     .map_err(|e| Error::InvalidArgument(format!("fd {raw}: {e}")))?;
     use std::os::unix::fs::FileTypeExt;
+    // What the kernel calls it: `anon_inode:[eventfd]`, `anon_inode:dmabuf`, `/memfd:…`, `/dev/nvidiactl`.
+    let link = std::fs::read_link(format!("/proc/self/fd/{raw}"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let anon = link.strip_prefix("anon_inode:");
+    const NOT_MEMORY: [&str; 10] = [
+        "[eventfd]",
+        "[signalfd]",
+        "[timerfd]",
+        "inotify",
+        "[fanotify]",
+        "[eventpoll]",
+        "[pidfd]",
+        "[io_uring]",
+        "[userfaultfd]",
+        "[perf_event]",
+    ];
     let t = meta.file_type();
     let kind = if t.is_fifo() {
-        Some("a pipe")
+        Some("a pipe".to_owned())
     } else if t.is_socket() {
-        Some("a socket")
+        Some("a socket".to_owned())
     } else if t.is_dir() {
-        Some("a directory")
+        Some("a directory".to_owned())
+    } else if t.is_block_device() {
+        Some(format!("a block device ({link})"))
+    } else if t.is_char_device() && !link.is_empty() && !link.starts_with("/dev/nvidia") {
+        Some(format!("a character device ({link})"))
     } else {
-        None
+        anon.filter(|n| NOT_MEMORY.contains(n))
+            .map(|name| format!("{} ({link})", if name == "[eventfd]" { "an eventfd" } else { "not memory" }))
     };
     if let Some(kind) = kind {
         return Err(Error::InvalidArgument(format!(
             "fd {raw} is {kind}, not memory exported with vkGetMemoryFdKHR (OPAQUE_FD)"
         )));
     }
-    if t.is_file() && meta.len() > 0 && meta.len() < size {
+    // An empty memory file is too small too; a size the kernel does not know reads 0.
+    let known = meta.len() > 0 || (!link.is_empty() && anon.is_none());
+    if t.is_file() && known && meta.len() < size {
         return Err(Error::InvalidArgument(format!(
             "the memory behind fd {raw} is {} bytes, but the description says {size}",
             meta.len()

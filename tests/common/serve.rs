@@ -1380,3 +1380,106 @@ fn hello_sample(input: Geometry) -> Message {
         model: String::new(),
     }
 }
+
+/// A memfd of `len` bytes that starts with the first bytes of `like` (a driver's
+/// header, where lavapipe keeps one), as a client that cut its memory short sends.
+fn truncated_memfd(like: &OwnedFd, len: u64) -> OwnedFd {
+    use std::os::fd::FromRawFd as _;
+    use std::os::unix::fs::FileExt as _;
+    // SAFETY: memfd_create with a NUL-terminated name; the descriptor is ours.
+    let fd = unsafe { libc::memfd_create(c"nf-truncated".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut head = [0u8; 256];
+    let n = std::fs::File::from(like.try_clone().expect("dup")).read_at(&mut head, 0).unwrap_or(0);
+    file.write_all_at(&head[..n], 0).expect("the header");
+    file.set_len(len).expect("ftruncate");
+    file.into()
+}
+
+/// Slot descriptors that are not memory: eventfds from four clients at once
+/// (lavapipe's import blocked reading them, each holding a client place), then
+/// a memfd cut below its described allocation (lavapipe's import mapped past its
+/// end: SIGBUS, the worker gone). Each is answered (BadHandle, TooSmall), a
+/// client is served before, during and after, places are freed, and the
+/// worker's descriptors return to where they were.
+pub fn bad_descriptors_get_an_error_and_the_worker_keeps_serving(backend: &str) {
+    let _serial = serial();
+    // The good client and the four faulty ones fill the places; a new client after needs theirs freed.
+    let worker = Worker::start(backend, F32, &["--max-clients", "5"]);
+    let r = Renderer::new(true).expect("a renderer");
+    let (w, h) = (16, 8);
+    let mut good = Side::new(&r, connect(&r, &worker.socket, w, h, 2, SyncPreference::Auto), w, h);
+    let rgba = picture(w, h, 5);
+    let want = expected(F32, &rgba, w, h);
+    assert!(super::pipeline::max_diff(&good.frame(&r, &rgba, 1), &want, 2 * w).0 <= 1, "before");
+    let baseline = worker.fds();
+    let in_bytes = (w * h * 4) as u64;
+    let (b_in, m_in, fd_in) = slot(&r, in_bytes);
+    let (b_out, m_out, fd_out) = slot(&r, in_bytes * 4);
+    let welcomed = || {
+        let raw = Raw::new(&worker.socket);
+        raw.s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        raw.send(&hello(&r, w, h, 1), &[]);
+        match raw.recv() {
+            Message::Welcome { .. } => raw,
+            other => panic!("{other:?} where a Welcome was expected"),
+        }
+    };
+    let eventfd = || {
+        use std::os::fd::FromRawFd as _;
+        // SAFETY: eventfd returns a fresh descriptor that becomes ours.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        assert!(fd >= 0, "eventfd: {}", std::io::Error::last_os_error());
+        // SAFETY: a fresh descriptor that nothing else owns.
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    };
+
+    // Four clients at once hand over eventfds as their slots' memory.
+    let raws: Vec<_> = (0..4).map(|_| welcomed()).collect();
+    for raw in &raws {
+        let (e1, e2) = (eventfd(), eventfd());
+        raw.send(
+            &Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false },
+            &[e1.as_raw_fd(), e2.as_raw_fd()],
+        );
+    }
+    assert!(super::pipeline::max_diff(&good.frame(&r, &rgba, 2), &want, 2 * w).0 <= 1, "during");
+    // Each read is bounded (10 s): a worker whose import blocks fails the test rather than hanging it.
+    let answers: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = raws.iter().map(|raw| s.spawn(|| raw.expect_error(ErrorCode::BadHandle, "eventfd"))).collect();
+        hs.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    assert!(answers.iter().all(|a| a.contains("input slot 0")), "{answers:?}");
+    drop(raws);
+
+    // A memfd with the driver's header, cut below the allocation the client describes.
+    let raw = welcomed();
+    let short = truncated_memfd(&fd_in, m_in.allocation_size / 2);
+    raw.send(
+        &Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false },
+        &[short.as_raw_fd(), fd_out.as_raw_fd()],
+    );
+    let answer = raw.expect_error(ErrorCode::TooSmall, "allocation");
+    assert!(answer.contains("input slot 0"), "{answer}");
+    drop(raw);
+
+    // After: the first client, and a new one in a freed place.
+    assert!(super::pipeline::max_diff(&good.frame(&r, &rgba, 3), &want, 2 * w).0 <= 1, "after");
+    let mut side = Side::new(&r, connect(&r, &worker.socket, w, h, 2, SyncPreference::Auto), w, h);
+    assert!(super::pipeline::max_diff(&side.frame(&r, &rgba, 1), &want, 2 * w).0 <= 1, "a new client");
+    side.destroy(&r);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while worker.fds() != baseline && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(worker.fds(), baseline, "the worker's descriptors:\n{}", worker.log());
+    good.close(&r);
+    r.destroy_buffer(b_in);
+    r.destroy_buffer(b_out);
+    assert_eq!(r.validation_errors(), 0);
+    let (status, log) = worker.stop();
+    println!("the worker's log:\n{log}");
+    assert!(status.success(), "{log}");
+}

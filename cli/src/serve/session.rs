@@ -640,6 +640,16 @@ fn describe(
             ),
         ));
     }
+    // A memory file shorter than the allocation faults (SIGBUS on lavapipe) when the driver maps it.
+    if let Some(len) = file_size(&fd).filter(|&len| len < m.allocation_size) {
+        return Err(End::fault(
+            ErrorCode::TooSmall,
+            format!(
+                "{what}: the memory behind the descriptor is {len} bytes, but the allocation is {} bytes",
+                m.allocation_size
+            ),
+        ));
+    }
     Ok(BufferImport {
         memory: MemoryImport {
             fd,
@@ -657,6 +667,19 @@ fn describe(
             format: format_of(geometry.format),
         },
     })
+}
+
+/// The size of a regular file or memfd behind `fd`; `None` for anything else
+/// (dma-bufs, anon inodes, devices: the import checks those).
+fn file_size(fd: &OwnedFd) -> Option<u64> {
+    // SAFETY: `stat` is plain data, for which all zeroes is a value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes a `stat` for an open descriptor and nothing else.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return None;
+    }
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    (!link.to_string_lossy().starts_with("anon_inode:")).then_some(st.st_size as u64)
 }
 
 fn bad_handle(what: &str, e: neural_frame::ImportError) -> End {
