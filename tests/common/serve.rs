@@ -745,7 +745,12 @@ pub fn client_killed_mid_frame_releases_everything(backend: &str) {
     }
     // The GPU's free memory, read through a CUDA context of this process (CUDA backend only).
     let probe = (backend == "cuda").then(|| {
-        NeuralFrameContext::builder(F32).backend(Backend::Cuda).frame_size(8, 8).build().expect("a CUDA context")
+        // Settled before the first reading: a fast start's fused session, built on a thread of the
+        // probe's own, would otherwise take its memory between the two readings.
+        let mut probe =
+            NeuralFrameContext::builder(F32).backend(Backend::Cuda).frame_size(8, 8).build().expect("a CUDA context");
+        assert!(probe.wait_settled(Duration::from_secs(120)).expect("settled"), "the probe did not settle");
+        probe
     });
     let free = || probe.as_ref().map(|c| c.cuda_memory().expect("cuda memory").expect("CUDA backend").0);
     let (fds, rss, gpu_free) = (worker.fds(), worker.rss_kib(), free());
