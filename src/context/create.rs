@@ -219,6 +219,7 @@ impl NeuralFrameContext {
             }
         };
         let t_buffers = std::time::Instant::now();
+        log::debug!("startup: session ({session_ms:.0} ms)");
         log::debug!("model {}: {:?}", b.model.display(), contract);
         let elements =
             |first: crate::onnx::TensorKind, extras: &[crate::onnx::NamedTensor]| -> Vec<crate::onnx::Element> {
@@ -229,6 +230,7 @@ impl NeuralFrameContext {
             &elements(contract.input, &contract.extra_inputs),
             &elements(contract.output, &contract.extra_outputs),
         )?;
+        log::debug!("startup: passes ({:.0} ms)", t_buffers.elapsed().as_secs_f64() * 1e3);
         let pool = CommandPool::new(&device)?;
         if b.tuning.gpu_timestamps && !device.has_timestamps() {
             log::info!("the queue family writes no timestamps: pass times are not measured");
@@ -297,6 +299,7 @@ impl NeuralFrameContext {
             id,
         };
         ctx.resize(b.size.0, b.size.1)?;
+        log::debug!("startup: slots and buffers ({:.0} ms)", t_buffers.elapsed().as_secs_f64() * 1e3);
         if fast && let Some(c) = cuda {
             let size =
                 ctx.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;

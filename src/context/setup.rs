@@ -131,16 +131,24 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
         std::thread::spawn(|| -> Option<(Arc<CudaDevice>, f64)> {
             let t = std::time::Instant::now();
             cuda::init().ok()?;
+            log::debug!(
+                "startup: CUDA's driver initialised ({:.0} ms, beside Vulkan)",
+                t.elapsed().as_secs_f64() * 1e3
+            );
             let list = cuda::devices().ok()?;
             let [only] = list.as_slice() else {
                 return None;
             };
-            CudaDevice::by_uuid(&only.uuid).ok().map(|d| (d, t.elapsed().as_secs_f64() * 1e3))
+            let device = CudaDevice::by_uuid(&only.uuid).ok()?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            log::debug!("startup: CUDA's primary context on {} retained ({ms:.0} ms, beside Vulkan)", only.name);
+            Some((device, ms))
         })
     });
     let (instance, device) = match caller {
         None => {
             let instance = Instance::new(&InstanceOptions { validation: b.validation })?;
+            log::debug!("startup: Vulkan instance ({:.0} ms)", ms(t));
             let device = Device::new(&instance, b.device)?;
             (instance, device)
         }

@@ -169,6 +169,7 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
                 .map_err(crate::onnx::runtime::provider_failure)?;
         }
     }
+    let t = std::time::Instant::now();
     let session = builder.commit_from_file(path).map_err(|e| {
         let text = e.to_string();
         if text.contains("Protobuf parsing failed") || text.contains("ModelProto") || text.contains("INVALID_PROTOBUF")
@@ -178,6 +179,7 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
             Error::onnx(format!("loading {shown}"), text)
         }
     })?;
+    log::debug!("startup: ONNX Runtime's session committed ({:.0} ms)", t.elapsed().as_secs_f64() * 1e3);
     let mut probe = |inputs: &[(String, TensorKind)], size: (u32, u32)| probe_output_shapes(path, inputs, size);
     let contract = model::contract(&session, &shown, &config.declared, &mut probe)?;
     Ok((session, contract))
