@@ -97,6 +97,63 @@ fn cuda_frame_size_change_keeps_the_session() {
     across_resizes(ctx, vk::Format::B8G8R8A8_UNORM, 1);
 }
 
+/// One frame of tiny-x2-f32 at the context's size, checked against ORT's CPU run (within 1 of 255).
+fn one_checked_frame(ctx: &mut NeuralFrameContext, seed: u32, what: &str) {
+    let path = std::path::Path::new("models/test/tiny-x2-f32.onnx");
+    let (w, h) = ctx.frame_size();
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    let rgba = common::pipeline::picture(w, h, seed);
+    ctx.upload(input, &rgba).expect("upload");
+    ctx.poison_output_tensor(common::pipeline::POISON).expect("poison");
+    ctx.infer(input, output).expect("infer");
+    let contract = ctx.contract().clone();
+    let reference = common::pipeline::reference_output(path, &contract, &rgba, w, h);
+    let want = common::pipeline::expected_image(&contract, &reference, &rgba, w, h);
+    let got = ctx.readback(output).expect("readback");
+    let (d, x, y, c) = common::pipeline::max_diff(&got, &want, 2 * w);
+    assert!(d <= 1, "{what}, {w}×{h}: ({x}, {y}) ch {c} differs by {d}");
+    ctx.unregister_input(input).expect("unregister input");
+    ctx.unregister_output(output).expect("unregister output");
+}
+
+/// After a resize, a context that fast-started takes the new size's frames on a session
+/// with the bias apart at once and builds the fused one beside them, as at the start
+/// (the fused session's first run at a new shape compiles kernels: about a second).
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn resize_starts_fast_again() {
+    gpu();
+    let mut ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cuda)
+        .frame_size(20, 10)
+        .build()
+        .expect("context");
+    one_checked_frame(&mut ctx, 3, "first frame");
+    assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settle"), "the fused session took over");
+    assert!(ctx.tuning().cuda.expect("cuda").fuse_conv_bias, "settled on the fused session: {:?}", ctx.tuning());
+    one_checked_frame(&mut ctx, 4, "fused, 20×10");
+    for (w, h, seed) in [(61u32, 7u32, 5u32), (20, 10, 6)] {
+        ctx.resize(w, h).expect("resize");
+        assert!(ctx.settling(), "{w}×{h}: a fused session for the new size is being built");
+        assert!(!ctx.tuning().cuda.expect("cuda").fuse_conv_bias, "{w}×{h}: frames take the bias apart meanwhile");
+        one_checked_frame(&mut ctx, seed, "bias apart after the resize");
+        assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settle"), "{w}×{h}: took over");
+        assert!(ctx.tuning().cuda.expect("cuda").fuse_conv_bias, "{w}×{h}: fused again");
+        one_checked_frame(&mut ctx, seed + 10, "fused after the resize");
+    }
+    // A fast-start-free context keeps its one session across a resize.
+    let mut plain = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
+        .backend(Backend::Cuda)
+        .fast_start(false)
+        .frame_size(20, 10)
+        .build()
+        .expect("context");
+    plain.resize(61, 7).expect("resize");
+    assert!(!plain.settling() && plain.tuning().cuda.expect("cuda").fuse_conv_bias, "{:?}", plain.tuning());
+    one_checked_frame(&mut plain, 7, "no fast start, after the resize");
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn every_gpu_pairs_with_the_cuda_device_of_its_uuid() {

@@ -296,6 +296,7 @@ impl NeuralFrameContext {
             host_visibility,
             poisoned: None,
             fused: None,
+            restart: None,
             id,
         };
         ctx.resize(b.size.0, b.size.1)?;
@@ -303,6 +304,11 @@ impl NeuralFrameContext {
         if fast && let Some(c) = cuda {
             let size =
                 ctx.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;
+            ctx.restart = Some(faststart::Restart {
+                model: b.model.clone(),
+                config: SessionConfig { cuda_stream: None, ..config.clone() },
+                device: Arc::clone(c),
+            });
             let recipe = faststart::Recipe {
                 model: b.model.clone(),
                 config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },

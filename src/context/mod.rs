@@ -125,6 +125,8 @@ pub struct NeuralFrameContext {
     poisoned: Option<String>,
     /// Fast start: the fused session being built beside the first frames.
     fused: Option<faststart::Pending>,
+    /// Fast start's session options with the bias apart, to start fast again after a resize.
+    restart: Option<faststart::Restart>,
     id: u64,
 }
 
@@ -264,7 +266,7 @@ impl NeuralFrameContext {
         }
         self.size = Some(size);
         self.frame = Some(geometry);
-        Ok(())
+        self.restart_fast()
     }
 
     /// The tiling for a `width × height` frame: the builder's, else one the memory

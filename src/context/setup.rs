@@ -11,7 +11,7 @@ use crate::context::foreign::CallerDevice;
 use crate::cuda::{self, CudaDevice};
 use crate::error::{Error, Result, format_uuid};
 use crate::onnx::RuntimeInfo;
-use crate::onnx::runtime;
+use crate::onnx::{preload, runtime};
 use crate::vulkan::device::BorrowedDevice;
 use crate::vulkan::{AdapterInfo, Device, Instance, InstanceOptions};
 
@@ -71,7 +71,8 @@ pub struct BackendReport {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct StartupTimes {
-    /// Loading ONNX Runtime's library (once a process) and listing its providers.
+    /// Loading ONNX Runtime's library (once a process) and listing its providers; on the
+    /// CUDA backend on a thread beside the Vulkan device's set-up.
     pub runtime_ms: f64,
     /// The Vulkan instance and device (or wrapping the caller's).
     pub vulkan_ms: f64,
@@ -119,11 +120,19 @@ pub(crate) struct Base {
 pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, backend: Backend) -> Result<Base> {
     let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
     let mut startup = StartupTimes::none();
+    // On the CPU backend ONNX Runtime loads first; otherwise on a thread beside the
+    // Vulkan device's set-up, with its CUDA provider and the libraries that links
+    // (preload.rs), which the session and the model's first run would load later.
+    let preload = (backend != Backend::Cpu).then(|| {
+        let library = b.ort_library.clone();
+        std::thread::spawn(move || preload::cuda_side(library.as_deref()))
+    });
+    if preload.is_none() {
+        let t = std::time::Instant::now();
+        runtime::load(b.ort_library.as_deref())?;
+        startup.runtime_ms = ms(t);
+    }
     let t = std::time::Instant::now();
-    let runtime = runtime::load(b.ort_library.as_deref())?.clone();
-    startup.runtime_ms = ms(t);
-    let t = std::time::Instant::now();
-    log::debug!("ONNX Runtime {} from {}", runtime.version, runtime.library.display());
     // CUDA's driver starts beside the Vulkan device (each takes about 0.2 s): on a thread,
     // cuInit, and where there is one CUDA device only, its primary context, which the
     // pairing by UUID below then finds retained.
@@ -171,6 +180,18 @@ pub(crate) unsafe fn base(b: &ContextBuilder, caller: Option<&CallerDevice>, bac
     };
     log::debug!("Vulkan device {} ({} queue(s))", device.info(), device.queue_count());
     startup.vulkan_ms = ms(t);
+    if let Some(thread) = preload {
+        let t = std::time::Instant::now();
+        let done = thread.join().map_err(|_| Error::internal("the thread loading ONNX Runtime panicked"))??;
+        startup.runtime_ms = done.runtime_ms;
+        log::debug!(
+            "startup: ONNX Runtime and its CUDA side loaded beside Vulkan ({:.0} ms; waited {:.0} ms for it)",
+            done.total_ms,
+            ms(t)
+        );
+    }
+    let runtime = runtime::load(b.ort_library.as_deref())?.clone();
+    log::debug!("ONNX Runtime {} from {}", runtime.version, runtime.library.display());
     let t = std::time::Instant::now();
     // Held until the pairing below has retained the context again (then released once).
     let early = early_cuda.and_then(|h| h.join().ok()).flatten();

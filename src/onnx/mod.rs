@@ -5,6 +5,7 @@
 pub(crate) mod binding;
 pub(crate) mod declare;
 pub(crate) mod model;
+pub(crate) mod preload;
 #[cfg(feature = "cuda")]
 pub(crate) mod probe;
 pub(crate) mod runtime;

@@ -1,0 +1,116 @@
+//! The CUDA side of ONNX Runtime, loaded on a thread while the Vulkan device
+//! and CUDA's driver start: the runtime itself, its CUDA provider with the
+//! libraries it links (cuBLAS, cuDNN, cuFFT, …) and cuDNN's sub-libraries,
+//! which cuDNN otherwise opens during the model's first run. Loading them is
+//! work for the dynamic loader, about 0.2 s once a process on the H200, that
+//! no device call waits for. Nothing is created on the device here.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::onnx::runtime;
+
+/// What the thread did, for the start-up report.
+pub(crate) struct Preloaded {
+    /// Loading ONNX Runtime's library, in milliseconds.
+    pub(crate) runtime_ms: f64,
+    /// Everything, in milliseconds.
+    pub(crate) total_ms: f64,
+}
+
+/// cuDNN 9's sub-libraries that a convolution model uses (graph API, heuristics, the
+/// precompiled and runtime-compiled engines, the operation and convolution kernels).
+const CUDNN_PARTS: [&str; 6] = ["graph", "heuristic", "engines_precompiled", "engines_runtime_compiled", "ops", "cnn"];
+
+/// Loads ONNX Runtime (`explicit` as [`runtime::load`] takes it) and, where it has the
+/// CUDA provider, the provider's libraries. A failure to load ONNX Runtime is returned
+/// (the caller reports it as it would have); the rest is best effort, said at debug level.
+pub(crate) fn cuda_side(explicit: Option<&Path>) -> Result<Preloaded> {
+    let t = Instant::now();
+    let info = runtime::load(explicit)?;
+    let runtime_ms = t.elapsed().as_secs_f64() * 1e3;
+    if info.providers.iter().any(|p| p == "CUDAExecutionProvider") {
+        match provider() {
+            Ok(()) => {
+                log::debug!("startup: ONNX Runtime's CUDA provider loaded ({:.0} ms)", t.elapsed().as_secs_f64() * 1e3)
+            }
+            Err(e) => log::debug!("startup: ONNX Runtime's CUDA provider not loaded ahead ({e})"),
+        }
+        let (loaded, missing) = cudnn_parts();
+        log::debug!(
+            "startup: cuDNN's sub-libraries loaded ahead: {loaded} of {}{} ({:.0} ms)",
+            CUDNN_PARTS.len(),
+            if missing.is_empty() { String::new() } else { format!(", not found: {}", missing.join(", ")) },
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(Preloaded { runtime_ms, total_ms: t.elapsed().as_secs_f64() * 1e3 })
+}
+
+/// A session builder with the CUDA provider appended makes ONNX Runtime load the
+/// provider's library (and what it links) and register its kernels; the builder is
+/// then dropped, unused. The provider's library stays loaded for the process.
+fn provider() -> Result<()> {
+    #[cfg(feature = "cuda")]
+    {
+        let env = runtime::environment()?;
+        let builder = ort::session::Session::builder(env).map_err(|e| Error::onnx("a session builder", e))?;
+        let cuda = ort::ep::CUDA::default().build().error_on_failure();
+        drop(builder.with_execution_providers([cuda]).map_err(runtime::provider_failure)?);
+        Ok(())
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(Error::ProviderUnavailable { reason: "built without the `cuda` feature".into() })
+}
+
+/// Opens cuDNN's sub-libraries from the directory its main library was mapped from
+/// (the provider links it), by the names cuDNN itself opens, so that its own `dlopen`
+/// later finds them loaded. Returns how many were loaded and the names not found.
+fn cudnn_parts() -> (usize, Vec<String>) {
+    let Some(main) = mapped("libcudnn.so") else {
+        return (0, vec!["libcudnn.so (not mapped)".into()]);
+    };
+    // libcudnn.so.9.x.y → the major version's suffix, ".so.9".
+    let name = main.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let major = name.strip_prefix("libcudnn.so.").and_then(|v| v.split('.').next()).unwrap_or("9");
+    let dir = main.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut loaded = 0;
+    let mut missing = Vec::new();
+    for part in CUDNN_PARTS {
+        let path = dir.join(format!("libcudnn_{part}.so.{major}"));
+        // SAFETY: cuDNN's own libraries, which cuDNN would load into this process anyway;
+        // their initialisers are cuDNN's.
+        match unsafe { libloading::Library::new(&path) } {
+            Ok(lib) => {
+                // Kept for the process, as cuDNN keeps them.
+                std::mem::forget(lib);
+                loaded += 1;
+            }
+            Err(_) => missing.push(path.display().to_string()),
+        }
+    }
+    (loaded, missing)
+}
+
+/// The path of the first library mapped into this process whose file name starts with `prefix`.
+fn mapped(prefix: &str) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .map(PathBuf::from)
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This process maps its own executable and the C library: `mapped` finds them by prefix.
+    #[test]
+    fn mapped_finds_a_library_of_this_process() {
+        let libc = mapped("libc.so").or_else(|| mapped("libc-")).expect("the C library is mapped");
+        assert!(libc.is_absolute() && libc.exists(), "{}", libc.display());
+        assert!(mapped("libsurely-not-mapped-here.so").is_none());
+    }
+}
