@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -314,6 +314,20 @@ for what in "$@"; do
         --json-file "$OUT/ttff-nchw.json"
       step ttff-no-fast 120 .gpu-bin/neural-frame bench --model "$f16" --size 960x540 --frames 30 --fast-start false \
         --json-file "$OUT/ttff-no-fast.json"
+      ;;
+    ttff2)
+      # After the preload and the fast restart: the timeline, contexts in a warm process, the
+      # bench's time to first frame twice, and the resize test.
+      f16=models/upscale-fp16.onnx
+      for k in 1 2; do
+        step "first-frames-$k" 120 .gpu-bin/first_frames --model "$f16" --size 960x540
+      done
+      step run-timeline 60 .gpu-bin/neural-frame run --model "$f16" -vv --output "$OUT/ttff.png"
+      for k in 1 2; do
+        step "ttff-defaults-$k" 120 .gpu-bin/neural-frame bench --model "$f16" --size 960x540 --frames 30 \
+          --json-file "$OUT/ttff-defaults-$k.json"
+      done
+      step resize-test 120 .gpu-bin/gpu_pipeline resize_starts_fast_again cuda_frame_size_change "${tests[@]}"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
