@@ -226,14 +226,14 @@ impl NeuralFrameContext {
         size.check(&self.res.device, self.ring.len(), self.res.engine.placement())?;
         passes::pre_grid(
             &self.res.device,
-            self.res.passes.pre(passes::Source::Image, self.contract.input.element)?,
+            self.res.passes.pre_workgroup(passes::Source::Image, self.contract.input.element)?,
             self.contract.input,
             tw,
             th,
         )?;
         passes::post_grid(
             &self.res.device,
-            self.res.passes.post(passes::Target::Image8, self.contract.output.element)?,
+            self.res.passes.post_workgroup(passes::Target::Image8, self.contract.output.element)?,
             size.out_width,
             size.out_height,
         )?;

@@ -4,7 +4,7 @@
 //! from the WGSL itself.
 
 use std::ffi::CStr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ash::vk;
 
@@ -54,12 +54,56 @@ pub(crate) struct Pass {
     pub(crate) workgroup: [u32; 3],
 }
 
+/// A pass whose pipeline is built the first time a frame needs it: on the CUDA backend
+/// most contexts never run a Vulkan pass (CUDA kernels take every frame whose memory CUDA
+/// reaches), and building the pipelines cost about 0.23 s of the start-up on the H200
+/// when the driver's shader cache was cold.
+struct LazyPass {
+    module: &'static ShaderModule,
+    entry: &'static EntryPoint,
+    types: &'static [vk::DescriptorType],
+    push: u32,
+    made: OnceLock<Pass>,
+}
+
+impl LazyPass {
+    fn new(
+        module: &'static ShaderModule,
+        entry: &str,
+        types: &'static [vk::DescriptorType],
+        push: u32,
+    ) -> Result<Self> {
+        let entry = module
+            .entries
+            .iter()
+            .find(|e| e.name.to_str() == Ok(entry))
+            .ok_or_else(|| Error::internal(format!("no entry point {entry} in {}", module.name)))?;
+        Ok(Self { module, entry, types, push, made: OnceLock::new() })
+    }
+
+    fn get(&self, device: &Arc<Device>) -> Result<&Pass> {
+        if let Some(pass) = self.made.get() {
+            return Ok(pass);
+        }
+        let t = std::time::Instant::now();
+        let compute = ComputePass::new(device, self.module.spirv, self.entry.name, self.types, self.push)?;
+        log::debug!(
+            "Vulkan pass {:?} of {} built ({:.1} ms)",
+            self.entry.name,
+            self.module.name,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        Ok(self.made.get_or_init(|| Pass { compute, workgroup: self.entry.workgroup }))
+    }
+}
+
 /// Every pass a context may need for its model: per element type of its
 /// inputs, one pre pass per source; per element type of its outputs, one post
-/// pass per target.
+/// pass per target. Each pipeline is built on first use.
 pub(crate) struct Passes {
-    pre: Vec<(Element, [Pass; 2])>,
-    post: Vec<(Element, [Pass; 3])>,
+    device: Arc<Device>,
+    pre: Vec<(Element, [LazyPass; 2])>,
+    post: Vec<(Element, [LazyPass; 3])>,
 }
 
 /// The passes made for tensors of `element`.
@@ -72,6 +116,9 @@ fn by_element<'a, T>(passes: &'a [(Element, T)], element: Element, which: &str) 
 }
 
 const SB: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
+const PRE_IMAGE_TYPES: [vk::DescriptorType; 3] = [vk::DescriptorType::SAMPLED_IMAGE, SB, SB];
+const BUFFER_TYPES: [vk::DescriptorType; 3] = [SB, SB, SB];
+const POST_IMAGE_TYPES: [vk::DescriptorType; 3] = [SB, SB, vk::DescriptorType::STORAGE_IMAGE];
 
 fn suffix(element: Element) -> &'static str {
     match element {
@@ -81,26 +128,12 @@ fn suffix(element: Element) -> &'static str {
     }
 }
 
-fn pass(
-    device: &Arc<Device>,
-    module: &ShaderModule,
-    entry: &str,
-    types: &[vk::DescriptorType],
-    push: u32,
-) -> Result<Pass> {
-    let ep = module
-        .entries
-        .iter()
-        .find(|e| e.name.to_str() == Ok(entry))
-        .ok_or_else(|| Error::internal(format!("no entry point {entry} in {}", module.name)))?;
-    Ok(Pass { compute: ComputePass::new(device, module.spirv, ep.name, types, push)?, workgroup: ep.workgroup })
-}
-
 impl Passes {
-    /// The pipelines for a model whose inputs and outputs have these element types.
+    /// The passes for a model whose inputs and outputs have these element types (their
+    /// entry points checked now, their pipelines built on first use).
     pub(crate) fn new(device: &Arc<Device>, inputs: &[Element], outputs: &[Element]) -> Result<Self> {
         let (pre_size, post_size) = (PreParams::SIZE, PostParams::SIZE);
-        let mut pre: Vec<(Element, [Pass; 2])> = Vec::new();
+        let mut pre: Vec<(Element, [LazyPass; 2])> = Vec::new();
         for &e in inputs {
             if pre.iter().any(|(k, _)| *k == e) {
                 continue;
@@ -109,32 +142,30 @@ impl Passes {
             pre.push((
                 e,
                 [
-                    pass(device, &PRE_IMAGE, &name, &[vk::DescriptorType::SAMPLED_IMAGE, SB, SB], pre_size)?,
-                    pass(device, &PRE_BUFFER, &name, &[SB, SB, SB], pre_size)?,
+                    LazyPass::new(&PRE_IMAGE, &name, &PRE_IMAGE_TYPES, pre_size)?,
+                    LazyPass::new(&PRE_BUFFER, &name, &BUFFER_TYPES, pre_size)?,
                 ],
             ));
         }
-        let mut post: Vec<(Element, [Pass; 3])> = Vec::new();
+        let mut post: Vec<(Element, [LazyPass; 3])> = Vec::new();
         for &e in outputs {
             if post.iter().any(|(k, _)| *k == e) {
                 continue;
             }
             let name = format!("post_{}", suffix(e));
-            let image = [SB, SB, vk::DescriptorType::STORAGE_IMAGE];
             post.push((
                 e,
                 [
-                    pass(device, &POST_IMAGE8, &name, &image, post_size)?,
-                    pass(device, &POST_IMAGE16, &name, &image, post_size)?,
-                    pass(device, &POST_BUFFER, &name, &[SB, SB, SB], post_size)?,
+                    LazyPass::new(&POST_IMAGE8, &name, &POST_IMAGE_TYPES, post_size)?,
+                    LazyPass::new(&POST_IMAGE16, &name, &POST_IMAGE_TYPES, post_size)?,
+                    LazyPass::new(&POST_BUFFER, &name, &BUFFER_TYPES, post_size)?,
                 ],
             ));
         }
-        Ok(Self { pre, post })
+        Ok(Self { device: Arc::clone(device), pre, post })
     }
 
-    /// The pre pass for `source` into a tensor of `element`s.
-    pub(crate) fn pre(&self, source: Source, element: Element) -> Result<&Pass> {
+    fn pre_lazy(&self, source: Source, element: Element) -> Result<&LazyPass> {
         let p = by_element(&self.pre, element, "pre")?;
         Ok(match source {
             Source::Image => &p[0],
@@ -142,14 +173,33 @@ impl Passes {
         })
     }
 
-    /// The post pass for `target` from a tensor of `element`s.
-    pub(crate) fn post(&self, target: Target, element: Element) -> Result<&Pass> {
+    fn post_lazy(&self, target: Target, element: Element) -> Result<&LazyPass> {
         let p = by_element(&self.post, element, "post")?;
         Ok(match target {
             Target::Image8 => &p[0],
             Target::Image16 => &p[1],
             Target::Buffer => &p[2],
         })
+    }
+
+    /// The pre pass for `source` into a tensor of `element`s (its pipeline built on first use).
+    pub(crate) fn pre(&self, source: Source, element: Element) -> Result<&Pass> {
+        self.pre_lazy(source, element)?.get(&self.device)
+    }
+
+    /// The post pass for `target` from a tensor of `element`s (its pipeline built on first use).
+    pub(crate) fn post(&self, target: Target, element: Element) -> Result<&Pass> {
+        self.post_lazy(target, element)?.get(&self.device)
+    }
+
+    /// The pre pass's workgroup size, without building its pipeline.
+    pub(crate) fn pre_workgroup(&self, source: Source, element: Element) -> Result<[u32; 3]> {
+        Ok(self.pre_lazy(source, element)?.entry.workgroup)
+    }
+
+    /// The post pass's workgroup size, without building its pipeline.
+    pub(crate) fn post_workgroup(&self, target: Target, element: Element) -> Result<[u32; 3]> {
+        Ok(self.post_lazy(target, element)?.entry.workgroup)
     }
 }
 
@@ -166,20 +216,20 @@ pub(crate) fn pre_items(kind: TensorKind, width: u32, height: u32) -> u64 {
 /// The pre pass's grid and row width, or an error naming the limit.
 pub(crate) fn pre_grid(
     device: &Device,
-    pass: &Pass,
+    workgroup: [u32; 3],
     kind: TensorKind,
     width: u32,
     height: u32,
 ) -> Result<([u32; 3], u32)> {
     let max = device.limits().max_compute_work_group_count;
-    linear_grid(pre_items(kind, width, height), pass.workgroup[0], max)
+    linear_grid(pre_items(kind, width, height), workgroup[0], max)
         .ok_or_else(|| too_many_groups(device, width, height, max))
 }
 
 /// The post pass's grid for a `ow × oh` output, or an error naming the limit.
-pub(crate) fn post_grid(device: &Device, pass: &Pass, ow: u32, oh: u32) -> Result<[u32; 3]> {
+pub(crate) fn post_grid(device: &Device, workgroup: [u32; 3], ow: u32, oh: u32) -> Result<[u32; 3]> {
     let max = device.limits().max_compute_work_group_count;
-    let g = [ow.div_ceil(pass.workgroup[0]), oh.div_ceil(pass.workgroup[1]), 1];
+    let g = [ow.div_ceil(workgroup[0]), oh.div_ceil(workgroup[1]), 1];
     if g[0] > max[0] || g[1] > max[1] {
         return Err(too_many_groups(device, ow, oh, max));
     }

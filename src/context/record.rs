@@ -234,7 +234,7 @@ impl Recorder<'_> {
         let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, true, which)?;
         let pass = self.passes.pre(reg.source(), kind.element)?;
         let size = tensors.size;
-        let (grid, row) = pre_grid(self.device, pass, kind, size.width, size.height)?;
+        let (grid, row) = pre_grid(self.device, pass.workgroup, kind, size.width, size.height)?;
         let srgb =
             matches!(&reg.resource, Res::Image { format: vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB, .. });
         let (format, pitch) = buffer_format(reg);
@@ -320,7 +320,7 @@ impl Recorder<'_> {
         let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, false, which)?;
         let pass = self.passes.post(reg.target(), kind.element)?;
         let size = tensors.size;
-        let grid = post_grid(self.device, pass, size.out_width, size.out_height)?;
+        let grid = post_grid(self.device, pass.workgroup, size.out_width, size.out_height)?;
         let (format, pitch) = buffer_format(reg);
         let at = place.in_output(&size);
         let params = PostParams {

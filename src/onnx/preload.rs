@@ -39,8 +39,7 @@ pub(crate) fn cuda_side(explicit: Option<&Path>) -> Result<Preloaded> {
         }
         let (loaded, missing) = cudnn_parts();
         log::debug!(
-            "startup: cuDNN's sub-libraries loaded ahead: {loaded} of {}{} ({:.0} ms)",
-            CUDNN_PARTS.len(),
+            "startup: cuDNN's libraries loaded ahead: {loaded}{} ({:.0} ms)",
             if missing.is_empty() { String::new() } else { format!(", not found: {}", missing.join(", ")) },
             t.elapsed().as_secs_f64() * 1e3
         );
@@ -64,21 +63,30 @@ fn provider() -> Result<()> {
     Err(Error::ProviderUnavailable { reason: "built without the `cuda` feature".into() })
 }
 
-/// Opens cuDNN's sub-libraries from the directory its main library was mapped from
-/// (the provider links it), by the names cuDNN itself opens, so that its own `dlopen`
-/// later finds them loaded. Returns how many were loaded and the names not found.
+/// Opens cuDNN and its sub-libraries by the names cuDNN itself opens: from the directory
+/// its main library was mapped from where the provider's loading mapped it, else through
+/// the loader's search path (cuDNN may be opened only at the first run), so that cuDNN's
+/// own `dlopen` later finds them loaded. Returns how many were loaded and the names not found.
 fn cudnn_parts() -> (usize, Vec<String>) {
-    let Some(main) = mapped("libcudnn.so") else {
-        return (0, vec!["libcudnn.so (not mapped)".into()]);
-    };
-    // libcudnn.so.9.x.y → the major version's suffix, ".so.9".
-    let name = main.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let major = name.strip_prefix("libcudnn.so.").and_then(|v| v.split('.').next()).unwrap_or("9");
-    let dir = main.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mapped_main = mapped("libcudnn.so");
+    log::debug!(
+        "startup: CUDA libraries mapped after the provider: {}",
+        mapped_names(&["libcud", "libcublas", "libcufft", "libcurand", "libnvrtc"]).join(", ")
+    );
+    // libcudnn.so.9.x.y → the major version, "9".
+    let major = mapped_main
+        .as_ref()
+        .and_then(|p| p.file_name()?.to_str()?.strip_prefix("libcudnn.so.")?.split('.').next().map(str::to_string))
+        .unwrap_or_else(|| "9".into());
+    let dir = mapped_main.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf);
+    let path = |name: String| dir.as_ref().map_or_else(|| PathBuf::from(&name), |d| d.join(&name));
     let mut loaded = 0;
     let mut missing = Vec::new();
-    for part in CUDNN_PARTS {
-        let path = dir.join(format!("libcudnn_{part}.so.{major}"));
+    let names = std::iter::once(format!("libcudnn.so.{major}"))
+        .filter(|_| mapped_main.is_none())
+        .chain(CUDNN_PARTS.iter().map(|part| format!("libcudnn_{part}.so.{major}")));
+    for name in names {
+        let path = path(name);
         // SAFETY: cuDNN's own libraries, which cuDNN would load into this process anyway;
         // their initialisers are cuDNN's.
         match unsafe { libloading::Library::new(&path) } {
@@ -91,6 +99,20 @@ fn cudnn_parts() -> (usize, Vec<String>) {
         }
     }
     (loaded, missing)
+}
+
+/// The file names of the libraries mapped into this process that start with one of `prefixes`.
+fn mapped_names(prefixes: &[&str]) -> Vec<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut names: Vec<String> = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .filter_map(|p| Path::new(p).file_name()?.to_str().map(str::to_string))
+        .filter(|n| prefixes.iter().any(|p| n.starts_with(p)))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The path of the first library mapped into this process whose file name starts with `prefix`.

@@ -254,13 +254,13 @@ impl NeuralFrameContext {
             command::begin(d, probe.cmd)?;
             if pre {
                 let pass = self.res.passes.pre(crate::context::passes::Source::Image, self.contract.input.element)?;
-                let (grid, row) = pre_grid(d, pass, self.contract.input, s.width, s.height)?;
+                let (grid, row) = pre_grid(d, pass.workgroup, self.contract.input, s.width, s.height)?;
                 let p = PreParams::new(self.contract.input, s.width, s.height, row);
                 pass.compute.record(probe.cmd, &probe.pre_set, &p.bytes(), grid);
             } else {
                 let pass =
                     self.res.passes.post(self.res.registry.output(output)?.target(), self.contract.output.element)?;
-                let grid = post_grid(d, pass, s.out_width, s.out_height)?;
+                let grid = post_grid(d, pass.workgroup, s.out_width, s.out_height)?;
                 let p = PostParams::new(self.contract.output, (s.width, s.height), (s.out_width, s.out_height));
                 pass.compute.record(probe.cmd, &probe.post_set, &p.bytes(), grid);
             }
