@@ -4,10 +4,13 @@
 
 pub(crate) mod binding;
 pub(crate) mod declare;
+pub(crate) mod fp16;
+pub(crate) mod layout;
 pub(crate) mod model;
 pub(crate) mod preload;
 #[cfg(feature = "cuda")]
 pub(crate) mod probe;
+pub(crate) mod proto;
 pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod tensor;

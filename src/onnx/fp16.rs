@@ -1,0 +1,803 @@
+//! float32 → float16 conversion of an ONNX model, the way onnxconverter-common's
+//! `float16.convert_float_to_float16` (microsoft/onnxconverter-common,
+//! `onnxconverter_common/float16.py`) does it, without Python:
+//!
+//! - float32 initializers and the tensors of `Constant` nodes (and any other tensor
+//!   attribute of a converted node) become float16, their values first clipped like the
+//!   reference's `convert_np_to_float16`: positive values below `min_positive_val` (1e-7)
+//!   become 1e-7, finite values beyond `max_finite_val` (1e4) become ±1e4 (the same for
+//!   negative values); 0, NaN and ±inf stay;
+//! - the graph's float inputs, outputs and `value_info` become float16 (or stay float32
+//!   with Cast nodes at the boundary, `keep_io_types`); subgraphs (`If`, `Loop`, `Scan`)
+//!   are converted too, their inputs and outputs becoming float16;
+//! - `Cast(to = float)` becomes `Cast(to = float16)`, and so do the `dtype` attributes of
+//!   the generators (`RandomNormal`, `EyeLike`, …), as the reference's earlier versions did;
+//! - operators in the block list ([`DEFAULT_OP_BLOCK_LIST`], the reference's, plus the few
+//!   whose schema has no float16 at the model's opset) and nodes named in the node block
+//!   list stay float32, with `Cast` nodes before their float16 inputs and after their
+//!   outputs; the constants only they read stay float32 (the reference's
+//!   `initializer_block_list`), and so do inputs that the schema wants as float32 in any
+//!   case (`Resize`'s roi and scales: the reference's `KEEP_ORIGINAL_DATA_TYPE_LIST`).
+//!
+//! Where the reference relies on ONNX shape inference to know which values are float32,
+//! this module follows the operator schemas' type rules ([`proto::elem_types`]), with
+//! the model's `value_info` for what they cannot tell. Each Cast is made once per value
+//! and precision, right after the value's producer, so the node order stays topological
+//! and no Cast pair needs removing afterwards (the reference's
+//! `remove_unnecessary_cast_node`); the names of the graph's outputs never change.
+//!
+//! [`compute_share`] estimates how much of a model's work its convolutions and matrix
+//! products do, for a precision mode that converts only models where float16 pays.
+
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use half::f16;
+use prost::Message;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::onnx::proto::{
+    self, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto,
+    data_type::{FLOAT, FLOAT16},
+};
+
+/// The reference's `DEFAULT_OP_BLOCK_LIST`: operators that stay float32 (split at spaces).
+pub(crate) const DEFAULT_OP_BLOCK_LIST: &str = "ArrayFeatureExtractor Binarizer CastMap CategoryMapper \
+    DictVectorizer FeatureVectorizer Imputer LabelEncoder LinearClassifier LinearRegressor Normalizer OneHotEncoder \
+    RandomUniformLike SVMClassifier SVMRegressor Scaler TreeEnsembleClassifier TreeEnsembleRegressor ZipMap \
+    NonMaxSuppression TopK RoiAlign Resize Range CumSum Min Max Upsample";
+
+/// How to convert (the reference's keyword arguments, with its defaults).
+#[derive(Debug, Clone)]
+pub(crate) struct Fp16Options {
+    /// Positive values below this become this (negative ones likewise): 1e-7.
+    pub(crate) min_positive_val: f32,
+    /// Finite values beyond ± this become ± this: 1e4.
+    pub(crate) max_finite_val: f32,
+    /// Keep the graph's float inputs and outputs float32, with Casts at the boundary.
+    pub(crate) keep_io_types: bool,
+    /// Operators that stay float32.
+    pub(crate) op_block_list: Vec<String>,
+    /// Nodes (by name) that stay float32.
+    pub(crate) node_block_list: Vec<String>,
+}
+
+impl Default for Fp16Options {
+    fn default() -> Self {
+        Self {
+            min_positive_val: 1e-7,
+            max_finite_val: 1e4,
+            keep_io_types: false,
+            op_block_list: DEFAULT_OP_BLOCK_LIST.split_whitespace().map(String::from).collect(),
+            node_block_list: Vec::new(),
+        }
+    }
+}
+
+/// A converted model: its bytes and what the conversion did.
+#[derive(Debug, Clone)]
+pub(crate) struct Fp16Model {
+    /// The float16 model, ready for a session.
+    pub(crate) bytes: Vec<u8>,
+    /// What changed and what stayed float32.
+    pub(crate) report: Fp16Report,
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct Fp16Report {
+    /// Float32 tensors (initializers, Constant values, tensor attributes) now float16.
+    pub(crate) tensors_converted: usize,
+    /// Their values, in all.
+    pub(crate) elements_converted: usize,
+    /// Float32 constants left float32 because only float32 inputs read them.
+    pub(crate) tensors_kept_fp32: Vec<String>,
+    /// Graph inputs, outputs and `value_info` entries retyped float → float16.
+    pub(crate) values_retyped: usize,
+    /// `Cast(to = float)` and float `dtype` attributes now float16.
+    pub(crate) casts_retargeted: usize,
+    /// Cast nodes added (and float32 copies of constants).
+    pub(crate) casts_inserted: usize,
+    /// Nodes (or inputs of nodes) kept float32, and why.
+    pub(crate) kept_fp32: Vec<KeptFp32>,
+    /// Tensors with values changed by the clip before rounding.
+    pub(crate) clamped: Vec<Clamped>,
+}
+
+impl Fp16Report {
+    /// Values beyond ±`max_finite_val`, clipped to it, over all tensors.
+    pub(crate) fn values_clipped_large(&self) -> usize {
+        self.clamped.iter().map(|c| c.large).sum()
+    }
+}
+
+/// A node (or one of its inputs) left float32.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct KeptFp32 {
+    /// The node's name ("" when it has none).
+    pub(crate) node: String,
+    /// Its operator.
+    pub(crate) op: String,
+    /// Why.
+    pub(crate) reason: String,
+}
+
+/// A tensor whose values the clip changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Clamped {
+    /// The tensor's name.
+    pub(crate) tensor: String,
+    /// Values beyond ±`max_finite_val`, clipped to it.
+    pub(crate) large: usize,
+    /// Non-zero values nearer 0 than `min_positive_val`, raised to it.
+    pub(crate) small: usize,
+    /// The largest |value| before the clip.
+    pub(crate) largest: f32,
+}
+
+/// Converts the float32 model `model` (its bytes) to float16 with `options`.
+pub(crate) fn to_fp16(model: &[u8], options: &Fp16Options) -> Result<Fp16Model> {
+    let mut m = ModelProto::decode_model(model, "being converted to float16")?;
+    let report = convert_model(&mut m, options)?;
+    Ok(Fp16Model { bytes: m.encode_to_vec(), report })
+}
+
+fn refuse(message: String) -> Error {
+    Error::InvalidArgument(format!("the float16 conversion: {message}"))
+}
+
+/// Converts a decoded model in place (see the module's documentation).
+pub(crate) fn convert_model(m: &mut ModelProto, options: &Fp16Options) -> Result<Fp16Report> {
+    if !m.functions.is_empty() {
+        return Err(refuse("the model has model-local functions, which are not converted".into()));
+    }
+    if !m.training_info.is_empty() {
+        return Err(refuse("the model has training information, which is not converted".into()));
+    }
+    let opset = m.opset("").unwrap_or(1);
+    let Some(graph) = m.graph.as_mut() else { return Err(refuse("the model has no graph".into())) };
+    if let Some(why) = already_fp16(graph) {
+        return Err(refuse(format!("the model is already float16 ({why})")));
+    }
+    let mut used = HashSet::new();
+    graph.names(&mut used);
+    let mut cx = Cx { opts: options, opset, used, report: Fp16Report::default() };
+    convert_graph(graph, &HashMap::new(), &HashMap::new(), true, &mut cx)?;
+    Ok(cx.report)
+}
+
+/// The reference's `check_if_fp16_ready`: a float16 graph value, initializer or Cast.
+fn already_fp16(g: &GraphProto) -> Option<String> {
+    if let Some(v) = g.input.iter().chain(&g.output).chain(&g.value_info).find(|v| v.elem_type() == Some(FLOAT16)) {
+        return Some(format!("`{}` is float16", v.name.as_deref().unwrap_or("")));
+    }
+    if let Some(t) = g.initializer.iter().find(|t| t.dtype() == FLOAT16) {
+        return Some(format!("initializer `{}` is float16", t.name.as_deref().unwrap_or("")));
+    }
+    let cast16 = |n: &&NodeProto| n.op() == "Cast" && n.int("to") == Some(FLOAT16 as i64);
+    g.node.iter().find(cast16).map(|n| format!("node `{}` casts to float16", n.name()))
+}
+
+/// A precision after the conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum P {
+    Half,
+    Single,
+}
+
+impl P {
+    fn idx(self) -> usize {
+        self as usize
+    }
+    fn dtype(self) -> i32 {
+        [FLOAT16, FLOAT][self.idx()]
+    }
+    fn suffix(self) -> &'static str {
+        ["fp16", "fp32"][self.idx()]
+    }
+    fn other(self) -> P {
+        [P::Single, P::Half][self.idx()]
+    }
+}
+
+/// The names of a float value's versions, by precision ([`P::idx`]).
+type Versions = [Option<String>; 2];
+
+struct Cx<'a> {
+    opts: &'a Fp16Options,
+    opset: i64,
+    used: HashSet<String>,
+    report: Fp16Report,
+}
+
+impl Cx<'_> {
+    /// `base`, or `base_1`, `base_2`, … where it is taken.
+    fn fresh(&mut self, base: &str) -> String {
+        let mut name = base.to_string();
+        let mut k = 0;
+        while self.used.contains(&name) {
+            k += 1;
+            name = format!("{base}_{k}");
+        }
+        self.used.insert(name.clone());
+        name
+    }
+
+    /// Why `node` stays float32, if it does.
+    fn blocked(&self, node: &NodeProto) -> Option<String> {
+        let op = node.op();
+        if self.opts.node_block_list.iter().any(|n| n == node.name()) {
+            return Some("named in the node block list".into());
+        }
+        if self.opts.op_block_list.iter().any(|o| o == op) {
+            return Some(format!("{op} is in the op block list"));
+        }
+        match op {
+            "DynamicQuantizeLinear" => Some(format!("{op} takes float32 only")),
+            "QuantizeLinear" | "DequantizeLinear" if self.opset < 19 => {
+                Some(format!("{op} has no float16 before opset 19 (the model's is {})", self.opset))
+            }
+            _ => None,
+        }
+    }
+
+    /// The precision input `slot` of `node` reads (for a float value).
+    fn input_precision(&self, node: &NodeProto, slot: usize, blocked: bool) -> P {
+        if blocked || float32_inputs(node.op(), self.opset).contains(&slot) { P::Single } else { P::Half }
+    }
+
+    /// Converts a float32 tensor to float16 in place, clipping like the reference.
+    fn convert_tensor(&mut self, t: &mut TensorProto) -> Result<()> {
+        let values = t.floats()?;
+        let (lo, hi) = (self.opts.min_positive_val, self.opts.max_finite_val);
+        let (mut small, mut large, mut largest) = (0, 0, 0f32);
+        let halves: Vec<u16> = values
+            .iter()
+            .map(|&v| {
+                largest = largest.max(if v.is_finite() { v.abs() } else { 0.0 });
+                let c = if v > 0.0 && v < lo {
+                    small += 1;
+                    lo
+                } else if v < 0.0 && v > -lo {
+                    small += 1;
+                    -lo
+                } else if v > hi && v < f32::INFINITY {
+                    large += 1;
+                    hi
+                } else if v < -hi && v > f32::NEG_INFINITY {
+                    large += 1;
+                    -hi
+                } else {
+                    v
+                };
+                f16::from_f32(c).to_bits()
+            })
+            .collect();
+        if small + large > 0 {
+            let tensor = t.name.clone().unwrap_or_default();
+            self.report.clamped.push(Clamped { tensor, large, small, largest });
+        }
+        t.data_type = Some(FLOAT16);
+        if t.raw_data.is_some() {
+            t.raw_data = Some(halves.iter().flat_map(|h| h.to_le_bytes()).collect());
+        } else {
+            t.float_data.clear();
+            t.int32_data = halves.iter().map(|&h| h as i32).collect();
+        }
+        self.report.tensors_converted += 1;
+        self.report.elements_converted += values.len();
+        Ok(())
+    }
+
+    /// A converted node's attributes: Cast targets, generators' dtypes, tensors.
+    fn retarget(&mut self, node: &mut NodeProto) -> Result<()> {
+        let op = node.op().to_string();
+        let dtype_attr = match op.as_str() {
+            "Cast" => Some(("to", false)),
+            "RandomNormal" | "RandomUniform" => Some(("dtype", true)),
+            "RandomNormalLike" | "RandomUniformLike" | "EyeLike" | "Bernoulli" => Some(("dtype", false)),
+            "HannWindow" | "HammingWindow" | "BlackmanWindow" | "MelWeightMatrix" => Some(("output_datatype", true)),
+            _ => None,
+        };
+        if let Some((name, float_by_default)) = dtype_attr {
+            match node.attr_mut(name) {
+                Some(a) if a.i == Some(FLOAT as i64) => a.i = Some(FLOAT16 as i64),
+                None if float_by_default => node.attribute.push(AttributeProto::int(name, FLOAT16 as i64)),
+                _ => return Ok(()),
+            }
+            self.report.casts_retargeted += 1;
+            return Ok(());
+        }
+        if op == "ConstantOfShape" && node.attr("value").is_none() {
+            let zero = TensorProto {
+                dims: vec![1],
+                data_type: Some(FLOAT16),
+                raw_data: Some(vec![0, 0]),
+                ..Default::default()
+            };
+            node.attribute.push(AttributeProto::tensor("value", zero));
+            self.report.casts_retargeted += 1;
+        }
+        if op == "Constant" {
+            let scalar = node.attr("value_float").and_then(|a| a.f).map(|f| (vec![], vec![f]));
+            let list = node.attr("value_floats").map(|a| (vec![a.floats.len() as i64], a.floats.clone()));
+            if let Some((dims, values)) = scalar.or(list) {
+                let name = node.output.first().cloned().unwrap_or_default();
+                node.attribute = vec![AttributeProto::tensor("value", TensorProto::from_floats(&name, dims, &values))];
+            }
+        }
+        for a in &mut node.attribute {
+            let sparse =
+                a.sparse_tensor.iter_mut().chain(a.sparse_tensors.iter_mut()).filter_map(|s| s.values.as_mut());
+            for t in a.t.iter_mut().chain(a.tensors.iter_mut()).chain(sparse) {
+                if t.dtype() == FLOAT {
+                    self.convert_tensor(t)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The inputs of `op` that the schema types as float32 whatever the data's type: they stay
+/// float32 when the node is converted (the reference's `KEEP_ORIGINAL_DATA_TYPE_LIST`
+/// has Resize's scales; its roi, of a type of its own, is kept too, as ONNX Runtime's
+/// kernels read it as float).
+fn float32_inputs(op: &str, opset: i64) -> &'static [usize] {
+    match op {
+        "Resize" if opset >= 11 => &[1, 2],
+        "Resize" | "Upsample" => &[1],
+        _ => &[],
+    }
+}
+
+/// The precision output `i` of a converted `node` has.
+fn output_precision(node: &NodeProto, i: usize) -> P {
+    // LayerNormalization's mean and inverse deviation are of the stash type, float32 by default.
+    let stash32 = node.int("stash_type").is_none_or(|t| t == FLOAT as i64);
+    if node.op() == "LayerNormalization" && i > 0 && stash32 { P::Single } else { P::Half }
+}
+
+/// Converts one graph: `outer_types` and `outer` are the enclosing graphs' element types
+/// and float versions (empty at the top).
+fn convert_graph(
+    g: &mut GraphProto,
+    outer_types: &HashMap<String, i32>,
+    outer: &HashMap<String, Versions>,
+    top: bool,
+    cx: &mut Cx,
+) -> Result<()> {
+    let types = proto::elem_types(g, outer_types)?;
+    let float = |n: &str| types.get(n) == Some(&FLOAT);
+    if let Some(t) = g.sparse_initializer.iter().find_map(|s| s.values.as_ref()).filter(|t| t.dtype() == FLOAT) {
+        return Err(refuse(format!("sparse initializer `{}` is not converted", t.name.as_deref().unwrap_or(""))));
+    }
+    let io = if top && cx.opts.keep_io_types { P::Single } else { P::Half };
+    let blocked: Vec<Option<String>> = g.node.iter().map(|n| cx.blocked(n)).collect();
+    for (node, why) in g.node.iter().zip(&blocked) {
+        if why.is_some() && node.attribute.iter().any(|a| a.g.is_some() || !a.graphs.is_empty()) {
+            return Err(refuse(format!("node `{}` ({}) stays float32 but has subgraphs", node.name(), node.op())));
+        }
+    }
+
+    // Which precisions each float value is read in.
+    let mut need: BTreeMap<String, [bool; 2]> = BTreeMap::new();
+    for (node, why) in g.node.iter().zip(&blocked) {
+        for (slot, name) in node.input.iter().enumerate().filter(|(_, n)| float(n)) {
+            need.entry(name.clone()).or_default()[cx.input_precision(node, slot, why.is_some()).idx()] = true;
+            if why.is_none() && float32_inputs(node.op(), cx.opset).contains(&slot) {
+                let reason = format!("input {slot} (`{name}`) of {} stays float32 (its schema's type)", node.op());
+                cx.report.kept_fp32.push(KeptFp32 { node: node.name().into(), op: node.op().into(), reason });
+            }
+        }
+    }
+    let outputs: Vec<String> = g.output.iter().filter_map(|v| v.name.clone()).collect();
+    for o in outputs.iter().filter(|o| float(o)) {
+        need.entry(o.clone()).or_default()[io.idx()] = true;
+    }
+
+    // Where each of this graph's float values is made, and in which precision.
+    let inputs: HashSet<&str> = g.input.iter().filter_map(|v| v.name.as_deref()).collect();
+    let constant_home = |name: &str| {
+        if outputs.iter().any(|o| o == name) {
+            io
+        } else if need.get(name) == Some(&[false, true]) {
+            P::Single
+        } else {
+            P::Half
+        }
+    };
+    let mut home: HashMap<String, P> = HashMap::new();
+    for name in inputs.iter().filter(|n| float(n)) {
+        home.insert(name.to_string(), io);
+    }
+    for t in &g.initializer {
+        let name = t.name.as_deref().unwrap_or("");
+        if float(name) && !inputs.contains(name) {
+            home.insert(name.into(), constant_home(name));
+        }
+    }
+    let mut producer: HashMap<String, usize> = HashMap::new();
+    for (j, (node, why)) in g.node.iter().zip(&blocked).enumerate() {
+        for (i, out) in node.output.iter().enumerate().filter(|(_, o)| float(o)) {
+            producer.insert(out.clone(), j);
+            let p = match (why, node.op()) {
+                (Some(_), _) => P::Single,
+                (None, "Constant") => constant_home(out),
+                (None, _) => output_precision(node, i),
+            };
+            home.insert(out.clone(), p);
+        }
+    }
+    for (node, why) in g.node.iter().zip(&blocked) {
+        if let Some(reason) = why {
+            cx.report.kept_fp32.push(KeptFp32 {
+                node: node.name().into(),
+                op: node.op().into(),
+                reason: reason.clone(),
+            });
+        }
+    }
+    let constants = g.node.iter().filter(|n| n.op() == "Constant").filter_map(|n| n.output.first());
+    for name in
+        g.initializer.iter().map(|t| t.name()).filter(|n| !inputs.contains(n)).chain(constants.map(String::as_str))
+    {
+        if home.get(name) == Some(&P::Single) {
+            cx.report.tensors_kept_fp32.push(name.into());
+        }
+    }
+
+    // The versions: each value's own, then the graph outputs' and the missing ones.
+    let mut ver: HashMap<String, Versions> = outer.clone();
+    for (name, &p) in &home {
+        let mut v: Versions = Default::default();
+        v[p.idx()] = Some(name.clone());
+        ver.insert(name.clone(), v);
+    }
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    let mut created: Vec<(String, P, String)> = Vec::new();
+    if top {
+        for o in outputs.iter().filter(|o| float(o)) {
+            let h = *home.get(o.as_str()).ok_or_else(|| Error::Internal(format!("`{o}` is made nowhere")))?;
+            if h != io {
+                // The producer's output gets a new name; a Cast makes the output in the I/O precision.
+                let fresh = cx.fresh(&format!("{o}_{}", h.suffix()));
+                let v = ver.get_mut(o.as_str()).ok_or_else(|| Error::Internal(format!("no version of `{o}`")))?;
+                v[h.idx()] = Some(fresh.clone());
+                v[io.idx()] = Some(o.clone());
+                renamed.insert(o.clone(), fresh);
+                created.push((o.clone(), io, o.clone()));
+            }
+        }
+    }
+    for (name, wanted) in &need {
+        for p in [P::Half, P::Single].into_iter().filter(|p| wanted[p.idx()]) {
+            let v = ver.get_mut(name).ok_or_else(|| Error::Internal(format!("no version of float `{name}`")))?;
+            if v[p.idx()].is_none() {
+                let fresh = cx.fresh(&format!("{name}_{}", p.suffix()));
+                v[p.idx()] = Some(fresh.clone());
+                created.push((name.clone(), p, fresh));
+            }
+        }
+    }
+
+    // Where each new version is made.
+    let mut after: HashMap<usize, Vec<NodeProto>> = HashMap::new();
+    let mut prelude = Vec::new();
+    let mut extra_initializers = Vec::new();
+    for (name, p, fresh) in &created {
+        let source = ver[name][p.other().idx()].clone().ok_or_else(|| Error::Internal(format!("`{name}` unmade")))?;
+        let node_name = cx.fresh(&format!("{fresh}_cast"));
+        let cast = || {
+            let mut c = NodeProto::new("Cast", node_name.clone(), vec![source.clone()], vec![fresh.clone()]);
+            c.attribute.push(AttributeProto::int("to", p.dtype() as i64));
+            c
+        };
+        if let Some(&j) = producer.get(name) {
+            let made = if g.node[j].op() == "Constant" && blocked[j].is_none() {
+                // A constant's other precision is another constant, from the original value.
+                let mut c = g.node[j].clone();
+                c.output = vec![fresh.clone()];
+                c.name = Some(node_name.clone());
+                if *p == P::Half {
+                    cx.retarget(&mut c)?;
+                }
+                c
+            } else {
+                cx.report.casts_inserted += 1;
+                cast()
+            };
+            after.entry(j).or_default().push(made);
+        } else if let Some(t) = g.initializer.iter().find(|t| t.name.as_deref() == Some(name)) {
+            let mut t = t.clone();
+            t.name = Some(fresh.clone());
+            if *p == P::Half {
+                cx.convert_tensor(&mut t)?;
+            }
+            extra_initializers.push(t);
+        } else {
+            cx.report.casts_inserted += 1;
+            prelude.push(cast());
+        }
+    }
+
+    // The nodes, in order, each followed by the versions made from its outputs.
+    let old = std::mem::take(&mut g.node);
+    let mut nodes = prelude;
+    for (j, mut node) in old.into_iter().enumerate() {
+        for slot in 0..node.input.len() {
+            if float(&node.input[slot]) {
+                let p = cx.input_precision(&node, slot, blocked[j].is_some());
+                let name = &node.input[slot];
+                let v = ver[name][p.idx()].clone();
+                node.input[slot] = v.ok_or_else(|| Error::Internal(format!("`{name}` has no version for a node")))?;
+            }
+        }
+        for out in node.output.iter_mut() {
+            if let Some(r) = renamed.get(out) {
+                *out = r.clone();
+            }
+        }
+        let keep32 = node.op() == "Constant" && node.output.first().is_some_and(|o| home.get(o) == Some(&P::Single));
+        if blocked[j].is_none() && !keep32 {
+            cx.retarget(&mut node)?;
+            for a in &mut node.attribute {
+                for sub in a.g.iter_mut().chain(a.graphs.iter_mut()) {
+                    convert_graph(sub, &types, &ver, false, cx)?;
+                }
+            }
+        }
+        nodes.push(node);
+        nodes.extend(after.remove(&j).unwrap_or_default());
+    }
+    g.node = nodes;
+
+    // Initializers, then the declared types.
+    for t in &mut g.initializer {
+        let name = t.name.as_deref().unwrap_or("");
+        if t.dtype() == FLOAT && home.get(name) == Some(&P::Half) {
+            cx.convert_tensor(t)?;
+        }
+    }
+    g.initializer.extend(extra_initializers);
+    let mut new_info = Vec::new();
+    for vi in &mut g.value_info {
+        let Some(name) = vi.name.clone().filter(|n| float(n)) else { continue };
+        let p = if renamed.contains_key(&name) { io } else { home.get(&name).copied().unwrap_or(P::Half) };
+        // The new versions (a renamed producer's output among them) are declared like the value.
+        let versions = created.iter().filter(|c| c.0 == name && c.2 != name).map(|c| (c.2.clone(), c.1));
+        for (fresh, q) in versions.chain(renamed.get(&name).map(|r| (r.clone(), home[&name]))) {
+            let mut copy = vi.clone();
+            copy.name = Some(fresh);
+            set_elem(&mut copy, q.dtype());
+            new_info.push(copy);
+        }
+        cx.report.values_retyped += usize::from(p == P::Half);
+        set_elem(vi, p.dtype());
+    }
+    g.value_info.extend(new_info);
+    for v in &mut g.input {
+        if v.name.as_deref().is_some_and(float) {
+            cx.report.values_retyped += usize::from(io == P::Half);
+            set_elem(v, io.dtype());
+        }
+    }
+    for v in &mut g.output {
+        let Some(name) = v.name.clone().filter(|n| float(n)) else { continue };
+        cx.report.values_retyped += usize::from(io == P::Half);
+        set_elem(v, io.dtype());
+        if !top {
+            // A subgraph's outputs are matched by position: the output may take the version's name.
+            v.name = ver[&name][io.idx()].clone();
+        }
+    }
+    Ok(())
+}
+
+fn set_elem(v: &mut proto::ValueInfoProto, dtype: i32) {
+    if let Some(t) = v.tensor_type_mut() {
+        t.elem_type = Some(dtype);
+    }
+}
+
+/// The operators counted as matrix work: convolutions and matrix products.
+const MATRIX_OPS: &[&str] = &[
+    "Conv",
+    "ConvTranspose",
+    "ConvInteger",
+    "QLinearConv",
+    "FusedConv",
+    "MatMul",
+    "MatMulInteger",
+    "QLinearMatMul",
+    "FusedMatMul",
+    "Gemm",
+];
+
+/// Above this share of the work in matrix operators, float16 pays (see [`ComputeShare`]).
+pub(crate) const MATRIX_BOUND: f64 = 0.9;
+
+/// How much of a model's work its convolutions and matrix products (Conv, ConvTranspose,
+/// MatMul, Gemm and their quantized and fused forms) do, estimated from the weights and
+/// the graph alone, without running it ([`compute_share`]).
+///
+/// The estimate follows each value's size as (elements per spatial position, spatial
+/// positions per input pixel): an image input is (C, 1); a convolution gives (its weight's
+/// output channels, the input's positions / the strides' product); DepthToSpace,
+/// SpaceToDepth, Resize with constant scales and strided pools move elements between the
+/// two; constants are (their elements, 0), so they cost nothing per pixel. Then:
+/// - a convolution does (its weight's elements) multiply-adds per output position, a
+///   transposed one per input position, a matrix product with a constant operand
+///   `[K, N]` N per element of the other operand;
+/// - every other operator does one operation per element it writes (Reshape, Flatten,
+///   Squeeze, Unsqueeze, Identity, Shape and Dropout none: they move no data).
+///
+/// All counted per input pixel, so the numbers do not depend on the frame size. What it
+/// leaves out: padding and dilation, a matrix product of two activations (counted by
+/// its first operand's elements only, and named in `unfollowed`), reductions (counted at
+/// their input's size) and subgraphs. On a GPU an element-wise operation is bound by
+/// memory, not arithmetic, so one element operation stands for much more time than one
+/// multiply-add: the share is an upper bound of the time share, and a model passes
+/// [`MATRIX_BOUND`] only when the matrix work dwarfs the rest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct ComputeShare {
+    /// Float parameters read by the matrix operators (their weights and biases).
+    pub(crate) matrix_params: u64,
+    /// All float parameters (initializers and Constant values).
+    pub(crate) params: u64,
+    /// Multiply-adds per input pixel in the matrix operators.
+    pub(crate) matrix_macs: f64,
+    /// Element operations per input pixel in all the other operators.
+    pub(crate) other_ops: f64,
+    /// Operators whose output size the estimate could not follow (`op` `name`).
+    pub(crate) unfollowed: Vec<String>,
+}
+
+impl ComputeShare {
+    /// The matrix operators' share of the parameters, 0 to 1.
+    pub(crate) fn param_share(&self) -> f64 {
+        if self.params == 0 { 0.0 } else { self.matrix_params as f64 / self.params as f64 }
+    }
+
+    /// The matrix operators' share of the work, 0 to 1.
+    pub(crate) fn work_share(&self) -> f64 {
+        let all = self.matrix_macs + self.other_ops;
+        if all == 0.0 { 0.0 } else { self.matrix_macs / all }
+    }
+
+    /// Whether the convolutions and matrix products are the bulk of the work.
+    pub(crate) fn matrix_bound(&self) -> bool {
+        self.work_share() >= MATRIX_BOUND
+    }
+}
+
+/// A value's size: elements per spatial position, spatial positions per input pixel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Size {
+    c: f64,
+    s: f64,
+}
+
+impl Size {
+    fn elements(self) -> f64 {
+        self.c * self.s
+    }
+}
+
+/// Estimates the share of a model's work in its convolutions and matrix products ([`ComputeShare`]).
+pub(crate) fn compute_share(model: &[u8]) -> Result<ComputeShare> {
+    let m = ModelProto::decode_model(model, "being measured")?;
+    let g = m.graph.as_ref().ok_or_else(|| refuse("the model has no graph".into()))?;
+    let mut share = ComputeShare::default();
+    let mut consts: HashMap<&str, &TensorProto> = HashMap::new();
+    for t in &g.initializer {
+        consts.insert(t.name(), t);
+    }
+    for n in g.node.iter().filter(|n| n.op() == "Constant") {
+        if let (Some(out), Some(t)) = (n.output.first(), n.attr("value").and_then(|a| a.t.as_ref())) {
+            consts.insert(out, t);
+        }
+    }
+    let float_const = |t: &&&TensorProto| matches!(t.dtype(), FLOAT | FLOAT16 | proto::data_type::DOUBLE);
+    share.params = consts.values().filter(float_const).map(|t| t.elements() as u64).sum();
+    let mut size: HashMap<&str, Size> =
+        consts.iter().map(|(n, t)| (*n, Size { c: t.elements() as f64, s: 0.0 })).collect();
+    for v in g.input.iter().filter(|v| !consts.contains_key(v.name())) {
+        let dims = v.dims().unwrap_or_default();
+        let fixed = |i: usize| dims.get(i).copied().flatten();
+        let c = match (dims.len(), fixed(1), fixed(3)) {
+            (4, c1, Some(c3)) if (1..=4).contains(&c3) && !c1.is_some_and(|c| (1..=4).contains(&c)) => c3,
+            (4, Some(c1), _) => c1,
+            (4, None, _) => 3,
+            _ => dims.iter().skip(1).map(|d| d.unwrap_or(1)).product(),
+        };
+        size.insert(v.name(), Size { c: c as f64, s: 1.0 });
+    }
+    let strides = |n: &NodeProto| n.ints("strides").map_or(1.0, |s| s.iter().product::<i64>().max(1) as f64);
+    for n in &g.node {
+        let op = n.op();
+        let ins: Vec<Option<Size>> = n.input.iter().map(|i| size.get(i.as_str()).copied()).collect();
+        let x = ins.first().copied().flatten();
+        let biggest = ins.iter().flatten().copied().fold(None, |a: Option<Size>, b| match a {
+            Some(a) if (a.s, a.elements()) >= (b.s, b.elements()) => Some(a),
+            _ => Some(b),
+        });
+        let constant = |i: usize| n.input_at(i).and_then(|name| consts.get(name)).copied();
+        let weight = match op {
+            "QLinearConv" | "QLinearMatMul" => constant(3),
+            _ => constant(1),
+        };
+        let out: Option<Size>;
+        if MATRIX_OPS.contains(&op) {
+            share.matrix_params +=
+                n.input.iter().skip(1).filter_map(|i| consts.get(i.as_str())).map(|t| t.elements() as u64).sum::<u64>();
+            match (op, x, weight) {
+                ("ConvTranspose", Some(x), Some(w)) if w.dims.len() >= 2 => {
+                    share.matrix_macs += w.elements() as f64 * x.s;
+                    out = Some(Size { c: (w.dims[1] * n.int("group").unwrap_or(1)) as f64, s: x.s * strides(n) });
+                }
+                (_, Some(x), Some(w)) if op.contains("Conv") && !w.dims.is_empty() => {
+                    let s = x.s / strides(n);
+                    share.matrix_macs += w.elements() as f64 * s;
+                    out = Some(Size { c: w.dims[0] as f64, s });
+                }
+                (_, Some(x), Some(w)) if w.dims.len() == 2 => {
+                    let trans_b = op == "Gemm" && n.int("transB") == Some(1);
+                    let (k, cols) = if trans_b { (w.dims[1], w.dims[0]) } else { (w.dims[0], w.dims[1]) };
+                    share.matrix_macs += x.elements() * cols as f64;
+                    out = Some(Size { c: x.c / k.max(1) as f64 * cols as f64, s: x.s });
+                }
+                _ => {
+                    share.matrix_macs += x.map_or(0.0, Size::elements);
+                    share.unfollowed.push(format!("{op} `{}`", n.name()));
+                    out = x;
+                }
+            }
+        } else {
+            let scales = match op {
+                "Resize" => constant(2).or_else(|| (n.input.len() == 2).then(|| constant(1)).flatten()),
+                "Upsample" => constant(1),
+                _ => None,
+            }
+            .and_then(|t| t.floats().ok());
+            let block = n.int("blocksize").unwrap_or(1) as f64;
+            out = match (op, x) {
+                ("DepthToSpace", Some(x)) => Some(Size { c: x.c / (block * block), s: x.s * block * block }),
+                ("SpaceToDepth", Some(x)) => Some(Size { c: x.c * block * block, s: x.s / (block * block) }),
+                ("Resize" | "Upsample", Some(x)) if scales.is_some() => {
+                    Some(Size { c: x.c, s: x.s * scales.unwrap_or_default().iter().product::<f32>() as f64 })
+                }
+                ("MaxPool" | "AveragePool" | "LpPool", Some(x)) => Some(Size { c: x.c, s: x.s / strides(n) }),
+                ("GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool", Some(x)) => Some(Size { c: x.c, s: 0.0 }),
+                ("Concat", _) => {
+                    let s = ins.iter().flatten().map(|z| z.s).fold(0.0, f64::max);
+                    let e: f64 = ins.iter().flatten().map(|z| z.elements()).sum();
+                    Some(Size { c: if s > 0.0 { e / s } else { e }, s })
+                }
+                ("Split", Some(x)) => Some(Size { c: x.c / n.output.len().max(1) as f64, s: x.s }),
+                ("Resize" | "Upsample", _) => {
+                    share.unfollowed.push(format!("{op} `{}`", n.name()));
+                    biggest
+                }
+                _ => biggest,
+            };
+            let free =
+                ["Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Size", "Dropout", "Constant"];
+            if !free.contains(&op) {
+                share.other_ops += out.map_or(0.0, Size::elements) * n.output.len() as f64;
+            }
+        }
+        if let Some(o) = out {
+            for name in &n.output {
+                size.insert(name, o);
+            }
+        }
+    }
+    Ok(share)
+}
+
+#[cfg(test)]
+#[path = "fp16_tests.rs"]
+pub(crate) mod tests;
