@@ -152,8 +152,8 @@ pub use context::{
 pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
 pub use onnx::session::check_model_file;
 pub use onnx::{
-    ColorOrder, ConvSearch, Element, Layout, ModelContract, NamedTensor, Normalization, PROBE_SIZE, RuntimeInfo, Scale,
-    ScaleSource, TensorDeclaration, TensorKind,
+    ColorOrder, ConvSearch, Element, Layout, ModelContract, NamedTensor, Normalization, PROBE_SIZE, Precision,
+    PrecisionCheck, PrecisionReport, RuntimeInfo, Scale, ScaleSource, TensorDeclaration, TensorKind,
 };
 /// The `ort` this crate is built with (an exact pre-release pin), for
 /// [`ort_environment`]'s sessions.

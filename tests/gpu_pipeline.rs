@@ -7,7 +7,10 @@ mod common;
 use ash::vk;
 use common::gpu;
 use common::pipeline::{Tolerance, check_backend, check_frames, check_host_pinned};
-use neural_frame::{Backend, ContextBuilder, DeviceSelector, NeuralFrameContext, PostWait, format_uuid};
+use neural_frame::{
+    Backend, ContextBuilder, DeviceSelector, Element, NeuralFrameContext, PostWait, Precision, PrecisionReport,
+    format_uuid,
+};
 
 fn cuda(model: &str, w: u32, h: u32, seed: u32, tol: Tolerance) {
     gpu();
@@ -95,6 +98,51 @@ fn cuda_frame_size_change_keeps_the_session() {
         .build()
         .expect("context");
     across_resizes(ctx, vk::Format::B8G8R8A8_UNORM, 1);
+}
+
+/// The bundled upscaler's 8-bit output on `backend` with `precision`, from one
+/// textured picture (output image poisoned first), with the context's precision report.
+fn upscaled(backend: Backend, precision: Precision, (w, h): (u32, u32)) -> (Vec<u8>, PrecisionReport, Element) {
+    let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
+        .backend(backend)
+        .precision(precision)
+        .frame_size(w, h)
+        .build()
+        .expect("context");
+    assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settle"));
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    ctx.upload(input, &common::pipeline::picture(w, h, 21)).expect("upload");
+    let (ow, oh) = ctx.output_size();
+    ctx.upload_output(output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison");
+    ctx.infer(input, output).expect("infer");
+    (ctx.readback(output).expect("readback"), ctx.precision().clone(), ctx.contract().input.element)
+}
+
+/// With no options the fp32 upscaler runs in fp16 on the CUDA backend (its check on a
+/// probe frame passed, cached), within PSNR 45 dB of the fp32 model on ONNX Runtime's CPU
+/// provider (the CPU backend keeps fp32); `Precision::Fp32` keeps it fp32.
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn fp32_model_runs_in_fp16_by_default_within_tolerance() {
+    gpu();
+    let size = (96, 64);
+    let (cpu, cpu_report, cpu_element) = upscaled(Backend::Cpu, Precision::Auto, size);
+    assert_eq!((cpu_report.running, cpu_element), ("fp32", Element::F32), "{cpu_report:?}");
+    let (auto, report, element) = upscaled(Backend::Cuda, Precision::Auto, size);
+    let check = report.check.clone().expect("checked");
+    assert_eq!((report.running, element), ("fp16", Element::F16), "{report:?}");
+    assert!(check.passed && report.converted.as_ref().is_some_and(|p| p.is_file()), "{report:?}");
+    let db = common::pipeline::psnr(&auto, &cpu);
+    let (exact, exact_report, exact_element) = upscaled(Backend::Cuda, Precision::Fp32, size);
+    assert_eq!((exact_report.running, exact_element), ("fp32", Element::F32), "{exact_report:?}");
+    let db_exact = common::pipeline::psnr(&exact, &cpu);
+    println!(
+        "upscale.onnx {}×{}: auto → {} ({}); against the CPU's fp32: fp16 {db:.1} dB, fp32 {db_exact:.1} dB",
+        size.0, size.1, report.running, report.reason
+    );
+    assert!(db >= 45.0, "fp16 against the CPU's fp32: PSNR {db:.1} dB");
+    assert!(db_exact > db, "fp32 on CUDA ({db_exact:.1} dB) is nearer the CPU's fp32 than fp16 ({db:.1} dB)");
 }
 
 /// One frame of tiny-x2-f32 at the context's size, checked against ORT's CPU run (within 1 of 255).

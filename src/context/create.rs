@@ -21,7 +21,7 @@ use crate::cuda;
 use crate::error::{Error, ErrorKind, Result};
 use crate::interop::SharedTimeline;
 use crate::onnx::session::{Provider, SessionConfig};
-use crate::onnx::{Binding, session};
+use crate::onnx::{Binding, precision, session};
 use crate::vulkan::command::CommandPool;
 use crate::vulkan::query::TimestampPool;
 use crate::vulkan::sync::Fence;
@@ -173,6 +173,26 @@ impl NeuralFrameContext {
         };
         let session_ms;
         let mut fast = b.fast_start && cuda.is_some() && b.tuning.cuda.fuse_conv_bias;
+        // The model file that runs: the caller's, or its fp16 conversion (precision.rs).
+        let resolved = match cuda {
+            #[cfg(feature = "cuda")]
+            Some(c) => {
+                let probe_config = SessionConfig {
+                    provider: Provider::Cuda { ordinal: c.info().ordinal },
+                    fuse_conv_bias: false,
+                    ..config.clone()
+                };
+                let v = &base.report.vulkan_device;
+                let gpu = format!(
+                    "{} {} / {} {} / ONNX Runtime {}",
+                    v.name, v.uuid, v.driver_name, v.driver_info, base.report.runtime.version
+                );
+                let mut probe = |path: &std::path::Path| precision::probe_pixels(path, &probe_config);
+                precision::resolve(&b.model, b.precision, Some((&gpu, &mut probe)))?
+            }
+            _ => precision::resolve(&b.model, b.precision, None)?,
+        };
+        let model = resolved.path.clone();
         let (engine, contract) = match cuda {
             Some(c) => {
                 // The model's stream at the greatest priority (the post kernels' at the least).
@@ -184,14 +204,14 @@ impl NeuralFrameContext {
                 // beside the first frames (faststart.rs).
                 config.fuse_conv_bias = b.tuning.cuda.fuse_conv_bias && !fast;
                 // SAFETY: the stream goes into the engine with the session, which drops the session first.
-                let (mut session, mut contract) = unsafe { session::create(&b.model, &config) }?;
+                let (mut session, mut contract) = unsafe { session::create(&model, &config) }?;
                 if fast && !(contract.extra_inputs.is_empty() && contract.extra_outputs.is_empty()) {
                     // Its first run needs the extra tensors: the fused session is built here.
                     fast = false;
                     config.fuse_conv_bias = true;
                     drop(session);
                     // SAFETY: as above.
-                    (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                    (session, contract) = unsafe { session::create(&model, &config) }?;
                 }
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
@@ -213,7 +233,7 @@ impl NeuralFrameContext {
                 }
                 let t = std::time::Instant::now();
                 // SAFETY: no CUDA stream is involved.
-                let (session, contract) = unsafe { session::create(&b.model, &config) }?;
+                let (session, contract) = unsafe { session::create(&model, &config) }?;
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 (Engine::Host(HostEngine { session }), contract)
             }
@@ -297,6 +317,7 @@ impl NeuralFrameContext {
             poisoned: None,
             fused: None,
             restart: None,
+            precision: resolved.report,
             id,
         };
         ctx.resize(b.size.0, b.size.1)?;
@@ -305,12 +326,12 @@ impl NeuralFrameContext {
             let size =
                 ctx.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;
             ctx.restart = Some(faststart::Restart {
-                model: b.model.clone(),
+                model: model.clone(),
                 config: SessionConfig { cuda_stream: None, ..config.clone() },
                 device: Arc::clone(c),
             });
             let recipe = faststart::Recipe {
-                model: b.model.clone(),
+                model: model.clone(),
                 config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },
                 device: Arc::clone(c),
                 contract: ctx.contract.clone(),

@@ -127,6 +127,8 @@ pub struct NeuralFrameContext {
     fused: Option<faststart::Pending>,
     /// Fast start's session options with the bias apart, to start fast again after a resize.
     restart: Option<faststart::Restart>,
+    /// What precision the model runs in, and why.
+    precision: crate::onnx::PrecisionReport,
     id: u64,
 }
 
@@ -339,6 +341,21 @@ impl NeuralFrameContext {
     /// ```
     pub fn output_size(&self) -> (u32, u32) {
         self.frame.as_ref().map_or((0, 0), |g| (g.out_width, g.out_height))
+    }
+
+    /// The precision the model runs in, and why ([`Precision`](crate::Precision)): an fp32
+    /// model may run in fp16 on the CUDA backend.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+    /// let p = ctx.precision();
+    /// println!("{} model, running {}: {}", p.model, p.running, p.reason);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn precision(&self) -> &crate::onnx::PrecisionReport {
+        &self.precision
     }
 
     /// How frames are cut into tiles: the tiling in force (the builder's, or the

@@ -7,6 +7,7 @@ pub(crate) mod declare;
 pub(crate) mod fp16;
 pub(crate) mod layout;
 pub(crate) mod model;
+pub(crate) mod precision;
 pub(crate) mod preload;
 #[cfg(feature = "cuda")]
 pub(crate) mod probe;
@@ -18,6 +19,7 @@ pub(crate) mod tensor;
 pub(crate) use binding::{Binding, Placement, TensorValue};
 pub use declare::TensorDeclaration;
 pub use model::{ModelContract, NamedTensor, PROBE_SIZE, Scale, ScaleSource};
+pub use precision::{Precision, PrecisionCheck, PrecisionReport};
 pub use runtime::RuntimeInfo;
 pub use session::ConvSearch;
 pub use tensor::{ColorOrder, Element, Layout, Normalization, TensorKind};

@@ -14,7 +14,7 @@ use neural_frame::{
 };
 
 use super::pipeline::{
-    Tolerance, Tune, check_frame, expected_image, input_tensor, picture, plain, psnr, reference_output,
+    Tolerance, Tune, check_frame, exact, expected_image, input_tensor, picture, plain, psnr, reference_output,
 };
 
 /// Runs `model` (built with `tune`) on a `w × h` picture through the pipeline on
@@ -22,7 +22,7 @@ use super::pipeline::{
 /// contract and the image's PSNR against the reference image.
 pub fn check_model(model: &str, backend: Backend, tune: Tune, (w, h): (u32, u32), seed: u32) -> (TensorKind, f64) {
     let path = Path::new(model);
-    let mut ctx = tune(NeuralFrameContext::builder(path).backend(backend).frame_size(w, h))
+    let mut ctx = tune(exact(NeuralFrameContext::builder(path)).backend(backend).frame_size(w, h))
         .build()
         .unwrap_or_else(|e| panic!("{model}: {e}"));
     let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input image");
@@ -380,7 +380,7 @@ pub fn bad_frames_are_refused(backend: Backend) {
 /// The output image of `model` on `picture(w, h, seed)`, with `tune` applied, after
 /// poisoning the output.
 fn output_of(model: &str, backend: Backend, tune: Tune, (w, h): (u32, u32), seed: u32) -> (Vec<u8>, Option<usize>) {
-    let mut ctx = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(w, h))
+    let mut ctx = tune(exact(NeuralFrameContext::builder(model)).backend(backend).frame_size(w, h))
         .build()
         .unwrap_or_else(|e| panic!("{model}: {e}"));
     let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");

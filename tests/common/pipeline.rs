@@ -216,6 +216,13 @@ pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, see
     check_frames(model, backend, plain, width, height, seed, 1, tol)
 }
 
+/// The model's own precision (`Precision::Fp32`: an fp32 model is not converted to fp16
+/// on the CUDA backend), for checks held to fp32 tolerances against ONNX Runtime's CPU run;
+/// the automatic precision has tests of its own.
+pub fn exact(b: ContextBuilder) -> ContextBuilder {
+    b.precision(neural_frame::Precision::Fp32)
+}
+
 /// Options applied to a context's builder by a test.
 pub type Tune = fn(ContextBuilder) -> ContextBuilder;
 
@@ -239,7 +246,7 @@ pub fn check_frames(
     tol: Tolerance,
 ) -> (f32, u8) {
     let path = Path::new(model);
-    let mut ctx = tune(NeuralFrameContext::builder(path).backend(backend).frame_size(width, height))
+    let mut ctx = tune(exact(NeuralFrameContext::builder(path)).backend(backend).frame_size(width, height))
         .build()
         .unwrap_or_else(|e| panic!("{model}: {e}"));
     let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input image");

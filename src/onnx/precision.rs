@@ -1,0 +1,575 @@
+//! Precision: an fp32 model runs in fp16 on the CUDA backend where that pays and
+//! keeps its results.
+//!
+//! With [`Precision::Auto`] (the default) a model whose graph inputs or outputs are
+//! float32 is converted to float16 ([`fp16`](crate::onnx::fp16)) when
+//! - its convolutions and matrix products are the bulk of its work
+//!   ([`compute_share`](crate::onnx::fp16::compute_share)) and heavy enough for fp16 to pay
+//!   ([`MIN_MACS_PER_PIXEL`]), and
+//! - one probe frame (a textured pattern, [`CHECK_SIZE`]) through both models on this GPU's
+//!   CUDA provider agrees: the 8-bit output's PSNR at least [`MIN_PSNR_DB`] and no
+//!   channel off by more than [`MAX_ERROR_LEVELS`] of 255.
+//!
+//! The converted model and the check's result are cached beside the tune cache
+//! (`precision/` in its directory), keyed by the model's SHA-256 (and, for the
+//! check, the GPU, its driver and ONNX Runtime), so the conversion and the check
+//! run once. The CPU backend keeps the model's own precision.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::onnx::fp16::{self, Fp16Options};
+use crate::onnx::proto::{ModelProto, data_type};
+use crate::onnx::tensor::{Layout, TensorKind};
+
+/// The precision a model runs in (CUDA backend).
+///
+/// ```no_run
+/// use neural_frame::{NeuralFrameContext, Precision};
+///
+/// // The fp32 file runs in fp16 where the check on a probe frame passes (the default) …
+/// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
+/// println!("{}", ctx.precision().reason);
+/// // … or as it is.
+/// let exact = NeuralFrameContext::builder("models/upscale.onnx").precision(Precision::Fp32).frame_size(960, 540).build()?;
+/// assert_eq!(exact.precision().running, "fp32");
+/// # Ok::<(), neural_frame::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// An fp32 model runs in fp16 where its work is mostly convolutions and matrix
+    /// products and a probe frame's fp16 result stays within the tolerance of its fp32
+    /// result; otherwise, and on the CPU backend, the model's own precision.
+    #[default]
+    Auto,
+    /// Never converted: the model's own precision, fp32 for an fp32 model (an fp16 model
+    /// stays fp16, with a warning: fp32 would need its fp32 original).
+    Fp32,
+    /// An fp32 model converted to fp16 without the check (CUDA backend).
+    Fp16,
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Fp32 => "fp32",
+            Self::Fp16 => "fp16",
+        })
+    }
+}
+
+/// `Auto` converts only models with at least this many multiply-adds per input pixel in
+/// their convolutions and matrix products: below it a model is bound by memory and launch
+/// overheads, and fp16 saves little (realesr-animevideov3 has 6.2·10⁵; the tiny test
+/// models about 10³).
+pub const MIN_MACS_PER_PIXEL: f64 = 1e4;
+
+/// The probe frame of the check: its input size (a model with a fixed size uses its own).
+pub const CHECK_SIZE: (u32, u32) = (96, 64);
+/// The check's least PSNR of the 8-bit output, fp16 against fp32, in dB.
+pub const MIN_PSNR_DB: f64 = 45.0;
+/// The check's largest difference of one 8-bit output channel, fp16 against fp32.
+pub const MAX_ERROR_LEVELS: u32 = 16;
+
+/// The probe frame's comparison, fp16 against fp32, on the 8-bit output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionCheck {
+    /// PSNR of the main output as 8-bit pixels, in dB (infinite: equal).
+    pub psnr_db: f64,
+    /// The largest difference of one channel, in levels of 255.
+    pub max_error_levels: u32,
+    /// The probe frame's input size.
+    pub size: (u32, u32),
+    /// Whether both are within the tolerance ([`MIN_PSNR_DB`], [`MAX_ERROR_LEVELS`]).
+    pub passed: bool,
+}
+
+/// What precision runs, and why ([`NeuralFrameContext::precision`](crate::NeuralFrameContext::precision)).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PrecisionReport {
+    /// What was asked for.
+    pub asked: Precision,
+    /// The model file's precision: `"fp32"`, `"fp16"` or `"other"` (integer inputs and outputs).
+    pub model: &'static str,
+    /// What runs: `"fp32"`, `"fp16"` or `"other"`.
+    pub running: &'static str,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// The probe frame's check, where one ran (or was read from the cache).
+    pub check: Option<PrecisionCheck>,
+    /// The converted model that runs, where one does.
+    pub converted: Option<PathBuf>,
+}
+
+/// The model a session loads, and the report.
+pub(crate) struct Resolved {
+    pub(crate) path: PathBuf,
+    pub(crate) report: PrecisionReport,
+}
+
+/// How the check runs the two models: a closure that takes a model path and returns the
+/// main output of one probe frame as 8-bit pixels (the context's CUDA provider, in practice).
+pub(crate) type ProbeRun<'a> = dyn FnMut(&Path) -> Result<Vec<u8>> + 'a;
+
+/// The model file's precision from its graph's inputs and outputs (initializers excluded).
+pub(crate) fn model_precision(bytes: &[u8]) -> Result<&'static str> {
+    let m = ModelProto::decode_model(bytes, "read for its precision")?;
+    let Some(g) = m.graph.as_ref() else {
+        return Ok("other");
+    };
+    let weights: std::collections::HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    let types: Vec<i32> = g
+        .input
+        .iter()
+        .filter(|v| !weights.contains(v.name.as_deref().unwrap_or_default()))
+        .chain(g.output.iter())
+        .filter_map(|v| v.elem_type())
+        .collect();
+    Ok(if types.contains(&data_type::FLOAT) {
+        "fp32"
+    } else if types.contains(&data_type::FLOAT16) {
+        "fp16"
+    } else {
+        "other"
+    })
+}
+
+/// The directory of the converted models: `precision/` beside the tune cache.
+fn cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let base = var("NEURAL_FRAME_TUNE_CACHE")
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .or_else(|| var("XDG_CACHE_HOME").filter(|p| p.is_absolute()).map(|p| p.join("neural-frame")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("neural-frame")))?;
+    Some(base.join("precision"))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename (a reader never sees half a file).
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |what: &str, e| Error::Io { what: format!("{what} {}", path.display()), source: e };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| io("creating the directory of", e))?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| io("writing", e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io("renaming into", e))
+}
+
+/// The fp16 conversion of `bytes`, from the cache or made (and cached) now.
+fn converted(bytes: &[u8], sha: &str, dir: Option<&Path>) -> Result<PathBuf> {
+    let dir = dir.ok_or_else(|| {
+        Error::InvalidArgument(
+            "no cache directory for the converted model: set HOME, XDG_CACHE_HOME or NEURAL_FRAME_TUNE_CACHE, or \
+             ask for --precision fp32 (Precision::Fp32)"
+                .into(),
+        )
+    })?;
+    // The converter's version is part of the name: a changed conversion makes a new file.
+    let path = dir.join(format!("{}-fp16-v{}.onnx", &sha[..16], CONVERTER_VERSION));
+    if path.is_file() {
+        log::debug!("precision: the fp16 model from the cache {}", path.display());
+        return Ok(path);
+    }
+    let t = std::time::Instant::now();
+    // The reference's block list but Resize and Upsample: nearest resampling is exact in
+    // fp16 (their scales and roi stay fp32), and two Casts at output resolution would cost
+    // more than they keep.
+    let mut options = Fp16Options::default();
+    options.op_block_list.retain(|op| op != "Resize" && op != "Upsample");
+    let model = fp16::to_fp16(bytes, &options)?;
+    write_atomically(&path, &model.bytes)?;
+    log::info!(
+        "precision: converted to fp16 in {:.0} ms ({} tensors, {} nodes kept fp32{}): {}",
+        t.elapsed().as_secs_f64() * 1e3,
+        model.report.tensors_converted,
+        model.report.kept_fp32.len(),
+        if model.report.clamped.is_empty() {
+            String::new()
+        } else {
+            format!(", values clipped in {} tensors", model.report.clamped.len())
+        },
+        path.display()
+    );
+    Ok(path)
+}
+
+/// Bumped when the conversion changes, so that cached conversions are made again.
+const CONVERTER_VERSION: u32 = 1;
+
+/// The check of `converted` against `original`, from the cache (for `gpu`) or run now.
+fn checked(
+    original: &Path,
+    converted: &Path,
+    sha: &str,
+    gpu: &str,
+    probe: &mut ProbeRun<'_>,
+) -> Result<PrecisionCheck> {
+    let file = converted.with_extension("checks.json");
+    let mut checks: std::collections::BTreeMap<String, PrecisionCheck> =
+        std::fs::read(&file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let key = format!("{gpu} / {}", &sha[..16]);
+    if let Some(c) = checks.get(&key) {
+        return Ok(c.clone());
+    }
+    let t = std::time::Instant::now();
+    let want = probe(original)?;
+    let got = probe(converted)?;
+    if want.len() != got.len() {
+        return Err(Error::internal(format!(
+            "the fp16 model's output has {} values, the fp32 model's {}",
+            got.len(),
+            want.len()
+        )));
+    }
+    let (psnr_db, max) = compare(&want, &got);
+    let check = PrecisionCheck {
+        psnr_db,
+        max_error_levels: max,
+        size: CHECK_SIZE,
+        passed: psnr_db >= MIN_PSNR_DB && max <= MAX_ERROR_LEVELS,
+    };
+    log::info!(
+        "precision: the probe frame in fp16 against fp32: PSNR {psnr_db:.1} dB, largest difference {max} of 255 \
+         ({:.0} ms)",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    checks.insert(key, check.clone());
+    if let Ok(text) = serde_json::to_vec_pretty(&checks) {
+        // A check that cannot be cached runs again next time: said, not fatal.
+        if let Err(e) = write_atomically(&file, &text) {
+            log::warn!("precision: the check's result is not cached ({e})");
+        }
+    }
+    Ok(check)
+}
+
+/// PSNR (dB) and the largest difference of two 8-bit images.
+pub(crate) fn compare(want: &[u8], got: &[u8]) -> (f64, u32) {
+    let mut sum = 0.0f64;
+    let mut max = 0u32;
+    for (a, b) in want.iter().zip(got) {
+        let d = a.abs_diff(*b) as u32;
+        max = max.max(d);
+        sum += f64::from(d * d);
+    }
+    let mse = sum / want.len().max(1) as f64;
+    let psnr = if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() };
+    (psnr, max)
+}
+
+/// Chooses the model file a session loads for `asked`. `cuda` is the GPU's key (its UUID,
+/// driver and ONNX Runtime) and the probe that runs a model on it; `None` on the CPU
+/// backend, which keeps the model's own precision.
+pub(crate) fn resolve(model: &Path, asked: Precision, cuda: Option<(&str, &mut ProbeRun<'_>)>) -> Result<Resolved> {
+    resolve_in(cache_dir().as_deref(), model, asked, cuda)
+}
+
+/// [`resolve`] with the converted models cached in `dir`.
+fn resolve_in(
+    dir: Option<&Path>,
+    model: &Path,
+    asked: Precision,
+    cuda: Option<(&str, &mut ProbeRun<'_>)>,
+) -> Result<Resolved> {
+    let keep = |model_kind: &'static str, reason: String| Resolved {
+        path: model.to_path_buf(),
+        report: PrecisionReport { asked, model: model_kind, running: model_kind, reason, check: None, converted: None },
+    };
+    let bytes = std::fs::read(model)
+        .map_err(|e| Error::Io { what: format!("reading the model {}", model.display()), source: e })?;
+    let kind = model_precision(&bytes)?;
+    if asked == Precision::Fp32 && kind == "fp16" {
+        log::warn!(
+            "--precision fp32 (Precision::Fp32) is not in effect: {} is an fp16 model, which runs as it is (fp32 \
+             needs its fp32 original)",
+            model.display()
+        );
+        return Ok(keep(kind, "fp16: the model is fp16 (fp32 was asked for, which needs its fp32 original)".into()));
+    }
+    let Some((gpu, probe)) = cuda else {
+        if asked == Precision::Fp16 && kind == "fp32" {
+            log::warn!("--precision fp16 is not in effect: the CPU backend runs the model in its own precision (fp32)");
+        }
+        return Ok(keep(kind, format!("the CPU backend runs the model in its own precision ({kind})")));
+    };
+    if kind != "fp32" {
+        return Ok(keep(kind, format!("the model is {kind} already")));
+    }
+    if asked == Precision::Fp32 {
+        return Ok(keep(kind, "fp32 as asked (--precision fp32)".into()));
+    }
+    if asked == Precision::Auto {
+        let share = fp16::compute_share(&bytes)?;
+        if share.matrix_macs < MIN_MACS_PER_PIXEL {
+            return Ok(keep(
+                kind,
+                format!(
+                    "fp32: {:.0} multiply-adds per input pixel, under the {MIN_MACS_PER_PIXEL:.0} where fp16 pays \
+                     (--precision fp16 forces it)",
+                    share.matrix_macs
+                ),
+            ));
+        }
+        if !share.matrix_bound() {
+            return Ok(keep(
+                kind,
+                format!(
+                    "fp32: its convolutions and matrix products are {:.0} % of its work, under the {:.0} % where fp16 \
+                     pays (--precision fp16 forces it)",
+                    share.work_share() * 100.0,
+                    fp16::MATRIX_BOUND * 100.0
+                ),
+            ));
+        }
+    }
+    let sha = sha256_hex(&bytes);
+    let path = match converted(&bytes, &sha, dir) {
+        Ok(p) => p,
+        Err(e) if asked == Precision::Auto => {
+            log::warn!("precision: the model stays fp32: its fp16 conversion failed ({e})");
+            return Ok(keep(kind, format!("fp32: the fp16 conversion failed ({e})")));
+        }
+        Err(e) => return Err(e),
+    };
+    let mut report = PrecisionReport {
+        asked,
+        model: kind,
+        running: "fp16",
+        reason: "fp16 as asked (--precision fp16), without the check".into(),
+        check: None,
+        converted: Some(path.clone()),
+    };
+    if asked == Precision::Auto {
+        let check = checked(model, &path, &sha, gpu, probe)?;
+        if !check.passed {
+            log::warn!(
+                "precision: {} stays fp32: in fp16 a probe frame's 8-bit output differs from fp32 by PSNR {:.1} dB and \
+                 up to {} of 255 (tolerance {MIN_PSNR_DB} dB, {MAX_ERROR_LEVELS}); --precision fp16 forces fp16",
+                model.display(),
+                check.psnr_db,
+                check.max_error_levels
+            );
+            let reason = format!(
+                "fp32: in fp16 the probe frame's output was off by PSNR {:.1} dB, up to {} of 255 (tolerance {MIN_PSNR_DB} \
+                 dB, {MAX_ERROR_LEVELS})",
+                check.psnr_db, check.max_error_levels
+            );
+            return Ok(Resolved {
+                path: model.to_path_buf(),
+                report: PrecisionReport { check: Some(check), ..keep(kind, reason).report },
+            });
+        }
+        report.reason = format!(
+            "fp16, converted from fp32: the probe frame's 8-bit output within PSNR {:.1} dB and {} of 255 of fp32 \
+             (--precision fp32 keeps fp32)",
+            check.psnr_db, check.max_error_levels
+        );
+        report.check = Some(check);
+    }
+    log::info!("precision: {}", report.reason);
+    Ok(Resolved { path, report })
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// The textured probe pattern's colour value at `(x, y)` on channel `c`, in [0, 1].
+fn pattern(x: u32, y: u32, c: u32) -> f32 {
+    let (xf, yf, cf) = (x as f32, y as f32, c as f32);
+    let wave = (0.37 * xf + 1.3 * cf).sin() * (0.23 * yf + 0.7 * cf).cos();
+    let checker = if (x / 5 + y / 3 + c).is_multiple_of(2) { 0.08 } else { -0.08 };
+    (0.5 + 0.38 * wave + checker).clamp(0.0, 1.0)
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// Element `i` of a `w × h` tensor of `kind`: its `(x, y, channel)`.
+fn coords(kind: TensorKind, w: u32, h: u32, i: usize) -> (u32, u32, u32) {
+    let (i, w, h, ch) = (i as u64, u64::from(w), u64::from(h), u64::from(kind.channels));
+    let (x, y, c) = match kind.layout {
+        Layout::Nchw => (i % w, i / w % h, i / (w * h) % ch),
+        Layout::Nhwc => (i / ch % w, i / (ch * w) % h, i % ch),
+    };
+    (x as u32, y as u32, c as u32)
+}
+
+/// One probe frame through the model at `path` on `config`'s provider: its main output as
+/// 8-bit colour values (the tensor's normalisation undone, clamped, rounded), in the
+/// tensor's own order. For the precision check.
+#[cfg(feature = "cuda")]
+pub(crate) fn probe_pixels(path: &Path, config: &crate::onnx::session::SessionConfig) -> Result<Vec<u8>> {
+    use crate::onnx::tensor::Element;
+    use ort::value::{DynValue, Tensor};
+    debug_assert!(config.cuda_stream.is_none());
+    // SAFETY: the config carries no stream of the caller's (the provider's own is used).
+    let (mut session, contract) = unsafe { crate::onnx::session::create(path, config) }?;
+    let (w, h) = contract.fixed_size.unwrap_or(CHECK_SIZE);
+    let err = |e: ort::Error| Error::onnx("the precision check's run", e);
+    let inputs = std::iter::once((contract.input_name.clone(), contract.input))
+        .chain(contract.extra_inputs.iter().map(|t| (t.name.clone(), t.kind)));
+    let mut values: Vec<(String, DynValue)> = Vec::new();
+    for (n, (name, kind)) in inputs.enumerate() {
+        let count = kind.elements(w, h) as usize;
+        let value = |i: usize| {
+            let (x, y, c) = coords(kind, w, h, i);
+            kind.normalize(pattern(x + n as u32 * 7, y, c), c)
+        };
+        let shape = kind.shape(w, h).map(|d| d as usize);
+        let tensor = match kind.element {
+            Element::F32 => {
+                Tensor::from_array((shape, (0..count).map(value).collect::<Vec<f32>>())).map_err(err)?.into_dyn()
+            }
+            Element::F16 => {
+                Tensor::from_array((shape, (0..count).map(|i| half::f16::from_f32(value(i))).collect::<Vec<_>>()))
+                    .map_err(err)?
+                    .into_dyn()
+            }
+            Element::U8 => Tensor::from_array((
+                shape,
+                (0..count).map(|i| value(i).round().clamp(0.0, 255.0) as u8).collect::<Vec<_>>(),
+            ))
+            .map_err(err)?
+            .into_dyn(),
+        };
+        values.push((name, tensor));
+    }
+    let outputs = session.run(values).map_err(err)?;
+    let out = &outputs[contract.output_name.as_str()];
+    let tensor: Vec<f32> = if let Ok((_, d)) = out.try_extract_tensor::<f32>() {
+        d.to_vec()
+    } else if let Ok((_, d)) = out.try_extract_tensor::<half::f16>() {
+        d.iter().map(|v| v.to_f32()).collect()
+    } else if let Ok((_, d)) = out.try_extract_tensor::<u8>() {
+        d.iter().map(|v| f32::from(*v)).collect()
+    } else {
+        return Err(Error::internal("the precision check's output is not f32, f16 or u8"));
+    };
+    let (ow, oh) = contract.scale.apply(w, h).ok_or_else(|| Error::internal("the probe's output size"))?;
+    let kind = contract.output;
+    Ok(tensor
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let (_, _, c) = coords(kind, ow, oh, i);
+            let (mul, add) = kind.normalization.affine(c);
+            // Not finite: as far off as a value can be (NaN → 0, ±inf → the ends).
+            let x = ((t - add) / mul).clamp(0.0, 1.0);
+            if x.is_nan() { 0 } else { (x * 255.0).round() as u8 }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_files_say_their_precision() {
+        let read = |p: &str| std::fs::read(p).expect(p);
+        assert_eq!(model_precision(&read("models/upscale.onnx")).expect("resolves"), "fp32");
+        assert_eq!(model_precision(&read("models/upscale-fp16.onnx")).expect("resolves"), "fp16");
+        assert_eq!(model_precision(&read("models/test/tiny-x1-rgba-u8.onnx")).expect("resolves"), "other");
+    }
+
+    /// Element order of both layouts: NCHW walks x, then y, then c; NHWC c, then x, then y.
+    #[test]
+    fn coords_follow_the_layout() {
+        let nchw = TensorKind::NCHW_F32;
+        assert_eq!(coords(nchw, 4, 3, 0), (0, 0, 0));
+        assert_eq!(coords(nchw, 4, 3, 5), (1, 1, 0));
+        assert_eq!(coords(nchw, 4, 3, 12 + 4 * 2 + 3), (3, 2, 1));
+        let nhwc = TensorKind { layout: Layout::Nhwc, ..nchw };
+        assert_eq!(coords(nhwc, 4, 3, 1), (0, 0, 1));
+        assert_eq!(coords(nhwc, 4, 3, 3 * (4 * 2 + 3) + 2), (3, 2, 2));
+        // Not flat: the pattern varies in x, y and c.
+        let values: std::collections::HashSet<u32> =
+            (0..64).flat_map(|i| [pattern(i, i / 3, i % 3).to_bits()]).collect();
+        assert!(values.len() > 40, "{}", values.len());
+    }
+
+    #[test]
+    fn psnr_and_largest_difference() {
+        assert_eq!(compare(&[1, 2, 3], &[1, 2, 3]), (f64::INFINITY, 0));
+        let (psnr, max) = compare(&[0, 0, 0, 0], &[0, 0, 0, 2]);
+        assert_eq!(max, 2);
+        // MSE 1 → 20·log10(255) = 48.13 dB.
+        assert!((psnr - 48.13).abs() < 0.01, "{psnr}");
+    }
+
+    /// The CPU backend keeps the model's precision, whatever is asked.
+    #[test]
+    fn the_cpu_backend_keeps_the_models_precision() {
+        for asked in [Precision::Auto, Precision::Fp16, Precision::Fp32] {
+            let r = resolve(Path::new("models/upscale.onnx"), asked, None).expect("resolves");
+            assert_eq!((r.report.running, r.path.as_path()), ("fp32", Path::new("models/upscale.onnx")));
+        }
+        for asked in [Precision::Auto, Precision::Fp16, Precision::Fp32] {
+            let r = resolve(Path::new("models/upscale-fp16.onnx"), asked, None).expect("resolves");
+            assert_eq!((r.report.running, r.path.as_path()), ("fp16", Path::new("models/upscale-fp16.onnx")));
+        }
+    }
+
+    /// With a probe (here the CPU provider, in 8-bit pixels), `Auto` converts the fp32
+    /// upscaler, checks it, caches both, and keeps fp32 where the check fails.
+    #[test]
+    fn auto_converts_checks_and_caches() {
+        let dir = std::env::temp_dir().join(format!("neural-frame-precision-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = Some(dir.as_path());
+        let mut runs = Vec::new();
+        let mut probe = |p: &Path| -> Result<Vec<u8>> {
+            runs.push(p.to_path_buf());
+            // Stand-in for a device run: the fp16 file's output is off by one level in one place.
+            let mut out = vec![100u8; 1000];
+            if p.to_string_lossy().contains("fp16") {
+                out[7] = 101;
+            }
+            Ok(out)
+        };
+        let r =
+            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Auto, Some(("gpu-a", &mut probe))).expect("resolves");
+        assert_eq!(r.report.running, "fp16", "{:?}", r.report);
+        assert!(r.path.starts_with(&dir) && r.path.is_file(), "{}", r.path.display());
+        assert_eq!(model_precision(&std::fs::read(&r.path).expect("resolves")).expect("resolves"), "fp16");
+        let check = r.report.check.clone().expect("checked");
+        assert!(check.passed && check.max_error_levels == 1, "{check:?}");
+        let _ = probe;
+        assert_eq!(runs.len(), 2, "one probe run of each model");
+        // Cached: no probe runs the second time on that GPU.
+        let mut again = |_: &Path| -> Result<Vec<u8>> { panic!("the check is cached") };
+        let r2 =
+            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Auto, Some(("gpu-a", &mut again))).expect("resolves");
+        assert_eq!((r2.path, r2.report.check), (r.path.clone(), Some(check)));
+        // Another GPU whose fp16 result is far off keeps fp32, and says why.
+        let mut bad = |p: &Path| -> Result<Vec<u8>> {
+            Ok(if p.to_string_lossy().contains("fp16") { vec![0u8; 1000] } else { vec![200u8; 1000] })
+        };
+        let r3 =
+            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Auto, Some(("gpu-b", &mut bad))).expect("resolves");
+        assert_eq!((r3.report.running, r3.path.as_path()), ("fp32", Path::new("models/upscale.onnx")));
+        assert!(r3.report.reason.contains("PSNR"), "{}", r3.report.reason);
+        // A light model stays fp32 under Auto (no probe), and is converted when forced.
+        let mut none = |_: &Path| -> Result<Vec<u8>> { panic!("no check for a light model") };
+        let tiny = Path::new("models/test/tiny-x2-f32.onnx");
+        let r6 = resolve_in(cache, tiny, Precision::Auto, Some(("gpu-a", &mut none))).expect("resolves");
+        assert_eq!(r6.report.running, "fp32");
+        assert!(r6.report.reason.contains("multiply-adds per input pixel"), "{}", r6.report.reason);
+        let r7 = resolve_in(cache, tiny, Precision::Fp16, Some(("gpu-a", &mut none))).expect("resolves");
+        assert_eq!(r7.report.running, "fp16");
+        // Forced fp16 needs no check; forced fp32 keeps the file.
+        let mut none = |_: &Path| -> Result<Vec<u8>> { panic!("no check when forced") };
+        let r4 =
+            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Fp16, Some(("gpu-c", &mut none))).expect("resolves");
+        assert_eq!((r4.report.running, r4.report.check), ("fp16", None));
+        let r5 =
+            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Fp32, Some(("gpu-c", &mut none))).expect("resolves");
+        assert_eq!(r5.report.running, "fp32");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
