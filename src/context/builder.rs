@@ -119,6 +119,8 @@ pub struct ContextBuilder {
     pub(crate) fast_start: bool,
     /// The precision the model runs in (CUDA backend).
     pub(crate) precision: Precision,
+    /// Exact graph rewrites at load (CUDA backend).
+    pub(crate) rewrite_graph: bool,
 }
 
 impl ContextBuilder {
@@ -142,7 +144,30 @@ impl ContextBuilder {
             tuning_forced: false,
             fast_start: true,
             precision: Precision::Auto,
+            rewrite_graph: true,
         }
+    }
+
+    /// Exact rewrites of the model's graph when it is loaded on the CUDA backend (on by
+    /// default), cached beside the tune cache: NHWC image inputs and outputs where the
+    /// provider runs NHWC kernels (its layout pass's transposes at the boundary then
+    /// cancel; not where a layout is declared), and a nearest-upsample skip
+    /// (`Add(DepthToSpace(c), Resize(x, nearest))`, as in Real-ESRGAN's compact
+    /// networks) folded into a 1×1 convolution before the DepthToSpace (ONNX Runtime's
+    /// NHWC kernels have no Resize, so it cost two transposes), in fp32 models. Each is
+    /// equal to the original (tested on ONNX Runtime's CPU provider);
+    /// [`NeuralFrameContext::precision`]'s `rewrites` lists what applied.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").rewrite_graph(false).frame_size(960, 540).build()?;
+    /// assert!(ctx.precision().rewrites.is_empty());
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn rewrite_graph(mut self, on: bool) -> Self {
+        self.rewrite_graph = on;
+        self
     }
 
     /// The precision the model runs in on the CUDA backend ([`Precision`]). With

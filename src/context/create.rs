@@ -188,9 +188,17 @@ impl NeuralFrameContext {
                     v.name, v.uuid, v.driver_name, v.driver_info, base.report.runtime.version
                 );
                 let mut probe = |path: &std::path::Path| precision::probe_pixels(path, &probe_config);
-                precision::resolve(&b.model, b.precision, Some((&gpu, &mut probe)))?
+                // A caller's declared layout names the model's own tensors: NHWC inputs and outputs
+                // would contradict it.
+                let declared_layout = b.declared.all.layout.is_some()
+                    || b.declared.per_tensor.values().any(|d| d.layout.is_some());
+                let rewrites = precision::Rewrites {
+                    nhwc_io: b.rewrite_graph && b.tuning.cuda.prefer_nhwc && !declared_layout,
+                    fold_skip: b.rewrite_graph,
+                };
+                precision::resolve(&b.model, b.precision, rewrites, Some((&gpu, &mut probe)))?
             }
-            _ => precision::resolve(&b.model, b.precision, None)?,
+            _ => precision::resolve(&b.model, b.precision, precision::Rewrites::NONE, None)?,
         };
         let model = resolved.path.clone();
         let (engine, contract) = match cuda {

@@ -103,6 +103,9 @@ pub struct PrecisionReport {
     pub check: Option<PrecisionCheck>,
     /// The converted model that runs, where one does.
     pub converted: Option<PathBuf>,
+    /// The graph rewrites applied before (CUDA backend; exact, see
+    /// [`ContextBuilder::rewrite_graph`](crate::ContextBuilder::rewrite_graph)), one line each.
+    pub rewrites: Vec<String>,
 }
 
 /// The model a session loads, and the report.
@@ -269,8 +272,78 @@ pub(crate) fn compare(want: &[u8], got: &[u8]) -> (f64, u32) {
 /// Chooses the model file a session loads for `asked`. `cuda` is the GPU's key (its UUID,
 /// driver and ONNX Runtime) and the probe that runs a model on it; `None` on the CPU
 /// backend, which keeps the model's own precision.
-pub(crate) fn resolve(model: &Path, asked: Precision, cuda: Option<(&str, &mut ProbeRun<'_>)>) -> Result<Resolved> {
-    resolve_in(cache_dir().as_deref(), model, asked, cuda)
+pub(crate) fn resolve(
+    model: &Path,
+    asked: Precision,
+    rewrite: Rewrites,
+    cuda: Option<(&str, &mut ProbeRun<'_>)>,
+) -> Result<Resolved> {
+    resolve_in(cache_dir().as_deref(), model, asked, rewrite, cuda)
+}
+
+/// Which graph rewrites may apply on the CUDA backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rewrites {
+    /// NHWC image inputs and outputs (not where the caller declared a layout).
+    pub(crate) nhwc_io: bool,
+    /// The nearest-upsample skip folded into a 1×1 convolution (fp32 models).
+    pub(crate) fold_skip: bool,
+}
+
+impl Rewrites {
+    pub(crate) const NONE: Self = Self { nhwc_io: false, fold_skip: false };
+}
+
+/// The layout rewrites of `bytes` (an `kind` model), from the cache or made now: the path
+/// and bytes of the model that runs and what changed (nothing: the original).
+fn rewritten(
+    model: &Path,
+    bytes: Vec<u8>,
+    kind: &str,
+    rewrite: Rewrites,
+    dir: Option<&Path>,
+) -> Result<(PathBuf, Vec<u8>, Vec<String>)> {
+    let unchanged = |bytes| Ok((model.to_path_buf(), bytes, Vec::new()));
+    if rewrite == Rewrites::NONE {
+        return unchanged(bytes);
+    }
+    let mut current = bytes.clone();
+    let mut changes = Vec::new();
+    // The fold writes its 1×1 weights in fp32: an fp16 model keeps its skip.
+    if rewrite.fold_skip && kind == "fp32" {
+        let r = crate::onnx::layout::fold_upsample_skip(&current)?;
+        changes.extend(r.changes);
+        current = r.bytes;
+    }
+    // A layout in the model's metadata names its own tensors: NHWC ones would contradict it.
+    let declares_layout = ModelProto::decode_model(&bytes, "read for its metadata")?
+        .metadata_props
+        .iter()
+        .any(|p| p.key.as_deref().is_some_and(|k| k.starts_with("neural_frame.") && k.ends_with("layout")));
+    if rewrite.nhwc_io && !declares_layout {
+        let r = crate::onnx::layout::nhwc_io(&current)?;
+        changes.extend(r.changes);
+        current = r.bytes;
+    }
+    if changes.is_empty() {
+        return unchanged(bytes);
+    }
+    let Some(dir) = dir else {
+        log::warn!("the graph rewrites are not applied: no cache directory (set HOME or NEURAL_FRAME_TUNE_CACHE)");
+        return unchanged(bytes);
+    };
+    let sha = sha256_hex(&bytes);
+    let path = dir.join(format!(
+        "{}-layout{}{}-v{CONVERTER_VERSION}.onnx",
+        &sha[..16],
+        if rewrite.fold_skip { "-fold" } else { "" },
+        if rewrite.nhwc_io { "-nhwc" } else { "" }
+    ));
+    if !path.is_file() {
+        write_atomically(&path, &current)?;
+    }
+    log::info!("graph rewrites of {} ({}): {}", model.display(), path.display(), changes.join("; "));
+    Ok((path, current, changes))
 }
 
 /// [`resolve`] with the converted models cached in `dir`.
@@ -278,11 +351,20 @@ fn resolve_in(
     dir: Option<&Path>,
     model: &Path,
     asked: Precision,
+    rewrite: Rewrites,
     cuda: Option<(&str, &mut ProbeRun<'_>)>,
 ) -> Result<Resolved> {
     let keep = |model_kind: &'static str, reason: String| Resolved {
         path: model.to_path_buf(),
-        report: PrecisionReport { asked, model: model_kind, running: model_kind, reason, check: None, converted: None },
+        report: PrecisionReport {
+            asked,
+            model: model_kind,
+            running: model_kind,
+            reason,
+            check: None,
+            converted: None,
+            rewrites: Vec::new(),
+        },
     };
     let bytes = std::fs::read(model)
         .map_err(|e| Error::Io { what: format!("reading the model {}", model.display()), source: e })?;
@@ -300,6 +382,14 @@ fn resolve_in(
             log::warn!("--precision fp16 is not in effect: the CPU backend runs the model in its own precision (fp32)");
         }
         return Ok(keep(kind, format!("the CPU backend runs the model in its own precision ({kind})")));
+    };
+    // On the CUDA backend the graph rewrites come first (exact); precision works on their result.
+    let (base, bytes, rewrites) = rewritten(model, bytes, kind, rewrite, dir)?;
+    let keep = |kind: &'static str, reason: String| {
+        let mut r = keep(kind, reason);
+        r.path = base.clone();
+        r.report.rewrites = rewrites.clone();
+        r
     };
     if kind != "fp32" {
         return Ok(keep(kind, format!("the model is {kind} already")));
@@ -347,9 +437,10 @@ fn resolve_in(
         reason: "fp16 as asked (--precision fp16), without the check".into(),
         check: None,
         converted: Some(path.clone()),
+        rewrites: rewrites.clone(),
     };
     if asked == Precision::Auto {
-        let check = checked(model, &path, &sha, gpu, probe)?;
+        let check = checked(&base, &path, &sha, gpu, probe)?;
         if !check.passed {
             log::warn!(
                 "precision: {} stays fp32: in fp16 a probe frame's 8-bit output differs from fp32 by PSNR {:.1} dB and \
@@ -363,10 +454,8 @@ fn resolve_in(
                  dB, {MAX_ERROR_LEVELS})",
                 check.psnr_db, check.max_error_levels
             );
-            return Ok(Resolved {
-                path: model.to_path_buf(),
-                report: PrecisionReport { check: Some(check), ..keep(kind, reason).report },
-            });
+            let kept = keep(kind, reason);
+            return Ok(Resolved { path: kept.path, report: PrecisionReport { check: Some(check), ..kept.report } });
         }
         report.reason = format!(
             "fp16, converted from fp32: the probe frame's 8-bit output within PSNR {:.1} dB and {} of 255 of fp32 \
@@ -506,13 +595,72 @@ mod tests {
     #[test]
     fn the_cpu_backend_keeps_the_models_precision() {
         for asked in [Precision::Auto, Precision::Fp16, Precision::Fp32] {
-            let r = resolve(Path::new("models/upscale.onnx"), asked, None).expect("resolves");
+            let r = resolve(Path::new("models/upscale.onnx"), asked, Rewrites::NONE, None).expect("resolves");
             assert_eq!((r.report.running, r.path.as_path()), ("fp32", Path::new("models/upscale.onnx")));
         }
         for asked in [Precision::Auto, Precision::Fp16, Precision::Fp32] {
-            let r = resolve(Path::new("models/upscale-fp16.onnx"), asked, None).expect("resolves");
+            let r = resolve(Path::new("models/upscale-fp16.onnx"), asked, Rewrites::NONE, None).expect("resolves");
             assert_eq!((r.report.running, r.path.as_path()), ("fp16", Path::new("models/upscale-fp16.onnx")));
         }
+    }
+
+    /// Every model the rewrites apply to keeps its contract (names, scale, kinds) but for
+    /// NHWC image tensors, as the pipeline reads it from the rewritten file; the others are
+    /// left alone. (The rewrites' equality on ONNX Runtime is layout_tests.rs's.)
+    #[test]
+    fn rewritten_models_keep_their_contract() {
+        use crate::onnx::session::{self, Provider, SessionConfig};
+        let dir = std::env::temp_dir().join(format!("neural-frame-rewrites-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = SessionConfig {
+            provider: Provider::Cpu,
+            conv_search: crate::onnx::ConvSearch::Heuristic,
+            prefer_nhwc: false,
+            fuse_conv_bias: false,
+            cuda_stream: None,
+            threads: Some(1),
+            declared: Default::default(),
+        };
+        let all = Rewrites { nhwc_io: true, fold_skip: true };
+        let mut rewritten_count = 0;
+        let mut models: Vec<PathBuf> = std::fs::read_dir("models/test")
+            .expect("models/test")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "onnx") && !p.to_string_lossy().contains("bad-"))
+            .collect();
+        models.push("models/upscale.onnx".into());
+        models.push("models/upscale-fp16.onnx".into());
+        models.sort();
+        for model in models {
+            let bytes = std::fs::read(&model).expect("model");
+            let kind = model_precision(&bytes).expect("kind");
+            let (path, _, changes) = rewritten(&model, bytes, kind, all, Some(&dir)).expect("rewrites");
+            // SAFETY: no CUDA stream.
+            let Ok((_, before)) = (unsafe { session::create(&model, &config) }) else {
+                continue; // a model the contract refuses as it is (tested elsewhere)
+            };
+            // SAFETY: as above.
+            let (_, after) =
+                unsafe { session::create(&path, &config) }.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            if changes.is_empty() {
+                assert_eq!(path, model);
+                continue;
+            }
+            rewritten_count += 1;
+            let nhwc = |k: crate::onnx::TensorKind| crate::onnx::TensorKind { layout: Layout::Nhwc, ..k };
+            assert_eq!(after.input, nhwc(before.input), "{}: {changes:?}", model.display());
+            assert_eq!(after.output, nhwc(before.output), "{}: {changes:?}", model.display());
+            assert_eq!(
+                (after.input_name, after.output_name, after.scale),
+                (before.input_name, before.output_name, before.scale)
+            );
+            let names = |t: &[crate::onnx::NamedTensor]| t.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&after.extra_inputs), names(&before.extra_inputs), "{}", model.display());
+            assert_eq!(names(&after.extra_outputs), names(&before.extra_outputs), "{}", model.display());
+            assert_eq!(after.other_outputs, before.other_outputs, "{}", model.display());
+        }
+        assert!(rewritten_count >= 8, "{rewritten_count} models rewritten");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// With a probe (here the CPU provider, in 8-bit pixels), `Auto` converts the fp32
@@ -532,8 +680,14 @@ mod tests {
             }
             Ok(out)
         };
-        let r =
-            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Auto, Some(("gpu-a", &mut probe))).expect("resolves");
+        let r = resolve_in(
+            cache,
+            Path::new("models/upscale.onnx"),
+            Precision::Auto,
+            Rewrites::NONE,
+            Some(("gpu-a", &mut probe)),
+        )
+        .expect("resolves");
         assert_eq!(r.report.running, "fp16", "{:?}", r.report);
         assert!(r.path.starts_with(&dir) && r.path.is_file(), "{}", r.path.display());
         assert_eq!(model_precision(&std::fs::read(&r.path).expect("resolves")).expect("resolves"), "fp16");
@@ -543,32 +697,58 @@ mod tests {
         assert_eq!(runs.len(), 2, "one probe run of each model");
         // Cached: no probe runs the second time on that GPU.
         let mut again = |_: &Path| -> Result<Vec<u8>> { panic!("the check is cached") };
-        let r2 =
-            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Auto, Some(("gpu-a", &mut again))).expect("resolves");
+        let r2 = resolve_in(
+            cache,
+            Path::new("models/upscale.onnx"),
+            Precision::Auto,
+            Rewrites::NONE,
+            Some(("gpu-a", &mut again)),
+        )
+        .expect("resolves");
         assert_eq!((r2.path, r2.report.check), (r.path.clone(), Some(check)));
         // Another GPU whose fp16 result is far off keeps fp32, and says why.
         let mut bad = |p: &Path| -> Result<Vec<u8>> {
             Ok(if p.to_string_lossy().contains("fp16") { vec![0u8; 1000] } else { vec![200u8; 1000] })
         };
-        let r3 =
-            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Auto, Some(("gpu-b", &mut bad))).expect("resolves");
+        let r3 = resolve_in(
+            cache,
+            Path::new("models/upscale.onnx"),
+            Precision::Auto,
+            Rewrites::NONE,
+            Some(("gpu-b", &mut bad)),
+        )
+        .expect("resolves");
         assert_eq!((r3.report.running, r3.path.as_path()), ("fp32", Path::new("models/upscale.onnx")));
         assert!(r3.report.reason.contains("PSNR"), "{}", r3.report.reason);
         // A light model stays fp32 under Auto (no probe), and is converted when forced.
         let mut none = |_: &Path| -> Result<Vec<u8>> { panic!("no check for a light model") };
         let tiny = Path::new("models/test/tiny-x2-f32.onnx");
-        let r6 = resolve_in(cache, tiny, Precision::Auto, Some(("gpu-a", &mut none))).expect("resolves");
+        let r6 =
+            resolve_in(cache, tiny, Precision::Auto, Rewrites::NONE, Some(("gpu-a", &mut none))).expect("resolves");
         assert_eq!(r6.report.running, "fp32");
         assert!(r6.report.reason.contains("multiply-adds per input pixel"), "{}", r6.report.reason);
-        let r7 = resolve_in(cache, tiny, Precision::Fp16, Some(("gpu-a", &mut none))).expect("resolves");
+        let r7 =
+            resolve_in(cache, tiny, Precision::Fp16, Rewrites::NONE, Some(("gpu-a", &mut none))).expect("resolves");
         assert_eq!(r7.report.running, "fp16");
         // Forced fp16 needs no check; forced fp32 keeps the file.
         let mut none = |_: &Path| -> Result<Vec<u8>> { panic!("no check when forced") };
-        let r4 =
-            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Fp16, Some(("gpu-c", &mut none))).expect("resolves");
+        let r4 = resolve_in(
+            cache,
+            Path::new("models/upscale.onnx"),
+            Precision::Fp16,
+            Rewrites::NONE,
+            Some(("gpu-c", &mut none)),
+        )
+        .expect("resolves");
         assert_eq!((r4.report.running, r4.report.check), ("fp16", None));
-        let r5 =
-            resolve_in(cache, Path::new("models/upscale.onnx"), Precision::Fp32, Some(("gpu-c", &mut none))).expect("resolves");
+        let r5 = resolve_in(
+            cache,
+            Path::new("models/upscale.onnx"),
+            Precision::Fp32,
+            Rewrites::NONE,
+            Some(("gpu-c", &mut none)),
+        )
+        .expect("resolves");
         assert_eq!(r5.report.running, "fp32");
         let _ = std::fs::remove_dir_all(&dir);
     }
