@@ -381,7 +381,7 @@ fn resolve_in(
         if asked == Precision::Fp16 && kind == "fp32" {
             log::warn!("--precision fp16 is not in effect: the CPU backend runs the model in its own precision (fp32)");
         }
-        return Ok(keep(kind, format!("the CPU backend runs the model in its own precision ({kind})")));
+        return Ok(keep(kind, "the CPU backend keeps the model's own precision".into()));
     };
     // On the CUDA backend the graph rewrites come first (exact); precision works on their result.
     let (base, bytes, rewrites) = rewritten(model, bytes, kind, rewrite, dir)?;
