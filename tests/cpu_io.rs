@@ -281,6 +281,91 @@ fn quiet_prints_errors_only() {
     assert!(stderr(&o).contains("no/such.png"), "{}", text(&o));
 }
 
+/// `-q` on every other command: nothing on stdout or stderr when all goes well
+/// (no report, no progress, no notices, no worker log), and still the errors.
+#[test]
+fn quiet_is_errors_only_for_every_command() {
+    let d = dir("quiet-every");
+    let (model, input) = (repo(TINY), repo("models/coffee.png"));
+    let cache = d.join("tune.json");
+    let quiet = |args: &[&str]| {
+        let o = Command::new(bin())
+            .args(args)
+            .current_dir(&d)
+            .env("NEURAL_FRAME_TUNE_CACHE", &cache)
+            .stdin(Stdio::null())
+            .output()
+            .expect("the binary runs");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{args:?} printed with -q:\n{}", text(&o));
+    };
+    let tiny = ["--backend", "cpu", "--model", &model, "--size", "32x16", "--frames", "2"];
+    quiet(&["-q", "preflight", "--stage", "1", "--size", "64x64", "--trials", "1"]);
+    quiet(&[&["-q", "bench"], &tiny[..], &["--warmup", "1", "--input", &input]].concat());
+    quiet(&[&["-q", "bench", "--serve"], &tiny[..], &["--warmup", "1", "--input", &input]].concat());
+    quiet(&[&["-q", "tune"], &tiny[..], &["--warmup", "2", "--cache", s(&cache)]].concat());
+    // `serve -q`: a client served and the worker stopped, without a line.
+    let socket = d.join("worker.sock");
+    let log = d.join("worker.log");
+    let mut worker = Command::new(bin())
+        .args(["-q", "serve", "--backend", "cpu", "--model", &model, "--socket", s(&socket)])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("the log"))
+        .spawn()
+        .expect("the worker starts");
+    let start = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed().as_secs() < 60, "the worker did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let client =
+        common::serve::render(&socket, Path::new(&input), &d.join("served.png"), 2, &[]).output().expect("render");
+    assert!(client.status.success(), "{}", text(&client));
+    // SAFETY: kill on our own child's pid.
+    assert_eq!(unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) }, 0);
+    let status = worker.wait().expect("the worker ends");
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success() && said.is_empty(), "serve -q ({status}) printed:\n{said}");
+    // An error still shows.
+    let o = Command::new(bin())
+        .args(["-q", "bench", "--backend", "cpu", "--model", "no/such.onnx"])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("no/such.onnx"), "{}", text(&o));
+}
+
+/// A model input given twice is named as such before any work, not blamed on
+/// the model's `scale` metadata after the frame failed.
+#[test]
+fn an_input_given_twice_is_named() {
+    let d = dir("input-twice");
+    let model = repo("models/test/tiny-x1-f32-color-albedo.onnx");
+    let pic = repo("models/coffee.png");
+    let o = run(
+        &d,
+        &["--model", &model, "--input", &pic, "--input", &format!("albedo={pic}"), "--input", &format!("albedo={pic}")],
+    );
+    refused_up_front(&o, &["--input albedo=… is given twice", "each model input takes one picture"]);
+    assert!(!stderr(&o).contains("scale"), "{}", text(&o));
+}
+
+/// ONNX Runtime's own error line (with ANSI colour codes) is not printed before
+/// the command line's message when a frame fails; with `-v` it is, through the log.
+#[test]
+fn onnx_runtime_lines_go_through_the_log() {
+    let d = dir("ort-lines");
+    let model = repo("models/test/tiny-x2-f32-says-x3.onnx");
+    let o = run(&d, &["--model", &model, "--output", s(&d.join("o.png"))]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = stderr(&o);
+    assert!(e.contains("neural-frame: error: running the frame"), "{e}");
+    assert!(!e.contains('\u{1b}') && !e.contains("[E:onnxruntime"), "ONNX Runtime printed on its own:\n{e}");
+    let o = run(&d, &["-v", "--model", &model, "--output", s(&d.join("o.png"))]);
+    let e = stderr(&o);
+    assert!(e.contains("onnxruntime: error (") && !e.contains('\u{1b}'), "{e}");
+}
+
 /// Appends a `metadata_props` entry (ModelProto field 14) to a model's protobuf.
 fn with_metadata(model: &Path, key: &str, value: &str) -> Vec<u8> {
     fn varint(mut n: usize, out: &mut Vec<u8>) {

@@ -133,6 +133,8 @@ pub(crate) struct BenchReport {
     pub(crate) tiles: Option<TilesReport>,
     /// Backend and devices.
     pub(crate) backend: BackendReport,
+    /// The precision the model runs in, why, and the graph rewrites applied.
+    pub(crate) precision: neural_frame::PrecisionReport,
     /// The tuning in effect, flat ([`flat_tuning`]).
     #[serde(flatten)]
     pub(crate) tuning: Tuning,
@@ -320,7 +322,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         &mut progress,
     )?;
     if let CallerFramesReport::Skipped { reason } = &caller_frames {
-        eprintln!("neural-frame: caller frames skipped: {reason}");
+        log::warn!("caller frames skipped: {reason}");
     }
 
     // host pinned: the frame in pinned host memory, written once (as a PyTorch user's
@@ -370,10 +372,10 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
 
     let on_cuda = ctx.backend_name() == "cuda";
     if opts.diagnose && !on_cuda {
-        eprintln!("neural-frame: --diagnose measures the Vulkan/CUDA hand-off; skipped on the CPU backend");
+        log::warn!("--diagnose measures the Vulkan/CUDA hand-off; skipped on the CPU backend");
     }
     if opts.diagnose && tiles_per_frame > 1 {
-        eprintln!("neural-frame: --diagnose probes whole frames; skipped for tiled frames");
+        log::warn!("--diagnose probes whole frames; skipped for tiled frames");
     }
     let (sync_timeline, interference) = if opts.diagnose && on_cuda && tiles_per_frame == 1 {
         let mut traces = Vec::new();
@@ -460,6 +462,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         tensor: contract.input.describe().to_string(),
         tiles: ctx.tiles().map(|(t, n)| TilesReport { tile: t.tile, overlap: t.overlap, per_frame: n }),
         backend: ctx.report().clone(),
+        precision: ctx.precision().clone(),
         tuning: flat_tuning(ctx.tuning()),
         slots: ctx.slot_count(),
         warmup: opts.warmup,
@@ -540,6 +543,15 @@ pub(crate) fn render(r: &BenchReport) -> String {
             t.per_frame, t.tile.0, t.tile.1, t.overlap
         );
     }
+    let p = &r.precision;
+    let _ = writeln!(
+        s,
+        "precision: {} model, running {} ({}){}",
+        p.model,
+        p.running,
+        p.reason,
+        if p.rewrites.is_empty() { String::new() } else { format!("; graph rewrites: {}", p.rewrites.join("; ")) }
+    );
     let _ = writeln!(
         s,
         "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {} (options from {}), {} slots, {} warm-up frames, {} timed frames per mode",

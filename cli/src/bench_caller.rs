@@ -154,8 +154,8 @@ pub(crate) fn run(
     }
     let lane = r.lane_for(transfer);
     if transfer && lane == Lane::Main {
-        eprintln!(
-            "neural-frame: caller frames: the renderer's device ({}) has no transfer-only queue family: \
+        log::warn!(
+            "caller frames: the renderer's device ({}) has no transfer-only queue family: \
              --caller-transfer-queue falls back to its {} queue",
             r.name,
             r.lane_name(Lane::Main)

@@ -69,6 +69,14 @@ enum PostWaitArg {
     Host,
 }
 
+/// `--precision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PrecisionArg {
+    Auto,
+    Fp32,
+    Fp16,
+}
+
 /// `--passes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum PassesArg {
@@ -107,6 +115,15 @@ struct ModelArgs {
     /// (default: true; `false` builds the fused session before the first frame).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     fast_start: Option<bool>,
+    /// The precision the model runs in on the CUDA backend: `auto` (an fp32 model runs in fp16
+    /// where its work is mostly convolutions and a probe frame agrees with fp32 within PSNR 45 dB;
+    /// else as it is), `fp32` (never converted) or `fp16` (converted, unchecked).
+    #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
+    precision: PrecisionArg,
+    /// Exact rewrites of the model's graph at load on the CUDA backend (NHWC inputs and outputs, a
+    /// nearest-upsample skip folded into a 1x1 convolution), `true` or `false` (default: true).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    rewrite_graph: Option<bool>,
     /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;
     /// a model that cannot be captured runs without one, announced).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -260,7 +277,14 @@ impl ModelArgs {
         if let Some(on) = self.fast_start {
             b = b.fast_start(on);
         }
-        b
+        if let Some(on) = self.rewrite_graph {
+            b = b.rewrite_graph(on);
+        }
+        b.precision(match self.precision {
+            PrecisionArg::Auto => neural_frame::Precision::Auto,
+            PrecisionArg::Fp32 => neural_frame::Precision::Fp32,
+            PrecisionArg::Fp16 => neural_frame::Precision::Fp16,
+        })
     }
 
     /// These options as command-line arguments (for a worker process of the same program).
@@ -280,6 +304,7 @@ impl ModelArgs {
             ("--conv-search", self.conv_search.map(|v| value(&v))),
             ("--post-wait", self.post_wait.map(|v| value(&v))),
             ("--passes", self.passes.map(|v| value(&v))),
+            ("--precision", Some(value(&self.precision))),
         ] {
             if let Some(v) = v {
                 a.extend([flag.into(), v.into()]);
@@ -327,6 +352,7 @@ impl ModelArgs {
             (self.fuse_conv_bias, "--fuse-conv-bias"),
             (self.cuda_graph, "--cuda-graph"),
             (self.fast_start, "--fast-start"),
+            (self.rewrite_graph, "--rewrite-graph"),
         ] {
             if let Some(on) = on {
                 a.extend([flag.into(), on.to_string().into()]);
@@ -507,8 +533,15 @@ enum Command {
     /// Serve renderers in other processes over a Unix socket (docs/protocol.md).
     ///
     /// Each client hands over its GPU slots once and then sends frames by slot
-    /// index; it gets its own context, ring and imports. Ctrl-C (or SIGTERM)
-    /// finishes the frames in flight, tells the clients, and exits 0.
+    /// index; it gets its own context, ring and imports. A model the contract
+    /// refuses for every frame is refused at start (exit code 1, before listening).
+    /// No client can hold the worker: its hand-over and any one step of its session
+    /// are bounded (--session-timeout), and so are a frame (--frame-timeout) and an
+    /// idle session (--idle-timeout); a session past its bound is ended or, when its
+    /// thread is stuck in a driver call, abandoned: its client gets Error(Timeout)
+    /// and its place is freed. Ctrl-C (or SIGTERM) finishes the frames in flight,
+    /// tells the clients and exits 0, waiting for its sessions at most
+    /// --session-timeout.
     Serve {
         #[command(flatten)]
         model: ModelArgs,
@@ -524,9 +557,23 @@ enum Command {
         /// Frames in flight per client (1 to 64).
         #[arg(long, default_value_t = 3, value_parser = count(1, MAX_SLOTS), allow_negative_numbers = true)]
         slots: usize,
-        /// How long one frame may take on the worker, in seconds (1 to 3600).
+        /// How long one frame may take on the worker, from its Enqueued to its Done, in seconds (1 to 3600);
+        /// a frame past it ends its session with Error(Timeout).
         #[arg(long, default_value_t = 10, value_parser = count(1, 3600), allow_negative_numbers = true)]
         frame_timeout: usize,
+        /// Seconds (1 to 3600) a client's hand-over may take (connecting to Ready: its Hello, building its
+        /// model, importing its slots), and any one step of its session without progress (a driver call on
+        /// a frame, a send it leaves unread, its drain, its release; --frame-timeout where longer, since on
+        /// the CPU backend a frame's step runs the model). A session past it is abandoned: its client gets
+        /// Error(Timeout), its socket is shut and its place freed. A stopping worker waits for its sessions
+        /// at most this long too.
+        #[arg(long, default_value_t = 60, value_parser = count(1, 3600), allow_negative_numbers = true)]
+        session_timeout: usize,
+        /// Seconds (0 to 86400; 0: never) a client may stay after its Ready with no frame in flight and no
+        /// message, before it is ended with Error(Timeout) and its place freed (so that --max-clients idle
+        /// clients cannot lock the others out).
+        #[arg(long, default_value_t = 120, value_parser = count(0, 86_400), allow_negative_numbers = true)]
+        idle_timeout: usize,
     },
     /// Measure the tuning options on this machine for one model and frame size, and cache the fastest.
     ///
@@ -704,7 +751,7 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             if serve {
                 let options = bench_serve::ServeBench { model: model.clone(), size, frames, warmup, slots, picture };
                 let report = bench_serve::run(&options, |way| {
-                    if !json {
+                    if !json && !quiet {
                         eprintln!("neural-frame bench --serve: timing {way}");
                     }
                 })
@@ -751,7 +798,7 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
                     emit(&report, json, json_file.as_deref(), || bench::render_multi(&report))?;
                     return Ok(0);
                 }
-                let bar = (!json).then(|| {
+                let bar = (!json && !quiet).then(|| {
                     let bar = indicatif::ProgressBar::new(0);
                     bar.set_style(
                         indicatif::ProgressStyle::with_template("{msg:>20} {bar:40} {pos}/{len}")
@@ -778,14 +825,26 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             run::run_model(&model, input, output, size, frames, json, quiet)?;
             Ok(0)
         }
-        Command::Serve { model, socket, max_clients, allow_uid, slots, frame_timeout } => {
+        Command::Serve {
+            model,
+            socket,
+            max_clients,
+            allow_uid,
+            slots,
+            frame_timeout,
+            session_timeout,
+            idle_timeout,
+        } => {
+            let secs = |s: usize| std::time::Duration::from_secs(s as u64);
             serve::serve(serve::ServeOptions {
                 model,
                 socket: socket.unwrap_or_else(neural_frame_client::default_socket),
                 max_clients,
                 allow_uid,
                 slots,
-                frame_timeout: std::time::Duration::from_secs(frame_timeout as u64),
+                frame_timeout: secs(frame_timeout),
+                session_timeout: secs(session_timeout),
+                idle_timeout: (idle_timeout > 0).then(|| secs(idle_timeout)),
             })?;
             Ok(0)
         }
@@ -806,6 +865,21 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             let report = preflight::run(&stage, &options);
             if json {
                 println!("{}", serde_json::to_string_pretty(&report).context("serialising the report")?);
+            } else if quiet {
+                // Errors only: the stages that failed, with their reasons.
+                for s in report
+                    .stages
+                    .iter()
+                    .filter(|s| matches!(s.status, preflight::Status::Error | preflight::Status::Different))
+                {
+                    eprintln!(
+                        "neural-frame: error: preflight stage {} ({}) {:?}: {}",
+                        s.stage,
+                        s.name,
+                        s.status,
+                        s.reason.as_deref().unwrap_or("no reason given")
+                    );
+                }
             } else {
                 print!("{}", preflight::render(&report));
             }
@@ -841,7 +915,7 @@ fn python_onnx_runtime() -> Option<PathBuf> {
         .clone()
 }
 
-/// Prints a report as JSON or as text, and writes the JSON to `json_file` when given.
+/// Prints a report as JSON or as text (not with `--quiet`), and writes the JSON to `json_file` when given.
 pub(crate) fn emit(
     report: &impl serde::Serialize,
     json: bool,
@@ -854,7 +928,7 @@ pub(crate) fn emit(
     }
     if json {
         println!("{encoded}");
-    } else {
+    } else if !logger::quiet() {
         print!("{}", text());
     }
     Ok(())

@@ -27,9 +27,14 @@ fn max_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// What `run` was doing when a frame failed; where the model's scale is only
-/// its metadata's word, the metadata is the first suspect.
-fn frame_context(c: &ModelContract) -> String {
+/// What `run` was doing when a frame failed. Where ONNX Runtime failed the run
+/// (the error's kind) and the model's scale is only its metadata's word, the
+/// metadata is the first suspect; any other failure (an argument, the device) is
+/// named as it is.
+fn frame_context(c: &ModelContract, e: &neural_frame::Error) -> String {
+    if e.kind() != neural_frame::ErrorKind::OnnxRuntime {
+        return "running the frame".into();
+    }
     match c.scale_source {
         ScaleSource::Metadata => format!(
             "running the frame (the model's `scale` metadata says {}; check it against the model's real output \
@@ -78,6 +83,22 @@ fn unnamed(v: &[Named], flag: &str) -> anyhow::Result<Option<PathBuf>> {
         anyhow::bail!("{flag} PATH is given more than once; name the model's other tensors: {flag} NAME=PATH");
     }
     Ok(first)
+}
+
+/// Refuses a model input given twice (`--input albedo=a.png --input albedo=b.png`),
+/// before any work: each model input takes one picture.
+fn check_named_inputs(inputs: &[Named]) -> anyhow::Result<()> {
+    for (j, b) in inputs.iter().enumerate() {
+        let Some(name) = &b.name else { continue };
+        if let Some(a) = inputs[..j].iter().find(|a| a.name.as_ref() == Some(name)) {
+            anyhow::bail!(
+                "--input {name}=… is given twice ({} and {}): each model input takes one picture; keep one of them",
+                a.path.display(),
+                b.path.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `-`: standard input or output.
@@ -180,6 +201,7 @@ pub(crate) fn run_model(
     if inputs.iter().filter(|n| is_std(&n.path)).count() > 1 {
         anyhow::bail!("--input - is given more than once: standard input can be read once; give the others as files");
     }
+    check_named_inputs(&inputs)?;
     check_distinct(&outputs)?;
     let plain = unnamed(&outputs, "--output")?;
     let default_output = Named { name: None, path: PathBuf::from("upscaled.png") };
@@ -324,6 +346,11 @@ pub(crate) fn run_model(
             c.scale,
             c.scale_source
         );
+        let p = ctx.precision();
+        eprintln!("precision: {} ({})", p.running, p.reason);
+        if !p.rewrites.is_empty() {
+            eprintln!("graph rewrites: {}", p.rewrites.join("; "));
+        }
     }
     let in_image = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM)?;
     let out_image = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM)?;
@@ -373,7 +400,10 @@ pub(crate) fn run_model(
             contract.output.describe()
         );
     }
-    let what = frame_context(ctx.contract());
+    let framed = |e: neural_frame::Error| {
+        let what = frame_context(&contract, &e);
+        anyhow::Error::new(e).context(what)
+    };
     // Per frame: upload, pre, infer, post, readback (ms). Grown as frames run, never reserved by the count.
     let mut stages: Vec<[f64; 5]> = Vec::new();
     let mut result = Vec::new();
@@ -390,8 +420,8 @@ pub(crate) fn run_model(
         let t = std::time::Instant::now();
         ctx.upload(in_image, &picture.pixels)?;
         let upload = t.elapsed().as_secs_f64() * 1e3;
-        let times = match ctx.submit(frame.clone()).with_context(|| what.clone())? {
-            Submitted::Frame(ticket) => ctx.wait(&ticket).with_context(|| what.clone())?,
+        let times = match ctx.submit(frame.clone()).map_err(framed)? {
+            Submitted::Frame(ticket) => ctx.wait(&ticket).map_err(framed)?,
             Submitted::Skipped => anyhow::bail!("a blocking submission was skipped"),
         };
         let t = std::time::Instant::now();

@@ -89,10 +89,35 @@ fn load_inner(explicit: Option<&Path>) -> Result<Loaded> {
     let env = ort::init_from(&library)
         .map_err(|e| Error::OnnxRuntimeMissing { reason: e.to_string() })?
         .with_name("neural-frame")
+        .with_logger(std::sync::Arc::new(forward_log))
         .build()
         .map_err(|e| Error::onnx("creating the environment", e))?;
+    // The logger is created at ONNX Runtime's most verbose level: only what the `log`
+    // facade can show is asked for (each message is formatted before the callback).
+    env.set_log_level(match log::max_level() {
+        log::LevelFilter::Trace => ort::logging::LogLevel::Verbose,
+        log::LevelFilter::Debug => ort::logging::LogLevel::Info,
+        _ => ort::logging::LogLevel::Warning,
+    });
     let providers = available_providers()?;
     Ok(Loaded { info: RuntimeInfo { library, found_by, version, providers }, _env: env })
+}
+
+/// ONNX Runtime's own messages, through the `log` facade (target `onnxruntime`)
+/// instead of its default sink, which writes them to stderr with ANSI colour codes.
+/// Its errors come back to the caller as the failing call's status too (a frame's
+/// error names the tensor and the shapes), so they are logged at info level like its
+/// warnings (`-v` on the command line); its info at debug, its verbose at trace.
+fn forward_log(level: ort::logging::LogLevel, _category: &str, _id: &str, location: &str, message: &str) {
+    use ort::logging::LogLevel;
+    let (level, what) = match level {
+        LogLevel::Fatal => (log::Level::Info, "fatal"),
+        LogLevel::Error => (log::Level::Info, "error"),
+        LogLevel::Warning => (log::Level::Info, "warning"),
+        LogLevel::Info => (log::Level::Debug, "info"),
+        LogLevel::Verbose => (log::Level::Trace, "verbose"),
+    };
+    log::log!(target: "onnxruntime", level, "{what} ({location}): {message}");
 }
 
 /// The environment of the loaded runtime ([`load`] first).

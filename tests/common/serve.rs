@@ -20,6 +20,11 @@ use neural_frame::{Backend, NeuralFrameContext};
 use neural_frame_client::protocol::{self, ErrorCode, Geometry, Message, SlotMemory};
 use neural_frame_client::{Client, ClientDevice, FrameId, Options, SyncMode, SyncPreference, wire};
 
+/// The scenarios of clients that misbehave on purpose (issue 25): stuck, idle,
+/// flooding, faulting memory; and models refused at start.
+#[path = "serve_limits.rs"]
+pub mod limits;
+
 pub const F32: &str = "models/test/tiny-x2-f32.onnx";
 
 /// The worker binary: `NEURAL_FRAME_BIN`, else the one cargo built.
@@ -60,6 +65,11 @@ pub struct Worker {
 
 impl Worker {
     pub fn start(backend: &str, model: &str, extra: &[&str]) -> Worker {
+        Worker::start_with_env(backend, model, extra, &[])
+    }
+
+    /// A worker with variables added to its environment (the test hooks).
+    pub fn start_with_env(backend: &str, model: &str, extra: &[&str], env: &[(&str, &str)]) -> Worker {
         let dir = std::env::temp_dir().join(format!(
             "nf-serve-{}-{}",
             std::process::id(),
@@ -74,6 +84,7 @@ impl Worker {
             .arg(&socket)
             .args(["--model", model, "--backend", backend])
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("the worker's log"))
             .spawn()
@@ -101,6 +112,11 @@ impl Worker {
     /// The worker's open descriptors.
     pub fn fds(&self) -> usize {
         std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map(|d| d.count()).unwrap_or(0)
+    }
+
+    /// The worker's threads.
+    pub fn threads(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/task", self.pid())).map(|d| d.count()).unwrap_or(0)
     }
 
     /// The worker's resident memory, KiB.
@@ -1388,7 +1404,7 @@ fn hello_sample(input: Geometry) -> Message {
 
 /// A memfd of `len` bytes that starts with the first bytes of `like` (a driver's
 /// header, where lavapipe keeps one), as a client that cut its memory short sends.
-fn truncated_memfd(like: &OwnedFd, len: u64) -> OwnedFd {
+pub fn truncated_memfd(like: &OwnedFd, len: u64) -> OwnedFd {
     use std::os::fd::FromRawFd as _;
     use std::os::unix::fs::FileExt as _;
     // SAFETY: memfd_create with a NUL-terminated name; the descriptor is ours.

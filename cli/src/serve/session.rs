@@ -1,25 +1,29 @@
-//! One client of the worker: the hand-over, then its frames, on its own
-//! context. Every way a session ends returns the reason, which the worker logs;
-//! faults are answered with an `Error` message first.
+//! One client of the worker: the hand-over (handover.rs), then its frames, on
+//! its own context. Every way a session ends returns the reason, which the
+//! worker logs; faults are answered with an `Error` message first. What one
+//! client can hold is bounded: messages read ahead of the session
+//! (`READ_AHEAD`), Submits queued beyond its ring (`MAX_PENDING`: then the
+//! worker stops reading, and the client's further Submits wait in its socket),
+//! answers it leaves unread (the socket's buffer, then `--session-timeout`),
+//! a frame (`--frame-timeout`) and an idle session (`--idle-timeout`).
 
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use neural_frame::ash::vk;
-use neural_frame::{
-    BufferImport, DeviceIdentity, DeviceSelector, Frame, InputId, MemoryImport, NeuralFrameContext, OutputId,
-    PixelLayout, SemaphoreImport, Submitted, SyncMode, Ticket, TimelineId,
-};
-use neural_frame_client::protocol::{self, ErrorCode, Geometry, Message, SlotMemory, WireError};
+use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, Submitted, Ticket, TimelineId};
+use neural_frame_client::protocol::{self, ErrorCode, Message, WireError};
 use neural_frame_client::wire::{self, RecvError};
 
 use super::Shared;
+use super::watch::{StallHook, Step, Watch};
 
-/// How long the worker waits for a client's Hello and for its Slots.
+/// How long the worker waits for a client's Hello and for its Slots (each; the
+/// hand-over as a whole is bounded by `--session-timeout`).
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a session that ends waits for its frames in flight.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -29,59 +33,13 @@ const STOP_GRACE: Duration = Duration::from_millis(100);
 const POLL: Duration = Duration::from_micros(200);
 /// Releasing a context for longer than this is said in the log.
 const SLOW_RELEASE: Duration = Duration::from_secs(1);
-
-/// What a session is doing; the worker reports one that stays in a step
-/// (other than streaming) too long, and the steps of those it waits for when it stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
-    Handshake,
-    Building,
-    Importing,
-    Streaming,
-    Draining,
-    Releasing,
-    Closing,
-}
-
-impl std::fmt::Display for Step {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Step::Handshake => "in its handshake",
-            Step::Building => "building its context",
-            Step::Importing => "importing its slots",
-            Step::Streaming => "streaming",
-            Step::Draining => "draining its frames",
-            Step::Releasing => "releasing its context",
-            Step::Closing => "closing the connection",
-        })
-    }
-}
-
-/// A session's step, since when, and which instance of it (every `set` starts a
-/// new one): written by the session's thread, read by the worker's.
-pub(crate) struct Phase(Mutex<(Step, Instant, u64)>);
-
-impl Phase {
-    pub(crate) fn new() -> Self {
-        Self(Mutex::new((Step::Handshake, Instant::now(), 1)))
-    }
-
-    pub(crate) fn set(&self, step: Step) {
-        let mut p = self.lock();
-        *p = (step, Instant::now(), p.2 + 1);
-    }
-
-    pub(crate) fn get(&self) -> (Step, Instant, u64) {
-        *self.lock()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, (Step, Instant, u64)> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
+/// Messages the reader thread reads ahead of the session.
+const READ_AHEAD: usize = 4;
+/// Submits a session queues beyond its ring before it stops reading from its client.
+const MAX_PENDING: usize = 64;
 
 /// Why a session ended, and the reason to log.
-struct End {
+pub(super) struct End {
     why: Why,
     reason: String,
 }
@@ -94,12 +52,12 @@ enum Why {
     Left,
     /// The worker stops: the frames are finished and reported, then Bye.
     Stopping,
-    /// The connection broke: the client is gone.
+    /// The connection broke, or the client reported a fault: the client is gone.
     Lost,
 }
 
 impl End {
-    fn fault(code: ErrorCode, reason: impl Into<String>) -> Self {
+    pub(super) fn fault(code: ErrorCode, reason: impl Into<String>) -> Self {
         Self { why: Why::Fault(code), reason: reason.into() }
     }
     fn lost(reason: impl Into<String>) -> Self {
@@ -115,15 +73,30 @@ impl From<WireError> for End {
 
 type Incoming = Result<(Message, Vec<OwnedFd>), RecvError>;
 
-struct Conn {
+/// A session's connection: its socket, the messages its reader thread read, and
+/// its watch (whose send lock every write takes).
+pub(super) struct Conn<'a> {
     stream: UnixStream,
     rx: mpsc::Receiver<Incoming>,
+    pub(super) watch: &'a Watch,
+    /// `--session-timeout`: the hand-over's bound, and a send's.
+    timeout: Duration,
 }
 
-impl Conn {
-    fn send(&self, m: &Message, fds: &[std::os::fd::RawFd]) -> Result<(), End> {
-        wire::send(&self.stream, m, fds)
-            .map_err(|e| End::lost(format!("sending {}: {e}", protocol::kind_name(m.kind()))))
+impl Conn<'_> {
+    pub(super) fn send(&self, m: &Message, fds: &[std::os::fd::RawFd]) -> Result<(), End> {
+        self.watch.send(&self.stream, m, fds).map_err(|e| {
+            let kind = protocol::kind_name(m.kind());
+            if e.kind() == std::io::ErrorKind::WouldBlock && !self.watch.abandoned() {
+                End::lost(format!(
+                    "sending {kind}: the client left the worker's answers unread for {} s (--session-timeout): its \
+                     socket is full",
+                    self.timeout.as_secs()
+                ))
+            } else {
+                End::lost(format!("sending {kind}: {e}"))
+            }
+        })
     }
 
     /// The next message within `timeout`; `Ok(None)` when none came.
@@ -142,20 +115,44 @@ impl Conn {
         }
     }
 
-    fn expect(&self, what: &str) -> Result<(Message, Vec<OwnedFd>), End> {
-        self.next(HANDOVER_TIMEOUT)?
-            .ok_or_else(|| End::fault(ErrorCode::Timeout, format!("no {what} within {HANDOVER_TIMEOUT:?}")))
+    /// The next message of the hand-over: within `HANDOVER_TIMEOUT`, and before
+    /// the hand-over's deadline (`--session-timeout` after the connection).
+    pub(super) fn expect(&self, what: &str) -> Result<(Message, Vec<OwnedFd>), End> {
+        let left = (self.watch.connected + self.timeout).saturating_duration_since(Instant::now());
+        let wait = left.min(HANDOVER_TIMEOUT);
+        self.next(wait)?.ok_or_else(|| {
+            if wait < HANDOVER_TIMEOUT {
+                End::fault(
+                    ErrorCode::Timeout,
+                    format!(
+                        "no {what} before the hand-over's deadline: a client has {} s (--session-timeout) from \
+                         connecting to its Ready",
+                        self.timeout.as_secs()
+                    ),
+                )
+            } else {
+                End::fault(ErrorCode::Timeout, format!("no {what} within {HANDOVER_TIMEOUT:?}"))
+            }
+        })
     }
 }
 
 /// Serves one client until it leaves, faults, or the worker stops; the reason.
-/// `who` names the client in the log; `phase` shows the worker what the session does.
-pub(crate) fn run(stream: UnixStream, shared: &Shared, stop: &AtomicBool, who: &str, phase: &Phase) -> String {
+/// `who` names the client in the log; `watch` shows the worker what the session
+/// does, and frees its place (before the client reads its Error or EOF, so that
+/// it can connect again at once).
+pub(crate) fn run(stream: UnixStream, shared: &Shared, stop: &AtomicBool, who: &str, watch: &Watch) -> String {
+    let timeout = shared.options.session_timeout;
+    // A client that leaves the answers unread blocks a send no longer than this.
+    if let Err(e) = stream.set_write_timeout(Some(timeout)) {
+        return format!("setting the socket's send timeout failed: {e}");
+    }
     let reader_stream = match stream.try_clone() {
         Ok(s) => s,
         Err(e) => return format!("duplicating the socket failed: {e}"),
     };
-    let (tx, rx) = mpsc::channel();
+    // Bounded: a client that sends faster than its session takes is held back in its socket.
+    let (tx, rx) = mpsc::sync_channel(READ_AHEAD);
     let reader = std::thread::spawn(move || {
         loop {
             let got = wire::recv(&reader_stream);
@@ -165,33 +162,35 @@ pub(crate) fn run(stream: UnixStream, shared: &Shared, stop: &AtomicBool, who: &
             }
         }
     });
-    let conn = Conn { stream, rx };
+    let conn = Conn { stream, rx, watch, timeout };
     let mut held = None;
-    let end = match Session::start(&conn, shared, phase, &mut held) {
+    let end = match Session::start(&conn, shared, &mut held) {
         Ok(s) => {
-            phase.set(Step::Streaming);
-            let end = s.stream(&conn, stop);
-            phase.set(Step::Draining);
+            watch.set(Step::Streaming);
+            let end = s.stream(&conn, stop, shared);
+            watch.set(Step::Draining);
             s.finish(&conn, &end);
             end
         }
         Err(end) => end,
     };
     if let Some(session) = held {
-        phase.set(Step::Releasing);
+        watch.set(Step::Releasing);
         let start = Instant::now();
         drop(session);
         let took = start.elapsed();
         if took > SLOW_RELEASE {
-            eprintln!("neural-frame serve: {who}: releasing its context took {:.1} s", took.as_secs_f64());
+            super::say(format_args!("{who}: releasing its context took {:.1} s", took.as_secs_f64()));
         }
     }
-    phase.set(Step::Closing);
+    watch.set(Step::Closing);
+    watch.free_place(&shared.active);
     if let Why::Fault(code) = end.why {
         let _ = conn.send(&Message::Error { code, message: end.reason.clone() }, &[]);
     }
     let _ = conn.stream.shutdown(std::net::Shutdown::Both);
     drop(conn);
+    watch.close();
     let _ = reader.join();
     match end.why {
         Why::Fault(code) => format!("{} ({code:?}, answered with an Error)", end.reason),
@@ -199,252 +198,122 @@ pub(crate) fn run(stream: UnixStream, shared: &Shared, stop: &AtomicBool, who: &
     }
 }
 
+/// A Submit's fields, queued until the ring has room.
+struct Submit {
+    frame: u64,
+    input_slot: u16,
+    output_slot: u16,
+    rendered: u64,
+    output_free: u64,
+}
+
 struct InFlight {
     frame: u64,
     ticket: Ticket,
     consumed: bool,
+    /// When it was submitted: `--frame-timeout` counts from here.
+    since: Instant,
 }
 
 /// A client's context and imports. Field order is teardown order: the
 /// registrations go with the context.
-struct Session {
-    ctx: NeuralFrameContext,
-    inputs: Vec<InputId>,
-    outputs: Vec<OutputId>,
-    rendered: Option<TimelineId>,
-    mode: protocol::SyncMode,
+pub(super) struct Session {
+    pub(super) ctx: NeuralFrameContext,
+    pub(super) inputs: Vec<InputId>,
+    pub(super) outputs: Vec<OutputId>,
+    pub(super) rendered: Option<TimelineId>,
+    pub(super) mode: protocol::SyncMode,
     in_flight: VecDeque<InFlight>,
+    /// Submits read but not run yet: the ring was full (at most `MAX_PENDING`).
+    pending: VecDeque<Submit>,
     last_frame: u64,
     last_rendered: u64,
     last_output_free: u64,
 }
 
-fn format_of(raw: u32) -> vk::Format {
+pub(super) fn format_of(raw: u32) -> vk::Format {
     vk::Format::from_raw(raw as i32)
 }
 
 impl Session {
-    /// The hand-over, up to the Ready. The session goes into `held` as soon as
-    /// its context is built, so that the caller releases it, whatever the outcome.
-    fn start<'a>(
-        conn: &Conn,
-        shared: &Shared,
-        phase: &Phase,
-        held: &'a mut Option<Session>,
-    ) -> Result<&'a mut Session, End> {
-        let options = &shared.options;
-        let (hello, _) = conn.expect("Hello")?;
-        let Message::Hello { version, device_uuid, driver_uuid, input, input_slots, output_slots, sync_modes, model } =
-            hello
-        else {
-            return Err(End::fault(
-                ErrorCode::State,
-                format!("a {} message before the Hello", protocol::kind_name(hello.kind())),
-            ));
-        };
-        if version != protocol::VERSION {
-            return Err(End::fault(
-                ErrorCode::Version,
-                format!("protocol version {version}: this worker speaks version {}", protocol::VERSION),
-            ));
-        }
-        for (n, what) in [(input_slots, "input"), (output_slots, "output")] {
-            if !(1..=protocol::MAX_SLOTS).contains(&n) {
-                return Err(End::fault(
-                    ErrorCode::Malformed,
-                    format!("{n} {what} slots: 1 to {}", protocol::MAX_SLOTS),
-                ));
-            }
-        }
-        let wanted = &options.model.model;
-        let names = [
-            wanted.to_string_lossy().into_owned(),
-            wanted.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            wanted.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-        ];
-        if !model.is_empty() && !names.contains(&model) {
-            return Err(End::fault(
-                ErrorCode::Model,
-                format!("the client asks for the model `{model}`; this worker serves {} only", wanted.display()),
-            ));
-        }
-        let format = format_of(input.format);
-        let bpp = neural_frame_client::bytes_per_pixel(format).ok_or_else(|| {
-            End::fault(
-                ErrorCode::Format,
-                format!(
-                    "the input format {format:?} ({}): the worker takes R8G8B8A8_UNORM/_SRGB, B8G8R8A8_UNORM/_SRGB \
-                     and R16G16B16A16_SFLOAT",
-                    input.format
-                ),
-            )
-        })?;
-        let packed = (input.width as u64).checked_mul(bpp);
-        if input.width == 0
-            || input.height == 0
-            || packed.is_none_or(|p| input.row_pitch < p)
-            || input.row_pitch % 4 != 0
-            || input.bytes().is_none()
-        {
-            return Err(End::fault(
-                ErrorCode::Format,
-                format!(
-                    "an input of {}×{} with a row pitch of {} bytes: the sides must be positive and the pitch a \
-                     multiple of 4 of at least width × {bpp}",
-                    input.width, input.height, input.row_pitch
-                ),
-            ));
-        }
-        // The worker's context goes on the client's GPU, found by its UUID (unless --device names one).
-        let mut builder =
-            options.model.builder(input.width, input.height).slots(options.slots).frame_timeout(options.frame_timeout);
-        if options.model.device == DeviceSelector::Auto {
-            builder = builder.device(DeviceSelector::Uuid(device_uuid));
-        }
-        phase.set(Step::Building);
-        let ctx = builder.build().map_err(|e| match e.kind() {
-            neural_frame::ErrorKind::NoDevice => End::fault(
-                ErrorCode::WrongDevice,
-                format!(
-                    "no GPU of the worker's has the client's deviceUUID {}: {e}",
-                    neural_frame::format_uuid(&device_uuid)
-                ),
-            ),
-            neural_frame::ErrorKind::InvalidArgument
-            | neural_frame::ErrorKind::Unsupported
-            | neural_frame::ErrorKind::ModelContract => {
-                End::fault(ErrorCode::Format, format!("the model cannot take this frame: {e}"))
-            }
-            _ => End::fault(ErrorCode::Inference, format!("setting up the model failed: {e}")),
-        })?;
-        phase.set(Step::Handshake);
-        let session = held.insert(Session {
+    /// A session on its new context, before its slots.
+    pub(super) fn new(ctx: NeuralFrameContext) -> Self {
+        Session {
             ctx,
             inputs: Vec::new(),
             outputs: Vec::new(),
             rendered: None,
-            mode: protocol::SyncMode::Host, // chosen below, before the Welcome
+            mode: protocol::SyncMode::Host, // chosen before the Welcome
             in_flight: VecDeque::new(),
+            pending: VecDeque::new(),
             last_frame: 0,
             last_rendered: 0,
             last_output_free: 0,
-        });
-        let ctx = &session.ctx;
-        let origin = DeviceIdentity { device_uuid, driver_uuid };
-        if ctx.device_identity() != origin {
-            return Err(End::fault(
-                ErrorCode::WrongDevice,
-                format!(
-                    "the client's GPU (deviceUUID {}, driverUUID {}) is not the worker's ({}, {})",
-                    neural_frame::format_uuid(&device_uuid),
-                    neural_frame::format_uuid(&driver_uuid),
-                    neural_frame::format_uuid(&ctx.device_identity().device_uuid),
-                    neural_frame::format_uuid(&ctx.device_identity().driver_uuid)
-                ),
-            ));
         }
-        let mode = if sync_modes & protocol::SYNC_GPU != 0 && ctx.sync_mode() == SyncMode::Gpu {
-            protocol::SyncMode::Gpu
-        } else if sync_modes & protocol::SYNC_HOST != 0 {
-            protocol::SyncMode::Host
-        } else {
-            return Err(End::fault(
-                ErrorCode::SyncMode,
-                format!(
-                    "the client offers sync modes {sync_modes:#x}; this worker can do {}",
-                    if ctx.sync_mode() == SyncMode::Gpu { "GPU (2) and host (1)" } else { "host (1) only" }
-                ),
-            ));
-        };
-        let out_format =
-            if neural_frame::OUTPUT_BUFFER_FORMATS.contains(&format) { format } else { vk::Format::R8G8B8A8_UNORM };
-        let (ow, oh) = ctx.output_size();
-        let out_bpp = neural_frame_client::bytes_per_pixel(out_format).unwrap_or(4);
-        let output =
-            Geometry { width: ow, height: oh, format: out_format.as_raw() as u32, row_pitch: ow as u64 * out_bpp };
-        conn.send(
-            &Message::Welcome {
-                version: protocol::VERSION,
-                sync_mode: mode,
-                model: names[1].clone(),
-                output,
-                max_in_flight: ctx.slot_count() as u32,
-            },
-            &[],
-        )?;
-        session.mode = mode;
-        let (slots, fds) = conn.expect("Slots")?;
-        phase.set(Step::Importing);
-        let Message::Slots { inputs, outputs, timeline } = slots else {
-            return Err(End::fault(
-                ErrorCode::State,
-                format!("a {} message where the Slots belong", protocol::kind_name(slots.kind())),
-            ));
-        };
-        if inputs.len() != input_slots as usize || outputs.len() != output_slots as usize {
-            return Err(End::fault(
-                ErrorCode::Malformed,
-                format!(
-                    "the Slots list {} input and {} output slots; the Hello said {input_slots} and {output_slots}",
-                    inputs.len(),
-                    outputs.len()
-                ),
-            ));
-        }
-        if timeline != (mode == protocol::SyncMode::Gpu) {
-            return Err(End::fault(
-                ErrorCode::State,
-                format!("the Slots {} a timeline in {mode:?} mode", if timeline { "carry" } else { "lack" }),
-            ));
-        }
-        let mut fds = fds.into_iter();
-        for (i, m) in inputs.iter().enumerate() {
-            let fd = fds.next().ok_or_else(|| End::fault(ErrorCode::FdCount, "fewer fds than slots"))?;
-            let what = format!("input slot {i}");
-            let import = describe(fd, m, input, origin, &what)?;
-            let id = session.ctx.import_input_buffer(import).map_err(|e| bad_handle(&what, e))?;
-            session.inputs.push(id);
-        }
-        for (j, m) in outputs.iter().enumerate() {
-            let fd = fds.next().ok_or_else(|| End::fault(ErrorCode::FdCount, "fewer fds than slots"))?;
-            let what = format!("output slot {j}");
-            let import = describe(fd, m, output, origin, &what)?;
-            let id = session.ctx.import_output_buffer(import).map_err(|e| bad_handle(&what, e))?;
-            session.outputs.push(id);
-        }
-        let mut ready_fds = Vec::new();
-        if let Some(fd) = fds.next() {
-            let t = session
-                .ctx
-                .import_timeline(SemaphoreImport { fd, semaphore_type: vk::SemaphoreType::TIMELINE, origin })
-                .map_err(|e| End::fault(ErrorCode::BadHandle, format!("the client's timeline: {e}")))?;
-            session.rendered = Some(t);
-            let exported = session
-                .ctx
-                .export_timelines()
-                .map_err(|e| End::fault(ErrorCode::Inference, format!("exporting the worker's timelines: {e}")))?;
-            ready_fds.push(exported.input_consumed);
-            ready_fds.push(exported.output_ready);
-        }
-        let raw: Vec<_> = ready_fds.iter().map(AsRawFd::as_raw_fd).collect();
-        conn.send(&Message::Ready { timelines: raw.len() as u8 }, &raw)?;
-        Ok(session)
     }
 
-    /// Frames until the client leaves or faults, or the worker stops.
-    fn stream(&mut self, conn: &Conn, stop: &AtomicBool) -> End {
+    /// Frames until the client leaves or faults, or the worker stops. Submits run
+    /// as the ring has room; beyond it they queue (`MAX_PENDING`), and then the
+    /// session stops reading: the client's Submits wait in its socket.
+    fn stream(&mut self, conn: &Conn<'_>, stop: &AtomicBool, shared: &Shared) -> End {
+        let options = &shared.options;
+        let stall = shared.stall.as_ref();
+        let slots = self.ctx.slot_count();
         // When the worker stops, the frames the client sent until then (and for STOP_GRACE more) still run.
         let mut stop_at: Option<Instant> = None;
+        // How the session ends once its queued Submits have run (a Bye, a fault, the worker stopping).
+        let mut closing: Option<End> = None;
+        let mut busy_at = Instant::now();
         loop {
+            conn.watch.beat();
             if let Err(end) = self.report(conn) {
                 return end;
+            }
+            if let Some(f) = self.in_flight.front()
+                && f.since.elapsed() > options.frame_timeout
+            {
+                return End::fault(
+                    ErrorCode::Timeout,
+                    format!(
+                        "frame {} did not finish within {} s of its Enqueued (--frame-timeout){}",
+                        f.frame,
+                        options.frame_timeout.as_secs(),
+                        if self.rendered.is_some() { ": was its \"rendered\" value signalled?" } else { "" }
+                    ),
+                );
+            }
+            while self.in_flight.len() < slots
+                && let Some(s) = self.pending.pop_front()
+            {
+                if let Err(end) = self.submit(conn, s, stall) {
+                    return end;
+                }
             }
             if stop_at.is_none() && stop.load(Ordering::SeqCst) {
                 stop_at = Some(Instant::now() + STOP_GRACE);
             }
             let left = stop_at.map(|t| t.saturating_duration_since(Instant::now()));
-            if left == Some(Duration::ZERO) {
-                return End { why: Why::Stopping, reason: "the worker is stopping".into() };
+            if left == Some(Duration::ZERO) && closing.is_none() {
+                closing = Some(End { why: Why::Stopping, reason: "the worker is stopping".into() });
+            }
+            if self.pending.is_empty()
+                && let Some(end) = closing.take()
+            {
+                return end;
+            }
+            if !self.in_flight.is_empty() || !self.pending.is_empty() {
+                busy_at = Instant::now();
+            } else if let Some(idle) = options.idle_timeout
+                && busy_at.elapsed() >= idle
+            {
+                return End::fault(
+                    ErrorCode::Timeout,
+                    format!(
+                        "idle for {} s with no frame in flight (--idle-timeout): the place is freed for others; \
+                         connect again to go on",
+                        idle.as_secs()
+                    ),
+                );
             }
             // With frames in flight the session polls them (with --spin-wait, without sleeping: the post
             // pass of `--post-wait host` is submitted by these polls).
@@ -453,39 +322,44 @@ impl Session {
                 (false, true) => Duration::ZERO,
                 (false, false) => POLL,
             };
-            let wait = left.map_or(wait, |l| wait.min(l));
+            let wait = left.filter(|l| !l.is_zero()).map_or(wait, |l| wait.min(l));
+            if closing.is_some() || self.pending.len() >= MAX_PENDING {
+                // Not reading: the ring is full (the queued Submits wait for it).
+                std::thread::sleep(wait);
+                continue;
+            }
             let got = match conn.next(wait) {
                 Ok(Some((m, _))) => m,
                 Ok(None) => continue,
+                // A fault of the client's bytes: its Submits before it still run, then the Error.
+                Err(end) if matches!(end.why, Why::Fault(_)) => {
+                    closing = Some(end);
+                    continue;
+                }
+                // Gone, or it reported a fault: nothing more is run or reported.
                 Err(end) => return end,
             };
-            let result = match got {
+            busy_at = Instant::now();
+            match got {
                 Message::Submit { frame, input_slot, output_slot, rendered, output_free } => {
-                    self.submit(conn, frame, input_slot, output_slot, rendered, output_free)
+                    self.pending.push_back(Submit { frame, input_slot, output_slot, rendered, output_free });
                 }
                 Message::Bye { reason } => {
-                    return End { why: Why::Left, reason: format!("the client said goodbye ({reason})") };
+                    closing = Some(End { why: Why::Left, reason: format!("the client said goodbye ({reason})") });
                 }
-                other => Err(End::fault(
-                    ErrorCode::State,
-                    format!("a {} message while streaming frames", protocol::kind_name(other.kind())),
-                )),
-            };
-            if let Err(end) = result {
-                return end;
+                other => {
+                    closing = Some(End::fault(
+                        ErrorCode::State,
+                        format!("a {} message while streaming frames", protocol::kind_name(other.kind())),
+                    ));
+                }
             }
         }
     }
 
-    fn submit(
-        &mut self,
-        conn: &Conn,
-        frame: u64,
-        input_slot: u16,
-        output_slot: u16,
-        rendered: u64,
-        output_free: u64,
-    ) -> Result<(), End> {
+    /// Runs one Submit (the ring has room for it: it does not wait), answered with its Enqueued.
+    fn submit(&mut self, conn: &Conn<'_>, s: Submit, stall: Option<&StallHook>) -> Result<(), End> {
+        let Submit { frame, input_slot, output_slot, rendered, output_free } = s;
         if frame != self.last_frame + 1 {
             return Err(End::fault(
                 ErrorCode::Backwards,
@@ -533,18 +407,21 @@ impl Session {
         }
         (self.last_frame, self.last_rendered) = (frame, rendered);
         self.last_output_free = self.last_output_free.max(output_free);
+        if let Some(hook) = stall {
+            hook.at("frame", conn.watch.client);
+        }
         let ticket = match self.ctx.submit(f) {
             Ok(Submitted::Frame(t)) => t,
             Ok(Submitted::Skipped) => return Err(End::fault(ErrorCode::Inference, "the frame was skipped")),
             Err(e) => return Err(End::fault(ErrorCode::Inference, format!("frame {frame}: {e}"))),
         };
         conn.send(&Message::Enqueued { frame, input_consumed: ticket.value(), output_ready: ticket.value() }, &[])?;
-        self.in_flight.push_back(InFlight { frame, ticket, consumed: false });
+        self.in_flight.push_back(InFlight { frame, ticket, consumed: false, since: Instant::now() });
         Ok(())
     }
 
     /// Tells the client of every frame that got further, in order, without waiting.
-    fn report(&mut self, conn: &Conn) -> Result<(), End> {
+    fn report(&mut self, conn: &Conn<'_>) -> Result<(), End> {
         while let Some(f) = self.in_flight.front_mut() {
             if !f.consumed {
                 match self.ctx.try_input_consumed(&f.ticket) {
@@ -572,26 +449,24 @@ impl Session {
     /// Finishes the frames in flight: reported to a client still there (then
     /// Bye when the worker stops), or, for one that is gone, released by
     /// signalling its timeline from the host so that nothing waits forever.
-    fn finish(&mut self, conn: &Conn, end: &End) {
-        let gone = !matches!(end.why, Why::Left | Why::Stopping);
+    fn finish(&mut self, conn: &Conn<'_>, end: &End) {
+        let gone = !matches!(end.why, Why::Left | Why::Stopping) || conn.watch.abandoned();
         if let (true, Some(t)) = (gone, self.rendered) {
             let value = self.last_rendered.max(self.last_output_free);
             if let Err(e) = self.ctx.release_timeline(t, value) {
-                eprintln!("neural-frame serve: releasing a gone client's timeline failed: {e}");
+                eprintln!("neural-frame serve: error: releasing a gone client's timeline failed: {e}");
             }
         }
         let mut deadline = Instant::now() + DRAIN_TIMEOUT;
         let mut released = gone;
         while let Some(f) = self.in_flight.pop_front() {
+            conn.watch.beat();
             let left = deadline.saturating_duration_since(Instant::now());
             let waited = match self.ctx.wait_timeout(&f.ticket, left) {
                 Err(e) if !released && e.kind() == neural_frame::ErrorKind::Timeout => {
                     // A client that left (or the worker stopping) with a frame waiting on a value it
                     // never signalled: released as for a client gone, then waited for once more.
-                    eprintln!(
-                        "neural-frame serve: frame {} did not finish ({e}): releasing the client's timeline",
-                        f.frame
-                    );
+                    super::say(format_args!("frame {} did not finish ({e}): releasing the client's timeline", f.frame));
                     released = true;
                     if let Some(t) = self.rendered {
                         let _ = self.ctx.release_timeline(t, self.last_rendered.max(self.last_output_free));
@@ -610,7 +485,7 @@ impl Session {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    eprintln!("neural-frame serve: frame {} did not finish: {e}", f.frame);
+                    eprintln!("neural-frame serve: error: frame {} did not finish: {e}", f.frame);
                     break;
                 }
             }
@@ -619,69 +494,4 @@ impl Session {
             let _ = conn.send(&Message::Bye { reason: "the worker is stopping".into() }, &[]);
         }
     }
-}
-
-/// One slot's memory, checked against the frame it holds, then imported.
-fn describe(
-    fd: OwnedFd,
-    m: &SlotMemory,
-    geometry: Geometry,
-    origin: DeviceIdentity,
-    what: &str,
-) -> Result<BufferImport, End> {
-    let needed = geometry.bytes().unwrap_or(u64::MAX);
-    if m.buffer_size < needed || m.allocation_size < m.buffer_size {
-        return Err(End::fault(
-            ErrorCode::TooSmall,
-            format!(
-                "{what}: a buffer of {} bytes in an allocation of {} bytes; a {}×{} frame with a row pitch of {} \
-                     needs {needed}",
-                m.buffer_size, m.allocation_size, geometry.width, geometry.height, geometry.row_pitch
-            ),
-        ));
-    }
-    // A memory file shorter than the allocation faults (SIGBUS on lavapipe) when the driver maps it.
-    if let Some(len) = file_size(&fd).filter(|&len| len < m.allocation_size) {
-        return Err(End::fault(
-            ErrorCode::TooSmall,
-            format!(
-                "{what}: the memory behind the descriptor is {len} bytes, but the allocation is {} bytes",
-                m.allocation_size
-            ),
-        ));
-    }
-    Ok(BufferImport {
-        memory: MemoryImport {
-            fd,
-            allocation_size: m.allocation_size,
-            memory_type_index: m.memory_type_index,
-            dedicated: m.dedicated,
-            origin,
-        },
-        size: m.buffer_size,
-        usage: vk::BufferUsageFlags::from_raw(m.usage),
-        layout: PixelLayout {
-            width: geometry.width,
-            height: geometry.height,
-            row_pitch: geometry.row_pitch,
-            format: format_of(geometry.format),
-        },
-    })
-}
-
-/// The size of a regular file or memfd behind `fd`; `None` for anything else
-/// (dma-bufs, anon inodes, devices: the import checks those).
-fn file_size(fd: &OwnedFd) -> Option<u64> {
-    // SAFETY: `stat` is plain data, for which all zeroes is a value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes a `stat` for an open descriptor and nothing else.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return None;
-    }
-    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
-    (!link.to_string_lossy().starts_with("anon_inode:")).then_some(st.st_size as u64)
-}
-
-fn bad_handle(what: &str, e: neural_frame::ImportError) -> End {
-    End::fault(ErrorCode::BadHandle, format!("{what}: {e}"))
 }

@@ -1,0 +1,454 @@
+//! Clients that misbehave on purpose against `neural-frame serve` (issue 25),
+//! each while a well-behaved client is served before, during and after: a
+//! hand-over that stalls, a session stuck in a driver call (the test hook
+//! `NEURAL_FRAME_TEST_HOOK_STALL`), idle clients at `--max-clients`, a million
+//! Submits never answered, memory files shorter than the driver maps; and
+//! models the contract refuses for every frame, refused at start. The worker's
+//! descriptors and threads return to where they were, its memory within 16 MiB,
+//! and SIGTERM ends it with exit code 0 within its bound.
+
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use super::super::foreign::renderer::Renderer;
+use super::super::pipeline::{max_diff, picture};
+use super::{F32, Raw, Side, Worker, connect, expected, hello, serial, slot, truncated_memfd};
+use ash::vk;
+use neural_frame_client::protocol::{ErrorCode, Message, SlotMemory};
+use neural_frame_client::{Client, Options, SyncPreference};
+
+/// The worker's memory may end up this much above where it was (allocator caches).
+const RSS_TOLERANCE_KIB: u64 = 16 * 1024;
+
+/// What the worker holds, to compare before and after.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    fds: usize,
+    threads: usize,
+    rss_kib: u64,
+}
+
+fn held(w: &Worker) -> Held {
+    Held { fds: w.fds(), threads: w.threads(), rss_kib: w.rss_kib() }
+}
+
+/// What the worker holds once its descriptors and threads stay put for 300 ms
+/// (a session that just said goodbye is still ending its threads).
+fn settled(w: &Worker) -> Held {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = held(w);
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = held(w);
+        if (now.fds, now.threads) == (last.fds, last.threads) || Instant::now() > deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// Waits (at most 20 s) until the worker's descriptors and threads are back to
+/// `base` and its memory within the tolerance; panics with both otherwise.
+fn back_to(w: &Worker, base: Held, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = held(w);
+        let ok = now.fds == base.fds && now.threads == base.threads && now.rss_kib <= base.rss_kib + RSS_TOLERANCE_KIB;
+        if ok {
+            println!("{what}: back to {base:?} (now {now:?})");
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: the worker holds {now:?}, against {base:?} before:\n{}", w.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One frame of `good` checked against ONNX Runtime.
+fn served(r: &Renderer, good: &mut Side, n: u64, when: &str) {
+    let rgba = picture(good.w, good.h, n as u32);
+    let got = good.frame(r, &rgba, n);
+    let (d, ..) = max_diff(&got, &expected(F32, &rgba, good.w, good.h), 2 * good.w);
+    assert!(d <= 1, "{when}: the well-behaved client's frame {n} is off by {d}");
+}
+
+/// A client of 16×8 frames, two slots, its first frame served.
+fn good_client(r: &Renderer, w: &Worker) -> Side {
+    let mut side = Side::new(r, connect(r, &w.socket, 16, 8, 2, SyncPreference::Auto), 16, 8);
+    served(r, &mut side, 1, "a new client");
+    side
+}
+
+/// A connection attempt of a well-behaved client, Busy or not.
+fn try_connect(r: &Renderer, w: &Worker) -> neural_frame_client::Result<Client> {
+    let mut o = Options::new(&w.socket, 16, 8, vk::Format::R8G8B8A8_UNORM);
+    (o.input_slots, o.output_slots) = (2, 2);
+    // SAFETY: the renderer's device has external memory fds and outlives the client.
+    unsafe { Client::connect(&super::client_device(r), o) }
+}
+
+/// SIGTERM; the exit status within `bound`, and the log.
+fn terminate(mut w: Worker, bound: Duration) -> (std::process::ExitStatus, Duration, String) {
+    let start = Instant::now();
+    w.signal(libc::SIGTERM);
+    let status = w.wait(bound);
+    let took = start.elapsed();
+    (status, took, w.log())
+}
+
+/// A raw client up to its Welcome (16×8, one slot a side), and the memory of its slots.
+struct Welcomed {
+    raw: Raw,
+    mems: [SlotMemory; 2],
+}
+
+fn welcomed(r: &Renderer, w: &Worker) -> Welcomed {
+    let raw = Raw::new(&w.socket);
+    raw.send(&hello(r, 16, 8, 1), &[]);
+    let Message::Welcome { output, .. } = raw.recv() else { panic!("no Welcome") };
+    let m = |size: u64| SlotMemory {
+        allocation_size: size,
+        buffer_size: size,
+        memory_type_index: 0,
+        usage: vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
+        dedicated: true,
+    };
+    Welcomed { raw, mems: [m(16 * 8 * 4), m(output.bytes().expect("size"))] }
+}
+
+/// A client that sends its Hello and then nothing: the hand-over's deadline
+/// (`--session-timeout 3`, before the 10 s wait for Slots) ends it with
+/// `Error(Timeout)`, its place (the last one) is freed, and a new client is
+/// served; a client connected before is served before, during and after, and
+/// the worker holds what it held before.
+pub fn a_stalled_hand_over_frees_its_place(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &["--max-clients", "2", "--session-timeout", "3"]);
+    let r = Renderer::new(true).expect("a renderer");
+    let mut good = good_client(&r, &worker);
+    let base = settled(&worker);
+    let start = Instant::now();
+    let stalled = welcomed(&r, &worker);
+    // The last place is taken.
+    let busy = try_connect(&r, &worker).err().expect("Busy while the stalled client holds the place");
+    assert!(busy.to_string().contains("maximum of 2 clients"), "{busy}");
+    served(&r, &mut good, 2, "during the stalled hand-over");
+    let answer = stalled.raw.expect_error(ErrorCode::Timeout, "--session-timeout");
+    let took = start.elapsed();
+    println!("the stalled client: `{answer}` after {took:?}");
+    assert!(took >= Duration::from_millis(2500) && took < Duration::from_secs(9), "ended after {took:?}");
+    let mut side = good_client(&r, &worker);
+    served(&r, &mut side, 2, "a new client in the stalled client's place");
+    side.close(&r);
+    served(&r, &mut good, 3, "after the stalled hand-over");
+    worker.wait_log("disconnected", 2);
+    back_to(&worker, base, "after the stalled hand-over");
+    good.close(&r);
+    let (status, took, log) = terminate(worker, Duration::from_secs(10));
+    println!("{log}");
+    assert!(status.success(), "SIGTERM: {status} after {took:?}");
+}
+
+/// A session whose thread is stuck in a driver call (the test hook holds client
+/// 2 for 12 s in its import): with `--session-timeout 2` the worker abandons it
+/// within a few seconds, tells it `Error(Timeout)` and frees its place, which a
+/// new client takes while the stuck thread still sleeps; the first client is
+/// served before, during and after. Once the thread wakes it releases
+/// everything: descriptors, threads and memory back to where they were.
+pub fn a_session_stuck_in_a_driver_call_is_abandoned(backend: &str) {
+    let _serial = serial();
+    let hook = [("NEURAL_FRAME_TEST_HOOK_STALL", "importing:12:2")];
+    let worker = Worker::start_with_env(backend, F32, &["--max-clients", "2", "--session-timeout", "2"], &hook);
+    let r = Renderer::new(true).expect("a renderer");
+    let mut good = good_client(&r, &worker);
+    let base = settled(&worker);
+    let stuck = welcomed(&r, &worker);
+    let (b_in, m_in, fd_in) = slot(&r, stuck.mems[0].allocation_size);
+    let (b_out, m_out, fd_out) = slot(&r, stuck.mems[1].allocation_size);
+    let start = Instant::now();
+    stuck.raw.send(
+        &Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false },
+        &[fd_in.as_raw_fd(), fd_out.as_raw_fd()],
+    );
+    served(&r, &mut good, 2, "while client 2 is stuck");
+    let busy = try_connect(&r, &worker).err().expect("Busy while the stuck client holds the place");
+    assert!(busy.to_string().contains("maximum of 2 clients"), "{busy}");
+    let answer = stuck.raw.expect_error(ErrorCode::Timeout, "gave up");
+    let took = start.elapsed();
+    println!("the stuck client: `{answer}` after {took:?}");
+    assert!(took < Duration::from_secs(8), "abandoned only after {took:?} (the stall lasts 12 s)");
+    // Its place is free while its thread still sleeps.
+    let mut other = good_client(&r, &worker);
+    assert!(start.elapsed() < Duration::from_secs(11), "served only after the stall ended: {:?}", start.elapsed());
+    served(&r, &mut other, 2, "the new client, while client 2's thread is stuck");
+    other.close(&r);
+    served(&r, &mut good, 3, "after client 2 was abandoned");
+    let log = worker.wait_log("its abandoned session's thread ended now", 1);
+    assert!(log.contains("client 2 (pid") && log.contains("abandoned"), "{log}");
+    back_to(&worker, base, "after the stuck session's thread ended");
+    good.close(&r);
+    r.destroy_buffer(b_in);
+    r.destroy_buffer(b_out);
+    assert_eq!(r.validation_errors(), 0);
+    let (status, took, log) = terminate(worker, Duration::from_secs(10));
+    println!("{log}");
+    assert!(status.success(), "SIGTERM: {status} after {took:?}");
+}
+
+/// SIGTERM while a session is stuck in a frame's driver call (the hook holds
+/// client 1's first Submit for 60 s): the worker abandons it, drains the others
+/// and exits 0 within `--session-timeout` (3 s) and a few seconds, not after the stall.
+pub fn sigterm_does_not_wait_for_a_stuck_session(backend: &str) {
+    let _serial = serial();
+    let hook = [("NEURAL_FRAME_TEST_HOOK_STALL", "frame:60:1")];
+    let worker = Worker::start_with_env(backend, F32, &["--session-timeout", "3"], &hook);
+    let r = Renderer::new(true).expect("a renderer");
+    let stuck = welcomed(&r, &worker);
+    let (b_in, m_in, fd_in) = slot(&r, stuck.mems[0].allocation_size);
+    let (b_out, m_out, fd_out) = slot(&r, stuck.mems[1].allocation_size);
+    stuck.raw.send(
+        &Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false },
+        &[fd_in.as_raw_fd(), fd_out.as_raw_fd()],
+    );
+    assert_eq!(stuck.raw.recv(), Message::Ready { timelines: 0 });
+    stuck.raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
+    let mut good = good_client(&r, &worker);
+    served(&r, &mut good, 2, "while client 1 is stuck in a frame");
+    // Stopped while client 1's thread is stuck (before or after its abandonment: either way).
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, took, log) = terminate(worker, Duration::from_secs(15));
+    println!("{log}");
+    assert!(status.success(), "SIGTERM: {status}:\n{log}");
+    assert!(took < Duration::from_secs(10), "SIGTERM took {took:?}");
+    assert!(log.contains("client 1 (pid") && log.contains("abandoned"), "{log}");
+    let answer = stuck.raw.expect_error(ErrorCode::Timeout, "gave up");
+    println!("the stuck client: `{answer}`");
+    good.destroy(&r);
+    r.destroy_buffer(b_in);
+    r.destroy_buffer(b_out);
+}
+
+/// `--max-clients 2` clients idle after a frame each: a third is Busy, until the
+/// idle timeout (2 s) ends them with `Error(Timeout)`; then it is served. A
+/// client that sends a frame every 0.5 s meanwhile is not idle, and stays.
+pub fn idle_clients_are_ended_after_the_idle_timeout(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &["--max-clients", "3", "--idle-timeout", "2"]);
+    let r = Renderer::new(true).expect("a renderer");
+    let mut busy_one = good_client(&r, &worker);
+    let base = settled(&worker);
+    let mut idle: Vec<Side> = (0..2).map(|_| good_client(&r, &worker)).collect();
+    let start = Instant::now();
+    let refused = try_connect(&r, &worker).err().expect("Busy while two idle clients and a busy one hold the places");
+    assert!(refused.to_string().contains("maximum of 3 clients"), "{refused}");
+    // The busy client keeps sending frames past the idle timeout.
+    for n in 2..=10 {
+        served(&r, &mut busy_one, n, "the busy client");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for side in &mut idle {
+        let e = side.client.poll().expect_err("an idle client is ended");
+        assert!(e.to_string().contains("idle for 2 s"), "{e}");
+    }
+    println!("idle clients ended within {:?}", start.elapsed());
+    let mut new = good_client(&r, &worker);
+    served(&r, &mut new, 2, "a new client in an idle client's place");
+    new.close(&r);
+    for side in idle {
+        side.destroy(&r);
+    }
+    served(&r, &mut busy_one, 11, "the busy client, after");
+    worker.wait_log("disconnected", 3);
+    back_to(&worker, base, "after the idle clients");
+    busy_one.close(&r);
+    let (status, took, log) = terminate(worker, Duration::from_secs(10));
+    println!("{log}");
+    assert!(status.success(), "SIGTERM: {status} after {took:?}");
+}
+
+/// A client that pipelines a million Submits and never reads an answer: the
+/// worker stops reading from it once its ring and queue are full (its Submits
+/// then wait in its socket), so its memory stays within 16 MiB (a million
+/// Submits read ahead took 130 MiB); the session ends when its answers stay
+/// unread for `--session-timeout` (4 s), and a well-behaved client is served
+/// before, during and after.
+pub fn a_flood_of_submits_is_bounded(backend: &str) {
+    let _serial = serial();
+    let worker = Worker::start(backend, F32, &["--session-timeout", "4"]);
+    let r = Renderer::new(true).expect("a renderer");
+    let mut good = good_client(&r, &worker);
+    let base = settled(&worker);
+    let flood = welcomed(&r, &worker);
+    let (b_in, m_in, fd_in) = slot(&r, flood.mems[0].allocation_size);
+    let (b_out, m_out, fd_out) = slot(&r, flood.mems[1].allocation_size);
+    flood.raw.send(
+        &Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false },
+        &[fd_in.as_raw_fd(), fd_out.as_raw_fd()],
+    );
+    assert_eq!(flood.raw.recv(), Message::Ready { timelines: 0 });
+    // Its context is built: from here on its memory should not grow with its Submits.
+    let before = worker.rss_kib();
+    // A million Submits, a thousand to a write, until a write blocks for 3 s.
+    let writer = flood.raw.s.try_clone().expect("a second handle");
+    writer.set_write_timeout(Some(Duration::from_secs(3))).expect("a write timeout");
+    let sent = std::thread::spawn(move || {
+        let mut sent = 0u64;
+        while sent < 1_000_000 {
+            let chunk: Vec<u8> = (sent + 1..=sent + 1000)
+                .flat_map(|frame| {
+                    Message::Submit { frame, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }.encode()
+                })
+                .collect();
+            if neural_frame_client::wire::send_raw(&writer, &chunk, &[]).is_err() {
+                break;
+            }
+            sent += 1000;
+        }
+        sent
+    });
+    served(&r, &mut good, 2, "during the flood");
+    let sent = sent.join().expect("the writer");
+    let grown = worker.rss_kib().saturating_sub(before);
+    println!("the flooding client got {sent} Submits through; the worker's memory grew by {grown} KiB");
+    assert!(grown < RSS_TOLERANCE_KIB, "the worker grew by {grown} KiB under {sent} unanswered Submits");
+    served(&r, &mut good, 3, "after the flood");
+    let log = worker.wait_log("answers unread for 4 s", 1);
+    assert!(log.contains("client 2 (pid"), "{log}");
+    drop(flood);
+    back_to(&worker, base, "after the flood");
+    let mut new = good_client(&r, &worker);
+    served(&r, &mut new, 2, "a new client after the flood");
+    new.close(&r);
+    good.close(&r);
+    r.destroy_buffer(b_in);
+    r.destroy_buffer(b_out);
+    let (status, took, log) = terminate(worker, Duration::from_secs(10));
+    assert!(status.success(), "SIGTERM: {status} after {took:?}:\n{log}");
+}
+
+/// Memory files that would fault when the driver maps them, each answered
+/// before any driver call while a client is served before, during and after:
+/// a memfd with lavapipe's header cut to exactly the allocation (its import
+/// maps the header's size: SIGBUS, the worker gone), and one of full length
+/// that its owner could still cut (not sealable). A sealable one is sealed by
+/// the worker: accepted, and its owner can no longer shrink it. Lavapipe only
+/// (its memory is a memfd); elsewhere the check has nothing to look at.
+pub fn memory_files_shorter_than_the_driver_maps_are_refused(backend: &str) {
+    let _serial = serial();
+    let mut worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let mut good = good_client(&r, &worker);
+    let base = settled(&worker);
+    let w = welcomed(&r, &worker);
+    let (b_in, m_in, fd_in) = slot(&r, w.mems[0].allocation_size);
+    let (b_out, m_out, fd_out) = slot(&r, w.mems[1].allocation_size);
+    let real_len = std::fs::File::from(fd_in.try_clone().expect("dup")).metadata().map(|m| m.len()).unwrap_or(0);
+    if real_len == 0 {
+        println!("the driver's memory is not a file here: nothing to check");
+        return;
+    }
+    let slots = Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false };
+    // 1. lavapipe's header, cut to exactly the allocation size.
+    let cut = truncated_memfd(&fd_in, m_in.allocation_size);
+    w.raw.send(&slots, &[cut.as_raw_fd(), fd_out.as_raw_fd()]);
+    match w.raw.recv() {
+        Message::Error { code, message } => {
+            assert_eq!(code, ErrorCode::TooSmall, "{message}");
+            assert!(message.contains("input slot 0") && message.contains("header"), "{message}");
+            println!("cut to the allocation: {message}");
+        }
+        other => {
+            // The old worker took it: a Submit then faults it.
+            w.raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
+            std::thread::sleep(Duration::from_secs(2));
+            panic!(
+                "{other:?} for memory shorter than lavapipe maps; after a Submit the worker: {:?}",
+                worker.child.try_wait()
+            );
+        }
+    }
+    served(&r, &mut good, 2, "during the memory faults");
+    // 2. The full length, in a memfd that cannot be sealed: its owner could cut it later.
+    let w = welcomed(&r, &worker);
+    let unsealable = truncated_memfd(&fd_in, real_len);
+    w.raw.send(&slots, &[unsealable.as_raw_fd(), fd_out.as_raw_fd()]);
+    w.raw.expect_error(ErrorCode::BadHandle, "cut it while the worker maps it");
+    // 3. The full length in a sealable memfd: sealed by the worker, then served.
+    let w = welcomed(&r, &worker);
+    let sealable = sealable_copy(&fd_in, real_len);
+    w.raw.send(&slots, &[sealable.as_raw_fd(), fd_out.as_raw_fd()]);
+    assert_eq!(w.raw.recv(), Message::Ready { timelines: 0 });
+    let file = std::fs::File::from(sealable);
+    let shrink = file.set_len(m_in.allocation_size);
+    assert!(shrink.is_err(), "the worker did not seal the memory against shrinking");
+    w.raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
+    assert!(matches!(w.raw.recv(), Message::Enqueued { frame: 1, .. }));
+    drop(w);
+    assert!(worker.child.try_wait().expect("try_wait").is_none(), "the worker died:\n{}", worker.log());
+    served(&r, &mut good, 3, "after the memory faults");
+    let mut new = good_client(&r, &worker);
+    served(&r, &mut new, 2, "a new client after the memory faults");
+    new.close(&r);
+    worker.wait_log("disconnected", 4);
+    back_to(&worker, base, "after the memory faults");
+    good.close(&r);
+    r.destroy_buffer(b_in);
+    r.destroy_buffer(b_out);
+    assert_eq!(r.validation_errors(), 0);
+    let (status, took, log) = terminate(worker, Duration::from_secs(10));
+    println!("{log}");
+    assert!(status.success(), "SIGTERM: {status} after {took:?}");
+}
+
+/// A memfd made with `MFD_ALLOW_SEALING`, unsealed, holding `like`'s first `len` bytes.
+fn sealable_copy(like: &std::os::fd::OwnedFd, len: u64) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd as _;
+    use std::os::unix::fs::FileExt as _;
+    // SAFETY: memfd_create with a NUL-terminated name; the descriptor is ours.
+    let fd = unsafe { libc::memfd_create(c"nf-sealable".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let file = std::fs::File::from(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+    let mut bytes = vec![0u8; len as usize];
+    let n = std::fs::File::from(like.try_clone().expect("dup")).read_at(&mut bytes, 0).expect("read");
+    file.write_all_at(&bytes[..n], 0).expect("write");
+    file.set_len(len).expect("ftruncate");
+    file.into()
+}
+
+/// Models the contract refuses for every frame stop `serve` at start: exit code
+/// 1 before it listens, with the contract's reason.
+pub fn models_refused_for_every_frame_stop_the_worker_at_start(backend: &str) {
+    for (model, reason) in
+        [("models/test/bad-rank5.onnx", "rank 5"), ("models/test/bad-one-channel.onnx", "no input for the frame")]
+    {
+        let dir = std::env::temp_dir().join(format!("nf-serve-refused-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let socket = dir.join("worker.sock");
+        let mut child = std::process::Command::new(super::worker_bin())
+            .args(["serve", "--backend", backend, "--model", model, "--socket"])
+            .arg(&socket)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the worker starts");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("try_wait") {
+                break s;
+            }
+            if socket.exists() || Instant::now() > deadline {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!("{model}: the worker listens:\n{}", String::from_utf8_lossy(&out.stderr));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().expect("output");
+        let err = String::from_utf8_lossy(&out.stderr);
+        println!("{model}: {status}\n{err}");
+        assert_eq!(status.code(), Some(1), "{model}: {err}");
+        assert!(err.contains(reason) && err.contains("cannot serve any frame"), "{model}: {err}");
+        assert!(!socket.exists(), "{model}: the socket was made");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
