@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -328,6 +328,26 @@ for what in "$@"; do
           --json-file "$OUT/ttff-defaults-$k.json"
       done
       step resize-test 120 .gpu-bin/gpu_pipeline resize_starts_fast_again cuda_frame_size_change "${tests[@]}"
+      ;;
+    m23)
+      # Issue 23: the fp32 file with no options (converted to fp16 and rewritten at the first
+      # build, cached after), each lever off in turn, the fp16 file, 1080p, and torch.compile.
+      f32=models/upscale.onnx
+      f16=models/upscale-fp16.onnx
+      b() { local name=$1; shift; step "$name" 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 \
+        --json-file "$OUT/$name.json" "$@"; }
+      b f32-first-build --model "$f32"
+      b f32-defaults --model "$f32"
+      b f32-no-rewrites --model "$f32" --rewrite-graph false
+      b f32-fp32 --model "$f32" --precision fp32
+      b f32-fp32-no-rewrites --model "$f32" --precision fp32 --rewrite-graph false
+      b f16-defaults --model "$f16"
+      b f16-no-rewrites --model "$f16" --rewrite-graph false
+      step f32-1080p 240 .gpu-bin/neural-frame bench --model "$f32" --size 1920x1080 --frames 100 \
+        --json-file "$OUT/f32-1080p.json"
+      step run-f32 60 .gpu-bin/neural-frame run --model "$f32" -v --output "$OUT/run-f32.png"
+      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
+        --json "$OUT/torch-540p.json"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).

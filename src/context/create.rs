@@ -190,8 +190,8 @@ impl NeuralFrameContext {
                 let mut probe = |path: &std::path::Path| precision::probe_pixels(path, &probe_config);
                 // A caller's declared layout names the model's own tensors: NHWC inputs and outputs
                 // would contradict it.
-                let declared_layout = b.declared.all.layout.is_some()
-                    || b.declared.per_tensor.values().any(|d| d.layout.is_some());
+                let declared_layout =
+                    b.declared.all.layout.is_some() || b.declared.per_tensor.values().any(|d| d.layout.is_some());
                 let rewrites = precision::Rewrites {
                     nhwc_io: b.rewrite_graph && b.tuning.cuda.prefer_nhwc && !declared_layout,
                     fold_skip: b.rewrite_graph,
