@@ -120,8 +120,8 @@ struct ModelArgs {
     /// else as it is), `fp32` (never converted) or `fp16` (converted, unchecked).
     #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
     precision: PrecisionArg,
-    /// Exact rewrites of the model's graph at load on the CUDA backend (NHWC inputs and outputs, a
-    /// nearest-upsample skip folded into a 1x1 convolution), `true` or `false` (default: true).
+    /// Exact rewrites of the model's graph at load on the CUDA backend (a nearest-upsample skip folded
+    /// into a 1x1 convolution, in fp32 models), `true` or `false` (default: true).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     rewrite_graph: Option<bool>,
     /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;
