@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -338,6 +338,7 @@ for what in "$@"; do
         --json-file "$OUT/$name.json" "$@"; }
       b f32-first-build --model "$f32"
       b f32-defaults --model "$f32"
+      step precision-test 240 .gpu-bin/gpu_pipeline fp32_model_runs_in_fp16 resize_starts_fast_again "${tests[@]}"
       b f32-no-rewrites --model "$f32" --rewrite-graph false
       b f32-fp32 --model "$f32" --precision fp32
       b f32-fp32-no-rewrites --model "$f32" --precision fp32 --rewrite-graph false
@@ -348,6 +349,42 @@ for what in "$@"; do
       step run-f32 60 .gpu-bin/neural-frame run --model "$f32" -v --output "$OUT/run-f32.png"
       step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
         --json "$OUT/torch-540p.json"
+      ;;
+    final3)
+      # The session's measurements on the final code, no tuning flags unless said: issue 22's
+      # (the fp16 file at 540p twice, the best options forced, serve, the examples at 600×400
+      # beside an in-process bench there), issue 23's (the fp32 file at 540p and 1080p), where
+      # the first frames' time goes (examples/first_frames), and the quick start.
+      mkdir -p "$OUT/bench"
+      b="$OUT/bench"
+      f16=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
+      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
+      step defaults 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/defaults.json"
+      step defaults-again 240 .gpu-bin/neural-frame bench "${f16[@]}" --json-file "$b/defaults-again.json"
+      step best 240 .gpu-bin/neural-frame bench "${f16[@]}" "${best[@]}" --json-file "$b/best.json"
+      step fp32-file 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --json-file "$b/fp32-file.json"
+      step fp32-file-1080p 240 .gpu-bin/neural-frame bench --size 1920x1080 --frames 100 \
+        --json-file "$b/fp32-file-1080p.json"
+      step serve-defaults 240 .gpu-bin/neural-frame bench --serve "${f16[@]}" --json-file "$b/serve-defaults.json"
+      step in-process-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
+        --frames 1000 --json-file "$b/in-process-600x400.json"
+      for share in fd device; do
+        step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
+          --validation
+      done
+      sock="$OUT/serve.sock"
+      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
+      worker=$!
+      for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
+      NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
+        --input models/coffee.png --output "$OUT/served.png" --frames 3000
+      kill "$worker"; wait "$worker"
+      cat "$OUT/serve-worker.log" | tee -a "$log"
+      step first-frames 120 .gpu-bin/first_frames --model models/upscale-fp16.onnx --size 960x540
+      step first-frames-fp32-file 120 .gpu-bin/first_frames --model models/upscale.onnx --size 960x540
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
