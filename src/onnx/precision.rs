@@ -216,9 +216,8 @@ fn checked(
     gpu: &str,
     probe: &mut ProbeRun<'_>,
 ) -> Result<PrecisionCheck> {
-    let file = converted.with_extension("checks.json");
-    let mut checks: std::collections::BTreeMap<String, PrecisionCheck> =
-        std::fs::read(&file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let file = converted.with_extension("checks.tsv");
+    let mut checks = read_checks(&file);
     let key = format!("{gpu} / {}", &sha[..16]);
     if let Some(c) = checks.get(&key) {
         return Ok(c.clone());
@@ -246,13 +245,41 @@ fn checked(
         t.elapsed().as_secs_f64() * 1e3
     );
     checks.insert(key, check.clone());
-    if let Ok(text) = serde_json::to_vec_pretty(&checks) {
-        // A check that cannot be cached runs again next time: said, not fatal.
-        if let Err(e) = write_atomically(&file, &text) {
-            log::warn!("precision: the check's result is not cached ({e})");
-        }
+    // A check that cannot be cached runs again next time: said, not fatal.
+    if let Err(e) = write_atomically(&file, write_checks(&checks).as_bytes()) {
+        log::warn!("precision: the check's result is not cached ({e})");
     }
     Ok(check)
+}
+
+/// The cached checks: one line each, `passed psnr_db max_error_levels width height key`,
+/// tab-separated (the key, last, is the GPU's and the model's; a line that does not parse is
+/// left out, and its check runs again).
+fn read_checks(file: &Path) -> std::collections::BTreeMap<String, PrecisionCheck> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.splitn(6, '\t').collect();
+            let [passed, psnr, max, w, h, key] = f.as_slice() else { return None };
+            let check = PrecisionCheck {
+                psnr_db: psnr.parse().ok()?,
+                max_error_levels: max.parse().ok()?,
+                size: (w.parse().ok()?, h.parse().ok()?),
+                passed: passed.parse().ok()?,
+            };
+            Some((key.to_string(), check))
+        })
+        .collect()
+}
+
+fn write_checks(checks: &std::collections::BTreeMap<String, PrecisionCheck>) -> String {
+    checks
+        .iter()
+        .map(|(key, c)| {
+            let key = key.replace(['\t', '\n'], " ");
+            format!("{}\t{}\t{}\t{}\t{}\t{key}\n", c.passed, c.psnr_db, c.max_error_levels, c.size.0, c.size.1)
+        })
+        .collect()
 }
 
 /// PSNR (dB) and the largest difference of two 8-bit images.
@@ -580,6 +607,27 @@ mod tests {
         let values: std::collections::HashSet<u32> =
             (0..64).flat_map(|i| [pattern(i, i / 3, i % 3).to_bits()]).collect();
         assert!(values.len() > 40, "{}", values.len());
+    }
+
+    /// The cached checks read back as written, an infinite PSNR (equal outputs) included.
+    #[test]
+    fn checks_round_trip_through_their_file() {
+        let mut checks = std::collections::BTreeMap::new();
+        let c =
+            |psnr_db, max_error_levels, passed| PrecisionCheck { psnr_db, max_error_levels, size: (96, 64), passed };
+        checks.insert(
+            "NVIDIA H200 a-b / NVIDIA 580 / ONNX Runtime 1.31.1 / 95f7d2e07fb128cf".to_string(),
+            c(61.6, 1, true),
+        );
+        checks.insert("another GPU / 0123456789abcdef".to_string(), c(f64::INFINITY, 0, true));
+        checks.insert("a third / fedcba9876543210".to_string(), c(21.25, 200, false));
+        let dir = std::env::temp_dir().join(format!("neural-frame-checks-{}", std::process::id()));
+        let file = dir.join("x.checks.tsv");
+        write_atomically(&file, write_checks(&checks).as_bytes()).expect("written");
+        assert_eq!(read_checks(&file), checks);
+        std::fs::write(&file, "not a check\n").expect("written");
+        assert!(read_checks(&file).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
