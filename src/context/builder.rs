@@ -174,8 +174,10 @@ impl ContextBuilder {
     /// and matrix products runs in fp16 when one probe frame through both on this GPU
     /// agrees within the tolerance (PSNR 45 dB and 16 of 255 on the 8-bit output); the
     /// converted model and the check are cached beside the tune cache, so both happen
-    /// once. [`NeuralFrameContext::precision`] says what runs and why. The CPU backend
-    /// keeps the model's own precision.
+    /// once. [`NeuralFrameContext::precision`] says what runs and why, and the context's
+    /// [`contract`](NeuralFrameContext::contract) describes the tensors that run (f16 then).
+    /// A check that cannot run, or a cache that cannot be written, keeps the model as it is,
+    /// said in the log and the report. The CPU backend keeps the model's own precision.
     ///
     /// ```no_run
     /// use neural_frame::{NeuralFrameContext, Precision};

@@ -197,7 +197,9 @@ impl NeuralFrameContext {
             }
             _ => precision::resolve(&b.model, b.precision, precision::Rewrites::NONE, None)?,
         };
-        let model = resolved.path.clone();
+        // Absolute: fast start's sessions after a resize load it again, maybe after the caller
+        // changed its working directory.
+        let model = std::path::absolute(&resolved.path).unwrap_or_else(|_| resolved.path.clone());
         let (engine, contract) = match cuda {
             Some(c) => {
                 // The model's stream at the greatest priority (the post kernels' at the least).

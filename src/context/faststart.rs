@@ -239,7 +239,8 @@ impl NeuralFrameContext {
                 cuda.fuse_conv_bias = false;
             }
             log::info!(
-                "new size {}×{}: frames take a session with the bias apart ({:.0} ms) while the fused session is                  built for that size beside them",
+                "new size {}×{}: frames take a session with the bias apart ({:.0} ms) while the fused session is built \
+                 for that size beside them",
                 size.width,
                 size.height,
                 t.elapsed().as_secs_f64() * 1e3

@@ -268,7 +268,15 @@ impl NeuralFrameContext {
         }
         self.size = Some(size);
         self.frame = Some(geometry);
-        self.restart_fast()
+        // The resize has happened: starting fast again is an optimisation, and a failure there
+        // leaves the session that runs (its first frame at the new size plans it, slower).
+        if let Err(e) = self.restart_fast() {
+            log::warn!(
+                "{width}×{height}: the context does not start fast at the new size ({e}); the session that runs plans it in the next frame"
+            );
+            self.restart = None;
+        }
+        Ok(())
     }
 
     /// The tiling for a `width × height` frame: the builder's, else one the memory

@@ -148,7 +148,8 @@ fn cache_dir() -> Option<PathBuf> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .or_else(|| var("XDG_CACHE_HOME").filter(|p| p.is_absolute()).map(|p| p.join("neural-frame")))
         .or_else(|| var("HOME").map(|h| h.join(".cache").join("neural-frame")))?;
-    Some(base.join("precision"))
+    // Absolute: a process that changes its working directory later still finds the files.
+    Some(std::path::absolute(&base).unwrap_or(base).join("precision"))
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -158,13 +159,26 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Writes `bytes` to `path` through a temporary file and a rename (a reader never sees half a file).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let io = |what: &str, e| Error::Io { what: format!("{what} {}", path.display()), source: e };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| io("creating the directory of", e))?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| io("writing", e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io("renaming into", e))
+    // A name of this writer's own (process and count): two threads or processes writing the
+    // same file never share a temporary file; the rename makes the last one's whole file win.
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, bytes)?;
+            f.sync_all()
+        })
+        .map_err(|e| io("writing", e))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| io("renaming into", e)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The fp16 conversion of `bytes`, from the cache or made (and cached) now.
@@ -189,7 +203,9 @@ fn converted(bytes: &[u8], sha: &str, dir: Option<&Path>) -> Result<PathBuf> {
     let mut options = Fp16Options::default();
     options.op_block_list.retain(|op| op != "Resize" && op != "Upsample");
     let model = fp16::to_fp16(bytes, &options)?;
-    write_atomically(&path, &model.bytes)?;
+    write_atomically(&path, &model.bytes).map_err(|e| {
+        Error::InvalidArgument(format!("the fp16 model could not be cached, and a session loads it from a file ({e})"))
+    })?;
     log::info!(
         "precision: converted to fp16 in {:.0} ms ({} tensors, {} nodes kept fp32{}): {}",
         t.elapsed().as_secs_f64() * 1e3,
@@ -366,8 +382,11 @@ fn rewritten(
         if rewrite.fold_skip { "-fold" } else { "" },
         if rewrite.nhwc_io { "-nhwc" } else { "" }
     ));
-    if !path.is_file() {
-        write_atomically(&path, &current)?;
+    if !path.is_file()
+        && let Err(e) = write_atomically(&path, &current)
+    {
+        log::warn!("the graph rewrites are not applied: the rewritten model could not be cached ({e})");
+        return unchanged(bytes);
     }
     log::info!("graph rewrites of {} ({}): {}", model.display(), path.display(), changes.join("; "));
     Ok((path, current, changes))
@@ -467,7 +486,15 @@ fn resolve_in(
         rewrites: rewrites.clone(),
     };
     if asked == Precision::Auto {
-        let check = checked(&base, &path, &sha, gpu, probe)?;
+        let check = match checked(&base, &path, &sha, gpu, probe) {
+            Ok(c) => c,
+            // A provider that is missing is the backend's matter (`auto` falls back on it).
+            Err(e) if e.kind() == crate::error::ErrorKind::ProviderUnavailable => return Err(e),
+            Err(e) => {
+                log::warn!("precision: {} stays fp32: the fp16 check could not run ({e})", model.display());
+                return Ok(keep(kind, format!("fp32: the fp16 check could not run ({e})")));
+            }
+        };
         if !check.passed {
             log::warn!(
                 "precision: {} stays fp32: in fp16 a probe frame's 8-bit output differs from fp32 by PSNR {:.1} dB and \
@@ -566,6 +593,13 @@ pub(crate) fn probe_pixels(path: &Path, config: &crate::onnx::session::SessionCo
     } else {
         return Err(Error::internal("the precision check's output is not f32, f16 or u8"));
     };
+    let not_finite = tensor.iter().filter(|t| !t.is_finite()).count();
+    if not_finite > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{} gave {not_finite} output values that are not finite on the probe frame",
+            path.display()
+        )));
+    }
     let (ow, oh) = contract.scale.apply(w, h).ok_or_else(|| Error::internal("the probe's output size"))?;
     let kind = contract.output;
     Ok(tensor
@@ -574,9 +608,7 @@ pub(crate) fn probe_pixels(path: &Path, config: &crate::onnx::session::SessionCo
         .map(|(i, t)| {
             let (_, _, c) = coords(kind, ow, oh, i);
             let (mul, add) = kind.normalization.affine(c);
-            // Not finite: as far off as a value can be (NaN → 0, ±inf → the ends).
-            let x = ((t - add) / mul).clamp(0.0, 1.0);
-            if x.is_nan() { 0 } else { (x * 255.0).round() as u8 }
+            (((t - add) / mul).clamp(0.0, 1.0) * 255.0).round() as u8
         })
         .collect())
 }
@@ -607,6 +639,56 @@ mod tests {
         let values: std::collections::HashSet<u32> =
             (0..64).flat_map(|i| [pattern(i, i / 3, i % 3).to_bits()]).collect();
         assert!(values.len() > 40, "{}", values.len());
+    }
+
+    /// Threads writing one cache file at once each leave a whole file, never a mix.
+    #[test]
+    fn cache_files_are_written_whole_by_racing_writers() {
+        let dir = std::env::temp_dir().join(format!("neural-frame-race-{}", std::process::id()));
+        let path = dir.join("model.onnx");
+        let contents: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; 200_000 + usize::from(i)]).collect();
+        std::thread::scope(|s| {
+            for c in &contents {
+                let path = &path;
+                s.spawn(move || write_atomically(path, c).expect("each writer succeeds"));
+            }
+        });
+        let got = std::fs::read(&path).expect("the file");
+        assert!(contents.contains(&got), "a mixed file of {} bytes", got.len());
+        let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
+        assert_eq!(left.len(), 1, "temporary files left: {left:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A cache that cannot be written leaves the model as it is (rewrites), or keeps fp32
+    /// under Auto with the reason; a check that cannot run keeps fp32 under Auto too.
+    #[test]
+    fn failures_keep_the_model_as_it_is() {
+        let model = Path::new("models/upscale.onnx");
+        let bytes = std::fs::read(model).expect("model");
+        // A directory under a regular file cannot be made.
+        let blocked = Path::new("models/upscale.onnx/precision");
+        let all = Rewrites { nhwc_io: false, fold_skip: true };
+        let (path, _, changes) = rewritten(model, bytes, "fp32", all, Some(blocked)).expect("not fatal");
+        assert_eq!((path.as_path(), changes.len()), (model, 0));
+        let mut never = |_: &Path| -> Result<Vec<u8>> { panic!("no check without a cached model") };
+        let r = resolve_in(Some(blocked), model, Precision::Auto, all, Some(("gpu", &mut never))).expect("not fatal");
+        assert_eq!((r.report.running, r.path.as_path()), ("fp32", model), "{:?}", r.report);
+        assert!(r.report.reason.contains("could not be cached"), "{}", r.report.reason);
+        // A probe that fails on the converted model (a size the model refuses, an output not finite).
+        let dir = std::env::temp_dir().join(format!("neural-frame-fails-{}", std::process::id()));
+        let mut failing = |p: &Path| -> Result<Vec<u8>> {
+            if p.to_string_lossy().contains("fp16") {
+                Err(Error::InvalidArgument("gave 3 output values that are not finite".into()))
+            } else {
+                Ok(vec![1u8; 64])
+            }
+        };
+        let r = resolve_in(Some(&dir), model, Precision::Auto, Rewrites::NONE, Some(("gpu", &mut failing)))
+            .expect("not fatal");
+        assert_eq!((r.report.running, r.path.as_path()), ("fp32", model), "{:?}", r.report);
+        assert!(r.report.reason.contains("not finite"), "{}", r.report.reason);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The cached checks read back as written, an infinite PSNR (equal outputs) included.
