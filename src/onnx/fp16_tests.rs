@@ -10,6 +10,7 @@ use prost::Message;
 
 use super::*;
 use crate::onnx::proto::{Dim, Dimension, TensorShapeProto, TensorType, Type, TypeProto, ValueInfoProto, data_type};
+use crate::onnx::share::compute_share;
 
 /// One output of a run: its name, shape and values as f32.
 #[derive(Debug, Clone)]

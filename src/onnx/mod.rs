@@ -14,6 +14,7 @@ pub(crate) mod probe;
 pub(crate) mod proto;
 pub(crate) mod runtime;
 pub(crate) mod session;
+pub(crate) mod share;
 pub(crate) mod tensor;
 
 pub(crate) use binding::{Binding, Placement, TensorValue};
