@@ -359,11 +359,14 @@ fn rewritten(
         current = r.bytes;
     }
     // A layout in the model's metadata names its own tensors: NHWC ones would contradict it.
-    let declares_layout = ModelProto::decode_model(&bytes, "read for its metadata")?
-        .metadata_props
-        .iter()
-        .any(|p| p.key.as_deref().is_some_and(|k| k.starts_with("neural_frame.") && k.ends_with("layout")));
-    if rewrite.nhwc_io && !declares_layout {
+    // (Read only where the rewrite may apply: the model is decoded once more for it.)
+    let declares_layout = |bytes: &[u8]| -> Result<bool> {
+        Ok(ModelProto::decode_model(bytes, "read for its metadata")?
+            .metadata_props
+            .iter()
+            .any(|p| p.key.as_deref().is_some_and(|k| k.starts_with("neural_frame.") && k.ends_with("layout"))))
+    };
+    if rewrite.nhwc_io && !declares_layout(&bytes)? {
         let r = crate::onnx::layout::nhwc_io(&current)?;
         changes.extend(r.changes);
         current = r.bytes;
