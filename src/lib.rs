@@ -144,6 +144,7 @@ pub use context::register::{
 };
 pub use context::registry::{InputId, OutputId, TimelineId};
 pub use context::setup::{BackendReport, StartupTimes, suitable_devices};
+pub use context::stream::{ChromaSiting, HostLayout, HostStream, Subsampling, YuvLayout, YuvMatrix, YuvRange};
 pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};
 pub use context::tiles::{DEFAULT_TILE_OVERLAP, Tiling};
 pub use context::{

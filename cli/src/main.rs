@@ -9,7 +9,10 @@ mod bench_serve;
 mod logger;
 mod run;
 mod serve;
+mod signals;
+mod stream;
 mod tune;
+mod y4m;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -474,6 +477,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Stream frames through the model: YUV4MPEG2 (`ffmpeg -f yuv4mpegpipe`) or raw RGBA8/RGB24,
+    /// from a file, a pipe or a FIFO into another, in order (docs/stream.md).
+    ///
+    /// Several frames are in flight: while one runs the model, the next is uploaded and
+    /// converted on the GPU and the one before converted and read back. Exit code: 0 when
+    /// every frame was written, 1 on an error (the frames before it are written whole),
+    /// 130 after Ctrl-C or SIGTERM (the frames in flight are written first).
+    Stream(stream::StreamArgs),
     /// Measure the pipeline against ONNX Runtime alone and against the host round trip.
     ///
     /// Modes: ort-alone (the floor), zero-copy sync, zero-copy pipelined (the
@@ -729,6 +740,7 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
 
 fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
     match command {
+        Command::Stream(args) => stream::run(&args, quiet),
         Command::Bench {
             model,
             size,

@@ -16,7 +16,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -27,8 +27,8 @@ use neural_frame_client::wire;
 use crate::ModelArgs;
 use watch::{StallHook, Watch};
 
-/// Set by SIGINT and SIGTERM: stop accepting, drain, tell the clients, exit 0.
-static STOP: AtomicBool = AtomicBool::new(false);
+// Set by SIGINT and SIGTERM: stop accepting, drain, tell the clients, exit 0.
+use crate::signals::STOP;
 
 /// A session that stays this long in one step without progress is said in the log (once a step).
 const STUCK: Duration = Duration::from_secs(5);
@@ -137,26 +137,6 @@ impl Running {
     }
 }
 
-extern "C" fn on_signal(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() -> anyhow::Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction is plain data; zeroed is an empty mask and no flags.
-        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-        action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-        // A second Ctrl-C ends the process at once (a drain that hangs); calls interrupted resume.
-        action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
-        // SAFETY: the handler only stores to an atomic.
-        if unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) } != 0 {
-            bail!("installing the handler for signal {signal}: {}", std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 /// Binds the socket with mode 0600, replacing a stale socket file nobody listens on.
 fn bind(path: &Path) -> anyhow::Result<UnixListener> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -247,7 +227,7 @@ pub(crate) fn serve(options: ServeOptions) -> anyhow::Result<()> {
     options.model.check_model()?;
     let stall = StallHook::from_env()?;
     check_contract(&options.model)?;
-    install_signal_handlers()?;
+    crate::signals::install()?;
     let listener = bind(&options.socket)?;
     listener.set_nonblocking(true).context("making the socket non-blocking")?;
     // SAFETY: getuid cannot fail.

@@ -28,6 +28,7 @@ pub(crate) mod resolve;
 pub(crate) mod ring;
 pub(crate) mod setup;
 pub(crate) mod slots;
+pub(crate) mod stream;
 pub(crate) mod sync;
 pub(crate) mod tiles;
 pub(crate) mod tuning;

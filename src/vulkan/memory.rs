@@ -330,6 +330,9 @@ pub(crate) enum BufferMemory {
     DeviceLocal,
     /// Host-visible and coherent, mapped for its lifetime (staging, the host backend).
     HostVisible,
+    /// Host-visible, coherent and cached where the device has such a type (else as
+    /// `HostVisible`), mapped: staging the host reads, where uncached memory reads slowly.
+    HostCached,
 }
 
 /// A buffer with its own memory; host-visible ones stay mapped.
@@ -432,13 +435,18 @@ impl Buffer {
         let flags = match kind {
             BufferMemory::DeviceLocal => vk::MemoryPropertyFlags::DEVICE_LOCAL,
             BufferMemory::HostVisible => vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            BufferMemory::HostCached => {
+                let visible = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+                let cached = visible | vk::MemoryPropertyFlags::HOST_CACHED;
+                if device.memory_type(req.memory_type_bits, cached).is_some() { cached } else { visible }
+            }
         };
         let result =
             allocate(device, req, wanted, Dedicated::Buffer(raw), flags, source).and_then(|(memory, allocation)| {
                 let bound = (|| {
                     // SAFETY: memory fits the buffer's requirements.
                     unsafe { device.raw().bind_buffer_memory(raw, memory, 0) }.call("vkBindBufferMemory")?;
-                    let mapped = if kind == BufferMemory::HostVisible {
+                    let mapped = if kind != BufferMemory::DeviceLocal {
                         // SAFETY: the memory is host-visible and not mapped yet.
                         unsafe { device.raw().map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
                             .call("vkMapMemory")? as *mut u8

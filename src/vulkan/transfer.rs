@@ -56,7 +56,7 @@ unsafe fn barrier(device: &Device, cmd: vk::CommandBuffer, b: vk::ImageMemoryBar
     };
 }
 
-fn region(image: &Image) -> vk::BufferImageCopy {
+pub(crate) fn region(image: &Image) -> vk::BufferImageCopy {
     let d = image.desc();
     vk::BufferImageCopy::default()
         .image_subresource(vk::ImageSubresourceLayers {
@@ -316,7 +316,7 @@ fn need_usage(buffer: &Buffer, usage: vk::BufferUsageFlags) -> Result<()> {
 ///
 /// # Safety
 /// `cmd` must be recording on `device`.
-unsafe fn full_barrier(device: &Device, cmd: vk::CommandBuffer) {
+pub(crate) unsafe fn full_barrier(device: &Device, cmd: vk::CommandBuffer) {
     let all = vk::MemoryBarrier::default()
         .src_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
         .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
