@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -293,6 +293,7 @@ for what in "$@"; do
       step contract 180 .gpu-bin/gpu_contract "${tests[@]}"
       step pipeline 180 .gpu-bin/gpu_pipeline "${tests[@]}"
       step ring 300 .gpu-bin/gpu_ring "${tests[@]}"
+      step stream 300 .gpu-bin/gpu_stream "${tests[@]}"
       for k in $(seq "${SERVE_RUNS:-2}"); do
         step "serve-$k" 300 .gpu-bin/gpu_serve "${tests[@]}"
       done
@@ -385,6 +386,28 @@ for what in "$@"; do
       step first-frames-fp32-file 120 .gpu-bin/first_frames --model models/upscale.onnx --size 960x540
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
+      ;;
+    stream26)
+      # Issue 26: a 540p → 4K y4m stream (the fp16 model, no tuning flags) through pipes, the
+      # consumer discarding; beside the same session's bench (zero-copy pipelined, host pinned).
+      mkdir -p "$OUT/stream"
+      s="$OUT/stream"
+      f16=(--model models/upscale-fp16.onnx)
+      step bench-540p 240 .gpu-bin/neural-frame bench "${f16[@]}" --size 960x540 --frames 200 \
+        --json-file "$s/bench-540p.json"
+      for k in 1 2; do
+        step "stream-pipe-$k" 240 bash -c "python3 bench/y4m_source.py --size 960x540 --frames 1200 \
+          | .gpu-bin/neural-frame stream ${f16[*]} | cat >/dev/null"
+      done
+      step stream-file-out 240 bash -c "python3 bench/y4m_source.py --size 960x540 --frames 1200 \
+        | .gpu-bin/neural-frame stream ${f16[*]} --output /dev/null"
+      for d in 2 3 6; do
+        step "stream-depth-$d" 240 bash -c "python3 bench/y4m_source.py --size 960x540 --frames 1200 \
+          | .gpu-bin/neural-frame stream ${f16[*]} --depth $d | cat >/dev/null"
+      done
+      step stream-fp32-file 240 bash -c "python3 bench/y4m_source.py --size 960x540 --frames 1200 \
+        | .gpu-bin/neural-frame stream | cat >/dev/null"
+      tar -C "$OUT" -czf "$OUT/stream.tgz" stream && rm -rf "$OUT/stream"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
