@@ -40,7 +40,7 @@ pub(crate) enum MatrixArg {
     Bt2020,
 }
 
-/// `--range`.
+/// `--color-range` (the model's value range is `--range`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum RangeArg {
     Limited,
@@ -71,7 +71,7 @@ pub(crate) struct StreamArgs {
     pub(crate) matrix: Option<MatrixArg>,
     /// The YUV range (default: the header's XCOLORRANGE, else limited).
     #[arg(long, value_enum)]
-    pub(crate) range: Option<RangeArg>,
+    pub(crate) color_range: Option<RangeArg>,
     /// Frames in flight (1 to 16): each has its own pinned staging on both sides.
     #[arg(long, default_value_t = 4, value_parser = crate::count(1, 16), allow_negative_numbers = true)]
     pub(crate) depth: usize,
@@ -139,7 +139,7 @@ fn yuv_layout(h: &Y4mHeader, args: &StreamArgs) -> HostLayout {
         MatrixArg::Bt709 => YuvMatrix::Bt709,
         MatrixArg::Bt2020 => YuvMatrix::Bt2020,
     };
-    let range = match (args.range, h.range) {
+    let range = match (args.color_range, h.range) {
         (Some(RangeArg::Full), _) | (None, Some(y4m::Range::Full)) => YuvRange::Full,
         _ => YuvRange::Limited,
     };

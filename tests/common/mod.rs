@@ -3,8 +3,10 @@
 
 pub mod contract;
 pub mod foreign;
+pub mod host_stream;
 pub mod pipeline;
 pub mod serve;
+pub mod stream;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
