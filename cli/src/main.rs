@@ -7,6 +7,7 @@ mod bench;
 mod bench_caller;
 mod bench_serve;
 mod logger;
+mod pipe;
 mod run;
 mod serve;
 mod signals;

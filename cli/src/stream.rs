@@ -6,6 +6,7 @@
 //! Bounded queues between them: a slow consumer stops the reader.
 
 use std::io::{Read, Write};
+use std::os::fd::{AsFd as _, AsRawFd as _, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
 use std::time::{Duration, Instant};
@@ -16,8 +17,8 @@ use neural_frame::{ChromaSiting, HostLayout, Subsampling, YuvLayout, YuvMatrix, 
 
 use crate::ModelArgs;
 use crate::run::median;
-use crate::signals;
 use crate::y4m::{self, FrameReader, FrameWriter, Y4mHeader};
+use crate::{pipe, signals};
 
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -84,7 +85,6 @@ fn is_std(p: &Path) -> bool {
 /// Grows a pipe's buffer to 1 MiB (frames are megabytes; the default 64 KiB costs a
 /// context switch per 64 KiB). Not a pipe, or not allowed: left as it is.
 fn widen_pipe(fd: std::os::fd::BorrowedFd<'_>) {
-    use std::os::fd::AsRawFd as _;
     // SAFETY: fcntl on a live descriptor; F_SETPIPE_SZ fails harmlessly on anything but a pipe.
     unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
 }
@@ -96,7 +96,7 @@ fn open_input(path: &Path) -> anyhow::Result<Box<dyn Read + Send>> {
         if stdin.is_terminal() {
             bail!("--input -: standard input is a terminal; pipe a stream into it (`ffmpeg … -f yuv4mpegpipe - |`)");
         }
-        use std::os::fd::AsFd as _;
+
         widen_pipe(stdin.as_fd());
         return Ok(Box::new(stdin));
     }
@@ -107,21 +107,31 @@ fn open_input(path: &Path) -> anyhow::Result<Box<dyn Read + Send>> {
     Ok(Box::new(file))
 }
 
-fn open_output(path: &Path, input: &Path) -> anyhow::Result<Box<dyn Write + Send>> {
-    if is_std(path) {
-        use std::os::fd::AsFd as _;
-        let stdout = std::io::stdout();
-        widen_pipe(stdout.as_fd());
-        return Ok(Box::new(stdout));
-    }
+/// The output, and where it is a pipe or FIFO, its descriptor and capacity (frames are
+/// spliced into it).
+type Output = (Box<dyn Write + Send>, Option<(RawFd, usize)>);
+
+fn open_output(path: &Path, input: &Path) -> anyhow::Result<Output> {
+    let file = if is_std(path) {
+        // Standard output's own descriptor, unbuffered (std's Stdout is line-buffered).
+        let fd = std::io::stdout().as_fd().try_clone_to_owned().context("duplicating standard output")?;
+        std::fs::File::from(fd)
+    } else {
+        open_output_file(path, input)?
+    };
+    widen_pipe(file.as_fd());
+    let pipe = pipe::capacity(file.as_raw_fd()).map(|c| (file.as_raw_fd(), c));
+    Ok((Box::new(file), pipe))
+}
+
+fn open_output_file(path: &Path, input: &Path) -> anyhow::Result<std::fs::File> {
     if !is_std(input)
         && let (Ok(a), Ok(b)) = (std::fs::canonicalize(path), std::fs::canonicalize(input))
         && a == b
     {
         bail!("--output {} is the input: give the output a path of its own", path.display());
     }
-    let file = std::fs::File::create(path).with_context(|| format!("opening --output {}", path.display()))?;
-    Ok(Box::new(file))
+    std::fs::File::create(path).with_context(|| format!("opening --output {}", path.display()))
 }
 
 /// What the frames are: their size, their layout, and how the output is headed.
@@ -251,19 +261,26 @@ type WriterEnd = (u64, Vec<f64>, Option<std::io::Error>);
 
 fn spawn_writer(
     mut writer: FrameWriter<Box<dyn Write + Send>>,
+    pipe: Option<(RawFd, usize)>,
     rx: Receiver<Vec<u8>>,
     pool: SyncSender<Vec<u8>>,
 ) -> std::io::Result<std::thread::JoinHandle<WriterEnd>> {
     std::thread::Builder::new().name("stream-writer".into()).spawn(move || {
         let (mut n, mut times) = (0u64, Vec::new());
+        // The writer owns the output (and so its descriptor) for as long as this lives.
+        let mut spliced = pipe.map(|(fd, capacity)| pipe::SplicedPipe::new(fd, capacity));
         for frame in rx {
             let t = Instant::now();
-            if let Err(e) = writer.write_frame(&frame) {
-                return (n, times, Some(e));
+            let written = match &mut spliced {
+                Some(pipe) => writer.write_marker().and_then(|()| pipe.splice(frame)),
+                None => writer.write_frame(&frame).map(|()| vec![frame]),
+            };
+            match written {
+                Ok(free) => free.into_iter().for_each(|b| drop(pool.try_send(b))),
+                Err(e) => return (n, times, Some(e)),
             }
             times.push(t.elapsed().as_secs_f64() * 1e3);
             n += 1;
-            let _ = pool.try_send(frame);
         }
         match writer.finish() {
             Ok(_) => (n, times, None),
@@ -286,7 +303,7 @@ pub(crate) fn run(args: &StreamArgs, quiet: bool) -> anyhow::Result<u8> {
     args.model.check_model()?;
     let started = Instant::now();
     let (frames, shape, count) = open_frames(args)?;
-    let output = open_output(&args.output, &args.input)?;
+    let (output, pipe) = open_output(&args.output, &args.input)?;
     if shape.header.as_ref().is_some_and(|h| h.interlaced) && !quiet {
         eprintln!("neural-frame: warning: the stream is interlaced; its frames are processed as progressive pictures");
     }
@@ -318,7 +335,7 @@ pub(crate) fn run(args: &StreamArgs, quiet: bool) -> anyhow::Result<u8> {
     let (write_tx, write_rx) = sync_channel::<Vec<u8>>(2);
     let (write_pool_tx, write_pool_rx) = sync_channel::<Vec<u8>>(4);
     let _reader = spawn_reader(frames, args.frames, read_tx, read_pool_rx).context("starting the reader thread")?;
-    let writer = spawn_writer(writer, write_rx, write_pool_tx).context("starting the writer thread")?;
+    let writer = spawn_writer(writer, pipe, write_rx, write_pool_tx).context("starting the writer thread")?;
     let total = match (args.frames.map(|f| f as u64), count) {
         (Some(f), Some(c)) => Some(f.min(c)),
         (f, c) => f.or(c),

@@ -537,6 +537,15 @@ impl<W: Write> FrameWriter<W> {
         self.inner.flush()
     }
 
+    /// Writes what comes before a frame's bytes (its `FRAME` line, for y4m) and flushes, for
+    /// a caller that writes the bytes itself (spliced into a pipe).
+    pub(crate) fn write_marker(&mut self) -> io::Result<()> {
+        if self.y4m {
+            self.inner.write_all(b"FRAME\n")?;
+        }
+        self.inner.flush()
+    }
+
     /// Flushes; returns the inner writer.
     pub(crate) fn finish(self) -> io::Result<W> {
         let mut inner = self.inner.into_inner().map_err(|e| e.into_error())?;
