@@ -89,10 +89,20 @@ pub enum ErrorKind {
 #[non_exhaustive]
 pub enum Error {
     /// The Vulkan loader library could not be loaded.
-    #[error(
-        "Vulkan loader not found ({library}): {reason}. Install the Vulkan loader \
-         (Debian/Ubuntu: `apt install libvulkan1`) and a driver (the NVIDIA driver, or \
-         `mesa-vulkan-drivers` for a CPU-only machine), or point NEURAL_FRAME_VULKAN_LIBRARY at libvulkan.so.1"
+    #[cfg_attr(
+        not(windows),
+        error(
+            "Vulkan loader not found ({library}): {reason}. Install the Vulkan loader \
+             (Debian/Ubuntu: `apt install libvulkan1`) and a driver (the NVIDIA driver, or \
+             `mesa-vulkan-drivers` for a CPU-only machine), or point NEURAL_FRAME_VULKAN_LIBRARY at libvulkan.so.1"
+        )
+    )]
+    #[cfg_attr(
+        windows,
+        error(
+            "Vulkan loader not found ({library}): {reason}. Install a GPU driver with Vulkan (it brings \
+             vulkan-1.dll), or point NEURAL_FRAME_VULKAN_LIBRARY at vulkan-1.dll"
+        )
     )]
     VulkanLoader {
         /// The library that was tried.
@@ -166,11 +176,23 @@ pub enum Error {
         seen: String,
     },
     /// No ONNX Runtime library could be found or loaded.
-    #[error(
-        "ONNX Runtime not found or not loadable: {reason}. Get it from PyPI: `pip install onnxruntime-gpu==1.31.1` \
-         (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU), then point ORT_DYLIB_PATH (or \
-         ContextBuilder::ort_library) at its onnxruntime/capi/libonnxruntime.so.1.31.1; `scripts/setup.sh` does \
-         this into .runtime/"
+    #[cfg_attr(
+        not(windows),
+        error(
+            "ONNX Runtime not found or not loadable: {reason}. Get it from PyPI: `pip install \
+             onnxruntime-gpu==1.31.1` (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU), then point \
+             ORT_DYLIB_PATH (or ContextBuilder::ort_library) at its onnxruntime/capi/libonnxruntime.so.1.31.1; \
+             `scripts/setup.sh` does this into .runtime/"
+        )
+    )]
+    #[cfg_attr(
+        windows,
+        error(
+            "ONNX Runtime not found or not loadable: {reason}. Get it from PyPI: `pip install \
+             onnxruntime-gpu==1.31.1` (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU), then point \
+             ORT_DYLIB_PATH (or ContextBuilder::ort_library) at its onnxruntime\\capi\\onnxruntime.dll, or \
+             install it under .runtime\\ort-gpu (or ort-cpu) of the project"
+        )
     )]
     OnnxRuntimeMissing {
         /// Where it looked and what failed.

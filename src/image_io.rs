@@ -349,12 +349,12 @@ impl PngOutput {
     /// assert!(e.to_string().contains("character device"), "{e}");
     /// ```
     pub fn create(path: &Path) -> Result<Self> {
-        use std::os::unix::fs::FileTypeExt as _;
         let shown = path.display().to_string();
         let err = |message: String| Error::ImageFile { path: shown.clone(), message };
         let fix = "give a file name for the output PNG (such as DIR/out.png)";
-        // `Path` drops a trailing `/` and `.` (`dir/` names `dir`): look at the text.
-        let last = path.as_os_str().as_encoded_bytes().rsplit(|&b| b == b'/').next().unwrap_or_default();
+        // `Path` drops a trailing `/` and `.` (`dir/` names `dir`): look at the text (Windows: `\` too).
+        let separator = |b: &u8| *b == b'/' || (cfg!(windows) && *b == b'\\');
+        let last = path.as_os_str().as_encoded_bytes().rsplit(separator).next().unwrap_or_default();
         if matches!(last, b"" | b"." | b"..") {
             let end = if last.is_empty() { "`/`" } else { "`.` or `..`" };
             return Err(err(format!("ends in {end}: that names a directory, not a file; {fix}")));
@@ -376,26 +376,12 @@ impl PngOutput {
                 }
             }
             Ok(m) => {
-                let t = m.file_type();
                 let link = link.unwrap_or_default();
-                if t.is_fifo() {
-                    return Ok(Self { path: path.to_path_buf(), sink: Sink::Stream { what: "a FIFO" }, stale: vec![] });
-                }
-                if t.is_char_device() && is_dev_null(&m) {
-                    return Ok(Self {
-                        path: path.to_path_buf(),
-                        sink: Sink::Stream { what: "/dev/null" },
-                        stale: vec![],
-                    });
-                }
-                let what = if t.is_char_device() {
-                    "a character device (a terminal, or a device such as /dev/full)"
-                } else if t.is_block_device() {
-                    "a block device"
-                } else if t.is_socket() {
-                    "a socket"
-                } else {
-                    "not a regular file"
+                let what = match special_file(&m) {
+                    Special::Stream(what) => {
+                        return Ok(Self { path: path.to_path_buf(), sink: Sink::Stream { what }, stale: vec![] });
+                    }
+                    Special::Not(what) => what,
                 };
                 return Err(err(format!(
                     "is {link}{what}, not a file: a PNG written there could not be read back; give a file path, a \
@@ -571,7 +557,43 @@ impl PngOutput {
     }
 }
 
+/// A path that is neither a regular file nor a directory: a stream the PNG is
+/// written to as it is (its name in messages), or what it is instead.
+enum Special {
+    #[cfg_attr(windows, allow(dead_code))]
+    Stream(&'static str),
+    Not(&'static str),
+}
+
+/// What the special file `m` is: a FIFO or the null device is a stream.
+#[cfg(unix)]
+fn special_file(m: &std::fs::Metadata) -> Special {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = m.file_type();
+    if t.is_fifo() {
+        Special::Stream("a FIFO")
+    } else if t.is_char_device() && is_dev_null(m) {
+        Special::Stream("/dev/null")
+    } else if t.is_char_device() {
+        Special::Not("a character device (a terminal, or a device such as /dev/full)")
+    } else if t.is_block_device() {
+        Special::Not("a block device")
+    } else if t.is_socket() {
+        Special::Not("a socket")
+    } else {
+        Special::Not("not a regular file")
+    }
+}
+
+/// What the special file `m` is (Windows: neither FIFOs nor the null device are
+/// told apart here, so none is a stream).
+#[cfg(windows)]
+fn special_file(_m: &std::fs::Metadata) -> Special {
+    Special::Not("not a regular file")
+}
+
 /// Whether `m` is the metadata of the null device (`/dev/null`, or a copy of it).
+#[cfg(unix)]
 fn is_dev_null(m: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     std::fs::metadata("/dev/null").is_ok_and(|null| null.rdev() == m.rdev())
@@ -602,7 +624,8 @@ fn temp_pid(file: &str, name: &str) -> Option<u32> {
 }
 
 fn remove_stale_temps(path: &Path, name: &str) -> Vec<StaleTemp> {
-    if !Path::new("/proc/self").exists() {
+    // Whether a PID's process is alive is read from /proc (Unix only).
+    if !cfg!(unix) || !Path::new("/proc/self").exists() {
         return Vec::new();
     }
     let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -2,15 +2,20 @@
 //! signal and wait on, buffers that both read and write, and the caller's
 //! memory seen by CUDA. Each type declares its fields in teardown order: the
 //! CUDA import goes before the Vulkan object it imports.
+//!
+//! Handles cross as file descriptors on Linux and NT handles on Windows
+//! ([`crate::handle`]). A handle the library exported from Vulkan for CUDA is
+//! CUDA's after a successful import on Linux; on Windows CUDA takes a reference
+//! of its own and the library closes the handle right after the import.
 
 use std::ffi::c_void;
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use ash::vk;
 
 use crate::cuda::{self, CudaDevice, MappedBuffer};
 use crate::error::{Error, Result};
+use crate::handle::{self, ExternalHandle};
 use crate::onnx::Placement;
 use crate::vulkan::{Buffer, BufferMemory, Device, ExportedMemory, TimelineSemaphore};
 
@@ -37,15 +42,16 @@ impl SharedTimeline {
         Self { cuda: None, vulkan }
     }
 
-    /// The caller's timeline exported as `fd`: imported into Vulkan, and into CUDA as
-    /// well when `cuda` is given (from a duplicate of the descriptor), so that a CUDA
-    /// stream waits for the caller's values itself. The descriptor is the caller's to
-    /// keep whatever happens (both imports take duplicates).
-    pub(crate) fn import(device: &Arc<Device>, cuda: Option<&Arc<CudaDevice>>, fd: &OwnedFd) -> Result<Self> {
-        let dup = || {
-            fd.try_clone()
-                .map_err(|e| Error::Io { what: "duplicating the semaphore's file descriptor".into(), source: e })
-        };
+    /// The caller's timeline exported as `handle`: imported into Vulkan, and into CUDA
+    /// as well when `cuda` is given (from a duplicate of the descriptor), so that a CUDA
+    /// stream waits for the caller's values itself. The descriptor (or Windows handle)
+    /// is the caller's to keep whatever happens (both imports take duplicates).
+    pub(crate) fn import(
+        device: &Arc<Device>,
+        cuda: Option<&Arc<CudaDevice>>,
+        handle: &ExternalHandle,
+    ) -> Result<Self> {
+        let dup = || handle::duplicate(handle, "the semaphore");
         let vulkan = TimelineSemaphore::import(device, dup()?)?;
         let cuda = match cuda {
             Some(c) => Some(cuda::ExternalSemaphore::import_timeline(c, dup()?)?),
@@ -74,8 +80,8 @@ impl SharedTimeline {
         self.cuda.as_ref().ok_or_else(|| Error::internal("a timeline without its CUDA import"))
     }
 
-    /// A new file descriptor for the caller to import.
-    pub(crate) fn export(&self) -> Result<OwnedFd> {
+    /// A new file descriptor (Windows: handle) for the caller to import.
+    pub(crate) fn export(&self) -> Result<ExternalHandle> {
         self.vulkan.export()
     }
 }
@@ -119,10 +125,11 @@ impl SharedBuffer {
 /// The caller's exported memory imported into CUDA and mapped as `len` bytes
 /// (the literal zero-copy path on the CUDA backend). On failure the descriptor is closed.
 /// Vulkan memory exported as a file descriptor, imported into CUDA (on success
-/// the descriptor is CUDA's; on failure it is closed).
+/// the descriptor is CUDA's; on failure it is closed; a Windows handle is closed
+/// either way, CUDA keeping a reference of its own).
 pub(crate) fn memory_into_cuda(cuda: &Arc<CudaDevice>, memory: ExportedMemory) -> Result<cuda::ExternalMemory> {
-    let ExportedMemory { fd, info } = memory;
-    cuda::ExternalMemory::import(cuda, fd, info.size, info.dedicated)
+    let ExportedMemory { handle, info } = memory;
+    cuda::ExternalMemory::import(cuda, handle, info.size, info.dedicated)
 }
 
 /// The format the CUDA passes read (`output` false) or write a Vulkan image or

@@ -61,7 +61,8 @@
 //!
 //! The other way in, import by file descriptor, keeps the renderer's device to
 //! itself: see [`ImageImport`], [`BufferImport`] and [`SemaphoreImport`], and
-//! `examples/foreign_renderer.rs` for both ways end to end.
+//! `examples/foreign_renderer.rs` for both ways end to end. On Windows the same
+//! calls take NT handles (`OPAQUE_WIN32`): see [`ExternalHandle`].
 //!
 //! ## One frame from a tool
 //!
@@ -122,6 +123,7 @@
 mod context;
 mod cuda;
 mod error;
+mod handle;
 #[cfg(feature = "image")]
 pub mod image_io;
 mod interop;
@@ -151,6 +153,7 @@ pub use context::{
     BackPressure, Backend, ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Tuning, TuningInEffect,
 };
 pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
+pub use handle::ExternalHandle;
 pub use onnx::session::check_model_file;
 pub use onnx::{
     ColorOrder, ConvSearch, Element, Layout, ModelContract, NamedTensor, Normalization, PROBE_SIZE, Precision,
@@ -159,7 +162,10 @@ pub use onnx::{
 /// The `ort` this crate is built with (an exact pre-release pin), for
 /// [`ort_environment`]'s sessions.
 pub use ort;
-pub use vulkan::{AdapterInfo, DeviceSelector};
+pub use vulkan::{
+    AdapterInfo, DeviceSelector, EXTERNAL_MEMORY_EXTENSION, EXTERNAL_MEMORY_HANDLE_TYPE, EXTERNAL_SEMAPHORE_EXTENSION,
+    EXTERNAL_SEMAPHORE_HANDLE_TYPE,
+};
 
 /// The benchmark's probes and the tests' hooks (cargo feature `diagnostics`, on by default).
 #[cfg(feature = "diagnostics")]

@@ -21,13 +21,25 @@
 //!
 //! A successful import owns the descriptor; a failed one leaves it with the
 //! caller: [`ImportError::into_fd`] gives it back (Vulkan's and CUDA's rule on Linux).
+//!
+//! # Windows handles
+//!
+//! On Windows the same calls take an NT handle (`OPAQUE_WIN32`, from
+//! `vkGetMemoryWin32HandleKHR` or `vkGetSemaphoreWin32HandleKHR`) as
+//! [`ExternalHandle`] (`OwnedHandle`), and the device extensions are the `_win32`
+//! ones ([`EXTERNAL_MEMORY_EXTENSION`](crate::EXTERNAL_MEMORY_EXTENSION),
+//! [`EXTERNAL_SEMAPHORE_EXTENSION`](crate::EXTERNAL_SEMAPHORE_EXTENSION)). Neither
+//! Vulkan nor CUDA takes ownership of a Windows handle: the context closes the
+//! handle it was given once the import succeeded, and a failed import gives it
+//! back as on Linux. A caller that needs to keep its own handle passes a
+//! duplicate (`OwnedHandle::try_clone`).
 
-use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
 use crate::error::Error;
+use crate::handle::ExternalHandle;
 
 /// The caller's Vulkan device and the queue the context may submit to
 /// (for [`ContextBuilder::build_on`](crate::ContextBuilder::build_on)).
@@ -35,8 +47,10 @@ use crate::error::Error;
 /// The device must have been created with Vulkan 1.2's `timelineSemaphore`
 /// feature enabled. The CUDA backend also needs `VK_KHR_external_memory_fd`
 /// and `VK_KHR_external_semaphore_fd` enabled on it (to share the model's
-/// buffers and timelines with CUDA); without them, [`Backend::Auto`](crate::Backend::Auto)
-/// falls back to the CPU backend, announced.
+/// buffers and timelines with CUDA; on Windows `VK_KHR_external_memory_win32`
+/// and `VK_KHR_external_semaphore_win32`, see [`EXTERNAL_MEMORY_EXTENSION`](crate::EXTERNAL_MEMORY_EXTENSION));
+/// without them, [`Backend::Auto`](crate::Backend::Auto) falls back to the CPU
+/// backend, announced.
 ///
 /// ```no_run
 /// use std::sync::{Arc, Mutex};
@@ -103,9 +117,11 @@ pub struct CallerDevice {
     /// itself; the context holds it around each of its own submissions. `None`:
     /// the caller never submits to these queues while a context call runs.
     pub queue_lock: Option<Arc<Mutex<()>>>,
-    /// Whether the device was created with `VK_KHR_external_memory_fd`.
+    /// Whether the device was created with `VK_KHR_external_memory_fd` (on
+    /// Windows: `VK_KHR_external_memory_win32`; [`EXTERNAL_MEMORY_EXTENSION`](crate::EXTERNAL_MEMORY_EXTENSION)).
     pub external_memory_fd: bool,
-    /// Whether the device was created with `VK_KHR_external_semaphore_fd`.
+    /// Whether the device was created with `VK_KHR_external_semaphore_fd` (on
+    /// Windows: `VK_KHR_external_semaphore_win32`; [`EXTERNAL_SEMAPHORE_EXTENSION`](crate::EXTERNAL_SEMAPHORE_EXTENSION)).
     pub external_semaphore_fd: bool,
 }
 
@@ -302,9 +318,9 @@ pub struct CallerBuffer {
     pub layout: PixelLayout,
 }
 
-/// Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`), and how it
-/// was allocated: an importer must repeat the allocation size, memory type and
-/// dedicated-ness exactly.
+/// Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`; on Windows
+/// `vkGetMemoryWin32HandleKHR`, `OPAQUE_WIN32`), and how it was allocated: an
+/// importer must repeat the allocation size, memory type and dedicated-ness exactly.
 ///
 /// ```no_run
 /// use std::os::fd::{FromRawFd, OwnedFd};
@@ -333,8 +349,9 @@ pub struct CallerBuffer {
 /// ```
 #[derive(Debug)]
 pub struct MemoryImport {
-    /// The descriptor (owned by the context once an import succeeds).
-    pub fd: OwnedFd,
+    /// The descriptor (owned by the context once an import succeeds; on Windows
+    /// the NT handle, which the context then closes).
+    pub fd: ExternalHandle,
     /// `VkMemoryAllocateInfo::allocationSize`.
     pub allocation_size: u64,
     /// `VkMemoryAllocateInfo::memoryTypeIndex` (memory types are those of the
@@ -422,7 +439,8 @@ pub struct BufferImport {
     pub layout: PixelLayout,
 }
 
-/// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`).
+/// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`;
+/// on Windows `vkGetSemaphoreWin32HandleKHR`, `OPAQUE_WIN32`).
 ///
 /// Vulkan gives an importer no way to learn a descriptor's semaphore type, and
 /// drivers accept a binary semaphore's payload where a timeline is declared
@@ -451,8 +469,9 @@ pub struct BufferImport {
 /// ```
 #[derive(Debug)]
 pub struct SemaphoreImport {
-    /// The descriptor (owned by the context once an import succeeds).
-    pub fd: OwnedFd,
+    /// The descriptor (owned by the context once an import succeeds; on Windows
+    /// the NT handle, which the context then closes).
+    pub fd: ExternalHandle,
     /// The type it was created with (`VkSemaphoreTypeCreateInfo::semaphoreType`;
     /// `BINARY` when the create info chained none). Only `TIMELINE` imports.
     pub semaphore_type: vk::SemaphoreType,
@@ -480,11 +499,11 @@ pub struct SemaphoreImport {
 #[derive(Debug)]
 pub struct ImportError {
     error: Error,
-    fd: OwnedFd,
+    fd: ExternalHandle,
 }
 
 impl ImportError {
-    pub(crate) fn new(error: Error, fd: OwnedFd) -> Self {
+    pub(crate) fn new(error: Error, fd: ExternalHandle) -> Self {
         Self { error, fd }
     }
     /// What went wrong.
@@ -504,7 +523,7 @@ impl ImportError {
     pub fn error(&self) -> &Error {
         &self.error
     }
-    /// The descriptor, still the caller's.
+    /// The descriptor (on Windows the handle), still the caller's.
     ///
     /// ```no_run
     /// use std::os::fd::OwnedFd;
@@ -519,7 +538,7 @@ impl ImportError {
     /// }
     /// # }
     /// ```
-    pub fn into_fd(self) -> OwnedFd {
+    pub fn into_fd(self) -> ExternalHandle {
         self.fd
     }
 }

@@ -1,9 +1,7 @@
 //! Registering the caller's exported memory and semaphores by file descriptor
-//! (the other way in, which keeps the renderer's device to itself), and
-//! exporting the context's own timelines. Checked here, once, like every
-//! registration (`register.rs`).
-
-use std::os::fd::AsFd;
+//! (Windows: by handle; the other way in, which keeps the renderer's device to
+//! itself), and exporting the context's own timelines. Checked here, once, like
+//! every registration (`register.rs`).
 
 use ash::vk;
 
@@ -17,9 +15,11 @@ use crate::context::registry::{
 use crate::context::sync::{ExportedTimelines, SyncMode};
 use crate::cuda::{CudaDevice, SurfaceFormat};
 use crate::error::{Error, Result, format_uuid};
+use crate::handle;
 use crate::interop;
 use crate::onnx::TensorValue;
 use crate::vulkan::caps;
+use crate::vulkan::external::{HANDLE_TYPE_NAME, SEMAPHORE_EXTENSION_NAME};
 use crate::vulkan::memory::AllocationInfo;
 use crate::vulkan::{Buffer, ExportedMemory, Image, ImageDesc};
 
@@ -67,7 +67,8 @@ impl NeuralFrameContext {
                 log::warn!(
                     "the CUDA passes cannot take the {} {what}'s memory ({e}): its frames run through the Vulkan \
                      passes (a ~0.5 ms cross-API hand-off each); device-local memory allocated with \
-                     VkExportMemoryAllocateInfo (OPAQUE_FD), dedicated for images, runs them as CUDA kernels",
+                     VkExportMemoryAllocateInfo ({HANDLE_TYPE_NAME}), dedicated for images, runs them as CUDA \
+                     kernels",
                     role.name()
                 );
                 None
@@ -99,7 +100,7 @@ impl NeuralFrameContext {
     ) -> Result<T, ImportError> {
         let checked = self
             .check_origin(&memory.origin)
-            .and_then(|()| caps::check_memory_fd(memory.fd.as_fd(), memory.allocation_size));
+            .and_then(|()| caps::check_memory_handle(&memory.fd, memory.allocation_size));
         if let Err(e) = checked {
             return Err(ImportError::new(e, memory.fd));
         }
@@ -108,12 +109,9 @@ impl NeuralFrameContext {
             memory_type_index: memory.memory_type_index,
             dedicated: memory.dedicated,
         };
-        let fd = &memory.fd;
+        let original = &memory.fd;
         let dup = || -> Result<ExportedMemory> {
-            let fd = fd
-                .try_clone()
-                .map_err(|e| Error::Io { what: "duplicating the memory's file descriptor".into(), source: e })?;
-            Ok(ExportedMemory { fd, info })
+            Ok(ExportedMemory { handle: handle::duplicate(original, "the memory")?, info })
         };
         match import(self, &dup) {
             Ok(v) => Ok(v), // the original descriptor is dropped (closed) with `memory`
@@ -396,7 +394,7 @@ impl NeuralFrameContext {
         }
         Err(Error::Unsupported {
             device: self.res.device.info().name.clone(),
-            what: "sharing timeline semaphores (VK_KHR_external_semaphore_fd)".into(),
+            what: format!("sharing timeline semaphores ({SEMAPHORE_EXTENSION_NAME})"),
             remedy: "this context runs in host-signalled mode (SyncMode::Host): submit once the input is written, \
                      and learn of completion from wait, try_wait or wait_input_consumed"
                 .into(),
@@ -425,9 +423,10 @@ impl NeuralFrameContext {
         if !t.input_consumed.vulkan().is_exportable() {
             return Err(Error::Unsupported {
                 device: self.res.device.info().name.clone(),
-                what: "exporting semaphores (VK_KHR_external_semaphore_fd is not enabled on the device)".into(),
-                remedy: "enable VK_KHR_external_semaphore_fd on your device, or use the tickets' semaphores directly"
-                    .into(),
+                what: format!("exporting semaphores ({SEMAPHORE_EXTENSION_NAME} is not enabled on the device)"),
+                remedy: format!(
+                    "enable {SEMAPHORE_EXTENSION_NAME} on your device, or use the tickets' semaphores directly"
+                ),
             });
         }
         Ok(ExportedTimelines { input_consumed: t.input_consumed.export()?, output_ready: t.output_ready.export()? })

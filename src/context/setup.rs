@@ -248,7 +248,10 @@ fn pair_cuda(device: &Arc<Device>, runtime: &RuntimeInfo) -> Result<Arc<CudaDevi
     };
     crate::vulkan::caps::timeline_export_support(device).map_err(unavailable)?;
     if !device.can_share_memory() {
-        return Err(unavailable(Error::InvalidArgument("VK_KHR_external_memory_fd is not enabled".into())));
+        return Err(unavailable(Error::InvalidArgument(format!(
+            "{} is not enabled",
+            crate::vulkan::external::MEMORY_EXTENSION_NAME
+        ))));
     }
     Ok(cuda_device)
 }

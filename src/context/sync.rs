@@ -367,12 +367,15 @@ pub enum Submitted {
 /// // From now on, each ticket's output_ready().value is waited for on `output_ready`.
 /// # Ok(()) }
 /// ```
+///
+/// On Windows both are NT handles (`OPAQUE_WIN32`, for `vkImportSemaphoreWin32HandleKHR`),
+/// which an import does not take over: the caller closes them (drops them) once imported.
 #[derive(Debug)]
 pub struct ExportedTimelines {
     /// Reaches a frame's value when its input has been read.
-    pub input_consumed: std::os::fd::OwnedFd,
+    pub input_consumed: crate::ExternalHandle,
     /// Reaches a frame's value when its output is written.
-    pub output_ready: std::os::fd::OwnedFd,
+    pub output_ready: crate::ExternalHandle,
 }
 
 /// Times of one frame, in milliseconds. GPU times come from Vulkan timestamp

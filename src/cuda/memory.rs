@@ -3,7 +3,6 @@
 //! Ownership encodes teardown order: mapping an [`ExternalMemory`] moves it
 //! into the mapping, so the mapping is released before the import.
 
-use std::os::fd::{IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
@@ -13,6 +12,16 @@ use crate::cuda::params::{ArrayElement, SurfaceFormat};
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
 use crate::error::{Error, Result};
+use crate::handle::{self, ExternalHandle};
+
+/// The handle type of Vulkan's `OPAQUE_FD` memory (Linux).
+#[cfg(unix)]
+const MEMORY_HANDLE_TYPE: sys::CUexternalMemoryHandleType =
+    sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+/// The handle type of Vulkan's `OPAQUE_WIN32` memory (Windows, an NT handle).
+#[cfg(windows)]
+const MEMORY_HANDLE_TYPE: sys::CUexternalMemoryHandleType =
+    sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32;
 
 /// Vulkan memory imported into CUDA (`cuImportExternalMemory`).
 pub struct ExternalMemory {
@@ -27,18 +36,27 @@ unsafe impl Send for ExternalMemory {}
 unsafe impl Sync for ExternalMemory {}
 
 impl ExternalMemory {
-    /// Imports an `OPAQUE_FD` exported by Vulkan, with the `size` of the Vulkan
-    /// allocation and the `dedicated` flag exactly when the allocation is dedicated.
-    /// On success the descriptor belongs to CUDA; on failure it is closed here.
-    pub fn import(device: &Arc<CudaDevice>, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
+    /// Imports an `OPAQUE_FD` (Windows: `OPAQUE_WIN32`) exported by Vulkan, with the
+    /// `size` of the Vulkan allocation and the `dedicated` flag exactly when the
+    /// allocation is dedicated. Linux: on success the descriptor belongs to CUDA; on
+    /// failure it is closed here. Windows: CUDA does not take ownership of the handle,
+    /// so it is closed here either way (the import keeps the memory alive).
+    pub fn import(device: &Arc<CudaDevice>, handle: ExternalHandle, size: u64, dedicated: bool) -> Result<Self> {
         device.bind()?;
         let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC>::zeroed();
         let p = desc.as_mut_ptr();
         // SAFETY: p points to zeroed storage of the right type; writing the enum
         // field (which has no zero variant) before assume_init makes every field valid.
         let desc = unsafe {
-            (&raw mut (*p).type_).write(sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
-            (*p).handle.fd = std::os::fd::AsRawFd::as_raw_fd(&fd);
+            (&raw mut (*p).type_).write(MEMORY_HANDLE_TYPE);
+            #[cfg(unix)]
+            {
+                (*p).handle.fd = handle::raw(&handle);
+            }
+            #[cfg(windows)]
+            {
+                (*p).handle.win32.handle = handle::raw(&handle);
+            }
             (*p).size = size;
             (*p).flags = if dedicated { sys::CUDA_EXTERNAL_MEMORY_DEDICATED } else { 0 };
             desc.assume_init()
@@ -46,9 +64,9 @@ impl ExternalMemory {
         let mut raw: sys::CUexternalMemory = std::ptr::null_mut();
         // SAFETY: desc is fully initialised; the context is current.
         let r = unsafe { sys::cuImportExternalMemory(&mut raw, &desc) };
-        check_ctx("cuImportExternalMemory", r, &format!("{} bytes, dedicated={}", size, dedicated))?; // on error `fd` is dropped here and so closed: it is still ours
-        // Linux: a successful import owns the descriptor.
-        let _ = OwnedFd::into_raw_fd(fd);
+        check_ctx("cuImportExternalMemory", r, &format!("{} bytes, dedicated={}", size, dedicated))?; // on error `handle` is dropped here and so closed: it is still ours
+        // Linux: a successful import owns the descriptor. Windows: the handle is closed.
+        handle::imported(handle);
         Ok(Self { raw, size, device: Arc::clone(device) })
     }
 

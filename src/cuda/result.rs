@@ -41,7 +41,8 @@ pub fn init() -> Result<()> {
     INIT.get_or_init(|| {
         // SAFETY: only tries to open the library; no symbol is called.
         if !unsafe { sys::is_culib_present() } {
-            return Err("no NVIDIA driver: libcuda.so.1 could not be loaded".into());
+            let library = if cfg!(windows) { "nvcuda.dll" } else { "libcuda.so.1" };
+            return Err(format!("no NVIDIA driver: {library} could not be loaded"));
         }
         // SAFETY: cuInit has no preconditions; flags must be 0.
         let r = unsafe { sys::cuInit(0) };

@@ -4,11 +4,11 @@
 //! [`Error::CudaUnavailable`] saying how to rebuild, and the CPU backend is the
 //! only one; the code that would use CUDA compiles unchanged and is unreachable.
 
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use crate::cuda::params::SurfaceFormat;
 use crate::error::{Error, Result};
+use crate::handle::ExternalHandle;
 
 /// Why nothing here works.
 fn unavailable() -> Error {
@@ -132,7 +132,7 @@ impl Graph {
 pub(crate) enum ExternalMemory {}
 
 impl ExternalMemory {
-    pub fn import(device: &Arc<CudaDevice>, _fd: OwnedFd, _size: u64, _dedicated: bool) -> Result<Self> {
+    pub fn import(device: &Arc<CudaDevice>, _handle: ExternalHandle, _size: u64, _dedicated: bool) -> Result<Self> {
         match **device {}
     }
     pub fn map_buffer(self, _offset: u64, _len: u64) -> Result<MappedBuffer> {
@@ -191,7 +191,7 @@ impl DeviceBuffer {
 pub(crate) enum ExternalSemaphore {}
 
 impl ExternalSemaphore {
-    pub fn import_timeline(device: &Arc<CudaDevice>, _fd: OwnedFd) -> Result<Self> {
+    pub fn import_timeline(device: &Arc<CudaDevice>, _handle: ExternalHandle) -> Result<Self> {
         match **device {}
     }
     pub fn signal(&self, _stream: &Stream, _value: u64) -> Result<()> {

@@ -3,9 +3,12 @@
 //! libraries it links (cuBLAS, cuDNN, cuFFT, …) and cuDNN's sub-libraries,
 //! which cuDNN otherwise opens during the model's first run. Loading them is
 //! work for the dynamic loader, about 0.2 s once a process on the H200, that
-//! no device call waits for. Nothing is created on the device here.
+//! no device call waits for. Nothing is created on the device here. cuDNN's
+//! sub-libraries are found through `/proc/self/maps`, on Unix only.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(unix)]
+use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -21,6 +24,7 @@ pub(crate) struct Preloaded {
 
 /// cuDNN 9's sub-libraries that a convolution model uses (graph API, heuristics, the
 /// precompiled and runtime-compiled engines, the operation and convolution kernels).
+#[cfg(unix)]
 const CUDNN_PARTS: [&str; 6] = ["graph", "heuristic", "engines_precompiled", "engines_runtime_compiled", "ops", "cnn"];
 
 /// Loads ONNX Runtime (`explicit` as [`runtime::load`] takes it) and, where it has the
@@ -37,12 +41,15 @@ pub(crate) fn cuda_side(explicit: Option<&Path>) -> Result<Preloaded> {
             }
             Err(e) => log::debug!("startup: ONNX Runtime's CUDA provider not loaded ahead ({e})"),
         }
-        let (loaded, missing) = cudnn_parts();
-        log::debug!(
-            "startup: cuDNN's libraries loaded ahead: {loaded}{} ({:.0} ms)",
-            if missing.is_empty() { String::new() } else { format!(", not found: {}", missing.join(", ")) },
-            t.elapsed().as_secs_f64() * 1e3
-        );
+        #[cfg(unix)]
+        {
+            let (loaded, missing) = cudnn_parts();
+            log::debug!(
+                "startup: cuDNN's libraries loaded ahead: {loaded}{} ({:.0} ms)",
+                if missing.is_empty() { String::new() } else { format!(", not found: {}", missing.join(", ")) },
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
     }
     Ok(Preloaded { runtime_ms, total_ms: t.elapsed().as_secs_f64() * 1e3 })
 }
@@ -67,6 +74,7 @@ fn provider() -> Result<()> {
 /// its main library was mapped from where the provider's loading mapped it, else through
 /// the loader's search path (cuDNN may be opened only at the first run), so that cuDNN's
 /// own `dlopen` later finds them loaded. Returns how many were loaded and the names not found.
+#[cfg(unix)]
 fn cudnn_parts() -> (usize, Vec<String>) {
     let mapped_main = mapped("libcudnn.so");
     log::debug!(
@@ -102,6 +110,7 @@ fn cudnn_parts() -> (usize, Vec<String>) {
 }
 
 /// The file names of the libraries mapped into this process that start with one of `prefixes`.
+#[cfg(unix)]
 fn mapped_names(prefixes: &[&str]) -> Vec<String> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mut names: Vec<String> = maps
@@ -116,6 +125,7 @@ fn mapped_names(prefixes: &[&str]) -> Vec<String> {
 }
 
 /// The path of the first library mapped into this process whose file name starts with `prefix`.
+#[cfg(unix)]
 fn mapped(prefix: &str) -> Option<PathBuf> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines()
@@ -124,7 +134,7 @@ fn mapped(prefix: &str) -> Option<PathBuf> {
         .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

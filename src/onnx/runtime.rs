@@ -5,6 +5,9 @@
 //! makes) under the working directory or one of the executable's four parent
 //! directories. The library spawns nothing to look: the CLI asks `python3` for
 //! an installed `onnxruntime` package and passes its path.
+//!
+//! In a project-local install (the pip wheel's `onnxruntime/capi/`) the library
+//! is `libonnxruntime.so*` on Linux and `onnxruntime.dll` on Windows.
 
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
@@ -150,14 +153,14 @@ pub(crate) fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
     let gpu_first = ["ort-gpu", "ort-cpu"];
     for base in project_roots() {
         for flavour in gpu_first {
-            let capi = base.join(".runtime").join(flavour).join("onnxruntime/capi");
+            let capi = base.join(".runtime").join(flavour).join("onnxruntime").join("capi");
             if let Some(lib) = library_in(&capi) {
                 return Ok((lib, format!("project-local {}", capi.display())));
             }
             tried.push(capi.display().to_string());
         }
     }
-    Err(Error::OnnxRuntimeMissing { reason: format!("no libonnxruntime.so in ORT_DYLIB_PATH, {}", tried.join(", ")) })
+    Err(Error::OnnxRuntimeMissing { reason: format!("no {LIBRARY_NAME} in ORT_DYLIB_PATH, {}", tried.join(", ")) })
 }
 
 fn project_roots() -> Vec<PathBuf> {
@@ -173,15 +176,28 @@ fn project_roots() -> Vec<PathBuf> {
     roots
 }
 
+/// ONNX Runtime's library in the pip wheel's `onnxruntime/capi/`, as messages name it.
+#[cfg(not(windows))]
+const LIBRARY_NAME: &str = "libonnxruntime.so";
+/// ONNX Runtime's library in the pip wheel's `onnxruntime/capi/`, as messages name it.
+#[cfg(windows)]
+const LIBRARY_NAME: &str = "onnxruntime.dll";
+
+/// Whether `name` is ONNX Runtime's main library (not one of its providers):
+/// `libonnxruntime.so*` (Linux, with or without the version), `onnxruntime.dll` (Windows).
+fn is_library_name(name: &str) -> bool {
+    if cfg!(windows) {
+        name.eq_ignore_ascii_case(LIBRARY_NAME)
+    } else {
+        name.starts_with(LIBRARY_NAME) && !name.contains("providers")
+    }
+}
+
 fn library_in(capi: &Path) -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(capi)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libonnxruntime.so") && !n.contains("providers"))
-        })
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(is_library_name))
         .collect();
     found.sort();
     found.pop()
@@ -248,6 +264,35 @@ pub(crate) fn provider_failure(e: impl std::fmt::Display) -> Error {
         }
     }
     Error::ProviderUnavailable { reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_library_name;
+
+    #[test]
+    fn the_main_library_is_told_from_the_providers() {
+        #[cfg(not(windows))]
+        for (name, main) in [
+            ("libonnxruntime.so.1.31.1", true),
+            ("libonnxruntime.so", true),
+            ("libonnxruntime_providers_cuda.so", false),
+            ("libonnxruntime_providers_shared.so", false),
+            ("onnxruntime.dll", false),
+        ] {
+            assert_eq!(is_library_name(name), main, "{name}");
+        }
+        #[cfg(windows)]
+        for (name, main) in [
+            ("onnxruntime.dll", true),
+            ("ONNXRUNTIME.DLL", true),
+            ("onnxruntime_providers_cuda.dll", false),
+            ("onnxruntime_providers_shared.dll", false),
+            ("libonnxruntime.so.1.31.1", false),
+        ] {
+            assert_eq!(is_library_name(name), main, "{name}");
+        }
+    }
 }
 
 #[cfg(all(test, feature = "cuda"))]

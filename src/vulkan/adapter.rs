@@ -8,12 +8,15 @@ use ash::vk;
 use serde::Serialize;
 
 use crate::error::{Error, Result, VkResultExt, format_uuid, parse_uuid};
+use crate::vulkan::external::{EXTERNAL_MEMORY_EXTENSION, EXTERNAL_SEMAPHORE_EXTENSION};
 use crate::vulkan::instance::{Instance, version_string};
 
-/// Device extensions the pipeline cannot work without.
-pub(crate) const REQUIRED_EXTENSIONS: &[&CStr] = &[ash::khr::external_memory_fd::NAME];
-/// Device extensions used when present (semaphore sharing with CUDA).
-pub(crate) const OPTIONAL_EXTENSIONS: &[&CStr] = &[ash::khr::external_semaphore_fd::NAME];
+/// Device extensions the pipeline cannot work without (`VK_KHR_external_memory_fd`;
+/// `_win32` on Windows).
+pub(crate) const REQUIRED_EXTENSIONS: &[&CStr] = &[EXTERNAL_MEMORY_EXTENSION];
+/// Device extensions used when present (semaphore sharing with CUDA:
+/// `VK_KHR_external_semaphore_fd`; `_win32` on Windows).
+pub(crate) const OPTIONAL_EXTENSIONS: &[&CStr] = &[EXTERNAL_SEMAPHORE_EXTENSION];
 
 /// What a physical device is, as the user sees it: from [`suitable_devices`](crate::suitable_devices),
 /// or [`BackendReport::vulkan_device`](crate::BackendReport::vulkan_device) of a context.
@@ -62,7 +65,8 @@ pub struct AdapterInfo {
     pub kind: vk::PhysicalDeviceType,
     /// Why the device cannot be used, if it cannot.
     pub unsuitable: Option<String>,
-    /// Whether `VK_KHR_external_semaphore_fd` is present.
+    /// Whether `VK_KHR_external_semaphore_fd` is present (on Windows:
+    /// `VK_KHR_external_semaphore_win32`, [`EXTERNAL_SEMAPHORE_EXTENSION`](crate::EXTERNAL_SEMAPHORE_EXTENSION)).
     pub external_semaphore_fd: bool,
 }
 
@@ -226,7 +230,7 @@ pub(crate) fn describe(instance: &Instance, pd: vk::PhysicalDevice, index: usize
         driver_uuid_bytes: id.driver_uuid,
         kind: p.device_type,
         unsuitable,
-        external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
+        external_semaphore_fd: has(EXTERNAL_SEMAPHORE_EXTENSION),
     })
 }
 

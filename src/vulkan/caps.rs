@@ -2,17 +2,17 @@
 //! support, format features and size limits. Each check fails with an error
 //! that names what is missing and what would satisfy it.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-
 use ash::vk;
 
 use crate::error::{Error, Result};
+use crate::handle::ExternalHandle;
 use crate::vulkan::conv;
 use crate::vulkan::device::Device;
+use crate::vulkan::external::{
+    EXTERNAL_MEMORY_HANDLE_TYPE as MEMORY_HANDLE, EXTERNAL_SEMAPHORE_HANDLE_TYPE as SEMAPHORE_HANDLE, HANDLE_TYPE_NAME,
+    MEMORY_EXTENSION_NAME, SEMAPHORE_EXTENSION_NAME,
+};
 use crate::vulkan::memory::ImageDesc;
-
-const MEMORY_HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
-const SEMAPHORE_HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
 
 /// What the driver says about sharing memory for a given image or buffer.
 #[derive(Debug, Clone, Copy)]
@@ -34,10 +34,10 @@ fn check_features(device: &Device, what: &str, features: vk::ExternalMemoryFeatu
         return Err(Error::Unsupported {
             device: device.info().name.clone(),
             what: format!(
-                "exporting and importing {what} as OPAQUE_FD (driver reports: {})",
+                "exporting and importing {what} as {HANDLE_TYPE_NAME} (driver reports: {})",
                 conv::external_features(features)
             ),
-            remedy: "use another format or usage, or a driver with VK_KHR_external_memory_fd for it".into(),
+            remedy: format!("use another format or usage, or a driver with {MEMORY_EXTENSION_NAME} for it"),
         });
     }
     Ok(ExternalSupport { features })
@@ -49,8 +49,8 @@ fn need_memory_fd(device: &Device) -> Result<()> {
     }
     Err(Error::Unsupported {
         device: device.info().name.clone(),
-        what: "the device extension VK_KHR_external_memory_fd (not enabled on this device)".into(),
-        remedy: "enable VK_KHR_external_memory_fd when creating the device".into(),
+        what: format!("the device extension {MEMORY_EXTENSION_NAME} (not enabled on this device)"),
+        remedy: format!("enable {MEMORY_EXTENSION_NAME} when creating the device"),
     })
 }
 
@@ -66,7 +66,8 @@ pub(crate) fn check_image_size(device: &Device, width: u32, height: u32) -> Resu
     Ok(())
 }
 
-/// Checks that an image with this description can be exported and imported as `OPAQUE_FD`.
+/// Checks that an image with this description can be exported and imported as `OPAQUE_FD`
+/// (`OPAQUE_WIN32` on Windows).
 pub(crate) fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<ExternalSupport> {
     need_memory_fd(device)?;
     let mut external_info = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(MEMORY_HANDLE);
@@ -110,7 +111,8 @@ pub(crate) fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<
     check_features(device, &what, external_props.external_memory_properties.external_memory_features)
 }
 
-/// Checks that a buffer with this usage can be exported and imported as `OPAQUE_FD`.
+/// Checks that a buffer with this usage can be exported and imported as `OPAQUE_FD`
+/// (`OPAQUE_WIN32` on Windows).
 pub(crate) fn buffer_export_support(device: &Device, usage: vk::BufferUsageFlags) -> Result<ExternalSupport> {
     need_memory_fd(device)?;
     let info = vk::PhysicalDeviceExternalBufferInfo::default().usage(usage).handle_type(MEMORY_HANDLE);
@@ -126,18 +128,20 @@ pub(crate) fn buffer_export_support(device: &Device, usage: vk::BufferUsageFlags
     )
 }
 
-/// Checks that timeline semaphores can be exported and imported as `OPAQUE_FD`.
+/// Checks that timeline semaphores can be exported and imported as `OPAQUE_FD`
+/// (`OPAQUE_WIN32` on Windows).
 pub(crate) fn timeline_export_support(device: &Device) -> Result<()> {
     let unsupported = |what: String| Error::Unsupported {
         device: device.info().name.clone(),
         what,
-        remedy: "sharing semaphores (with CUDA or another device) needs VK_KHR_external_semaphore_fd with \
-                 timeline semaphores (NVIDIA drivers have it; Mesa's lavapipe does not): without it, frames \
-                 are handed over in host-signalled mode"
-            .into(),
+        remedy: format!(
+            "sharing semaphores (with CUDA or another device) needs {SEMAPHORE_EXTENSION_NAME} with timeline \
+             semaphores (NVIDIA drivers have it; Mesa's lavapipe does not): without it, frames are handed over in \
+             host-signalled mode"
+        ),
     };
     if !device.can_share_semaphores() {
-        return Err(unsupported("the device extension VK_KHR_external_semaphore_fd".into()));
+        return Err(unsupported(format!("the device extension {SEMAPHORE_EXTENSION_NAME}")));
     }
     let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
     let info = vk::PhysicalDeviceExternalSemaphoreInfo::default().handle_type(SEMAPHORE_HANDLE).push_next(&mut ty);
@@ -149,7 +153,7 @@ pub(crate) fn timeline_export_support(device: &Device) -> Result<()> {
     let need = vk::ExternalSemaphoreFeatureFlags::EXPORTABLE | vk::ExternalSemaphoreFeatureFlags::IMPORTABLE;
     if !props.external_semaphore_features.contains(need) {
         return Err(unsupported(format!(
-            "exporting timeline semaphores as OPAQUE_FD (features: {:?})",
+            "exporting timeline semaphores as {HANDLE_TYPE_NAME} (features: {:?})",
             props.external_semaphore_features
         )));
     }
@@ -193,8 +197,27 @@ pub(crate) fn need_format_features(
 /// anon inode that is not memory (an eventfd: Mesa's import would block reading
 /// it), and, where the kernel knows its size (memory files, as Mesa exports),
 /// that it is at least `size` bytes (a shorter one faults when mapped).
-pub(crate) fn check_memory_fd(fd: BorrowedFd<'_>, size: u64) -> Result<()> {
-    let raw = fd.as_fd().as_raw_fd();
+#[cfg(unix)]
+pub(crate) fn check_memory_handle(handle: &ExternalHandle, size: u64) -> Result<()> {
+    check_memory_fd(std::os::fd::AsFd::as_fd(handle), size)
+}
+
+/// Checks what can be checked about a Windows handle said to be exported
+/// memory: that it is open (it can be duplicated). The kernel object's kind
+/// and size are for the driver to check.
+#[cfg(windows)]
+pub(crate) fn check_memory_handle(handle: &ExternalHandle, _size: u64) -> Result<()> {
+    handle.try_clone().map(drop).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "the memory handle cannot be duplicated ({e}): it is not an open handle of this process"
+        ))
+    })
+}
+
+#[cfg(unix)]
+fn check_memory_fd(fd: std::os::fd::BorrowedFd<'_>, size: u64) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
     let meta = std::fs::File::from(fd.try_clone_to_owned().map_err(|e| {
         Error::InvalidArgument(format!("fd {raw} cannot be duplicated ({e}): it is not an open file descriptor"))
     })?)

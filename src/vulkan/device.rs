@@ -8,6 +8,7 @@ use ash::vk;
 
 use crate::error::{Error, Result, VkResultExt};
 use crate::vulkan::adapter::{self, AdapterInfo, DeviceSelector, OPTIONAL_EXTENSIONS, REQUIRED_EXTENSIONS};
+use crate::vulkan::external::{MemoryLoader, SemaphoreLoader};
 use crate::vulkan::instance::Instance;
 
 /// How long a blocking one-shot submission may take before it is an error.
@@ -34,7 +35,9 @@ pub(crate) struct BorrowedDevice {
     pub(crate) queue_family: u32,
     pub(crate) queue: vk::Queue,
     pub(crate) post_queue: Option<vk::Queue>,
+    /// `VK_KHR_external_memory_fd` (`_win32` on Windows) is enabled.
     pub(crate) external_memory_fd: bool,
+    /// `VK_KHR_external_semaphore_fd` (`_win32` on Windows) is enabled.
     pub(crate) external_semaphore_fd: bool,
 }
 
@@ -43,8 +46,10 @@ pub(crate) struct BorrowedDevice {
 /// this value created it), before the `Arc<Instance>` is released.
 pub struct Device {
     one_shot: Mutex<OneShot>,
-    pub(crate) memory_fd: Option<ash::khr::external_memory_fd::Device>,
-    pub(crate) semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
+    /// The external memory extension's functions (`_fd`, or `_win32` on Windows), where enabled.
+    pub(crate) memory_ext: Option<MemoryLoader>,
+    /// The external semaphore extension's functions, where enabled.
+    pub(crate) semaphore_ext: Option<SemaphoreLoader>,
     raw: ash::Device,
     queues: Vec<Queue>,
     queue_family: u32,
@@ -179,9 +184,8 @@ impl Device {
             }
         };
         info.external_semaphore_fd = external_semaphore_fd;
-        let memory_fd = external_memory_fd.then(|| ash::khr::external_memory_fd::Device::new(raw_instance, &raw));
-        let semaphore_fd =
-            external_semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(raw_instance, &raw));
+        let memory_ext = external_memory_fd.then(|| MemoryLoader::new(raw_instance, &raw));
+        let semaphore_ext = external_semaphore_fd.then(|| SemaphoreLoader::new(raw_instance, &raw));
         // SAFETY: physical comes from this instance.
         let memory_properties = unsafe { raw_instance.get_physical_device_memory_properties(physical) };
         let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
@@ -218,8 +222,8 @@ impl Device {
         };
         Ok(Arc::new(Device {
             one_shot: Mutex::new(OneShot { pool, fence }),
-            memory_fd,
-            semaphore_fd,
+            memory_ext,
+            semaphore_ext,
             raw,
             queues,
             queue_family,
@@ -262,13 +266,13 @@ impl Device {
     pub(crate) fn max_allocation(&self) -> u64 {
         self.max_allocation
     }
-    /// Whether semaphores can be exported and imported as file descriptors.
+    /// Whether semaphores can be exported and imported (file descriptors, or Windows handles).
     pub(crate) fn can_share_semaphores(&self) -> bool {
-        self.semaphore_fd.is_some()
+        self.semaphore_ext.is_some()
     }
-    /// Whether memory can be exported and imported as file descriptors.
+    /// Whether memory can be exported and imported (file descriptors, or Windows handles).
     pub(crate) fn can_share_memory(&self) -> bool {
-        self.memory_fd.is_some()
+        self.memory_ext.is_some()
     }
     /// Whether this value owns the device (false: the caller's, borrowed).
     pub(crate) fn is_owned(&self) -> bool {

@@ -64,7 +64,7 @@ unsafe extern "system" fn on_message(
 
 impl Instance {
     /// Loads the Vulkan loader (`NEURAL_FRAME_VULKAN_LIBRARY` or the system's
-    /// `libvulkan.so.1`) and creates a Vulkan 1.2+ instance with no surface.
+    /// `libvulkan.so.1`; `vulkan-1.dll` on Windows) and creates a Vulkan 1.2+ instance with no surface.
     pub fn new(options: &InstanceOptions) -> Result<Arc<Self>> {
         keep_driver_loaded();
         let entry = load_entry()?;
@@ -207,8 +207,15 @@ fn keep_driver_loaded() {
     });
 }
 
+/// The Vulkan loader where `NEURAL_FRAME_VULKAN_LIBRARY` names none.
+#[cfg(not(windows))]
+const DEFAULT_LOADER: &str = "libvulkan.so.1";
+/// The Vulkan loader where `NEURAL_FRAME_VULKAN_LIBRARY` names none.
+#[cfg(windows)]
+const DEFAULT_LOADER: &str = "vulkan-1.dll";
+
 fn load_entry() -> Result<ash::Entry> {
-    let library = std::env::var("NEURAL_FRAME_VULKAN_LIBRARY").unwrap_or_else(|_| "libvulkan.so.1".into());
+    let library = std::env::var("NEURAL_FRAME_VULKAN_LIBRARY").unwrap_or_else(|_| DEFAULT_LOADER.into());
     // SAFETY: loading the Vulkan loader runs its initialisers; it is a well-known system library.
     unsafe { ash::Entry::load_from(&library) }.map_err(|e| Error::VulkanLoader { library, reason: e.to_string() })
 }

@@ -1,17 +1,17 @@
-//! Images and buffers whose memory can be exported as an `OPAQUE_FD` (and
-//! imported into another VkDevice or into CUDA), and plain staging buffers.
+//! Images and buffers whose memory can be exported as an `OPAQUE_FD`
+//! (`OPAQUE_WIN32` on Windows) and imported into another VkDevice or into
+//! CUDA, and plain staging buffers.
 
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
 use ash::vk;
 
 use crate::error::{Error, Result, VkResultExt};
+use crate::handle::{self, ExternalHandle};
 use crate::vulkan::caps::{self, buffer_export_support, image_export_support};
 use crate::vulkan::conv;
 use crate::vulkan::device::Device;
-
-const HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+use crate::vulkan::external::{self, EXTERNAL_MEMORY_HANDLE_TYPE as HANDLE, HANDLE_TYPE_NAME};
 
 /// How an allocation was made: what an importer must repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,13 +24,14 @@ pub(crate) struct AllocationInfo {
     pub dedicated: bool,
 }
 
-/// An exported file descriptor and what the importer needs to know about it.
-/// Made only by exporting ([`Image::export`], [`Buffer::export`]) or from a
-/// caller's description that the context checked.
+/// An exported file descriptor (or Windows handle) and what the importer needs
+/// to know about it. Made only by exporting ([`Image::export`], [`Buffer::export`])
+/// or from a caller's description that the context checked.
 #[derive(Debug)]
 pub(crate) struct ExportedMemory {
-    /// The descriptor. Whoever imports it successfully takes ownership (Linux rules).
-    pub(crate) fd: OwnedFd,
+    /// The descriptor. Whoever imports it successfully takes ownership (Linux
+    /// rules); on Windows the importer closes it after importing ([`handle::imported`]).
+    pub(crate) handle: ExternalHandle,
     /// The allocation behind it.
     pub(crate) info: AllocationInfo,
 }
@@ -151,14 +152,14 @@ fn allocate(
         info = info.push_next(&mut dedicated_info);
     }
     let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE);
-    let mut import = vk::ImportMemoryFdInfoKHR::default().handle_type(HANDLE);
+    let mut import = match &source {
+        Source::Import(m) => external::import_memory_info(&m.handle),
+        _ => external::ImportMemoryInfo::default(),
+    };
     match &source {
         Source::Plain => {}
         Source::Export => info = info.push_next(&mut export),
-        Source::Import(m) => {
-            import = import.fd(m.fd.as_raw_fd());
-            info = info.push_next(&mut import);
-        }
+        Source::Import(_) => info = info.push_next(&mut import),
     }
     let importing = matches!(source, Source::Import(_));
     // SAFETY: info and its chain are valid for the call; on success an imported fd belongs to Vulkan.
@@ -167,43 +168,50 @@ fn allocate(
         // (NVIDIA answers a size that differs from the export's with ERROR_OUT_OF_DEVICE_MEMORY).
         vk::Result::ERROR_INVALID_EXTERNAL_HANDLE | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY if importing => {
             Error::InvalidArgument(format!(
-                "the driver refused the imported memory ({result}): the file descriptor is not memory exported \
-                 as OPAQUE_FD by a device of the same driver, or its allocation size, memory type or dedicated \
-                 flag differ from the export's"
+                "the driver refused the imported memory ({result}): the {} is not memory exported as \
+                 {HANDLE_TYPE_NAME} by a device of the same driver, or its allocation size, memory type or \
+                 dedicated flag differ from the export's",
+                handle::HANDLE_WORD
             ))
         }
         result => Error::Vulkan { call: "vkAllocateMemory", result },
     })?;
     if let Source::Import(m) = source {
-        // Success: the driver owns the descriptor now (VK_KHR_external_memory_fd).
-        let _ = m.fd.into_raw_fd();
+        // Success: the driver owns the descriptor now (VK_KHR_external_memory_fd); a Windows
+        // handle is closed (VK_KHR_external_memory_win32 takes a reference of its own).
+        handle::imported(m.handle);
     }
     Ok((memory, AllocationInfo { size, memory_type_index: type_index, dedicated: dedicated_on }))
 }
 
-fn export_fd(device: &Device, memory: vk::DeviceMemory, info: AllocationInfo) -> Result<ExportedMemory> {
-    let loader =
-        device.memory_fd.as_ref().ok_or_else(|| Error::internal("export without VK_KHR_external_memory_fd"))?;
-    let get = vk::MemoryGetFdInfoKHR::default().memory(memory).handle_type(HANDLE);
-    // SAFETY: memory was allocated with ExportMemoryAllocateInfo for OPAQUE_FD.
-    let raw = unsafe { loader.get_memory_fd(&get) }.call("vkGetMemoryFdKHR")?;
-    // SAFETY: vkGetMemoryFdKHR returns a new descriptor owned by the caller.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    Ok(ExportedMemory { fd, info })
-}
-
-/// Exports memory the caller allocated on the context's device (bring your own
-/// device) as a new `OPAQUE_FD`.
+/// Exports `memory` as a new handle, with how it was allocated.
 ///
 /// # Safety
 /// `memory` must be a live allocation of `device` made with
-/// `VkExportMemoryAllocateInfo` for `OPAQUE_FD`, of `info.size` bytes.
+/// `VkExportMemoryAllocateInfo` for the platform's handle type.
+unsafe fn export_fd(device: &Device, memory: vk::DeviceMemory, info: AllocationInfo) -> Result<ExportedMemory> {
+    let loader = device
+        .memory_ext
+        .as_ref()
+        .ok_or_else(|| Error::internal(format!("export without {}", external::MEMORY_EXTENSION_NAME)))?;
+    // SAFETY: memory was allocated with ExportMemoryAllocateInfo for this handle type (the caller's contract).
+    let handle = unsafe { external::export_memory(loader, memory) }?;
+    Ok(ExportedMemory { handle, info })
+}
+
+/// Exports memory the caller allocated on the context's device (bring your own
+/// device) as a new `OPAQUE_FD` (`OPAQUE_WIN32` on Windows).
+///
+/// # Safety
+/// `memory` must be a live allocation of `device` made with
+/// `VkExportMemoryAllocateInfo` for `OPAQUE_FD` (`OPAQUE_WIN32`), of `info.size` bytes.
 pub(crate) unsafe fn export_caller_memory(
     device: &Device,
     memory: vk::DeviceMemory,
     info: AllocationInfo,
 ) -> Result<ExportedMemory> {
-    export_fd(device, memory, info)
+    // SAFETY: the caller's contract is export_fd's.
+    unsafe { export_fd(device, memory, info) }
 }
 
 /// A 2D image with its own memory. Destroys the image, then frees the memory.
@@ -291,12 +299,13 @@ impl Image {
         }
     }
 
-    /// Exports the image's memory as a new `OPAQUE_FD`.
+    /// Exports the image's memory as a new `OPAQUE_FD` (`OPAQUE_WIN32` on Windows).
     pub(crate) fn export(&self) -> Result<ExportedMemory> {
         if !self.exportable {
             return Err(Error::internal("export of an image that was not created exportable"));
         }
-        export_fd(&self.device, self.memory, self.allocation)
+        // SAFETY: the memory was allocated exportable (Source::Export) for this handle type.
+        unsafe { export_fd(&self.device, self.memory, self.allocation) }
     }
 
     /// The raw image.
@@ -476,12 +485,13 @@ impl Buffer {
         }
     }
 
-    /// Exports the buffer's memory as a new `OPAQUE_FD`.
+    /// Exports the buffer's memory as a new `OPAQUE_FD` (`OPAQUE_WIN32` on Windows).
     pub(crate) fn export(&self) -> Result<ExportedMemory> {
         if !self.exportable {
             return Err(Error::internal("export of a buffer that was not created exportable"));
         }
-        export_fd(&self.device, self.memory, self.allocation)
+        // SAFETY: the memory was allocated exportable (Source::Export) for this handle type.
+        unsafe { export_fd(&self.device, self.memory, self.allocation) }
     }
 
     /// The raw buffer.

@@ -9,6 +9,7 @@ pub(crate) mod command;
 pub(crate) mod compute;
 pub(crate) mod conv;
 pub(crate) mod device;
+pub(crate) mod external;
 pub(crate) mod instance;
 pub(crate) mod memory;
 pub(crate) mod pattern;
@@ -18,6 +19,10 @@ pub(crate) mod transfer;
 
 pub use adapter::{AdapterInfo, DeviceSelector};
 pub(crate) use device::Device;
+pub use external::{
+    EXTERNAL_MEMORY_EXTENSION, EXTERNAL_MEMORY_HANDLE_TYPE, EXTERNAL_SEMAPHORE_EXTENSION,
+    EXTERNAL_SEMAPHORE_HANDLE_TYPE,
+};
 pub(crate) use instance::{Instance, InstanceOptions};
 pub(crate) use memory::{Buffer, BufferMemory, ExportedMemory, Image, ImageDesc};
 pub(crate) use sync::TimelineSemaphore;

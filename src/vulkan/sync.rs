@@ -1,17 +1,17 @@
 //! Timeline semaphores: the context's own (optionally exportable as
-//! `OPAQUE_FD`), imported from a file descriptor, or the caller's, borrowed.
+//! `OPAQUE_FD`, `OPAQUE_WIN32` on Windows), imported from a file descriptor (or
+//! Windows handle), or the caller's, borrowed.
 
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ash::vk;
 
 use crate::error::{Error, Result, VkResultExt};
+use crate::handle::{self, ExternalHandle};
 use crate::vulkan::caps::timeline_export_support;
 use crate::vulkan::device::Device;
-
-const HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+use crate::vulkan::external::{self, EXTERNAL_SEMAPHORE_HANDLE_TYPE as HANDLE, HANDLE_TYPE_NAME};
 
 /// A timeline semaphore. Destroyed in `Drop` unless borrowed.
 pub(crate) struct TimelineSemaphore {
@@ -31,21 +31,20 @@ impl TimelineSemaphore {
         Ok(Self { raw, exportable, owned: true, device: Arc::clone(device) })
     }
 
-    /// A semaphore whose payload is the timeline exported as `fd` by another
-    /// device (or another process). On success the descriptor belongs to the
-    /// semaphore; on failure it is closed.
-    pub(crate) fn import(device: &Arc<Device>, fd: OwnedFd) -> Result<Self> {
+    /// A semaphore whose payload is the timeline exported as `handle` by another
+    /// device (or another process). On success a descriptor belongs to the
+    /// semaphore (Linux) and a Windows handle is closed; on failure it is closed.
+    pub(crate) fn import(device: &Arc<Device>, handle: ExternalHandle) -> Result<Self> {
         timeline_export_support(device)?;
         let loader = device
-            .semaphore_fd
+            .semaphore_ext
             .as_ref()
-            .ok_or_else(|| Error::internal("import without VK_KHR_external_semaphore_fd"))?;
+            .ok_or_else(|| Error::internal(format!("import without {}", external::SEMAPHORE_EXTENSION_NAME)))?;
         let raw = create(device, 0, false)?;
-        let info = vk::ImportSemaphoreFdInfoKHR::default().semaphore(raw).handle_type(HANDLE).fd(fd.as_raw_fd());
-        // SAFETY: raw is a fresh timeline semaphore of this device; on success the fd belongs to the driver.
-        match unsafe { loader.import_semaphore_fd(&info) } {
+        // SAFETY: raw is a fresh timeline semaphore of this device.
+        match unsafe { external::import_semaphore(loader, raw, &handle) } {
             Ok(()) => {
-                let _ = fd.into_raw_fd();
+                handle::imported(handle);
                 Ok(Self { raw, exportable: false, owned: true, device: Arc::clone(device) })
             }
             Err(result) => {
@@ -53,11 +52,11 @@ impl TimelineSemaphore {
                 unsafe { device.raw().destroy_semaphore(raw, None) };
                 Err(match result {
                     vk::Result::ERROR_INVALID_EXTERNAL_HANDLE => Error::InvalidArgument(format!(
-                        "the driver refused the semaphore file descriptor ({result}): it is not a timeline \
-                         semaphore exported as OPAQUE_FD by a device of the same driver (binary semaphores \
-                         cannot be used)"
+                        "the driver refused the semaphore {} ({result}): it is not a timeline semaphore exported \
+                         as {HANDLE_TYPE_NAME} by a device of the same driver (binary semaphores cannot be used)",
+                        handle::HANDLE_WORD
                     )),
-                    result => Error::Vulkan { call: "vkImportSemaphoreFdKHR", result },
+                    result => Error::Vulkan { call: external::IMPORT_SEMAPHORE_CALL, result },
                 })
             }
         }
@@ -71,17 +70,14 @@ impl TimelineSemaphore {
         Self { raw, exportable: false, owned: false, device: Arc::clone(device) }
     }
 
-    /// Exports the semaphore as a new `OPAQUE_FD`.
-    pub(crate) fn export(&self) -> Result<OwnedFd> {
-        let loader = match (&self.device.semaphore_fd, self.exportable) {
+    /// Exports the semaphore as a new `OPAQUE_FD` (`OPAQUE_WIN32` on Windows).
+    pub(crate) fn export(&self) -> Result<ExternalHandle> {
+        let loader = match (&self.device.semaphore_ext, self.exportable) {
             (Some(l), true) => l,
             _ => return Err(Error::internal("export of a semaphore that was not created exportable")),
         };
-        let info = vk::SemaphoreGetFdInfoKHR::default().semaphore(self.raw).handle_type(HANDLE);
-        // SAFETY: the semaphore was created with ExportSemaphoreCreateInfo for OPAQUE_FD.
-        let fd = unsafe { loader.get_semaphore_fd(&info) }.call("vkGetSemaphoreFdKHR")?;
-        // SAFETY: the call returns a new descriptor owned by the caller.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        // SAFETY: the semaphore was created with ExportSemaphoreCreateInfo for this handle type.
+        unsafe { external::export_semaphore(loader, self.raw) }
     }
 
     /// The raw semaphore.
