@@ -105,6 +105,15 @@ if [ ! -e "$lib" ] && [ -z "${ORT_DYLIB_PATH:-}" ]; then
   pip_install "$dir" "$pkg==$ort_version"
 fi
 
+# A link where the library looks from any crate (outside this checkout too):
+# ${XDG_DATA_HOME:-~/.local/share}/neural-frame/ort-gpu or ort-cpu.
+if [ -z "${ORT_DYLIB_PATH:-}" ] && [ -n "${HOME:-}${XDG_DATA_HOME:-}" ]; then
+  data="${XDG_DATA_HOME:-$HOME/.local/share}/neural-frame"
+  if mkdir -p "$data" 2>/dev/null && ln -sfn "$dir" "$data/$(basename "$dir")" 2>/dev/null; then
+    say "linked $data/$(basename "$dir") → ${dir#"$root"/} (found by crates outside this checkout)"
+  fi
+fi
+
 # The CUDA wheels go in a directory of their own, installed as one set (pip's --target
 # replaces a package directory such as nvidia/ rather than merging into it).
 cuda_dir="$root/.runtime/cuda13"

@@ -179,10 +179,12 @@ pub enum Error {
     #[cfg_attr(
         not(windows),
         error(
-            "ONNX Runtime not found or not loadable: {reason}. Get it from PyPI: `pip install \
-             onnxruntime-gpu==1.31.1` (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU), then point \
-             ORT_DYLIB_PATH (or ContextBuilder::ort_library) at its onnxruntime/capi/libonnxruntime.so.1.31.1; \
-             `scripts/setup.sh` does this into .runtime/"
+            "ONNX Runtime not found or not loadable: {reason}. Run `scripts/setup.sh` in a neural-frame \
+             checkout: it installs ONNX Runtime 1.31.1 from PyPI into .runtime/ and links it from \
+             ~/.local/share/neural-frame/, where the library looks from any crate. Or `pip install \
+             onnxruntime-gpu==1.31.1` (NVIDIA GPU) or `pip install onnxruntime==1.31.1` (CPU) into the Python \
+             whose site-packages it searches (a virtualenv's, the user's, the system's), or point ORT_DYLIB_PATH \
+             (or ContextBuilder::ort_library) at onnxruntime/capi/libonnxruntime.so.1.31.1"
         )
     )]
     #[cfg_attr(

@@ -50,3 +50,15 @@ fn input_overwritten_after_input_consumed() {
 fn a_thousand_frames_stay_flat() {
     foreign::a_thousand_frames_stay_flat(Backend::Cpu);
 }
+
+#[test]
+fn caller_device_from_ash_reads_the_extensions() {
+    let _serial = foreign::serial();
+    let r = foreign::renderer();
+    let caller = r.caller_device(); // CallerDevice::from_ash, then the renderer's queue lock
+    // The renderer enables VK_KHR_external_memory_fd always, the semaphore one where the driver has
+    // it (not lavapipe): from_ash must tell both ways from the device alone.
+    assert!(caller.external_memory_fd, "VK_KHR_external_memory_fd is enabled on the renderer's device");
+    assert_eq!(caller.external_semaphore_fd, r.has_semaphore_fd(), "VK_KHR_external_semaphore_fd");
+    println!("from_ash: memory fd {}, semaphore fd {}", caller.external_memory_fd, caller.external_semaphore_fd);
+}

@@ -238,19 +238,28 @@ impl Renderer {
 
     /// The renderer's device, for `ContextBuilder::build_on` (bring your own device).
     pub fn caller_device(&self) -> CallerDevice {
-        CallerDevice {
-            entry: self.entry.clone(),
-            instance: self.instance.clone(),
-            api_version: vk::API_VERSION_1_2,
-            physical_device: self.physical,
-            device: self.device.clone(),
-            queue_family_index: self.queue_family,
-            queue: self.queue,
-            post_queue: self.post_queue,
-            queue_lock: Some(Arc::clone(&self.queue_lock)),
-            external_memory_fd: true,
-            external_semaphore_fd: self.semaphore_fd.is_some(),
-        }
+        // SAFETY: the renderer's live objects; `queue` is a queue of `queue_family` on `device`.
+        let mut caller = unsafe {
+            CallerDevice::from_ash(
+                &self.entry,
+                &self.instance,
+                self.physical,
+                &self.device,
+                self.queue,
+                self.queue_family,
+            )
+        };
+        // The instance was created for Vulkan 1.2 (from_ash reads the loader's and the device's versions).
+        caller.api_version = vk::API_VERSION_1_2;
+        // Its second queue for the post passes, and the lock it holds around its own submissions.
+        caller.post_queue = self.post_queue;
+        caller.queue_lock = Some(Arc::clone(&self.queue_lock));
+        caller
+    }
+
+    /// Whether the renderer created its device with the semaphore fd extension.
+    pub fn has_semaphore_fd(&self) -> bool {
+        self.semaphore_fd.is_some()
     }
 
     fn memory_type(&self, bits: u32, flags: vk::MemoryPropertyFlags) -> Result<u32> {

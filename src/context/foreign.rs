@@ -125,6 +125,70 @@ pub struct CallerDevice {
     pub external_semaphore_fd: bool,
 }
 
+impl CallerDevice {
+    /// Describes the caller's device from its ash objects, reading what they tell:
+    /// the API version (the lower of the loader's instance version and the physical
+    /// device's: set `api_version` yourself if your instance asked for less), and
+    /// whether the device was created with the external memory and semaphore
+    /// extensions ([`EXTERNAL_MEMORY_EXTENSION`](crate::EXTERNAL_MEMORY_EXTENSION),
+    /// [`EXTERNAL_SEMAPHORE_EXTENSION`](crate::EXTERNAL_SEMAPHORE_EXTENSION); their
+    /// commands resolve through `vkGetDeviceProcAddr` only when enabled). No second
+    /// queue and no queue lock: set `post_queue` and `queue_lock` where the renderer
+    /// submits to `queue` itself while a context call may run.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{CallerDevice, NeuralFrameContext};
+    ///
+    /// # fn renderer(entry: ash::Entry, instance: ash::Instance, physical_device: vk::PhysicalDevice,
+    /// #     device: ash::Device, queue: vk::Queue, family: u32) -> neural_frame::Result<()> {
+    /// // SAFETY: the renderer's live objects: `queue` is a queue of `family` on `device`.
+    /// let caller = unsafe { CallerDevice::from_ash(&entry, &instance, physical_device, &device, queue, family) };
+    /// assert!(caller.external_memory_fd, "create the device with VK_KHR_external_memory_fd");
+    /// // SAFETY: the handles outlive the context; the renderer does not submit to `queue` during its calls.
+    /// let ctx = unsafe { NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build_on(caller) }?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// The objects must be live; `physical_device` must come from `instance`, `device`
+    /// from `physical_device`, and `queue` must be a queue of `queue_family_index` on `device`.
+    pub unsafe fn from_ash(
+        entry: &ash::Entry,
+        instance: &ash::Instance,
+        physical_device: vk::PhysicalDevice,
+        device: &ash::Device,
+        queue: vk::Queue,
+        queue_family_index: u32,
+    ) -> Self {
+        // SAFETY: a loader query with no object.
+        let loader = unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0);
+        // SAFETY: physical_device comes from instance (caller's contract).
+        let props = unsafe { instance.get_physical_device_properties(physical_device) };
+        let enabled = |command: &std::ffi::CStr| {
+            // SAFETY: device is live (caller's contract); the name is a NUL-terminated command name.
+            unsafe { (instance.fp_v1_0().get_device_proc_addr)(device.handle(), command.as_ptr()) }.is_some()
+        };
+        #[cfg(unix)]
+        let (memory, semaphore) = (c"vkGetMemoryFdKHR", c"vkGetSemaphoreFdKHR");
+        #[cfg(windows)]
+        let (memory, semaphore) = (c"vkGetMemoryWin32HandleKHR", c"vkGetSemaphoreWin32HandleKHR");
+        Self {
+            entry: entry.clone(),
+            instance: instance.clone(),
+            api_version: loader.min(props.api_version),
+            physical_device,
+            device: device.clone(),
+            queue_family_index,
+            queue,
+            post_queue: None,
+            queue_lock: None,
+            external_memory_fd: enabled(memory),
+            external_semaphore_fd: enabled(semaphore),
+        }
+    }
+}
+
 /// Which physical device and driver memory or a semaphore comes from:
 /// `VkPhysicalDeviceIDProperties::deviceUUID` and `driverUUID` of the exporter.
 /// Imports are refused unless both equal the context's.

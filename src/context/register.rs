@@ -472,8 +472,13 @@ impl NeuralFrameContext {
         transfer::upload_image(owned_image(reg, "upload_output")?, texels)
     }
 
-    /// Reads an output image made by [`create_output_image`](Self::create_output_image)
-    /// back as tightly packed texels, once the frames that write it are done.
+    /// Reads an output image back as tightly packed texels, once the frames that
+    /// write it are done: one made by [`create_output_image`](Self::create_output_image),
+    /// or the caller's own registered by handle
+    /// ([`register_output_image`](Self::register_output_image)), which needs
+    /// `TRANSFER_SRC` usage and is left in the layout it was registered with. For tools
+    /// and tests: it waits on the host and copies through a staging buffer. An output
+    /// imported by fd is read back on the side that exported its memory.
     ///
     /// ```no_run
     /// use neural_frame::{Frame, NeuralFrameContext};
@@ -490,7 +495,15 @@ impl NeuralFrameContext {
     pub fn readback(&mut self, output: OutputId) -> Result<Vec<u8>> {
         self.retire_through(self.ring.last_use(output.0.index))?;
         let reg = self.res.registry.output(output)?;
-        transfer::readback_image(owned_image(reg, "readback")?)
+        match (&reg.resource, reg.origin) {
+            (Resource::Image { raw, format, layout, owned: None, .. }, Origin::Caller) => {
+                let desc = ImageDesc::new(reg.width, reg.height, *format, vk::ImageUsageFlags::TRANSFER_SRC);
+                // SAFETY: a registered image of the caller's is live on the context's device and in its
+                // registered layout between frames (register_output_image's contract); its frames are done.
+                unsafe { transfer::readback_raw(&self.res.device, *raw, &desc, *layout) }
+            }
+            _ => transfer::readback_image(owned_image(reg, "readback")?),
+        }
     }
 
     fn retire_through(&mut self, value: Option<u64>) -> Result<()> {

@@ -160,7 +160,71 @@ pub(crate) fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
             tried.push(capi.display().to_string());
         }
     }
+    // Where scripts/setup.sh links what it installed, for crates outside the checkout.
+    if let Some(data) = user_data_dir() {
+        for flavour in gpu_first {
+            let capi = data.join("neural-frame").join(flavour).join("onnxruntime").join("capi");
+            if let Some(lib) = library_in(&capi) {
+                return Ok((lib, format!("scripts/setup.sh's link {}", capi.display())));
+            }
+            tried.push(capi.display().to_string());
+        }
+    }
+    // Where pip puts the onnxruntime (or onnxruntime-gpu) package.
+    for site in site_packages() {
+        let capi = site.join("onnxruntime").join("capi");
+        if let Some(lib) = library_in(&capi) {
+            return Ok((lib, format!("pip's {}", capi.display())));
+        }
+    }
+    tried.push("pip's site-packages (user, virtualenv, system)".into());
     Err(Error::OnnxRuntimeMissing { reason: format!("no {LIBRARY_NAME} in ORT_DYLIB_PATH, {}", tried.join(", ")) })
+}
+
+/// `$XDG_DATA_HOME`, else `~/.local/share` (Unix); `%LOCALAPPDATA%` on Windows.
+fn user_data_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if cfg!(windows) {
+        return var("LOCALAPPDATA");
+    }
+    var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local").join("share")))
+}
+
+/// Python's package directories where `pip install` puts packages: the active
+/// virtualenv's, the user's and the system's (Unix layouts; none on Windows).
+fn site_packages() -> Vec<PathBuf> {
+    if cfg!(windows) {
+        return Vec::new();
+    }
+    let mut prefixes: Vec<(PathBuf, &str)> = Vec::new();
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+        prefixes.push((PathBuf::from(venv).join("lib"), "site-packages"));
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        prefixes.push((PathBuf::from(home).join(".local").join("lib"), "site-packages"));
+    }
+    for lib in ["/usr/local/lib", "/usr/lib"] {
+        prefixes.push((PathBuf::from(lib), "dist-packages"));
+        prefixes.push((PathBuf::from(lib), "site-packages"));
+    }
+    let mut sites = Vec::new();
+    for (lib, leaf) in prefixes {
+        let Ok(entries) = std::fs::read_dir(&lib) else { continue };
+        let mut pythons: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("python3")))
+            .map(|e| e.path().join(leaf))
+            .filter(|p| p.is_dir())
+            .collect();
+        // The newest Python first (python3.12 before python3.9).
+        let minor = |p: &PathBuf| -> u32 {
+            let name = p.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()).unwrap_or("");
+            name.strip_prefix("python3.").and_then(|m| m.parse().ok()).unwrap_or(0)
+        };
+        pythons.sort_by_key(|p| std::cmp::Reverse(minor(p)));
+        sites.extend(pythons);
+    }
+    sites
 }
 
 fn project_roots() -> Vec<PathBuf> {

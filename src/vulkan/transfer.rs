@@ -143,31 +143,53 @@ pub(crate) fn upload_image(image: &Image, data: &[u8]) -> Result<()> {
 
 /// Reads an image in `GENERAL` layout back into tightly packed texels.
 pub(crate) fn readback_image(image: &Image) -> Result<Vec<u8>> {
-    let len = image.desc().packed_len();
-    let device = image.device();
+    // SAFETY: the image is live (borrowed) and, as every image of the context's, in GENERAL layout.
+    unsafe { readback_raw(image.device(), image.raw(), image.desc(), vk::ImageLayout::GENERAL) }
+}
+
+/// Reads a live image of `device` back into tightly packed texels; it is in `layout`
+/// and left in it (a layout other than `GENERAL` or `TRANSFER_SRC_OPTIMAL` is changed
+/// for the copy and back). Work already submitted to queue 0 that writes it finishes first.
+///
+/// # Safety
+/// `raw` must be a live image of `device` described by `desc` (size, format; a
+/// single-level colour image with `TRANSFER_SRC` usage), in `layout`, not used by
+/// other work while the call runs.
+pub(crate) unsafe fn readback_raw(
+    device: &Arc<Device>,
+    raw: vk::Image,
+    desc: &super::memory::ImageDesc,
+    layout: vk::ImageLayout,
+) -> Result<Vec<u8>> {
+    let len = desc.packed_len();
     let stage = staging(device, len)?;
-    let record = |cmd: vk::CommandBuffer| {
-        let to_read = image_barrier(
-            image.raw(),
-            vk::ImageLayout::GENERAL,
-            vk::ImageLayout::GENERAL,
-            vk::AccessFlags::MEMORY_WRITE,
-            vk::AccessFlags::TRANSFER_READ,
-        );
-        // SAFETY: one_shot records into cmd on this device; the barrier names the live image.
-        unsafe { barrier(device, cmd, to_read) };
-        // SAFETY: cmd is recording; the staging buffer holds `len` bytes.
-        unsafe {
-            device.raw().cmd_copy_image_to_buffer(
-                cmd,
-                image.raw(),
-                vk::ImageLayout::GENERAL,
-                stage.raw(),
-                &[region(image)],
-            )
-        };
+    let copy_layout = match layout {
+        vk::ImageLayout::GENERAL | vk::ImageLayout::TRANSFER_SRC_OPTIMAL => layout,
+        _ => vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
     };
-    // SAFETY: the commands use the image and the staging buffer, both alive until the call returns.
+    let region = vk::BufferImageCopy::default()
+        .image_subresource(vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: 0,
+            layer_count: 1,
+        })
+        .image_extent(vk::Extent3D { width: desc.width, height: desc.height, depth: 1 });
+    let record = |cmd: vk::CommandBuffer| {
+        let to_read =
+            image_barrier(raw, layout, copy_layout, vk::AccessFlags::MEMORY_WRITE, vk::AccessFlags::TRANSFER_READ);
+        let back =
+            image_barrier(raw, copy_layout, layout, vk::AccessFlags::TRANSFER_READ, vk::AccessFlags::MEMORY_READ);
+        // SAFETY: one_shot records into cmd on this device; the barrier names the live image (caller's contract).
+        unsafe { barrier(device, cmd, to_read) };
+        // SAFETY: cmd is recording; the staging buffer holds `len` bytes, the image's packed size.
+        unsafe { device.raw().cmd_copy_image_to_buffer(cmd, raw, copy_layout, stage.raw(), &[region]) };
+        if copy_layout != layout {
+            // SAFETY: as for the first barrier.
+            unsafe { barrier(device, cmd, back) };
+        }
+    };
+    // SAFETY: the commands use the image (live, caller's contract) and the staging buffer, alive until the call returns.
     unsafe { device.one_shot(record) }?;
     read_staging(&stage, len)
 }

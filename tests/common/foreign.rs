@@ -202,6 +202,13 @@ pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Ba
         check(n);
     }
     ctx.wait_all().expect("all frames");
+    // The caller's own output images read back by the context (tools and tests), each
+    // holding its entry's last frame.
+    for (i, (_, o)) in ids.iter().enumerate() {
+        let got = ctx.readback(*o).expect("readback of the caller's output image");
+        let (d, x, y, c) = max_diff(&got, &wants[i], ow);
+        assert!(d <= 1, "readback of entry {i}: ({x}, {y}) ch {c} differs by {d}");
+    }
     for (i, t) in &tickets {
         let stats = ctx.wait(t).expect("retired");
         assert_eq!(stats.cuda_passes, backend == Backend::Cuda && shared(*i as u32), "entry {i}: {stats:?}");
