@@ -1,42 +1,64 @@
 /*
- * neural_frame.h: the C API of neural-frame (first step, issue 24 section 1).
+ * neural_frame.h: the C API of neural-frame (issue 24 section 1).
  * SPDX-License-Identifier: MPL-2.0
  *
  * Link libneural_frame_c.so, or libneural_frame_c.a with the system libraries that
  * `rustc --print native-static-libs` names, both built by
- * `cargo build --release -p neural-frame-c` into target/release/.
- * ONNX Runtime is loaded at run time: ORT_DYLIB_PATH, nf_builder_set_ort_library, or
- * .runtime/ort-* under the working directory (scripts/setup.sh puts it there).
+ * `cargo build --release -p neural-frame-c` into target/release/; or, installed with
+ * capi/install.sh PREFIX, find_package(neural_frame) (target neural_frame::neural_frame)
+ * or pkg-config's neural_frame. ONNX Runtime is loaded at run time: ORT_DYLIB_PATH,
+ * nf_builder_set_ort_library, or .runtime/ort-* under the working directory
+ * (scripts/setup.sh puts it there), ~/.local/share/neural-frame/ort-* (where
+ * scripts/setup.sh links it) or pip's site-packages. The header needs no Vulkan header: Vulkan handles
+ * are void * (dispatchable: VkInstance, VkPhysicalDevice, VkDevice, VkQueue) or
+ * uint64_t (the others), enums int32_t, flags uint32_t.
  *
  * CONVENTIONS
  * - Status: every call returns an nf_status, NF_STATUS_OK (0) on success, except
  *   nf_version, nf_last_error_message and the *_free calls. After a failure,
  *   nf_last_error_message() gives the text (what failed, why, what to do). That string
  *   is owned by the library, is thread-local, and stays valid until the next nf_* call
- *   on the same thread: copy it to keep it. A successful call resets it to "".
- * - Handles: nf_builder and nf_context are opaque. nf_builder_new and nf_context_new
- *   give the caller a handle it owns and frees exactly once with nf_builder_free or
- *   nf_context_free (NULL is accepted and ignored). A context does not keep its builder:
- *   the builder may be freed right after nf_context_new, or reused.
- * - Borrowed pointers: every pointer argument (strings, pixel buffers, out pointers) is
- *   borrowed for the call only; the library copies what it keeps. Strings in are
- *   NUL-terminated (paths: bytes on Unix). A NULL where a pointer is needed gives
- *   NF_STATUS_INVALID_ARGUMENT.
+ *   on the same thread other than a *_free call: copy it to keep it. A successful call
+ *   resets it to ""; the *_free calls leave it as it was (free, then report). Out
+ *   arguments are written on success only.
+ * - Handles: nf_builder, nf_context and nf_queue_lock are opaque. nf_builder_new,
+ *   nf_context_new, nf_context_new_on_device and nf_queue_lock_new give the caller a
+ *   handle it owns and frees exactly once with nf_builder_free, nf_context_free or
+ *   nf_queue_lock_free (NULL is accepted and ignored). A context does not keep its
+ *   builder: the builder may be freed right after the context is made, or reused.
+ * - Registrations (nf_input, nf_output, nf_timeline) are numbers a context gives out,
+ *   above 0, valid on that context until unregistered. Tickets are frame numbers
+ *   (nf_ticket.value). None of them is freed; all die with the context.
+ * - The caller's Vulkan objects (instance, device, queues, images, buffers, memory,
+ *   semaphores) are borrowed, never destroyed: they must outlive the context and its
+ *   registrations of them. Free the context first. The ticket's semaphores are the
+ *   context's: never destroy them.
+ * - File descriptors: a successful nf_context_import_* owns (and later closes) the
+ *   descriptor it was given; a failed one leaves it open and the caller's.
+ *   nf_context_export_timelines gives the caller new descriptors to close (or to
+ *   import into Vulkan, which then owns them).
+ * - Borrowed pointers: every pointer argument (strings, structs, arrays, pixel buffers,
+ *   out pointers) is borrowed for the call only; the library copies what it keeps.
+ *   Strings in are NUL-terminated (paths: bytes on Unix; names: UTF-8). A NULL where a
+ *   pointer is needed gives NF_STATUS_INVALID_ARGUMENT. Pixels from nf_image_read are
+ *   the caller's, freed with nf_pixels_free.
  * - Strings out (size-in/size-out): a call that returns text takes (char *buf,
  *   size_t *len). On entry *len is the capacity of buf in bytes; on return it is the
  *   size the text needs, its NUL included. With buf NULL the call only sets *len (a
  *   query) and returns NF_STATUS_OK. With a buffer too small it writes nothing and
  *   returns NF_STATUS_BUFFER_TOO_SMALL. Otherwise it writes the text and its NUL.
+ *   nf_context_readback does the same for bytes.
  * - Threads: a handle may move between threads but is used by one thread at a time.
  *   Contexts are independent of each other. ONNX Runtime is loaded once per process.
+ *   On a queue the caller shares with a context, the caller submits only under the
+ *   context's nf_queue_lock (or, without one, never while a call on the context runs).
  * - Panics never cross the boundary: a bug inside the library returns
  *   NF_STATUS_INTERNAL with its message.
  *
- * NOT IN THIS STEP (issue 24): a context on the caller's own Vulkan device;
- * registering the caller's images, buffers and timeline semaphores, by handle, by fd or
- * by Windows handle; submitting frames with waits and tickets; frame stats; Windows
- * builds; a CMake package and pkg-config file; the C++ example. What exists: a context
- * on a device of its own, its report, and the host path nf_context_infer_rgba8.
+ * WINDOWS: nf_external_handle is an NT HANDLE (OPAQUE_WIN32) instead of a file
+ * descriptor; Vulkan and CUDA never own one, so the library closes a handle it imported
+ * and the caller closes what nf_context_export_timelines gave it. The Windows build is
+ * type-checked in CI, not run.
  */
 
 #ifndef NEURAL_FRAME_H
@@ -44,8 +66,15 @@
 
 /* Generated by cbindgen from capi/src/lib.rs: do not edit; see capi/cbindgen.toml. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+// The usage an input image needs (`VK_IMAGE_USAGE_SAMPLED_BIT`): the pre pass samples it.
+#define NF_INPUT_IMAGE_USAGE 4
+
+// The usage an output image needs (`VK_IMAGE_USAGE_STORAGE_BIT`): the post pass writes it.
+#define NF_OUTPUT_IMAGE_USAGE 8
 
 // What a call did: `NF_STATUS_OK` (0), or why it failed. The failures mirror
 // `neural_frame::ErrorKind`, plus `NF_STATUS_BUFFER_TOO_SMALL` for the C side's
@@ -91,15 +120,358 @@ typedef enum nf_status {
 // `nf_builder_free`.
 typedef struct nf_builder nf_builder;
 
-// A context: a Vulkan device of its own, the model's ONNX Runtime session and its
-// buffers (opaque). Made by `nf_context_new`, freed by `nf_context_free`.
+// A context: the model's ONNX Runtime session, its buffers and passes, on a Vulkan
+// device of its own (`nf_context_new`) or the caller's (`nf_context_new_on_device`)
+// (opaque). Freed by `nf_context_free`.
 typedef struct nf_context nf_context;
+
+// A lock around submissions to a queue that the caller and a context share (opaque).
+// Made by `nf_queue_lock_new`, freed by `nf_queue_lock_free`; contexts built with it
+// keep it alive as long as they need it.
+typedef struct nf_queue_lock nf_queue_lock;
 
 // Which backend runs the model: one of the `NF_BACKEND_*` values.
 typedef uint32_t nf_backend;
 
 // The precision the model runs in on the CUDA backend: one of the `NF_PRECISION_*` values.
 typedef uint32_t nf_precision;
+
+// What `nf_context_submit` does when every slot of the ring is busy: one of the
+// `NF_BACK_PRESSURE_*` values.
+typedef uint32_t nf_back_pressure;
+
+// cuDNN's convolution algorithm search (CUDA backend): one of the `NF_CONV_SEARCH_*` values.
+typedef uint32_t nf_conv_search;
+
+// Where a post pass waits for the model (CUDA backend): one of the `NF_POST_WAIT_*` values.
+typedef uint32_t nf_post_wait;
+
+// A declared tensor layout: one of the `NF_LAYOUT_*` values.
+typedef uint32_t nf_layout;
+
+// A declared colour channel order: one of the `NF_COLOR_ORDER_*` values.
+typedef uint32_t nf_color_order;
+
+// A declared value range of float tensors: one of the `NF_NORMALIZATION_*` values.
+typedef uint32_t nf_normalization;
+
+// How frames are handed between the caller and the context: one of the `NF_SYNC_*` values.
+typedef uint32_t nf_sync_mode;
+
+// A function of the Vulkan API, as `vkGetInstanceProcAddr` returns it (`PFN_vkVoidFunction`).
+typedef void (*nf_vk_void_function)(void);
+
+// The loader's `vkGetInstanceProcAddr` (`PFN_vkGetInstanceProcAddr`, with `VkInstance` as
+// `void *`): pass `(nf_vk_get_instance_proc_addr)vkGetInstanceProcAddr`.
+typedef nf_vk_void_function (*nf_vk_get_instance_proc_addr)(void *instance, const char *name);
+
+// The caller's Vulkan device, by its raw handles, for `nf_context_new_on_device`. Every
+// handle is borrowed: the context never destroys one, and they must outlive the context.
+// Dispatchable handles (`VkInstance`, `VkPhysicalDevice`, `VkDevice`, `VkQueue`) are
+// passed as `void *`.
+//
+// The device must have been created with Vulkan 1.2's `timelineSemaphore` feature
+// enabled, on a queue family with compute support. The CUDA backend also needs
+// `VK_KHR_external_memory_fd` and `VK_KHR_external_semaphore_fd` enabled (listed in
+// `enabled_device_extensions`); without them `NF_BACKEND_AUTO` runs the CPU backend,
+// announced. The CPU backend needs neither.
+typedef struct nf_vulkan_device {
+  // The loader's `vkGetInstanceProcAddr`, which the instance's functions are loaded through.
+  nf_vk_get_instance_proc_addr get_instance_proc_addr;
+  // The caller's `VkInstance`.
+  void *instance;
+  // The `apiVersion` the instance was created with (`VkApplicationInfo`), 1.2 or newer
+  // (`VK_API_VERSION_1_2`).
+  uint32_t api_version;
+  // The `VkPhysicalDevice` the device was created on.
+  void *physical_device;
+  // The caller's `VkDevice`.
+  void *device;
+  // A queue family of the device with compute support.
+  uint32_t queue_family_index;
+  // A `VkQueue` of that family the context submits its passes to. On a queue shared with
+  // the caller a semaphore signal waits for every earlier submission there, so the values
+  // a frame waits for must come from submissions made before `nf_context_submit`, or from
+  // the host.
+  void *queue;
+  // A second `VkQueue` of the same family for the post passes, or NULL (optional: on
+  // the CUDA backend a post pass then waits there for the model instead of holding back
+  // the caller's later submissions to `queue`).
+  void *post_queue;
+  // The instance extensions the instance was created with (`count` NUL-terminated names;
+  // NULL with a count of 0). Read during the call only; the library needs no instance
+  // extension beyond Vulkan 1.2's core today, so none is looked for.
+  const char *const *enabled_instance_extensions;
+  // The number of names in `enabled_instance_extensions`.
+  uint32_t enabled_instance_extension_count;
+  // The device extensions the device was created with (NUL-terminated names; NULL with a
+  // count of 0). Read during the call only: `VK_KHR_external_memory_fd` and
+  // `VK_KHR_external_semaphore_fd` are looked for.
+  const char *const *enabled_device_extensions;
+  // The number of names in `enabled_device_extensions`.
+  uint32_t enabled_device_extension_count;
+  // The lock the caller holds (`nf_queue_lock_acquire`) whenever it submits to `queue` or
+  // `post_queue` itself; the context holds it around each of its own submissions. NULL:
+  // the caller never submits to these queues while a call on the context runs (a
+  // single-threaded renderer). The context keeps its own reference: the handle may be
+  // freed after `nf_context_new_on_device`.
+  const struct nf_queue_lock *queue_lock;
+} nf_vulkan_device;
+
+// A registered input (image or buffer) of one context: a number above 0, never reused
+// by that context. 0 is no input.
+typedef uint64_t nf_input;
+
+// A registered output (image or buffer) of one context: a number above 0, never reused
+// by that context. 0 is no output.
+typedef uint64_t nf_output;
+
+// A registered timeline semaphore of the caller's, of one context: a number above 0,
+// never reused by that context. 0 is no timeline.
+typedef uint64_t nf_timeline;
+
+// One of a model's extra inputs, by the model's name for it (`nf_frame`).
+typedef struct nf_named_input {
+  // The model's input name (NUL-terminated UTF-8; read during the call only).
+  const char *name;
+  // A registered input of the frame size.
+  nf_input input;
+} nf_named_input;
+
+// One of a model's extra outputs to convert into a registered output (`nf_frame`).
+typedef struct nf_named_output {
+  // The model's output name (NUL-terminated UTF-8; read during the call only).
+  const char *name;
+  // A registered output of the output size.
+  nf_output output;
+} nf_named_output;
+
+// One frame to run: which registered input and output, and what to wait for. Zero it
+// (`nf_frame f = {0};`) and fill in what applies.
+typedef struct nf_frame {
+  // The input (image or buffer).
+  nf_input input;
+  // The output (image or buffer).
+  nf_output output;
+  // "The input is written": the context's GPU waits for this timeline to reach
+  // `wait_value` before reading the input. 0: no wait (the input is written already;
+  // always so in `NF_SYNC_HOST`).
+  nf_timeline wait_timeline;
+  // The value `wait_timeline` must reach.
+  uint64_t wait_value;
+  // "The output may be overwritten": the context's GPU waits for this timeline to reach
+  // `output_free_value` before writing the output (the caller's reads of an earlier
+  // result are done). 0: no wait.
+  nf_timeline output_free_timeline;
+  // The value `output_free_timeline` must reach.
+  uint64_t output_free_value;
+  // The model's extra inputs (an albedo, normals, …), `extra_input_count` of them; NULL
+  // with a count of 0 for a model of one input. Read during the call only.
+  const struct nf_named_input *extra_inputs;
+  // The number of `extra_inputs`.
+  size_t extra_input_count;
+  // The model's extra outputs to convert as well, `extra_output_count` of them (NULL
+  // with 0). Read during the call only.
+  const struct nf_named_output *extra_outputs;
+  // The number of `extra_outputs`.
+  size_t extra_output_count;
+} nf_frame;
+
+// A frame in flight, as `nf_context_submit` gives it: its number on the context's two
+// timelines (`value`, 1, 2, 3, …; 0: the frame was dropped under `NF_BACK_PRESSURE_SKIP`),
+// and the two points the caller waits for, on its own queue (a wait in its
+// `vkQueueSubmit` with `VkTimelineSemaphoreSubmitInfo`) or on the host
+// (`vkWaitSemaphores`). The semaphores are the context's own, on the caller's device for
+// a context built on it (with import by fd the caller imports
+// `nf_context_export_timelines`' descriptors once and waits on those for the same
+// values); they live as long as the context: never destroy them.
+typedef struct nf_ticket {
+  // The frame's number: pass it to `nf_context_wait` and its kin.
+  uint64_t value;
+  // "Input consumed" (`VkSemaphore`): once it reaches `input_consumed_value` the caller
+  // may write the input again.
+  uint64_t input_consumed_semaphore;
+  // The value "input consumed" reaches for this frame.
+  uint64_t input_consumed_value;
+  // "Output ready" (`VkSemaphore`): once it reaches `output_ready_value` the caller may
+  // read the output.
+  uint64_t output_ready_semaphore;
+  // The value "output ready" reaches for this frame.
+  uint64_t output_ready_value;
+} nf_ticket;
+
+// Times of one frame, in milliseconds (NaN: not measured, or no longer kept: the times of
+// the last 64 retired frames are).
+typedef struct nf_frame_stats {
+  // The frame's ticket value.
+  uint64_t ticket;
+  // The pre pass on the GPU.
+  double pre_ms;
+  // The model: CUDA event time on the CUDA backend, host time on the CPU backend.
+  double infer_ms;
+  // The post pass on the GPU.
+  double post_ms;
+  // From `nf_context_submit` to retirement, host clock.
+  double latency_ms;
+  // Host time inside `nf_context_submit` handing the frame to CUDA and ONNX Runtime (the
+  // model's run itself on the CPU backend).
+  double enqueue_ms;
+  // CUDA backend: idle time of the model's stream before this frame.
+  double gpu_gap_ms;
+  // The ring slot the frame went through (`UINT32_MAX`: not known).
+  uint32_t slot;
+  // The tiles the frame ran as (1: whole); the times are summed over them.
+  uint32_t tiles;
+  // Whether a pre pass converted the input (false: the model read the caller's buffer).
+  bool pre_pass;
+  // Whether a post pass converted the output (false: the model wrote the caller's buffer).
+  bool post_pass;
+  // Whether the frame's passes ran as CUDA kernels (rather than Vulkan compute passes).
+  bool cuda_passes;
+} nf_frame_stats;
+
+#if defined(__unix__)
+// What memory and semaphores are shared by: a file descriptor on POSIX
+// (`OPAQUE_FD`), an NT `HANDLE` on Windows (`OPAQUE_WIN32`).
+typedef int nf_external_handle;
+#endif
+
+#if defined(_WIN32)
+// What memory and semaphores are shared by: a file descriptor on POSIX
+// (`OPAQUE_FD`), an NT `HANDLE` on Windows (`OPAQUE_WIN32`).
+typedef void *nf_external_handle;
+#endif
+
+// Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`), and how it was
+// allocated: the importer repeats the allocation exactly. The exporter's device is named
+// by its `deviceUUID` and `driverUUID` (`VkPhysicalDeviceIDProperties`); an import is
+// refused unless both equal the context's (`nf_context_device_identity`).
+typedef struct nf_memory_import {
+  // The descriptor (Windows: the NT handle): the context's once an import succeeds,
+  // still the caller's after a failure.
+  nf_external_handle fd;
+  // `VkMemoryAllocateInfo::allocationSize`.
+  uint64_t allocation_size;
+  // `VkMemoryAllocateInfo::memoryTypeIndex`.
+  uint32_t memory_type_index;
+  // Whether it was a dedicated allocation for the image or buffer.
+  bool dedicated;
+  // The exporter's `deviceUUID`.
+  uint8_t device_uuid[16];
+  // The exporter's `driverUUID`.
+  uint8_t driver_uuid[16];
+} nf_memory_import;
+
+// An image whose memory the caller exported. The context makes an image of the same
+// description over it. Ownership moves through `VK_QUEUE_FAMILY_EXTERNAL`, in `GENERAL`
+// layout on both sides: the caller releases an input to it after writing and acquires
+// it back after "input consumed"; it releases an output before handing it over and
+// acquires it after "output ready".
+typedef struct nf_image_import {
+  // The memory.
+  struct nf_memory_import memory;
+  // The image's `VkFormat`.
+  int32_t format;
+  // Width in pixels.
+  uint32_t width;
+  // Height in pixels.
+  uint32_t height;
+  // The `VkImageUsageFlags` it was created with.
+  uint32_t usage;
+  // Its `VkImageTiling`.
+  int32_t tiling;
+} nf_image_import;
+
+// How pixels lie in a linear buffer: `height` rows of `width` pixels, `row_pitch` bytes
+// apart (a multiple of 4, at least width times the bytes per pixel), from offset 0.
+// Formats: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT`
+// (outputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM` or `R16G16B16A16_SFLOAT`).
+typedef struct nf_pixel_layout {
+  // Pixels per row.
+  uint32_t width;
+  // Rows.
+  uint32_t height;
+  // Bytes from one row to the next.
+  uint64_t row_pitch;
+  // The pixels' `VkFormat`.
+  int32_t format;
+} nf_pixel_layout;
+
+// A linear buffer whose memory the caller exported (ownership moves as for images).
+typedef struct nf_buffer_import {
+  // The memory.
+  struct nf_memory_import memory;
+  // The buffer's size (`VkBufferCreateInfo::size`).
+  uint64_t size;
+  // The `VkBufferUsageFlags` it was created with (`STORAGE_BUFFER` for the passes).
+  uint32_t usage;
+  // How the pixels lie in it.
+  struct nf_pixel_layout layout;
+} nf_buffer_import;
+
+// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`).
+typedef struct nf_semaphore_import {
+  // The descriptor (Windows: the NT handle): the context's once the import succeeds,
+  // still the caller's after a failure.
+  nf_external_handle fd;
+  // The `VkSemaphoreType` it was created with: only `VK_SEMAPHORE_TYPE_TIMELINE` (1)
+  // imports (Vulkan cannot tell the importer).
+  int32_t semaphore_type;
+  // The exporter's `deviceUUID`.
+  uint8_t device_uuid[16];
+  // The exporter's `driverUUID`.
+  uint8_t driver_uuid[16];
+} nf_semaphore_import;
+
+// One of the caller's images, by handle (a context on the caller's device). Inputs:
+// `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT` (and, for a
+// model's extra inputs, `R16_SFLOAT`, `R32_SFLOAT`, `R16G16_SFLOAT`, `R32G32_SFLOAT`,
+// `R32G32B32A32_SFLOAT`), of the frame size, with `NF_INPUT_IMAGE_USAGE`, read in `layout`
+// (`VK_IMAGE_LAYOUT_GENERAL` or `_SHADER_READ_ONLY_OPTIMAL`) and left so. Outputs:
+// `R8G8B8A8_UNORM` or `R16G16B16A16_SFLOAT`, of the output size, with
+// `NF_OUTPUT_IMAGE_USAGE`, written in `GENERAL` (what they held is discarded) and left
+// in `layout`. The image is used on the context's queue family (or created with
+// concurrent sharing): the context records no queue family transfer for it.
+typedef struct nf_caller_image {
+  // The `VkImage`.
+  uint64_t image;
+  // Its `VkFormat`.
+  int32_t format;
+  // Width in pixels.
+  uint32_t width;
+  // Height in pixels.
+  uint32_t height;
+  // The `VkImageUsageFlags` it was created with.
+  uint32_t usage;
+  // Its `VkImageTiling`.
+  int32_t tiling;
+  // The `VkImageLayout` it is in when handed over (inputs) or comes back in (outputs).
+  int32_t layout;
+} nf_caller_image;
+
+// One of the caller's linear buffers, by handle (a context on the caller's device).
+typedef struct nf_caller_buffer {
+  // The `VkBuffer`.
+  uint64_t buffer;
+  // Its size in bytes (at least `row_pitch` times `height`).
+  uint64_t size;
+  // The `VkBufferUsageFlags` it was created with (`STORAGE_BUFFER` is needed).
+  uint32_t usage;
+  // How the pixels lie in it.
+  struct nf_pixel_layout layout;
+} nf_caller_buffer;
+
+// The memory one of the caller's images is bound to (at offset 0), allocated exportable
+// (`VkExportMemoryAllocateInfo` with `OPAQUE_FD`, on a device with
+// `VK_KHR_external_memory_fd`): with it the CUDA backend's passes reach the image.
+typedef struct nf_caller_memory {
+  // The `VkDeviceMemory`.
+  uint64_t memory;
+  // `VkMemoryAllocateInfo::allocationSize`.
+  uint64_t allocation_size;
+  // Whether it is a dedicated allocation for the image.
+  bool dedicated;
+} nf_caller_memory;
 
 // CUDA where the device has a CUDA twin and ONNX Runtime's CUDA provider registers;
 // otherwise the CPU backend (see `nf_context_fallback_reason`).
@@ -120,6 +492,71 @@ typedef uint32_t nf_precision;
 // An fp32 model converted to fp16 without the check (CUDA backend).
 #define NF_PRECISION_FP16 2
 
+// Wait on the host for the oldest frame to finish, then reuse its slot (the default).
+#define NF_BACK_PRESSURE_BLOCK 0
+
+// Submit nothing and return at once: the frame is dropped, its ticket's value is 0.
+#define NF_BACK_PRESSURE_SKIP 1
+
+// cuDNN's heuristics (the default).
+#define NF_CONV_SEARCH_HEURISTIC 0
+
+// Every algorithm timed once per shape.
+#define NF_CONV_SEARCH_EXHAUSTIVE 1
+
+// cuDNN's default algorithm, no search.
+#define NF_CONV_SEARCH_DEFAULT 2
+
+// On the GPU (the default).
+#define NF_POST_WAIT_GPU 0
+
+// The post pass is submitted once the host has seen the model finish (refused on a
+// caller's device with a single queue, where it would deadlock).
+#define NF_POST_WAIT_HOST 1
+
+// Not declared: the model's shapes and metadata decide.
+#define NF_LAYOUT_MODEL 0
+
+// `[1, C, H, W]`.
+#define NF_LAYOUT_NCHW 1
+
+// `[1, H, W, C]`.
+#define NF_LAYOUT_NHWC 2
+
+// Not declared: the model's metadata decides (RGB without any).
+#define NF_COLOR_ORDER_MODEL 0
+
+// Channels R, G, B.
+#define NF_COLOR_ORDER_RGB 1
+
+// Channels B, G, R (an OpenCV-trained model).
+#define NF_COLOR_ORDER_BGR 2
+
+// Not declared: the model's metadata decides ([0, 1] without any).
+#define NF_NORMALIZATION_MODEL 0
+
+// [0, 1].
+#define NF_NORMALIZATION_UNIT 1
+
+// [-1, 1]: t = 2x - 1.
+#define NF_NORMALIZATION_SIGNED 2
+
+// [0, 255]: t = 255x.
+#define NF_NORMALIZATION_BYTE 3
+
+// `t = (x - mean[c]) / std[c]`, with `mean` and `std` of 3 floats each, in the tensor's
+// channel order (no std of 0).
+#define NF_NORMALIZATION_MEAN_STD 4
+
+// Timeline semaphores are shared on the GPU: frames may wait for the caller's timelines
+// and the caller waits on the ticket's semaphores. Always so on the caller's device.
+#define NF_SYNC_GPU 0
+
+// The driver cannot share semaphores across devices (lavapipe, import by fd): the
+// caller submits once its writes are complete, frames carry no waits, and completion
+// comes from `nf_context_wait` and its kin.
+#define NF_SYNC_HOST 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -129,8 +566,9 @@ extern "C" {
 const char *nf_version(void);
 
 // The message of the last call on this thread that failed, or "" when the last call
-// succeeded: NUL-terminated UTF-8, owned by the library, valid until the next `nf_*`
-// call on this thread (copy it to keep it). Never NULL; it does not reset the message.
+// succeeded (`*_free` calls do not count): NUL-terminated UTF-8, owned by the library,
+// valid until the next `nf_*` call on this thread other than a `*_free` (copy it to keep
+// it). Never NULL; it does not reset the message.
 const char *nf_last_error_message(void);
 
 // Makes a builder for the ONNX model at `model_path` (NUL-terminated; copied, so the
@@ -146,6 +584,8 @@ enum nf_status nf_builder_new(const char *model_path, struct nf_builder **out);
 // Frees a builder made by `nf_builder_new`. NULL is ignored. Contexts built from it
 // are unaffected.
 //
+// The last error message stays as it was.
+//
 // # Safety
 // `b` is NULL or a builder of `nf_builder_new` not freed before and not in use.
 void nf_builder_free(struct nf_builder *b);
@@ -153,27 +593,28 @@ void nf_builder_free(struct nf_builder *b);
 // Sets the backend: `NF_BACKEND_AUTO` (the default), `NF_BACKEND_CUDA` or `NF_BACKEND_CPU`.
 //
 // # Safety
-// `b` is NULL or a live builder, not used by another thread during the call.
+// `b` is NULL or a live builder, not used by another thread during the call (so for
+// every `nf_builder_set_*` call).
 enum nf_status nf_builder_set_backend(struct nf_builder *b, nf_backend backend);
 
 // Sets the input frame size in pixels (both above 0). A context needs one to be built;
 // `nf_context_infer_rgba8` changes it to each input's size.
 //
 // # Safety
-// `b` is NULL or a live builder, not used by another thread during the call.
+// As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_frame_size(struct nf_builder *b, uint32_t width, uint32_t height);
 
 // Sets the number of frames that may be in flight at once (the ring's slots, 3 by default).
 //
 // # Safety
-// `b` is NULL or a live builder, not used by another thread during the call.
+// As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_slots(struct nf_builder *b, uint32_t slots);
 
 // Sets the precision: `NF_PRECISION_AUTO` (the default), `NF_PRECISION_FP32` or
 // `NF_PRECISION_FP16`. The CPU backend keeps the model's own precision.
 //
 // # Safety
-// `b` is NULL or a live builder, not used by another thread during the call.
+// As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_precision(struct nf_builder *b, nf_precision precision);
 
 // Names the ONNX Runtime library to load (NUL-terminated; copied). Without it the
@@ -182,9 +623,190 @@ enum nf_status nf_builder_set_precision(struct nf_builder *b, nf_precision preci
 // once per process: the first context decides.
 //
 // # Safety
-// `b` is NULL or a live builder, not used by another thread during the call; `path` is
-// NULL or a NUL-terminated string.
+// As `nf_builder_set_backend`; `path` is NULL or a NUL-terminated string.
 enum nf_status nf_builder_set_ort_library(struct nf_builder *b, const char *path);
+
+// Sets the bound on every host wait for a frame, in milliseconds (default 30000, above
+// 0): a wait that runs out returns `NF_STATUS_TIMEOUT` and the frame stays in flight.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_frame_timeout_ms(struct nf_builder *b, uint64_t milliseconds);
+
+// Sets what `nf_context_submit` does when every slot is busy: `NF_BACK_PRESSURE_BLOCK`
+// (the default) or `NF_BACK_PRESSURE_SKIP`.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_back_pressure(struct nf_builder *b, nf_back_pressure policy);
+
+// Runs each frame as tiles of `width`x`height` input pixels with `overlap` pixels of
+// context (each side larger than three times the overlap); the post pass blends the
+// tiles' shared strips. With an overlap of at least the model's receptive radius the
+// result equals the untiled one.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_tiling(struct nf_builder *b,
+                                     uint32_t width,
+                                     uint32_t height,
+                                     uint32_t overlap);
+
+// A memory budget in bytes for the slot buffers: a frame size whose buffers would exceed
+// it runs in tiles, the largest square ones that fit.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_memory_budget(struct nf_builder *b, uint64_t bytes);
+
+// Builds the context's own device on the physical device whose `deviceUUID` is the 16
+// bytes at `uuid` (for import by file descriptor: the renderer's). `nf_context_new` only.
+//
+// # Safety
+// As `nf_builder_set_backend`; `uuid` is NULL or points to 16 readable bytes.
+enum nf_status nf_builder_set_device_uuid(struct nf_builder *b, const uint8_t *uuid);
+
+// Builds the context's own device on the physical device at `index` in
+// `vkEnumeratePhysicalDevices`' order. `nf_context_new` only.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_device_index(struct nf_builder *b, uint32_t index);
+
+// CPU threads for ONNX Runtime's CPU provider (default, or 0: ONNX Runtime's choice).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_threads(struct nf_builder *b, uint32_t threads);
+
+// Runs the context's own Vulkan instance under the Khronos validation layer (default
+// off; `nf_context_new` fails where the layer is not installed). On the caller's
+// device, validation is the caller's instance's.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_validation(struct nf_builder *b, bool on);
+
+// Lets the first frames run before cuDNN's fused kernels are built (CUDA backend,
+// default on); `nf_context_wait_settled` waits for the fused session.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_fast_start(struct nf_builder *b, bool on);
+
+// Exact rewrites of the model's graph when it is loaded on the CUDA backend (default on).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_rewrite_graph(struct nf_builder *b, bool on);
+
+// Times the pre and post passes with Vulkan timestamp queries (default on; off: the
+// stats' `pre_ms` and `post_ms` are NaN).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_gpu_timestamps(struct nf_builder *b, bool on);
+
+// Waits for frames by polling on the host instead of sleeping (default off).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_spin_wait(struct nf_builder *b, bool on);
+
+// Asks the CUDA provider for NHWC kernels (CUDA backend, default on). Off also turns
+// the fused bias off.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_prefer_nhwc(struct nf_builder *b, bool on);
+
+// Fuses each convolution's bias add into it (CUDA backend, default on; needs NHWC).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_fuse_conv_bias(struct nf_builder *b, bool on);
+
+// Replays each slot's model run as a CUDA graph (CUDA backend, default on).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_cuda_graph(struct nf_builder *b, bool on);
+
+// Puts the CUDA wait for each frame's input on a side stream (CUDA backend, default off).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_side_stream_wait(struct nf_builder *b, bool on);
+
+// Runs the pre and post passes as CUDA kernels where the frame's memory allows it
+// (CUDA backend, default on).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_cuda_passes(struct nf_builder *b, bool on);
+
+// Sets cuDNN's convolution search (CUDA backend): `NF_CONV_SEARCH_HEURISTIC` (the
+// default), `_EXHAUSTIVE` or `_DEFAULT`.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_conv_search(struct nf_builder *b, nf_conv_search search);
+
+// Sets where a post pass waits for the model (CUDA backend): `NF_POST_WAIT_GPU` (the
+// default) or `NF_POST_WAIT_HOST`.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_post_wait(struct nf_builder *b, nf_post_wait wait);
+
+// Declares the layout of every image tensor of the model (`NF_LAYOUT_NCHW` or
+// `_NHWC`), where its shapes are ambiguous or its metadata says nothing.
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_layout(struct nf_builder *b, nf_layout layout);
+
+// Declares the colour order of every image tensor (`NF_COLOR_ORDER_RGB` or `_BGR`).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_color_order(struct nf_builder *b, nf_color_order order);
+
+// Declares the value range of every float image tensor (`NF_NORMALIZATION_UNIT`,
+// `_SIGNED`, `_BYTE`, or `_MEAN_STD` with `mean` and `std`, 3 floats each, read only
+// then; NULL otherwise is fine).
+//
+// # Safety
+// As `nf_builder_set_backend`; `mean` and `std` are NULL or point to 3 readable floats.
+enum nf_status nf_builder_set_normalization(struct nf_builder *b,
+                                            nf_normalization normalization,
+                                            const float *mean,
+                                            const float *std);
+
+// Declares layout, colour order and range of every image tensor at once, replacing
+// the three setters above; `NF_*_MODEL` leaves that one to the model.
+//
+// # Safety
+// As `nf_builder_set_normalization`.
+enum nf_status nf_builder_declare(struct nf_builder *b,
+                                  nf_layout layout,
+                                  nf_color_order color,
+                                  nf_normalization normalization,
+                                  const float *mean,
+                                  const float *std);
+
+// Declares one tensor by name (NUL-terminated UTF-8; copied): it wins over the
+// declarations for every tensor. `NF_*_MODEL` leaves that one to those and the model.
+//
+// # Safety
+// As `nf_builder_set_normalization`; `name` is NULL or a NUL-terminated string.
+enum nf_status nf_builder_declare_tensor(struct nf_builder *b,
+                                         const char *name,
+                                         nf_layout layout,
+                                         nf_color_order color,
+                                         nf_normalization normalization,
+                                         const float *mean,
+                                         const float *std);
 
 // Builds a context on a Vulkan device of its own from the builder's options. The
 // builder is borrowed: it is unchanged, may build more contexts, and is still the
@@ -197,11 +819,16 @@ enum nf_status nf_builder_set_ort_library(struct nf_builder *b, const char *path
 // NULL or writable.
 enum nf_status nf_context_new(const struct nf_builder *b, struct nf_context **out);
 
-// Frees a context made by `nf_context_new`, after its frames in flight finish. NULL is
-// ignored.
+// Frees a context, after its frames in flight finish (each wait bounded by the frame
+// timeout; frames that never finish leave the context's GPU objects leaked rather than
+// destroyed in use, with an error logged). NULL is ignored. The caller's own images,
+// buffers, semaphores and device are never destroyed: free the context before them.
+//
+// The last error message stays as it was.
 //
 // # Safety
-// `c` is NULL or a context of `nf_context_new` not freed before and not in use.
+// `c` is NULL or a context of `nf_context_new`/`nf_context_new_on_device` not freed
+// before and not in use.
 void nf_context_free(struct nf_context *c);
 
 // The backend that runs, "cuda" or "cpu", into `buf` by the string convention (see the
@@ -225,6 +852,18 @@ enum nf_status nf_context_device_name(const struct nf_context *c, char *buf, siz
 // As `nf_context_backend_name`.
 enum nf_status nf_context_fallback_reason(const struct nf_context *c, char *buf, size_t *len);
 
+// The context's whole report as text, one `key: value` line each, into `buf` by the
+// string convention: the backend asked for and running (and why it fell back), the
+// Vulkan device (name, type, driver, UUIDs; whether it is the caller's), the CUDA
+// device, ONNX Runtime (version, library, providers), the precision, the tuning in
+// effect and where it came from, the sync mode, the ring, the sizes, the model's
+// tensors and the start-up times. For logs and people; its lines may change between
+// versions (programs read the dedicated calls).
+//
+// # Safety
+// As `nf_context_backend_name`.
+enum nf_status nf_context_report(const struct nf_context *c, char *buf, size_t *len);
+
 // The current input frame size in pixels.
 //
 // # Safety
@@ -246,6 +885,54 @@ enum nf_status nf_context_output_size(const struct nf_context *c,
 // `c` is NULL or a live context; `x` and `y` are NULL or writable.
 enum nf_status nf_context_scale(const struct nf_context *c, uint32_t *x, uint32_t *y);
 
+// Changes the frame size (both above 0; the output size follows the scale). The
+// context's buffers are made anew and its frames in flight are waited for first;
+// registrations of the old size are refused by the frames after it: register the
+// new size's images and buffers.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call.
+enum nf_status nf_context_resize(struct nf_context *c, uint32_t width, uint32_t height);
+
+// The context's sync mode, `NF_SYNC_GPU` or `NF_SYNC_HOST`, into `*mode`.
+//
+// # Safety
+// `c` is NULL or a live context; `mode` is NULL or writable.
+enum nf_status nf_context_sync_mode(const struct nf_context *c, nf_sync_mode *mode);
+
+// The ring's state: its slots (frames that may be in flight), the frames in flight now,
+// and the frames dropped so far under `NF_BACK_PRESSURE_SKIP`. Any of the out pointers
+// may be NULL (not written).
+//
+// # Safety
+// `c` is NULL or a live context; each out pointer is NULL or writable.
+enum nf_status nf_context_ring(const struct nf_context *c,
+                               uint32_t *slots,
+                               uint32_t *in_flight,
+                               uint64_t *skipped);
+
+// The context's device identity, which memory and semaphores imported by fd must come
+// from: its `deviceUUID` and `driverUUID`, 16 bytes each, into `device_uuid` and
+// `driver_uuid`.
+//
+// # Safety
+// `c` is NULL or a live context; `device_uuid` and `driver_uuid` are NULL or point to 16
+// writable bytes each.
+enum nf_status nf_context_device_identity(const struct nf_context *c,
+                                          uint8_t *device_uuid,
+                                          uint8_t *driver_uuid);
+
+// Waits up to `timeout_ms` for the fused session that fast start builds beside the first
+// frames (CUDA backend), and says in `*settled` whether the context runs it now (true
+// at once where there is none to wait for). Frames before it may differ from later
+// ones in the last bit of a channel: a program that compares results byte for byte
+// waits here first.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `settled`
+// is NULL or writable.
+enum nf_status nf_context_wait_settled(struct nf_context *c, uint64_t timeout_ms, bool *settled);
+
 // One frame from the host, for tools: `input` holds `width`x`height` RGBA8 texels
 // (4 bytes each, rows of `width` texels without padding, top row first), and the
 // output, (`width`*x)x(`height`*y) RGBA8 texels in the same layout (x, y from
@@ -265,6 +952,371 @@ enum nf_status nf_context_infer_rgba8(struct nf_context *c,
                                       uint32_t height,
                                       uint8_t *output,
                                       size_t output_len);
+
+// Makes a queue lock, unlocked. On success `*out` is a new lock the caller frees with
+// `nf_queue_lock_free`.
+//
+// # Safety
+// `out` is NULL or writable.
+enum nf_status nf_queue_lock_new(struct nf_queue_lock **out);
+
+// Frees the caller's reference to a queue lock (contexts keep theirs). NULL is ignored.
+// Freeing does not release it: a thread that holds it releases it first.
+//
+// The last error message stays as it was.
+//
+// # Safety
+// `lock` is NULL or a lock of `nf_queue_lock_new` not freed before and not in use.
+void nf_queue_lock_free(struct nf_queue_lock *lock);
+
+// Takes the lock, waiting while another thread (or a context's submission) holds it.
+// Hold it only around the caller's own `vkQueueSubmit` to the shared queues, never
+// across an `nf_*` call on a context that uses it (that call would wait for it forever).
+// The same thread releases it. Taking it twice on one thread is refused.
+//
+// # Safety
+// `lock` is NULL or a live lock.
+enum nf_status nf_queue_lock_acquire(const struct nf_queue_lock *lock);
+
+// Releases the lock this thread took with `nf_queue_lock_acquire`.
+//
+// # Safety
+// `lock` is NULL or a live lock.
+enum nf_status nf_queue_lock_release(const struct nf_queue_lock *lock);
+
+// Builds a context on the caller's Vulkan device and queue (bring your own device), from
+// the builder's options (borrowed, as by `nf_context_new`; a device selector of the
+// builder does not apply). The context then takes the caller's images, buffers and
+// timeline semaphores by handle (`nf_context_register_*`), records and submits its passes
+// on `device->queue`, and its tickets carry its own timeline semaphores of that device,
+// for the caller's `vkQueueSubmit`. On success `*out` is a new context the caller frees
+// with `nf_context_free` before it destroys the device or the instance.
+//
+// # Safety
+// `b` is NULL or a live builder; `device` is NULL or points to a description whose
+// handles are valid as it says (the device created from the instance on the physical
+// device with `timelineSemaphore` enabled and the extensions it lists, the queues of its
+// family), and outlive the context and every registration made on it; the caller
+// submits to the queues only while holding `queue_lock` (or, without one, never while a
+// call on the context runs); `out` is NULL or writable.
+enum nf_status nf_context_new_on_device(const struct nf_builder *b,
+                                        const struct nf_vulkan_device *device,
+                                        struct nf_context **out);
+
+// Submits one frame and writes its ticket to `*ticket` (`value` 0: every slot was busy
+// and the builder's policy is `NF_BACK_PRESSURE_SKIP`, so nothing was submitted). With
+// `NF_BACK_PRESSURE_BLOCK` a full ring waits on the host for its oldest frame first
+// (bounded by the frame timeout). The frame's waits are GPU waits on the caller's
+// registered timelines (`NF_SYNC_GPU`); on a queue shared with the caller their values
+// must come from submissions made before this call, or from the host. On the CPU backend
+// the model runs inside this call. Refused, with the model's tensors listed, where the
+// frame leaves out an extra input, names one the model lacks or twice, or a registration
+// of another size.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `frame` is
+// NULL or a readable frame whose arrays hold their counts of readable entries; `ticket`
+// is NULL or writable.
+enum nf_status nf_context_submit(struct nf_context *c,
+                                 const struct nf_frame *frame,
+                                 struct nf_ticket *ticket);
+
+// Waits on the host until the frame of ticket value `ticket` is done (its output
+// written), bounded by the builder's frame timeout (`NF_STATUS_TIMEOUT`: the frame
+// stays in flight; wait again later), and writes its times to `*stats` (NULL: not
+// wanted). A frame that retired already returns at once. Frames retire in order: the
+// ones before it are waited for too.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `stats` is
+// NULL or writable.
+enum nf_status nf_context_wait(struct nf_context *c, uint64_t ticket, struct nf_frame_stats *stats);
+
+// `nf_context_wait` with its own bound, in nanoseconds.
+//
+// # Safety
+// As `nf_context_wait`.
+enum nf_status nf_context_wait_timeout(struct nf_context *c,
+                                       uint64_t ticket,
+                                       uint64_t timeout_ns,
+                                       struct nf_frame_stats *stats);
+
+// Whether the frame is done, without waiting: `*done` true (and its times in `*stats`,
+// where not NULL) once it is, false while it is in flight.
+//
+// # Safety
+// As `nf_context_wait`; `done` is NULL or writable.
+enum nf_status nf_context_try_wait(struct nf_context *c,
+                                   uint64_t ticket,
+                                   bool *done,
+                                   struct nf_frame_stats *stats);
+
+// Waits on the host, up to `timeout_ns` nanoseconds (`NF_STATUS_TIMEOUT` after), until
+// the frame has read its input: the caller may write it again. For `NF_SYNC_HOST`, where
+// the ticket's semaphores are not the caller's to wait on, and for tests.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call.
+enum nf_status nf_context_wait_input_consumed(struct nf_context *c,
+                                              uint64_t ticket,
+                                              uint64_t timeout_ns);
+
+// Whether the frame has read its input, without waiting, into `*consumed`.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `consumed`
+// is NULL or writable.
+enum nf_status nf_context_try_input_consumed(struct nf_context *c, uint64_t ticket, bool *consumed);
+
+// Waits for every frame in flight (each bounded by the frame timeout).
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call.
+enum nf_status nf_context_wait_all(struct nf_context *c);
+
+// Imports an image the caller exported as an input (a context of its own, on the
+// exporter's physical device). The descriptor is the context's once this succeeds
+// (it closes it); after a failure it is still open and the caller's.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `import`
+// is NULL or describes exported memory as it was allocated, its descriptor open and
+// not used elsewhere during the call; `out` is NULL or writable.
+enum nf_status nf_context_import_input_image(struct nf_context *c,
+                                             const struct nf_image_import *import,
+                                             nf_input *out);
+
+// Imports an image the caller exported as an output; see `nf_context_import_input_image`.
+//
+// # Safety
+// As `nf_context_import_input_image`.
+enum nf_status nf_context_import_output_image(struct nf_context *c,
+                                              const struct nf_image_import *import,
+                                              nf_output *out);
+
+// Imports a linear buffer the caller exported as an input (where the model takes it
+// as it is, the buffer itself is the model's input); see `nf_context_import_input_image`.
+//
+// # Safety
+// As `nf_context_import_input_image`.
+enum nf_status nf_context_import_input_buffer(struct nf_context *c,
+                                              const struct nf_buffer_import *import,
+                                              nf_input *out);
+
+// Imports a linear buffer the caller exported as an output; see
+// `nf_context_import_input_image`.
+//
+// # Safety
+// As `nf_context_import_input_image`.
+enum nf_status nf_context_import_output_buffer(struct nf_context *c,
+                                               const struct nf_buffer_import *import,
+                                               nf_output *out);
+
+// Imports a timeline semaphore the caller exported, for frames to wait on
+// (`NF_SYNC_GPU` only). The descriptor is the context's once this succeeds; after a
+// failure it is still open and the caller's.
+//
+// # Safety
+// As `nf_context_import_input_image`.
+enum nf_status nf_context_import_timeline(struct nf_context *c,
+                                          const struct nf_semaphore_import *import,
+                                          nf_timeline *out);
+
+// The context's "input consumed" and "output ready" timelines as new file descriptors
+// (`OPAQUE_FD`; Windows: NT handles, `OPAQUE_WIN32`), for a caller on another device to
+// import once (`vkImportSemaphoreFdKHR`, which then owns the descriptor; a Windows handle
+// stays the caller's to close after `vkImportSemaphoreWin32HandleKHR`) and wait on for
+// each ticket's value. Both are the caller's to close where it does not import them.
+// Needs `NF_SYNC_GPU` on a context of its own.
+//
+// # Safety
+// `c` is NULL or a live context; `input_consumed` and `output_ready` are NULL or writable.
+enum nf_status nf_context_export_timelines(struct nf_context *c,
+                                           nf_external_handle *input_consumed,
+                                           nf_external_handle *output_ready);
+
+// Reads a PNG or JPEG file (`path`, NUL-terminated) as RGBA8: `*width` x `*height`
+// texels, 4 bytes each, rows without padding, top row first (a picture without alpha
+// gets an opaque one). On success `*pixels` is a new buffer of width*height*4 bytes that
+// the caller frees with `nf_pixels_free`; on failure (`NF_STATUS_IMAGE`, naming the file)
+// nothing is written.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `width`, `height` and `pixels` are NULL or
+// writable.
+enum nf_status nf_image_read(const char *path, uint32_t *width, uint32_t *height, uint8_t **pixels);
+
+// Frees pixels of `nf_image_read`. NULL is ignored.
+//
+// The last error message stays as it was.
+//
+// # Safety
+// `pixels` is NULL or a buffer of `nf_image_read` not freed before.
+void nf_pixels_free(uint8_t *pixels);
+
+// Writes `width` x `height` RGBA8 texels (4 bytes each, rows without padding, top row
+// first) as a PNG file at `path` (NUL-terminated): to a temporary file beside it, then
+// renamed into place, so a failure never leaves half a file. The pixels are borrowed for
+// the call.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `pixels` is NULL or points to
+// width*height*4 readable bytes.
+enum nf_status nf_png_write(const char *path,
+                            const uint8_t *pixels,
+                            uint32_t width,
+                            uint32_t height);
+
+// Registers one of the caller's images as an input (a context on the caller's device),
+// checked once here; `*out` names it in frames until `nf_context_unregister_input`.
+//
+// # Safety
+// `c` is NULL or a live context built by `nf_context_new_on_device`, not used by another
+// thread during the call; `image` is NULL or a description of an image of that device,
+// alive until it is unregistered and its frames are done (or the context is freed);
+// `out` is NULL or writable.
+enum nf_status nf_context_register_input_image(struct nf_context *c,
+                                               const struct nf_caller_image *image,
+                                               nf_input *out);
+
+// Registers one of the caller's images as an output; see
+// `nf_context_register_input_image`.
+//
+// # Safety
+// As `nf_context_register_input_image`.
+enum nf_status nf_context_register_output_image(struct nf_context *c,
+                                                const struct nf_caller_image *image,
+                                                nf_output *out);
+
+// Registers one of the caller's buffers as an input; see
+// `nf_context_register_input_image`.
+//
+// # Safety
+// As `nf_context_register_input_image`, for a buffer.
+enum nf_status nf_context_register_input_buffer(struct nf_context *c,
+                                                const struct nf_caller_buffer *buffer,
+                                                nf_input *out);
+
+// Registers one of the caller's buffers as an output; see
+// `nf_context_register_input_image`.
+//
+// # Safety
+// As `nf_context_register_input_image`, for a buffer.
+enum nf_status nf_context_register_output_buffer(struct nf_context *c,
+                                                 const struct nf_caller_buffer *buffer,
+                                                 nf_output *out);
+
+// Registers one of the caller's images with the exportable memory it is bound to, as an
+// input: as `nf_context_register_input_image`, and on the CUDA backend the context
+// exports that memory once and the frame's passes run as CUDA kernels (the image handed
+// over in `GENERAL` layout, `OPTIMAL` tiling; otherwise its frames take the Vulkan passes,
+// said once in the log). The memory stays the caller's.
+//
+// # Safety
+// As `nf_context_register_input_image`; and `memory` is NULL or describes the live
+// allocation the image is bound to at offset 0, made with `VkExportMemoryAllocateInfo`
+// for `OPAQUE_FD`, alive as long as the image.
+enum nf_status nf_context_register_input_image_with_memory(struct nf_context *c,
+                                                           const struct nf_caller_image *image,
+                                                           const struct nf_caller_memory *memory,
+                                                           nf_input *out);
+
+// Registers one of the caller's images with the exportable memory it is bound to, as an
+// output; see `nf_context_register_input_image_with_memory`. CUDA writes it in place, in
+// `GENERAL` layout, which it stays in.
+//
+// # Safety
+// As `nf_context_register_input_image_with_memory`.
+enum nf_status nf_context_register_output_image_with_memory(struct nf_context *c,
+                                                            const struct nf_caller_image *image,
+                                                            const struct nf_caller_memory *memory,
+                                                            nf_output *out);
+
+// Registers one of the caller's timeline semaphores (a `VkSemaphore` of the caller's
+// device, created with `VK_SEMAPHORE_TYPE_TIMELINE`), for frames to wait on
+// (`nf_frame`'s `wait_timeline`, `output_free_timeline`). It stays the caller's.
+//
+// # Safety
+// `c` is NULL or a live context built by `nf_context_new_on_device`, not used by another
+// thread during the call; `semaphore` is a timeline semaphore of that device, alive until
+// it is unregistered and the frames that wait on it are done; `out` is NULL or writable.
+enum nf_status nf_context_register_timeline(struct nf_context *c,
+                                            uint64_t semaphore,
+                                            nf_timeline *out);
+
+// Creates an image of the context's own as an input of the frame size, in `format` (a
+// `VkFormat` of the input formats), for tools: fill it with `nf_context_upload`.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `out` is
+// NULL or writable.
+enum nf_status nf_context_create_input_image(struct nf_context *c, int32_t format, nf_input *out);
+
+// Creates an image of the context's own as an output of the output size, in `format`
+// (`VK_FORMAT_R8G8B8A8_UNORM` or `_R16G16B16A16_SFLOAT`), for tools: read it with
+// `nf_context_readback`.
+//
+// # Safety
+// As `nf_context_create_input_image`.
+enum nf_status nf_context_create_output_image(struct nf_context *c, int32_t format, nf_output *out);
+
+// Copies `len` bytes of texels (rows of the frame width without padding, top row first,
+// in the image's format) into an input the context created, after the frames that read
+// it have read it.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `texels` is
+// NULL or points to `len` readable bytes.
+enum nf_status nf_context_upload(struct nf_context *c,
+                                 nf_input input,
+                                 const uint8_t *texels,
+                                 size_t len);
+
+// Copies an output the context created into `buf` (rows of the output width without
+// padding, top row first, in the image's format), once the frames that write it are
+// done. Size-in/size-out: on entry `*len` is the capacity of `buf`; on return the size
+// of the texels. With `buf` NULL the call only sets `*len` (it waits for nothing); with a
+// buffer too small it writes nothing and returns `NF_STATUS_BUFFER_TOO_SMALL`.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `len` is
+// NULL or points to a `size_t`; `buf` is NULL or points to `*len` writable bytes.
+enum nf_status nf_context_readback(struct nf_context *c,
+                                   nf_output output,
+                                   uint8_t *buf,
+                                   size_t *len);
+
+// Unregisters an input. Where a frame in flight uses it, the context keeps it until
+// that frame is done: the caller's image or buffer must live until then (after
+// `nf_context_wait` of the last frame that used it, or `nf_context_wait_all`). The
+// number is not valid afterwards.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call.
+enum nf_status nf_context_unregister_input(struct nf_context *c, nf_input input);
+
+// Unregisters an output; see `nf_context_unregister_input`.
+//
+// # Safety
+// As `nf_context_unregister_input`.
+enum nf_status nf_context_unregister_output(struct nf_context *c, nf_output output);
+
+// Unregisters a timeline; see `nf_context_unregister_input`. An imported one's
+// descriptor is closed by the context.
+//
+// # Safety
+// As `nf_context_unregister_input`.
+enum nf_status nf_context_unregister_timeline(struct nf_context *c, nf_timeline timeline);
+
+// Signals one of the registered timelines from the host up to `value` (nothing where it
+// is there already), for a peer that is gone before it signalled: the frames that wait
+// on it can then run and retire. What they read is whatever the memory held.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call.
+enum nf_status nf_context_release_timeline(struct nf_context *c,
+                                           nf_timeline timeline,
+                                           uint64_t value);
 
 #ifdef __cplusplus
 }  // extern "C"

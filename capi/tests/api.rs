@@ -33,7 +33,14 @@ fn a_missing_model_file_is_a_model_contract_failure_naming_the_file() {
     assert!(text.contains(path.to_str().expect("UTF-8")), "the message names the file: {text}");
     // SAFETY: the builder is live and freed once.
     unsafe { nf_builder_free(builder) };
-    assert_eq!(message(), "", "a call resets the message");
+    assert_eq!(message(), text, "a *_free call leaves the message, for a caller that frees before it reports");
+    let mut again = ptr::null_mut();
+    // SAFETY: a NUL-terminated path and a writable out pointer; the builder is freed once.
+    unsafe {
+        assert_eq!(nf_builder_new(path.as_ptr(), &mut again), nf_status::NF_STATUS_OK);
+        assert_eq!(message(), "", "a successful call resets the message");
+        nf_builder_free(again);
+    }
 }
 
 #[test]

@@ -447,19 +447,18 @@ impl ContextBuilder {
         self
     }
     /// Run the pre and post passes as CUDA kernels on the model's stream instead
-    /// of Vulkan compute passes (CUDA backend; default off). A frame then crosses
+    /// of Vulkan compute passes (CUDA backend; default on). A frame then crosses
     /// between Vulkan and CUDA only where the caller's own semaphores ask for it
     /// ([`Frame::wait_for`](crate::Frame::wait_for),
     /// [`Frame::output_free_after`](crate::Frame::output_free_after)): CUDA
     /// signals "input consumed" and "output ready" itself, and the model's
     /// stream never waits for a Vulkan submission of the context's.
     ///
-    /// The frame's input and output must be images the context created
-    /// ([`create_input_image`](crate::NeuralFrameContext::create_input_image),
-    /// [`create_output_image`](crate::NeuralFrameContext::create_output_image):
-    /// with this option their memory is also imported into CUDA), the frame
-    /// untiled, and the model without extra image inputs or outputs; `submit`
-    /// refuses other frames, saying why. Off CUDA it is not in effect
+    /// Every frame whose memory CUDA reaches takes them: the context's own images,
+    /// images and buffers imported by fd, the caller's images registered with their
+    /// exportable memory, tiles, and extra inputs and outputs. A caller's image whose
+    /// memory CUDA cannot reach (registered by handle alone) takes the Vulkan passes,
+    /// said once when it is registered. Off CUDA it is not in effect
     /// ([`tuning`](crate::NeuralFrameContext::tuning) says so).
     ///
     /// ```no_run
@@ -475,7 +474,7 @@ impl ContextBuilder {
         self
     }
     /// Replay each slot's model run as a CUDA graph captured from ONNX Runtime's
-    /// second run in that slot (CUDA backend; default off). The buffers of a slot
+    /// second run in that slot (CUDA backend; default on). The buffers of a slot
     /// stay at fixed addresses, so one capture per slot and frame size holds.
     /// Frames whose model reads or writes the caller's buffer itself run without a graph.
     ///
