@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -408,6 +408,19 @@ for what in "$@"; do
       step stream-fp32-file 240 bash -c "python3 bench/y4m_source.py --size 960x540 --frames 1200 \
         | .gpu-bin/neural-frame stream | cat >/dev/null"
       tar -C "$OUT" -czf "$OUT/stream.tgz" stream && rm -rf "$OUT/stream"
+      ;;
+    capi)
+      # Issue 24: the C++ renderer example (capi/examples/renderer.cpp, built here against
+      # libneural_frame_c.so) on the CUDA backend, its result against nf_context_infer_rgba8
+      # byte for byte (--compare), then under the validation layer.
+      step capi-renderer 120 env LD_LIBRARY_PATH=".gpu-bin:${LD_LIBRARY_PATH:-}" .gpu-bin/renderer_cpp \
+        --model models/upscale.onnx --input models/coffee.png --output "$OUT/capi-renderer.png" --backend cuda \
+        --frames 30 --compare --report
+      step capi-renderer-validation 120 env LD_LIBRARY_PATH=".gpu-bin:${LD_LIBRARY_PATH:-}" \
+        VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation .gpu-bin/renderer_cpp --model models/upscale-fp16.onnx --input models/coffee.png \
+        --output "$OUT/capi-renderer-f16.png" --backend cuda --frames 30 --compare
+      echo "capi-renderer-validation: $(grep -c 'Validation Error' "$log" || true) validation errors in the log" | tee -a "$log"
+      rm -f "$OUT"/capi-renderer*.png
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
