@@ -512,11 +512,22 @@ int run(const Args &a) {
   nf_check(nf_context_register_timeline(ctx, raw_of(rendered), &rendered_id), "register \"rendered\"");
   nf_check(nf_context_register_timeline(ctx, raw_of(read), &read_id), "register \"read\"");
 
-  // The frames: GPU waits only; the host waits once, after the last.
+  // The frames: the GPU waits for the semaphores between the steps. The two command
+  // buffers are recorded once without SIMULTANEOUS_USE, so the host resubmits each only
+  // once its last submission has finished (the draw of frame n-1, the read of frame n-1).
+  auto host_wait = [&](VkSemaphore s, uint64_t value, const char *what) {
+    VkSemaphoreWaitInfo w{};
+    w.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+    w.semaphoreCount = 1;
+    w.pSemaphores = &s;
+    w.pValues = &value;
+    vk_check(vkWaitSemaphores(r.device, &w, 60000000000ull), what);
+  };
   nf_ticket last{};
   for (uint64_t n = 1; n <= a.frames; n++) {
     std::vector<std::pair<VkSemaphore, uint64_t>> draw_waits;
     if (last.value) draw_waits.emplace_back(semaphore_of(last.input_consumed_semaphore), last.input_consumed_value);
+    if (n > 1) host_wait(rendered, n - 1, "vkWaitSemaphores (the last draw done)");
     submit(r, lock, draw, draw_waits, {{rendered, n}});
     nf_frame frame{};
     frame.input = in_id;
@@ -530,6 +541,7 @@ int run(const Args &a) {
     nf_ticket ticket{};
     nf_check(nf_context_submit(ctx, &frame, &ticket), "nf_context_submit");
     if (ticket.value == 0) fail("a blocking ring dropped a frame");
+    if (n > 1) host_wait(read, n - 1, "vkWaitSemaphores (the last read done)");
     submit(r, lock, read_back, {{semaphore_of(ticket.output_ready_semaphore), ticket.output_ready_value}}, {{read, n}});
     last = ticket;
   }
