@@ -320,6 +320,36 @@ pub struct CallerImage {
     pub layout: vk::ImageLayout,
 }
 
+impl CallerImage {
+    /// The description of `image` from the create info it was made with (format,
+    /// extent, usage, tiling) and the layout it is handed over in.
+    ///
+    /// ```
+    /// use ash::vk;
+    /// use neural_frame::CallerImage;
+    ///
+    /// let info = vk::ImageCreateInfo::default()
+    ///     .image_type(vk::ImageType::TYPE_2D)
+    ///     .format(vk::Format::B8G8R8A8_UNORM)
+    ///     .extent(vk::Extent3D { width: 960, height: 540, depth: 1 })
+    ///     .usage(vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED);
+    /// # let image = vk::Image::null();
+    /// let frame = CallerImage::from_create_info(image, &info, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
+    /// assert_eq!((frame.width, frame.height, frame.tiling), (960, 540, vk::ImageTiling::OPTIMAL));
+    /// ```
+    pub fn from_create_info(image: vk::Image, info: &vk::ImageCreateInfo<'_>, layout: vk::ImageLayout) -> Self {
+        Self {
+            image,
+            format: info.format,
+            width: info.extent.width,
+            height: info.extent.height,
+            usage: info.usage,
+            tiling: info.tiling,
+            layout,
+        }
+    }
+}
+
 /// The memory behind one of the caller's images on the context's device (bring
 /// your own device), where the caller allocated it exportable
 /// (`VkExportMemoryAllocateInfo` with `OPAQUE_FD`, on a device with
@@ -380,6 +410,25 @@ pub struct CallerBuffer {
     pub usage: vk::BufferUsageFlags,
     /// How the pixels lie in it.
     pub layout: PixelLayout,
+}
+
+impl CallerBuffer {
+    /// The description of `buffer` from the create info it was made with (size,
+    /// usage) and how its pixels lie.
+    ///
+    /// ```
+    /// use ash::vk;
+    /// use neural_frame::{CallerBuffer, PixelLayout};
+    ///
+    /// let layout = PixelLayout::packed(960, 540, vk::Format::R8G8B8A8_UNORM);
+    /// let info = vk::BufferCreateInfo::default().size(layout.bytes()).usage(vk::BufferUsageFlags::STORAGE_BUFFER);
+    /// # let buffer = vk::Buffer::null();
+    /// let frame = CallerBuffer::from_create_info(buffer, &info, layout);
+    /// assert_eq!(frame.size, 960 * 540 * 4);
+    /// ```
+    pub fn from_create_info(buffer: vk::Buffer, info: &vk::BufferCreateInfo<'_>, layout: PixelLayout) -> Self {
+        Self { buffer, size: info.size, usage: info.usage, layout }
+    }
 }
 
 /// Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`; on Windows
