@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
-use neural_frame::{ChromaSiting, HostLayout, Subsampling, YuvLayout, YuvMatrix, YuvRange};
+use neural_frame::{HostLayout, YuvLayout, YuvMatrix, YuvRange};
 
 use crate::ModelArgs;
 use crate::run::median;
@@ -150,26 +150,10 @@ fn yuv_layout(h: &Y4mHeader, args: &StreamArgs) -> HostLayout {
         MatrixArg::Bt2020 => YuvMatrix::Bt2020,
     };
     let range = match (args.color_range, h.range) {
-        (Some(RangeArg::Full), _) | (None, Some(y4m::Range::Full)) => YuvRange::Full,
+        (Some(RangeArg::Full), _) | (None, Some(YuvRange::Full)) => YuvRange::Full,
         _ => YuvRange::Limited,
     };
-    HostLayout::Yuv(YuvLayout {
-        subsampling: match h.sub {
-            y4m::Sub::Mono => Subsampling::Mono,
-            y4m::Sub::S420 => Subsampling::S420,
-            y4m::Sub::S422 => Subsampling::S422,
-            y4m::Sub::S444 => Subsampling::S444,
-        },
-        bits: h.bits,
-        alpha: h.alpha,
-        matrix,
-        range,
-        siting: match h.siting {
-            y4m::Siting::Centre => ChromaSiting::Centre,
-            y4m::Siting::Left => ChromaSiting::Left,
-            y4m::Siting::TopLeft => ChromaSiting::TopLeft,
-        },
-    })
+    HostLayout::Yuv(YuvLayout { subsampling: h.sub, bits: h.bits, alpha: h.alpha, matrix, range, siting: h.siting })
 }
 
 type Frames = FrameReader<Box<dyn Read + Send>>;

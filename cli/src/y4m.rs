@@ -19,39 +19,9 @@ const BUF_CAPACITY: usize = 256 * 1024;
 const SUPPORTED: &str =
     "420jpeg, 420, 420mpeg2, 420paldv, 422, 444, 444alpha, mono, and 420pN, 422pN, 444pN, monoN with N = 9…16";
 
-/// Chroma subsampling of a y4m stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sub {
-    /// Luma only (`mono`, `monoN`).
-    Mono,
-    /// 4:2:0: chroma at ½×½.
-    S420,
-    /// 4:2:2: chroma at ½×1.
-    S422,
-    /// 4:4:4: chroma at full size.
-    S444,
-}
-
-/// Where 4:2:0 chroma sits (`420jpeg`/`420`/no tag and every high-depth tag: Centre; `420mpeg2`: Left;
-/// `420paldv`: TopLeft). Non-4:2:0 streams: Centre.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Siting {
-    /// Centred between the luma samples it covers.
-    Centre,
-    /// Co-sited with the left luma column, centred vertically.
-    Left,
-    /// Co-sited with the top-left luma sample.
-    TopLeft,
-}
-
-/// `XCOLORRANGE=FULL|LIMITED` (case-insensitive), if the header says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Range {
-    /// Studio swing (16…235 at 8 bits).
-    Limited,
-    /// Full swing (0…255 at 8 bits).
-    Full,
-}
+// The stream's chroma subsampling, chroma siting and range are the library's own types:
+// what a header says maps onto the host stream's layout one to one.
+pub(crate) use neural_frame::{ChromaSiting as Siting, Subsampling as Sub, YuvRange as Range};
 
 /// A parsed y4m header line.
 #[derive(Debug, Clone, PartialEq, Eq)]
