@@ -145,6 +145,43 @@ fn fp32_model_runs_in_fp16_by_default_within_tolerance() {
     assert!(db_exact > db, "fp32 on CUDA ({db_exact:.1} dB) is nearer the CPU's fp32 than fp16 ({db:.1} dB)");
 }
 
+/// The bundled upscaler's 8-bit output from `b` (frame size and picture as in [`upscaled`]),
+/// settled, with its precision report and whether the fused session took over.
+fn upscaled_with(b: ContextBuilder, (w, h): (u32, u32)) -> (Vec<u8>, PrecisionReport, bool) {
+    let mut ctx = b.frame_size(w, h).build().expect("context");
+    assert!(ctx.wait_settled(std::time::Duration::from_secs(300)).expect("settle"));
+    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
+    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
+    ctx.upload(input, &common::pipeline::picture(w, h, 21)).expect("upload");
+    let (ow, oh) = ctx.output_size();
+    ctx.upload_output(output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison");
+    ctx.infer(input, output).expect("infer");
+    let took_over = !ctx.report().startup.fused_ms.is_nan();
+    (ctx.readback(output).expect("readback"), ctx.precision().clone(), took_over)
+}
+
+/// Issue 23 §3: the fused convolutions (`fuse_conv_act`) on cuDNN, against the fp32 model on
+/// ONNX Runtime's CPU provider: fp32 without fast start (the fused model from the first frame,
+/// so a failure fails the test), then fp16 with fast start, where the fused session must take
+/// over. PSNR ≥ 45 dB on the 8-bit output both times; the report names the rewrite.
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn fused_convolutions_match_the_cpu_run() {
+    gpu();
+    let size = (96, 64);
+    let (cpu, _, _) = upscaled(Backend::Cpu, Precision::Auto, size);
+    let builder = || NeuralFrameContext::builder("models/upscale.onnx").backend(Backend::Cuda).fuse_conv_act(true);
+    let (fp32, report, _) = upscaled_with(builder().precision(Precision::Fp32).fast_start(false), size);
+    assert!(report.rewrites.iter().any(|r| r.contains("ConvAct")), "{report:?}");
+    let db32 = common::pipeline::psnr(&fp32, &cpu);
+    let (fp16, report, took_over) = upscaled_with(builder(), size);
+    assert!(report.rewrites.iter().any(|r| r.contains("ConvAct")) && report.running == "fp16", "{report:?}");
+    let db16 = common::pipeline::psnr(&fp16, &cpu);
+    println!("fused convolutions on cuDNN against the CPU's fp32: fp32 {db32:.1} dB, fp16 {db16:.1} dB");
+    assert!(took_over, "the fused session (ConvAct, bias fused) did not take over");
+    assert!(db32 >= 45.0 && db16 >= 45.0, "fp32 {db32:.1} dB, fp16 {db16:.1} dB");
+}
+
 /// One frame of tiny-x2-f32 at the context's size, checked against ORT's CPU run (within 1 of 255).
 fn one_checked_frame(ctx: &mut NeuralFrameContext, seed: u32, what: &str) {
     let path = std::path::Path::new("models/test/tiny-x2-f32.onnx");

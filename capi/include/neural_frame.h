@@ -700,6 +700,13 @@ enum nf_status nf_builder_set_fast_start(struct nf_builder *b, bool on);
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_rewrite_graph(struct nf_builder *b, bool on);
 
+// Runs each convolution followed by a PReLU, LeakyReLU or ReLU as one fused cuDNN kernel on the
+// CUDA backend, through a graph rewrite at load (default off: experimental).
+//
+// # Safety
+// As `nf_builder_set_backend`.
+enum nf_status nf_builder_set_fuse_conv_act(struct nf_builder *b, bool on);
+
 // Times the pre and post passes with Vulkan timestamp queries (default on; off: the
 // stats' `pre_ms` and `post_ms` are NaN).
 //

@@ -369,6 +369,17 @@ pub unsafe extern "C" fn nf_builder_set_rewrite_graph(b: *mut nf_builder, on: bo
     unsafe { edit(b, |x| Ok(x.rewrite_graph(on))) }
 }
 
+/// Runs each convolution followed by a PReLU, LeakyReLU or ReLU as one fused cuDNN kernel on the
+/// CUDA backend, through a graph rewrite at load (default off: experimental).
+///
+/// # Safety
+/// As `nf_builder_set_backend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nf_builder_set_fuse_conv_act(b: *mut nf_builder, on: bool) -> nf_status {
+    // SAFETY: the caller's contract.
+    unsafe { edit(b, |x| Ok(x.fuse_conv_act(on))) }
+}
+
 /// Times the pre and post passes with Vulkan timestamp queries (default on; off: the
 /// stats' `pre_ms` and `post_ms` are NaN).
 ///

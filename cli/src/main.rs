@@ -128,6 +128,11 @@ struct ModelArgs {
     /// into a 1x1 convolution, in fp32 models), `true` or `false` (default: true).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     rewrite_graph: Option<bool>,
+    /// Run each convolution followed by a PReLU, LeakyReLU or ReLU, with its bias and activation, as
+    /// one fused cuDNN kernel (a graph rewrite at load; CUDA backend), `true` or `false` (default:
+    /// false, experimental: not yet measured on a GPU).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    fuse_conv_act: Option<bool>,
     /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;
     /// a model that cannot be captured runs without one, announced).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -284,6 +289,9 @@ impl ModelArgs {
         if let Some(on) = self.rewrite_graph {
             b = b.rewrite_graph(on);
         }
+        if let Some(on) = self.fuse_conv_act {
+            b = b.fuse_conv_act(on);
+        }
         b.precision(match self.precision {
             PrecisionArg::Auto => neural_frame::Precision::Auto,
             PrecisionArg::Fp32 => neural_frame::Precision::Fp32,
@@ -357,6 +365,7 @@ impl ModelArgs {
             (self.cuda_graph, "--cuda-graph"),
             (self.fast_start, "--fast-start"),
             (self.rewrite_graph, "--rewrite-graph"),
+            (self.fuse_conv_act, "--fuse-conv-act"),
         ] {
             if let Some(on) = on {
                 a.extend([flag.into(), on.to_string().into()]);

@@ -121,6 +121,8 @@ pub struct ContextBuilder {
     pub(crate) precision: Precision,
     /// Exact graph rewrites at load (CUDA backend).
     pub(crate) rewrite_graph: bool,
+    /// Convolutions with their bias and activation as fused `ConvAct` nodes (CUDA backend).
+    pub(crate) fuse_conv_act: bool,
 }
 
 impl ContextBuilder {
@@ -145,6 +147,7 @@ impl ContextBuilder {
             fast_start: true,
             precision: Precision::Auto,
             rewrite_graph: true,
+            fuse_conv_act: false,
         }
     }
 
@@ -166,6 +169,35 @@ impl ContextBuilder {
     /// ```
     pub fn rewrite_graph(mut self, on: bool) -> Self {
         self.rewrite_graph = on;
+        self
+    }
+
+    /// Runs each convolution that a PReLU, LeakyReLU or ReLU follows, with its bias and that
+    /// activation, as one fused cuDNN kernel on the CUDA backend (off by default: **experimental**,
+    /// not yet measured on a GPU). ONNX Runtime's CUDA provider fuses none of these in fp16: each
+    /// activation is a kernel of its own that reads and writes the whole tensor again (17 of them,
+    /// 0.85 ms of the bundled upscaler's 540p frame on the H200).
+    ///
+    /// The model's graph is rewritten once at load, cached beside the tune cache: each such pair
+    /// (and each plain convolution that reads one) becomes an `ai.neural_frame::ConvAct` node that
+    /// runs NHWC, with transposes where the rest of the graph reads NCHW. The rewrite equals the
+    /// original on ONNX Runtime's CPU provider (`src/onnx/convact_tests.rs`). At a shape's first
+    /// run every engine configuration cuDNN offers for it is timed and the fastest kept. With
+    /// [`fast_start`](Self::fast_start) the first frames run the model as it is and the fused
+    /// session takes over once built; where cuDNN offers no fused engine for a convolution, that
+    /// session fails to build, said in the log, and the frames stay on the model as it is.
+    /// [`NeuralFrameContext::precision`]'s `rewrites` lists the rewrite where it applied. The CPU
+    /// backend ignores it.
+    ///
+    /// ```no_run
+    /// use neural_frame::NeuralFrameContext;
+    ///
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").fuse_conv_act(true).frame_size(960, 540).build()?;
+    /// println!("{:?}", ctx.precision().rewrites);
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn fuse_conv_act(mut self, on: bool) -> Self {
+        self.fuse_conv_act = on;
         self
     }
 

@@ -174,7 +174,7 @@ impl NeuralFrameContext {
         let session_ms;
         let mut fast = b.fast_start && cuda.is_some() && b.tuning.cuda.fuse_conv_bias;
         // The model file that runs: the caller's, or its fp16 conversion (precision.rs).
-        let resolved = match cuda {
+        let mut resolved = match cuda {
             #[cfg(feature = "cuda")]
             Some(c) => {
                 let probe_config = SessionConfig {
@@ -200,6 +200,18 @@ impl NeuralFrameContext {
         // Absolute: fast start's sessions after a resize load it again, maybe after the caller
         // changed its working directory.
         let model = std::path::absolute(&resolved.path).unwrap_or_else(|_| resolved.path.clone());
+        // The fused convolutions (convact.rs): the session built for the frames runs them; with
+        // fast start the first frames run the model as it is (no cuDNN compilation before them).
+        let fused_model = match (cuda, b.fuse_conv_act) {
+            (Some(_), true) => match crate::onnx::convact::fused_model(&model)? {
+                Some((path, changes)) => {
+                    resolved.report.rewrites.extend(changes);
+                    path
+                }
+                None => model.clone(),
+            },
+            _ => model.clone(),
+        };
         let (engine, contract) = match cuda {
             Some(c) => {
                 // The model's stream at the greatest priority (the post kernels' at the least).
@@ -210,15 +222,16 @@ impl NeuralFrameContext {
                 // Fast start: the first session keeps the bias apart; the fused one is built
                 // beside the first frames (faststart.rs).
                 config.fuse_conv_bias = b.tuning.cuda.fuse_conv_bias && !fast;
+                let first = if fast { &model } else { &fused_model };
                 // SAFETY: the stream goes into the engine with the session, which drops the session first.
-                let (mut session, mut contract) = unsafe { session::create(&model, &config) }?;
+                let (mut session, mut contract) = unsafe { session::create(first, &config) }?;
                 if fast && !(contract.extra_inputs.is_empty() && contract.extra_outputs.is_empty()) {
                     // Its first run needs the extra tensors: the fused session is built here.
                     fast = false;
                     config.fuse_conv_bias = true;
                     drop(session);
                     // SAFETY: as above.
-                    (session, contract) = unsafe { session::create(&model, &config) }?;
+                    (session, contract) = unsafe { session::create(&fused_model, &config) }?;
                 }
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
@@ -334,11 +347,12 @@ impl NeuralFrameContext {
                 ctx.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;
             ctx.restart = Some(faststart::Restart {
                 model: model.clone(),
+                fused_model: fused_model.clone(),
                 config: SessionConfig { cuda_stream: None, ..config.clone() },
                 device: Arc::clone(c),
             });
             let recipe = faststart::Recipe {
-                model: model.clone(),
+                model: fused_model,
                 config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },
                 device: Arc::clone(c),
                 contract: ctx.contract.clone(),

@@ -41,6 +41,8 @@ struct Ready {
 /// bias apart (no stream: each session gets its own), to start fast again at the new size.
 pub(crate) struct Restart {
     pub(crate) model: PathBuf,
+    /// The model the fused session runs (with `fuse_conv_act`, its fused convolutions).
+    pub(crate) fused_model: PathBuf,
     pub(crate) config: SessionConfig,
     pub(crate) device: Arc<CudaDevice>,
 }
@@ -160,7 +162,8 @@ impl NeuralFrameContext {
                 self.restart = None;
                 log::warn!(
                     "cuDNN did not take the model with the bias fused ({e}); frames keep NHWC kernels with the bias \
-                     apart (ContextBuilder::fuse_conv_bias(false), --fuse-conv-bias false, says so up front)"
+                     apart and the model as it is (ContextBuilder::fuse_conv_bias(false), --fuse-conv-bias false, and \
+                     fuse_conv_act(false), --fuse-conv-act false, say so up front)"
                 );
                 return Ok(true);
             }
@@ -227,7 +230,8 @@ impl NeuralFrameContext {
         let size = self.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;
         // A fused session built for the old size is of no use any more.
         self.fused = None;
-        let (model, device, config) = (restart.model.clone(), Arc::clone(&restart.device), restart.config.clone());
+        let (model, fused_model) = (restart.model.clone(), restart.fused_model.clone());
+        let (device, config) = (Arc::clone(&restart.device), restart.config.clone());
         if self.tuning.cuda.is_some_and(|c| c.fuse_conv_bias) {
             let t = Instant::now();
             let stream = cuda::Stream::with_priority(&device, true)?;
@@ -247,7 +251,7 @@ impl NeuralFrameContext {
             );
         }
         let recipe = Recipe {
-            model,
+            model: fused_model,
             config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },
             device,
             contract: self.contract.clone(),

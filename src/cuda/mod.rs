@@ -7,6 +7,8 @@
 //! every way in failing with "built without CUDA" (the one `cfg` of the build).
 
 #[cfg(feature = "cuda")]
+pub(crate) mod cudnn;
+#[cfg(feature = "cuda")]
 pub(crate) mod device;
 #[cfg(feature = "cuda")]
 pub(crate) mod graph;

@@ -23,7 +23,9 @@ pub(crate) struct Output {
 /// A CPU session for a model's bytes.
 pub(crate) fn session(bytes: &[u8]) -> std::result::Result<Session, String> {
     let env = crate::onnx::runtime::environment().map_err(|e| e.to_string())?;
-    let mut builder = Session::builder(env).map_err(|e| e.to_string())?;
+    let domain = crate::onnx::convact_op::domain().map_err(|e| e.to_string())?;
+    let builder = Session::builder(env).map_err(|e| e.to_string())?;
+    let mut builder = builder.with_operators(domain).map_err(|e| e.to_string())?;
     builder.commit_from_memory(bytes).map_err(|e| e.to_string())
 }
 

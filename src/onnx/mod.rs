@@ -3,6 +3,8 @@
 //! the crate's face re-exports the contract types and the runtime's report.
 
 pub(crate) mod binding;
+pub(crate) mod convact;
+pub(crate) mod convact_op;
 pub(crate) mod declare;
 pub(crate) mod fp16;
 pub(crate) mod layout;

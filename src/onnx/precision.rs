@@ -142,7 +142,7 @@ pub(crate) fn model_precision(bytes: &[u8]) -> Result<&'static str> {
 }
 
 /// The directory of the converted models: `precision/` beside the tune cache.
-fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let base = var("NEURAL_FRAME_TUNE_CACHE")
         .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -152,13 +152,13 @@ fn cache_dir() -> Option<PathBuf> {
     Some(std::path::absolute(&base).unwrap_or(base).join("precision"))
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename (a reader never sees half a file).
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let io = |what: &str, e| Error::Io { what: format!("{what} {}", path.display()), source: e };
     if let Some(dir) = path.parent() {

@@ -112,6 +112,11 @@ pub fn check_model_file(path: &Path) -> Result<()> {
     }
 }
 
+/// The operators a rewritten model may hold (`convact.rs`): registered with every session.
+fn custom_ops() -> Result<ort::operator::OperatorDomain> {
+    crate::onnx::convact_op::domain().map_err(|e| Error::onnx("making the custom operators' domain", e))
+}
+
 /// Loads `path` with `config` and works out its contract.
 ///
 /// # Safety
@@ -135,7 +140,9 @@ pub(crate) unsafe fn create(path: &Path, config: &SessionConfig) -> Result<(Sess
     let mut builder = Session::builder(env)
         .map_err(|e| Error::onnx("creating a session builder", e))?
         .with_optimization_level(GraphOptimizationLevel::Level3)
-        .map_err(builder_err("setting the optimisation level"))?;
+        .map_err(builder_err("setting the optimisation level"))?
+        .with_operators(custom_ops()?)
+        .map_err(builder_err("registering the fused convolution (ConvAct)"))?;
     match config.provider {
         Provider::Cpu => {
             if let Some(n) = config.threads {
@@ -199,6 +206,8 @@ fn probe_output_shapes(
     let start = std::time::Instant::now();
     let mut cpu = Session::builder(env)
         .map_err(|e| Error::onnx("creating the probe's session", e))?
+        .with_operators(custom_ops()?)
+        .map_err(|e| Error::onnx("registering the fused convolution (ConvAct)", e))?
         .commit_from_file(path)
         .map_err(|e| Error::onnx("loading the model for the probe run", e))?;
     let mut values: Vec<(String, ort::value::DynValue)> = Vec::new();

@@ -1,0 +1,933 @@
+//! Convolution + bias + activation fused into one cuDNN 9 backend (graph API)
+//! operation graph, with every engine configuration cuDNN offers finalized into
+//! an execution plan and timed, so the fastest can be kept.
+//!
+//! Used only on the CUDA backend, by the `ConvAct` ONNX Runtime custom op (the
+//! op's CUDA kernel calls [`plans`], [`autotune`] and [`FusedPlan::execute`]).
+//! `libcudnn.so.9` (`cudnn64_9.dll`) is opened at run time, once per process;
+//! ONNX Runtime's CUDA provider has normally loaded it already. Errors are
+//! `String`s naming the cuDNN call that failed, for the op to turn into ORT errors.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use cudarc::driver::sys;
+
+use crate::cuda::result::check;
+
+// The numbers below are cuDNN 9's, read from `cudnn_graph.h` of cuDNN 9.6.0
+// (CUDNN_GRAPH_MAJOR 9, MINOR 6; the header as vendored at
+// github.com/zspace/system.cuda-12.6 include/cudnn_graph.h) and checked against
+// the bindgen output of cuDNN 9.1 / 9.2 headers in cudarc 0.19 (src/cudnn/sys/mod.rs).
+// C enums are `int` in the ABI; they are passed as `i32`.
+
+/// `i32` constants, several to a line (C enums are `int` in the ABI).
+macro_rules! enum_values {
+    ($($name:ident = $value:expr),* $(,)?) => { $(const $name: i32 = $value;)* };
+}
+// cudnnBackendDescriptorType_t
+enum_values! {
+    POINTWISE_DESCRIPTOR = 0, CONVOLUTION_DESCRIPTOR = 1, ENGINE_DESCRIPTOR = 2, ENGINECFG_DESCRIPTOR = 3,
+    ENGINEHEUR_DESCRIPTOR = 4, EXECUTION_PLAN_DESCRIPTOR = 5, KNOB_CHOICE_DESCRIPTOR = 7,
+    OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR = 10, OPERATION_POINTWISE_DESCRIPTOR = 13,
+    OPERATIONGRAPH_DESCRIPTOR = 15, VARIANT_PACK_DESCRIPTOR = 16, TENSOR_DESCRIPTOR = 17,
+}
+// cudnnBackendAttributeName_t (CUDNN_ATTR_*)
+enum_values! {
+    ATTR_POINTWISE_MODE = 0, ATTR_POINTWISE_MATH_PREC = 1, ATTR_POINTWISE_RELU_LOWER_CLIP = 3,
+    ATTR_POINTWISE_RELU_UPPER_CLIP = 4, ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE = 5,
+    ATTR_CONVOLUTION_COMP_TYPE = 100, ATTR_CONVOLUTION_CONV_MODE = 101, ATTR_CONVOLUTION_DILATIONS = 102,
+    ATTR_CONVOLUTION_FILTER_STRIDES = 103, ATTR_CONVOLUTION_POST_PADDINGS = 104,
+    ATTR_CONVOLUTION_PRE_PADDINGS = 105, ATTR_CONVOLUTION_SPATIAL_DIMS = 106,
+    ATTR_ENGINEHEUR_MODE = 200, ATTR_ENGINEHEUR_OPERATION_GRAPH = 201, ATTR_ENGINEHEUR_RESULTS = 202,
+    ATTR_ENGINECFG_ENGINE = 300, ATTR_ENGINECFG_KNOB_CHOICES = 302,
+    ATTR_EXECUTION_PLAN_HANDLE = 400, ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401,
+    ATTR_EXECUTION_PLAN_WORKSPACE_SIZE = 402,
+    ATTR_KNOB_CHOICE_KNOB_TYPE = 600, ATTR_KNOB_CHOICE_KNOB_VALUE = 601,
+    ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA = 700, ATTR_OPERATION_CONVOLUTION_FORWARD_BETA = 701,
+    ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC = 702, ATTR_OPERATION_CONVOLUTION_FORWARD_W = 703,
+    ATTR_OPERATION_CONVOLUTION_FORWARD_X = 704, ATTR_OPERATION_CONVOLUTION_FORWARD_Y = 705,
+    ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR = 750, ATTR_OPERATION_POINTWISE_XDESC = 751,
+    ATTR_OPERATION_POINTWISE_BDESC = 752, ATTR_OPERATION_POINTWISE_YDESC = 753,
+    ATTR_OPERATIONGRAPH_HANDLE = 800, ATTR_OPERATIONGRAPH_OPS = 801,
+    ATTR_TENSOR_BYTE_ALIGNMENT = 900, ATTR_TENSOR_DATA_TYPE = 901, ATTR_TENSOR_DIMENSIONS = 902,
+    ATTR_TENSOR_STRIDES = 903, ATTR_TENSOR_UNIQUE_ID = 906, ATTR_TENSOR_IS_VIRTUAL = 907,
+    ATTR_VARIANT_PACK_UNIQUE_IDS = 1000, ATTR_VARIANT_PACK_DATA_POINTERS = 1001,
+    ATTR_VARIANT_PACK_WORKSPACE = 1003, ATTR_ENGINE_GLOBAL_INDEX = 1301, ATTR_ENGINE_BEHAVIOR_NOTE = 1305,
+}
+// cudnnBackendAttributeType_t (CUDNN_TYPE_*)
+enum_values! {
+    TYPE_HANDLE = 0, TYPE_DATA_TYPE = 1, TYPE_BOOLEAN = 2, TYPE_INT64 = 3, TYPE_FLOAT = 4, TYPE_DOUBLE = 5,
+    TYPE_VOID_PTR = 6, TYPE_CONVOLUTION_MODE = 7, TYPE_HEUR_MODE = 8, TYPE_KNOB_TYPE = 9,
+    TYPE_POINTWISE_MODE = 14, TYPE_BACKEND_DESCRIPTOR = 15, TYPE_BEHAVIOR_NOTE = 19,
+}
+enum_values! {
+    DATA_FLOAT = 0, DATA_HALF = 2, // cudnnDataType_t
+    POINTWISE_ADD = 0, POINTWISE_MUL = 1, POINTWISE_SUB = 9, POINTWISE_RELU_FWD = 100, // cudnnPointwiseMode_t
+    CROSS_CORRELATION = 1, // cudnnConvolutionMode_t
+    HEUR_MODE_FALLBACK = 2, HEUR_MODE_A = 3, // cudnnBackendHeurMode_t
+    BEHAVIOR_NOTE_RUNTIME_COMPILATION = 0, // cudnnBackendBehaviorNote_t
+    // cudnnStatus_t: CUDNN_STATUS_SUCCESS, and the CUDNN_STATUS_NOT_SUPPORTED category (3000..=3999).
+    STATUS_SUCCESS = 0, STATUS_NOT_SUPPORTED = 3000,
+}
+
+/// The variant pack's unique ids of the graph's real tensors.
+const UID_X: i64 = 1;
+const UID_W: i64 = 2;
+const UID_B: i64 = 3;
+const UID_SLOPE: i64 = 4;
+const UID_Y: i64 = 5;
+/// Virtual (intermediate) tensors count up from here.
+const UID_VIRTUAL: i64 = 100;
+/// Pointer alignment promised for the real tensors (ORT's allocations are 256-byte aligned).
+const ALIGNMENT: i64 = 16;
+
+#[cfg(windows)]
+const LIBRARY: &str = "cudnn64_9.dll";
+#[cfg(not(windows))]
+const LIBRARY: &str = "libcudnn.so.9";
+
+type CreateFn = unsafe extern "system" fn(i32, *mut *mut c_void) -> i32;
+type DescFn = unsafe extern "system" fn(*mut c_void) -> i32;
+type SetFn = unsafe extern "system" fn(*mut c_void, i32, i32, i64, *const c_void) -> i32;
+type GetFn = unsafe extern "system" fn(*mut c_void, i32, i32, i64, *mut i64, *mut c_void) -> i32;
+type ExecuteFn = unsafe extern "system" fn(*mut c_void, *mut c_void, *mut c_void) -> i32;
+type ErrorStringFn = unsafe extern "system" fn(i32) -> *const c_char;
+type LastErrorFn = unsafe extern "system" fn(*mut c_char, usize);
+type VersionFn = unsafe extern "system" fn() -> usize;
+
+/// The cuDNN entry points this module uses.
+struct Api {
+    create: CreateFn,
+    destroy: DescFn,
+    finalize: DescFn,
+    set: SetFn,
+    get: GetFn,
+    execute: ExecuteFn,
+    error_string: ErrorStringFn,
+    last_error: Option<LastErrorFn>,
+    /// Kept open for the process: the pointers above point into it.
+    _lib: libloading::Library,
+}
+
+/// Opens cuDNN once per process.
+fn api() -> Result<&'static Api, String> {
+    static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    API.get_or_init(load).as_ref().map_err(Clone::clone)
+}
+
+fn load() -> Result<Api, String> {
+    // SAFETY: cuDNN's own library, which ONNX Runtime's CUDA provider loads into this
+    // process anyway; its initialisers are cuDNN's.
+    let lib = unsafe { libloading::Library::new(LIBRARY) }.map_err(|e| {
+        let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+        format!("cannot load {LIBRARY} (cuDNN 9, needed by the fused ConvAct op): {why}")
+    })?;
+    fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Result<T, String> {
+        // SAFETY: every call below names T as the function's type in cudnn_graph.h (v9).
+        unsafe { lib.get::<T>(name.as_bytes()) }.map(|s| *s).map_err(|e| format!("{LIBRARY} has no {name}: {e}"))
+    }
+    let version: VersionFn = sym(&lib, "cudnnGetVersion")?;
+    // SAFETY: cudnnGetVersion takes nothing and only returns a number.
+    let v = unsafe { version() };
+    if !(90000..100000).contains(&v) {
+        return Err(format!("{LIBRARY} reports cuDNN version {v}; the fused ConvAct op needs cuDNN 9"));
+    }
+    Ok(Api {
+        create: sym(&lib, "cudnnBackendCreateDescriptor")?,
+        destroy: sym(&lib, "cudnnBackendDestroyDescriptor")?,
+        finalize: sym(&lib, "cudnnBackendFinalize")?,
+        set: sym(&lib, "cudnnBackendSetAttribute")?,
+        get: sym(&lib, "cudnnBackendGetAttribute")?,
+        execute: sym(&lib, "cudnnBackendExecute")?,
+        error_string: sym(&lib, "cudnnGetErrorString")?,
+        last_error: sym(&lib, "cudnnGetLastErrorString").ok(),
+        _lib: lib,
+    })
+}
+
+/// A failed cuDNN call: its status (to tell "not supported" apart) and message.
+#[derive(Debug)]
+struct Fail {
+    status: i32,
+    message: String,
+}
+
+impl Fail {
+    fn not_supported(&self) -> bool {
+        self.status / 1000 * 1000 == STATUS_NOT_SUPPORTED
+    }
+}
+
+impl From<Fail> for String {
+    fn from(f: Fail) -> String {
+        f.message
+    }
+}
+
+impl From<String> for Fail {
+    fn from(message: String) -> Fail {
+        Fail { status: -1, message }
+    }
+}
+
+/// `Ok` for CUDNN_STATUS_SUCCESS, else the status's text (and cuDNN's last error message) with `call`.
+fn status(api: &Api, call: &str, s: i32) -> Result<(), Fail> {
+    if s == STATUS_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: cudnnGetErrorString returns a static NUL-terminated string (or null) for any value.
+    let text = unsafe { (api.error_string)(s) };
+    let mut message = if text.is_null() {
+        format!("{call} failed with cuDNN status {s}")
+    } else {
+        // SAFETY: non-null, NUL-terminated and static, per cuDNN's documentation.
+        format!("{call} failed: {} ({s})", unsafe { CStr::from_ptr(text) }.to_string_lossy())
+    };
+    if let Some(last) = api.last_error {
+        let mut buf = [0 as c_char; 512];
+        // SAFETY: the buffer holds buf.len() bytes; cuDNN writes a NUL-terminated message into it.
+        unsafe { last(buf.as_mut_ptr(), buf.len()) };
+        buf[buf.len() - 1] = 0;
+        // SAFETY: NUL-terminated within the buffer (its last byte was set to 0 above).
+        let detail = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+        if !detail.trim().is_empty() {
+            message = format!("{message}: {}", detail.trim());
+        }
+    }
+    Err(Fail { status: s, message })
+}
+
+/// An owned backend descriptor, destroyed on drop.
+struct Desc {
+    raw: *mut c_void,
+    api: &'static Api,
+}
+
+// SAFETY: a backend descriptor is a host object; after finalize this module never changes one
+// (the variant packs, the only ones used per execution, are used under a mutex), and cuDNN's
+// functions may be called from any thread.
+unsafe impl Send for Desc {}
+// SAFETY: as above: shared use is read-only (get attribute, execute).
+unsafe impl Sync for Desc {}
+
+impl Drop for Desc {
+    fn drop(&mut self) {
+        // SAFETY: raw came from cudnnBackendCreateDescriptor and is destroyed once.
+        let s = unsafe { (self.api.destroy)(self.raw) };
+        if let Err(f) = status(self.api, "cudnnBackendDestroyDescriptor", s) {
+            log::warn!("{}", f.message);
+        }
+    }
+}
+
+impl Desc {
+    fn new(api: &'static Api, kind: i32) -> Result<Self, Fail> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is a valid out pointer; kind is a cudnnBackendDescriptorType_t value.
+        let s = unsafe { (api.create)(kind, &mut raw) };
+        status(api, &format!("cudnnBackendCreateDescriptor(type {kind})"), s)?;
+        Ok(Self { raw, api })
+    }
+    /// Sets `name` to `values`, whose element type must be the C type that `ty` names.
+    fn set<T>(&self, name: i32, ty: i32, values: &[T]) -> Result<(), Fail> {
+        // SAFETY: values points to values.len() readable elements; cuDNN copies them. Every
+        // caller pairs T with ty (i64/INT64, i32/enum types, f32/FLOAT, f64/DOUBLE, bool/BOOLEAN,
+        // pointers/HANDLE, VOID_PTR and BACKEND_DESCRIPTOR).
+        let s = unsafe { (self.api.set)(self.raw, name, ty, values.len() as i64, values.as_ptr().cast()) };
+        status(self.api, &format!("cudnnBackendSetAttribute(attribute {name})"), s)
+    }
+    fn set_descs(&self, name: i32, descs: &[*mut c_void]) -> Result<(), Fail> {
+        self.set(name, TYPE_BACKEND_DESCRIPTOR, descs)
+    }
+    fn finalize(&self, what: &str) -> Result<(), Fail> {
+        // SAFETY: raw is a live descriptor.
+        let s = unsafe { (self.api.finalize)(self.raw) };
+        status(self.api, &format!("cudnnBackendFinalize({what})"), s)
+    }
+    /// Reads up to `out.len()` elements of `name` (C type named by `ty`); returns how many there were.
+    fn get<T>(&self, name: i32, ty: i32, out: &mut [T]) -> Result<usize, Fail> {
+        let mut count = 0i64;
+        let ptr = if out.is_empty() { std::ptr::null_mut() } else { out.as_mut_ptr().cast() };
+        // SAFETY: out has out.len() writable elements of the type ty names (or is null with a
+        // requested count of 0, which asks only for the count); count is a valid out pointer.
+        let s = unsafe { (self.api.get)(self.raw, name, ty, out.len() as i64, &mut count, ptr) };
+        status(self.api, &format!("cudnnBackendGetAttribute(attribute {name})"), s)?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+    fn get_i64(&self, name: i32) -> Result<i64, Fail> {
+        let mut v = [0i64];
+        self.get(name, TYPE_INT64, &mut v)?;
+        Ok(v[0])
+    }
+    /// Fills up to `max` new descriptors of `kind` from the descriptor-valued attribute `name`.
+    fn get_descs(&self, name: i32, kind: i32, max: usize) -> Result<Vec<Desc>, Fail> {
+        let mut descs = (0..max).map(|_| Desc::new(self.api, kind)).collect::<Result<Vec<_>, _>>()?;
+        let mut raws: Vec<*mut c_void> = descs.iter().map(|d| d.raw).collect();
+        let got = self.get(name, TYPE_BACKEND_DESCRIPTOR, &mut raws)?;
+        descs.truncate(got.min(max));
+        Ok(descs)
+    }
+    /// The number of elements of the descriptor-valued attribute `name`.
+    fn count_descs(&self, name: i32) -> Result<usize, Fail> {
+        self.get::<*mut c_void>(name, TYPE_BACKEND_DESCRIPTOR, &mut [])
+    }
+}
+
+/// The element type of X, W, B, the slope and Y; the arithmetic is f32 either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ConvDtype {
+    F16,
+    F32,
+}
+
+/// The activation after the bias.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Activation {
+    None,
+    Relu,
+    LeakyRelu(f32),
+    /// Per-output-channel slope tensor [K].
+    PRelu,
+}
+
+/// One ConvAct problem: NHWC input, KRSC filter, group 1.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ConvActShape {
+    /// Input X [N,H,W,C] in memory (dense).
+    pub(crate) n: i64,
+    pub(crate) c: i64,
+    pub(crate) h: i64,
+    pub(crate) w: i64,
+    /// Filter W [K,R,S,C] in memory (dense).
+    pub(crate) k: i64,
+    pub(crate) r: i64,
+    pub(crate) s: i64,
+    /// Top, left, bottom, right.
+    pub(crate) pads: [i64; 4],
+    pub(crate) strides: [i64; 2],
+    pub(crate) dilations: [i64; 2],
+    pub(crate) dtype: ConvDtype,
+    pub(crate) activation: Activation,
+}
+
+impl ConvActShape {
+    /// The output's (H', W'): `(H + pad_top + pad_bottom - dilation·(R-1) - 1) / stride + 1`, rounded down.
+    pub(crate) fn output_hw(&self) -> (i64, i64) {
+        let out = |size: i64, pre: i64, post: i64, k: i64, d: i64, st: i64| {
+            (size + pre + post - d * (k - 1) - 1).div_euclid(st.max(1)) + 1
+        };
+        (
+            out(self.h, self.pads[0], self.pads[2], self.r, self.dilations[0], self.strides[0]),
+            out(self.w, self.pads[1], self.pads[3], self.s, self.dilations[1], self.strides[1]),
+        )
+    }
+
+    /// A stable text key of every field, for caches (LeakyRelu's alpha by its bits).
+    pub(crate) fn key(&self) -> String {
+        let dtype = match self.dtype {
+            ConvDtype::F16 => "f16",
+            ConvDtype::F32 => "f32",
+        };
+        let act = match self.activation {
+            Activation::None => "none".to_string(),
+            Activation::Relu => "relu".to_string(),
+            Activation::LeakyRelu(a) => format!("leaky{:08x}", a.to_bits()),
+            Activation::PRelu => "prelu".to_string(),
+        };
+        let Self { n, c, h, w, k, r, s, pads: [pt, pl, pb, pr], strides: [sh, sw], dilations: [dh, dw], .. } = self;
+        format!("n{n}c{c}h{h}w{w}-k{k}r{r}s{s}-p{pt}.{pl}.{pb}.{pr}-st{sh}.{sw}-d{dh}.{dw}-{dtype}-{act}")
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let (oh, ow) = self.output_hw();
+        let positive = [self.n, self.c, self.h, self.w, self.k, self.r, self.s, oh, ow];
+        let ok = positive.iter().all(|&v| v > 0)
+            && self.pads.iter().all(|&p| p >= 0)
+            && self.strides.iter().chain(&self.dilations).all(|&v| v > 0);
+        if ok { Ok(()) } else { Err(format!("invalid ConvAct shape {}", self.key())) }
+    }
+}
+
+/// Device pointers of one execution (all on the device of the current CUDA context).
+pub(crate) struct ConvActPtrs {
+    pub(crate) x: *const c_void,
+    pub(crate) w: *const c_void,
+    pub(crate) b: *const c_void,
+    /// Null unless the activation is PRelu.
+    pub(crate) slope: *const c_void,
+    pub(crate) y: *mut c_void,
+}
+
+/// The descriptors of one finalized operation graph, kept alive for the plans made from it.
+struct Graph {
+    /// In creation order; destroyed in reverse.
+    descs: Vec<Desc>,
+    op_graph: *mut c_void,
+}
+
+// SAFETY: op_graph points to one of `descs` (Send + Sync, see Desc); it is only read.
+unsafe impl Send for Graph {}
+// SAFETY: as above.
+unsafe impl Sync for Graph {}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        while self.descs.pop().is_some() {}
+    }
+}
+
+/// Builds the operation graph's descriptors.
+struct Builder {
+    api: &'static Api,
+    descs: Vec<Desc>,
+    next_virtual: i64,
+    io: i32,
+}
+
+impl Builder {
+    fn keep(&mut self, d: Desc) -> *mut c_void {
+        let raw = d.raw;
+        self.descs.push(d);
+        raw
+    }
+
+    /// A 4-d tensor [d0,d1,d2,d3] whose element (i0,i1,i2,i3) lies at Σ i·stride.
+    fn tensor(&mut self, uid: i64, dims: [i64; 4], strides: [i64; 4], virt: bool) -> Result<*mut c_void, Fail> {
+        let d = Desc::new(self.api, TENSOR_DESCRIPTOR)?;
+        d.set(ATTR_TENSOR_DATA_TYPE, TYPE_DATA_TYPE, &[if virt { DATA_FLOAT } else { self.io }])?;
+        d.set(ATTR_TENSOR_DIMENSIONS, TYPE_INT64, &dims)?;
+        d.set(ATTR_TENSOR_STRIDES, TYPE_INT64, &strides)?;
+        d.set(ATTR_TENSOR_UNIQUE_ID, TYPE_INT64, &[uid])?;
+        d.set(ATTR_TENSOR_BYTE_ALIGNMENT, TYPE_INT64, &[ALIGNMENT])?;
+        if virt {
+            d.set(ATTR_TENSOR_IS_VIRTUAL, TYPE_BOOLEAN, &[true])?;
+        }
+        d.finalize("tensor")?;
+        Ok(self.keep(d))
+    }
+
+    /// A virtual f32 intermediate of the output's shape.
+    fn virtual_like(&mut self, dims: [i64; 4]) -> Result<*mut c_void, Fail> {
+        let uid = self.next_virtual;
+        self.next_virtual += 1;
+        self.tensor(uid, dims, nhwc_strides(dims), true)
+    }
+
+    /// y = mode(x[, b]); `relu_slope` sets RELU_FWD's clips as the cuDNN frontend does
+    /// (lower clip 0, upper clip FLT_MAX, lower-clip slope).
+    fn pointwise(
+        &mut self,
+        mode: i32,
+        x: *mut c_void,
+        b: Option<*mut c_void>,
+        y: *mut c_void,
+        relu_slope: Option<f64>,
+    ) -> Result<*mut c_void, Fail> {
+        let pw = Desc::new(self.api, POINTWISE_DESCRIPTOR)?;
+        pw.set(ATTR_POINTWISE_MODE, TYPE_POINTWISE_MODE, &[mode])?;
+        pw.set(ATTR_POINTWISE_MATH_PREC, TYPE_DATA_TYPE, &[DATA_FLOAT])?;
+        if let Some(slope) = relu_slope {
+            pw.set(ATTR_POINTWISE_RELU_LOWER_CLIP, TYPE_DOUBLE, &[0.0f64])?;
+            pw.set(ATTR_POINTWISE_RELU_UPPER_CLIP, TYPE_DOUBLE, &[f64::from(f32::MAX)])?;
+            pw.set(ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, TYPE_DOUBLE, &[slope])?;
+        }
+        pw.finalize("pointwise")?;
+        let pw = self.keep(pw);
+        let op = Desc::new(self.api, OPERATION_POINTWISE_DESCRIPTOR)?;
+        op.set_descs(ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, &[pw])?;
+        op.set_descs(ATTR_OPERATION_POINTWISE_XDESC, &[x])?;
+        if let Some(b) = b {
+            op.set_descs(ATTR_OPERATION_POINTWISE_BDESC, &[b])?;
+        }
+        op.set_descs(ATTR_OPERATION_POINTWISE_YDESC, &[y])?;
+        op.finalize("pointwise operation")?;
+        Ok(self.keep(op))
+    }
+}
+
+/// Strides of a dense NHWC (or KRSC) tensor with logical dims [N,C,H,W] (or [K,C,R,S]).
+fn nhwc_strides([_, c, h, w]: [i64; 4]) -> [i64; 4] {
+    [h * w * c, 1, w * c, c]
+}
+
+/// The operation graph: conv → T1; T1 + B → T2; activation → Y. PRelu, y = max(t,0) + slope·min(t,0),
+/// is P = relu(T2); D = T2 − P (= min(T2,0), exactly); M = D·slope; Y = P + M.
+fn build_graph(api: &'static Api, handle: *mut c_void, sh: &ConvActShape) -> Result<Graph, Fail> {
+    let io = match sh.dtype {
+        ConvDtype::F16 => DATA_HALF,
+        ConvDtype::F32 => DATA_FLOAT,
+    };
+    let mut b = Builder { api, descs: Vec::with_capacity(32), next_virtual: UID_VIRTUAL, io };
+    let (oh, ow) = sh.output_hw();
+    let x_dims = [sh.n, sh.c, sh.h, sh.w];
+    let w_dims = [sh.k, sh.c, sh.r, sh.s];
+    let y_dims = [sh.n, sh.k, oh, ow];
+    let chan_dims = [1, sh.k, 1, 1];
+    let chan_strides = [sh.k, 1, sh.k, sh.k];
+    let x = b.tensor(UID_X, x_dims, nhwc_strides(x_dims), false)?;
+    let w = b.tensor(UID_W, w_dims, nhwc_strides(w_dims), false)?;
+    let bias = b.tensor(UID_B, chan_dims, chan_strides, false)?;
+    let y = b.tensor(UID_Y, y_dims, nhwc_strides(y_dims), false)?;
+
+    let conv = Desc::new(api, CONVOLUTION_DESCRIPTOR)?;
+    conv.set(ATTR_CONVOLUTION_COMP_TYPE, TYPE_DATA_TYPE, &[DATA_FLOAT])?;
+    conv.set(ATTR_CONVOLUTION_CONV_MODE, TYPE_CONVOLUTION_MODE, &[CROSS_CORRELATION])?;
+    conv.set(ATTR_CONVOLUTION_SPATIAL_DIMS, TYPE_INT64, &[2i64])?;
+    conv.set(ATTR_CONVOLUTION_PRE_PADDINGS, TYPE_INT64, &[sh.pads[0], sh.pads[1]])?;
+    conv.set(ATTR_CONVOLUTION_POST_PADDINGS, TYPE_INT64, &[sh.pads[2], sh.pads[3]])?;
+    conv.set(ATTR_CONVOLUTION_FILTER_STRIDES, TYPE_INT64, &sh.strides)?;
+    conv.set(ATTR_CONVOLUTION_DILATIONS, TYPE_INT64, &sh.dilations)?;
+    conv.finalize("convolution")?;
+    let conv = b.keep(conv);
+
+    let mut ops = Vec::with_capacity(6);
+    let t1 = b.virtual_like(y_dims)?;
+    let op = Desc::new(api, OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)?;
+    op.set_descs(ATTR_OPERATION_CONVOLUTION_FORWARD_X, &[x])?;
+    op.set_descs(ATTR_OPERATION_CONVOLUTION_FORWARD_W, &[w])?;
+    op.set_descs(ATTR_OPERATION_CONVOLUTION_FORWARD_Y, &[t1])?;
+    op.set_descs(ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, &[conv])?;
+    // FLOAT compute: alpha and beta as CUDNN_TYPE_FLOAT (the frontend uses DOUBLE only for DOUBLE compute).
+    op.set(ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, TYPE_FLOAT, &[1.0f32])?;
+    op.set(ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, TYPE_FLOAT, &[0.0f32])?;
+    op.finalize("convolution forward operation")?;
+    ops.push(b.keep(op));
+
+    let biased = if sh.activation == Activation::None { y } else { b.virtual_like(y_dims)? };
+    ops.push(b.pointwise(POINTWISE_ADD, t1, Some(bias), biased, None)?);
+    match sh.activation {
+        Activation::None => {}
+        Activation::Relu => ops.push(b.pointwise(POINTWISE_RELU_FWD, biased, None, y, Some(0.0))?),
+        Activation::LeakyRelu(a) => {
+            ops.push(b.pointwise(POINTWISE_RELU_FWD, biased, None, y, Some(f64::from(a)))?);
+        }
+        Activation::PRelu => {
+            let slope = b.tensor(UID_SLOPE, chan_dims, chan_strides, false)?;
+            let pos = b.virtual_like(y_dims)?;
+            let neg = b.virtual_like(y_dims)?;
+            let scaled = b.virtual_like(y_dims)?;
+            ops.push(b.pointwise(POINTWISE_RELU_FWD, biased, None, pos, Some(0.0))?);
+            ops.push(b.pointwise(POINTWISE_SUB, biased, Some(pos), neg, None)?);
+            ops.push(b.pointwise(POINTWISE_MUL, neg, Some(slope), scaled, None)?);
+            ops.push(b.pointwise(POINTWISE_ADD, pos, Some(scaled), y, None)?);
+        }
+    }
+
+    let graph = Desc::new(api, OPERATIONGRAPH_DESCRIPTOR)?;
+    graph.set(ATTR_OPERATIONGRAPH_HANDLE, TYPE_HANDLE, &[handle])?;
+    graph.set_descs(ATTR_OPERATIONGRAPH_OPS, &ops)?;
+    graph.finalize("operation graph")?;
+    let op_graph = b.keep(graph);
+    Ok(Graph { descs: b.descs, op_graph })
+}
+
+/// The engine configurations a heuristic mode offers (empty when it supports none).
+fn heuristic(api: &'static Api, graph: &Graph, mode: i32) -> Result<Vec<Desc>, Fail> {
+    let heur = Desc::new(api, ENGINEHEUR_DESCRIPTOR)?;
+    heur.set_descs(ATTR_ENGINEHEUR_OPERATION_GRAPH, &[graph.op_graph])?;
+    heur.set(ATTR_ENGINEHEUR_MODE, TYPE_HEUR_MODE, &[mode])?;
+    match heur.finalize(&format!("engine heuristics, mode {mode}")) {
+        Err(f) if f.not_supported() => {
+            log::debug!("ConvAct: {}", f.message);
+            return Ok(Vec::new());
+        }
+        r => r?,
+    }
+    let count = heur.count_descs(ATTR_ENGINEHEUR_RESULTS)?;
+    heur.get_descs(ATTR_ENGINEHEUR_RESULTS, ENGINECFG_DESCRIPTOR, count)
+}
+
+/// An engine config's engine index, whether it compiles at run time, and its knobs as "type=value".
+fn engine_info(cfg: &Desc) -> Result<(i64, bool, Vec<String>), Fail> {
+    let engine = cfg.get_descs(ATTR_ENGINECFG_ENGINE, ENGINE_DESCRIPTOR, 1)?;
+    let engine = engine.first().ok_or_else(|| Fail::from("the engine config has no engine".to_string()))?;
+    let index = engine.get_i64(ATTR_ENGINE_GLOBAL_INDEX)?;
+    let mut notes = [-1i32; 8];
+    let n = engine.get(ATTR_ENGINE_BEHAVIOR_NOTE, TYPE_BEHAVIOR_NOTE, &mut notes).unwrap_or(0);
+    let runtime = notes[..n.min(notes.len())].contains(&BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+    let knobs = cfg
+        .get_descs(ATTR_ENGINECFG_KNOB_CHOICES, KNOB_CHOICE_DESCRIPTOR, 48)
+        .map(|choices| {
+            choices
+                .iter()
+                .filter_map(|k| {
+                    let mut ty = [0i32];
+                    k.get(ATTR_KNOB_CHOICE_KNOB_TYPE, TYPE_KNOB_TYPE, &mut ty).ok()?;
+                    Some(format!("{}={}", ty[0], k.get_i64(ATTR_KNOB_CHOICE_KNOB_VALUE).ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((index, runtime, knobs))
+}
+
+/// One finalized execution plan for a shape.
+pub(crate) struct FusedPlan {
+    /// The variant pack of the last pointer set (built again when the pointers change); the lock
+    /// also serialises executions of this plan.
+    pack: Mutex<Option<Pack>>,
+    plan: Desc,
+    _config: Desc,
+    _graph: Arc<Graph>,
+    workspace: usize,
+    description: String,
+    prelu: bool,
+}
+
+struct Pack {
+    key: [usize; 6],
+    desc: Desc,
+}
+
+// The op shares plans between threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<FusedPlan>();
+};
+
+impl FusedPlan {
+    /// The workspace the plan needs, in bytes.
+    pub(crate) fn workspace_bytes(&self) -> usize {
+        self.workspace
+    }
+
+    /// E.g. "engine 3 (runtime compiled), knobs [24=1, 25=0], workspace 0 B".
+    pub(crate) fn describe(&self) -> &str {
+        &self.description
+    }
+
+    /// Runs the graph on the handle's stream (the caller has set it with cudnnSetStream, or got
+    /// the handle bound to the stream from ONNX Runtime). No host synchronisation and no device
+    /// allocation, so it may run under CUDA graph capture (a host-side variant pack is built
+    /// only when the pointers differ from the previous call's).
+    ///
+    /// # Safety
+    /// `handle` is a live cudnnHandle_t of the current context; the pointers are device memory
+    /// of the sizes the shape implies, 16-byte aligned; `workspace` holds at least
+    /// [`Self::workspace_bytes`] bytes (may be null when that is 0).
+    pub(crate) unsafe fn execute(
+        &self,
+        handle: *mut c_void,
+        ptrs: &ConvActPtrs,
+        workspace: *mut c_void,
+    ) -> Result<(), String> {
+        let api = self.plan.api;
+        if handle.is_null() || ptrs.x.is_null() || ptrs.w.is_null() || ptrs.b.is_null() || ptrs.y.is_null() {
+            return Err("ConvAct: a null cuDNN handle or tensor pointer".into());
+        }
+        if self.prelu && ptrs.slope.is_null() {
+            return Err("ConvAct: PRelu without a slope pointer".into());
+        }
+        if self.workspace > 0 && workspace.is_null() {
+            return Err(format!("ConvAct: the plan needs {} B of workspace and got none", self.workspace));
+        }
+        let key = [ptrs.x, ptrs.w, ptrs.b, ptrs.slope, ptrs.y.cast_const(), workspace.cast_const()].map(|p| p as usize);
+        let mut pack = self.pack.lock().unwrap_or_else(PoisonError::into_inner);
+        if pack.as_ref().is_none_or(|p| p.key != key) {
+            *pack = None;
+            *pack = Some(Pack { key, desc: self.variant_pack(ptrs, workspace)? });
+        }
+        let Some(pack) = pack.as_ref() else { return Err("ConvAct: no variant pack".into()) };
+        // SAFETY: the plan and pack are finalized descriptors; the caller vouches for the handle
+        // and the memory behind the pack's pointers.
+        let s = unsafe { (api.execute)(handle, self.plan.raw, pack.desc.raw) };
+        status(api, "cudnnBackendExecute", s).map_err(String::from)
+    }
+
+    fn variant_pack(&self, ptrs: &ConvActPtrs, workspace: *mut c_void) -> Result<Desc, Fail> {
+        let uids = [UID_X, UID_W, UID_B, UID_Y, UID_SLOPE];
+        let data = [ptrs.x.cast_mut(), ptrs.w.cast_mut(), ptrs.b.cast_mut(), ptrs.y, ptrs.slope.cast_mut()];
+        let n = if self.prelu { 5 } else { 4 };
+        let d = Desc::new(self.plan.api, VARIANT_PACK_DESCRIPTOR)?;
+        d.set(ATTR_VARIANT_PACK_UNIQUE_IDS, TYPE_INT64, &uids[..n])?;
+        d.set(ATTR_VARIANT_PACK_DATA_POINTERS, TYPE_VOID_PTR, &data[..n])?;
+        d.set(ATTR_VARIANT_PACK_WORKSPACE, TYPE_VOID_PTR, &[workspace])?;
+        d.finalize("variant pack")?;
+        Ok(d)
+    }
+}
+
+/// Every plan cuDNN offers for the shape: the operation graph finalized, the engine configs of
+/// heuristics mode A, then those of the fallback mode whose engine mode A did not list, each
+/// finalized into a plan (configs whose plan fails to finalize are skipped). `Ok(empty)` when
+/// cuDNN supports no engine for the graph: the op then keeps the unfused route. Plans of runtime
+/// fusion engines compile kernels (NVRTC) when finalized: this can take seconds.
+///
+/// # Safety
+/// `handle` is a live cudnnHandle_t, created in the current CUDA context.
+pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<Vec<FusedPlan>, String> {
+    let api = api()?;
+    if handle.is_null() {
+        return Err("ConvAct: null cuDNN handle".into());
+    }
+    shape.validate()?;
+    let graph = match build_graph(api, handle, shape) {
+        Ok(g) => Arc::new(g),
+        Err(f) if f.not_supported() => {
+            log::info!("ConvAct {}: cuDNN cannot fuse this graph: {}", shape.key(), f.message);
+            return Ok(Vec::new());
+        }
+        Err(f) => return Err(format!("ConvAct {}: {}", shape.key(), f.message)),
+    };
+    let (from_a, fallback) = match (heuristic(api, &graph, HEUR_MODE_A), heuristic(api, &graph, HEUR_MODE_FALLBACK)) {
+        (Err(a), Err(f)) => return Err(format!("ConvAct {}: {}; {}", shape.key(), a.message, f.message)),
+        (a, f) => (a.unwrap_or_else(|e| skip(e, shape)), f.unwrap_or_else(|e| skip(e, shape))),
+    };
+    let a_count = from_a.len();
+    let mut engines_a = Vec::new();
+    let mut seen = Vec::new();
+    let mut plans = Vec::new();
+    for (i, cfg) in from_a.into_iter().chain(fallback).enumerate() {
+        let (index, runtime, knobs) = match engine_info(&cfg) {
+            Ok(info) => info,
+            Err(f) => {
+                log::debug!("ConvAct {}: skipping an engine config: {}", shape.key(), f.message);
+                continue;
+            }
+        };
+        if i < a_count {
+            engines_a.push(index);
+        } else if engines_a.contains(&index) {
+            continue;
+        }
+        if seen.contains(&(index, knobs.clone())) {
+            continue;
+        }
+        seen.push((index, knobs.clone()));
+        let built = (|| {
+            let plan = Desc::new(api, EXECUTION_PLAN_DESCRIPTOR)?;
+            plan.set(ATTR_EXECUTION_PLAN_HANDLE, TYPE_HANDLE, &[handle])?;
+            plan.set_descs(ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[cfg.raw])?;
+            plan.finalize("execution plan")?;
+            let bytes = plan.get_i64(ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?;
+            let bytes = usize::try_from(bytes).map_err(|_| Fail::from(format!("workspace size {bytes}")))?;
+            Ok::<_, Fail>((plan, bytes))
+        })();
+        let (plan, workspace) = match built {
+            Ok(p) => p,
+            Err(f) => {
+                log::debug!("ConvAct {}: engine {index} gives no plan: {}", shape.key(), f.message);
+                continue;
+            }
+        };
+        let runtime = if runtime { " (runtime compiled)" } else { "" };
+        let knobs = if knobs.is_empty() { String::new() } else { format!(", knobs [{}]", knobs.join(", ")) };
+        plans.push(FusedPlan {
+            pack: Mutex::new(None),
+            plan,
+            _config: cfg,
+            _graph: Arc::clone(&graph),
+            workspace,
+            description: format!("engine {index}{runtime}{knobs}, workspace {workspace} B"),
+            prelu: shape.activation == Activation::PRelu,
+        });
+    }
+    log::debug!("ConvAct {}: {} plan(s)", shape.key(), plans.len());
+    Ok(plans)
+}
+
+/// No configs from a heuristic mode that failed (the other one still counts).
+fn skip(f: Fail, shape: &ConvActShape) -> Vec<Desc> {
+    log::debug!("ConvAct {}: {}", shape.key(), f.message);
+    Vec::new()
+}
+
+/// A start and an end event, destroyed on drop.
+struct Events(sys::CUevent, sys::CUevent);
+
+impl Events {
+    fn new() -> Result<Self, String> {
+        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT as u32;
+        let mut start = std::ptr::null_mut();
+        // SAFETY: start is a valid out pointer; the caller has the context current.
+        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut start, flags) }).map_err(|e| e.to_string())?;
+        let mut end = std::ptr::null_mut();
+        // SAFETY: as above.
+        let r = unsafe { sys::cuEventCreate(&mut end, flags) };
+        if let Err(e) = check("cuEventCreate", r) {
+            // SAFETY: start was created above and is destroyed once.
+            unsafe { sys::cuEventDestroy_v2(start) };
+            return Err(e.to_string());
+        }
+        Ok(Self(start, end))
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        for ev in [self.0, self.1] {
+            // SAFETY: both events were created by Events::new and are destroyed once.
+            let r = unsafe { sys::cuEventDestroy_v2(ev) };
+            if r != sys::CUresult::CUDA_SUCCESS {
+                log::warn!("cuEventDestroy failed: {r:?}");
+            }
+        }
+    }
+}
+
+/// Times one run of `plan` with the events: None when the plan fails to execute.
+///
+/// # Safety
+/// As for [`autotune`].
+unsafe fn time_once(
+    handle: *mut c_void,
+    stream: sys::CUstream,
+    ev: &Events,
+    plan: &FusedPlan,
+    ptrs: &ConvActPtrs,
+    workspace: *mut c_void,
+) -> Result<Result<f64, String>, String> {
+    let err = |e: crate::error::Error| e.to_string();
+    // SAFETY: a live event and stream of the current context.
+    check("cuEventRecord", unsafe { sys::cuEventRecord(ev.0, stream) }).map_err(err)?;
+    // SAFETY: the caller vouches for the handle, pointers and workspace.
+    if let Err(e) = unsafe { plan.execute(handle, ptrs, workspace) } {
+        return Ok(Err(e));
+    }
+    // SAFETY: as for the first record.
+    check("cuEventRecord", unsafe { sys::cuEventRecord(ev.1, stream) }).map_err(err)?;
+    // SAFETY: the event was recorded above.
+    check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(ev.1) }).map_err(err)?;
+    let mut ms = 0f32;
+    // SAFETY: both events were recorded and the end one has completed; ms is a valid out pointer.
+    check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, ev.0, ev.1) }).map_err(err)?;
+    Ok(Ok(f64::from(ms)))
+}
+
+/// Times each plan on `stream` (the stream the handle is bound to) with CUDA events: one
+/// warm-up run each, then the median of `runs` runs; a plan whose execute fails is skipped.
+/// Returns the index of the fastest and each plan's median in ms (None for skipped ones).
+/// Synchronises with the stream; refuses to run while the stream is capturing.
+///
+/// # Safety
+/// As for [`FusedPlan::execute`], for every plan; `workspace` holds the largest workspace of
+/// `plans`; `stream` is a live CUstream of the current context. `ptrs.y` is overwritten.
+pub(crate) unsafe fn autotune(
+    handle: *mut c_void,
+    stream: *mut c_void,
+    plans: &[FusedPlan],
+    ptrs: &ConvActPtrs,
+    workspace: *mut c_void,
+    runs: usize,
+) -> Result<(usize, Vec<Option<f64>>), String> {
+    if plans.is_empty() {
+        return Err("ConvAct autotune: no plans".into());
+    }
+    let stream: sys::CUstream = stream.cast();
+    let mut capture = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: stream is live (caller); capture is a valid out pointer.
+    check("cuStreamIsCapturing", unsafe { sys::cuStreamIsCapturing(stream, &mut capture) })
+        .map_err(|e| e.to_string())?;
+    if capture != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Err("ConvAct autotune: the stream is being captured into a CUDA graph; tune before capture".into());
+    }
+    let events = Events::new()?;
+    let mut medians = Vec::with_capacity(plans.len());
+    'plans: for (i, plan) in plans.iter().enumerate() {
+        let mut samples = Vec::with_capacity(runs.max(1) + 1);
+        // The first run is the warm-up, not counted.
+        for _ in 0..=runs.max(1) {
+            // SAFETY: the caller vouches for the handle, pointers, workspace and stream.
+            match unsafe { time_once(handle, stream, &events, plan, ptrs, workspace) }? {
+                Ok(ms) => samples.push(ms),
+                Err(e) => {
+                    log::debug!("ConvAct autotune: plan {i} ({}) skipped: {e}", plan.describe());
+                    medians.push(None);
+                    continue 'plans;
+                }
+            }
+        }
+        let samples = &mut samples[1..];
+        samples.sort_by(f64::total_cmp);
+        let mid = samples.len() / 2;
+        let median = if samples.len() % 2 == 0 { (samples[mid - 1] + samples[mid]) / 2.0 } else { samples[mid] };
+        log::debug!("ConvAct autotune: plan {i} ({}): {median:.4} ms", plan.describe());
+        medians.push(Some(median));
+    }
+    let best = medians
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.map(|m| (i, m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+        .ok_or_else(|| "ConvAct autotune: no plan executed".to_string())?;
+    Ok((best, medians))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> ConvActShape {
+        ConvActShape {
+            n: 1,
+            c: 64,
+            h: 32,
+            w: 48,
+            k: 64,
+            r: 3,
+            s: 3,
+            pads: [1, 1, 1, 1],
+            strides: [1, 1],
+            dilations: [1, 1],
+            dtype: ConvDtype::F16,
+            activation: Activation::PRelu,
+        }
+    }
+
+    #[test]
+    fn output_hw_follows_the_conv_formula() {
+        let s = shape();
+        assert_eq!(s.output_hw(), (32, 48));
+        let strided = ConvActShape { strides: [2, 2], ..shape() };
+        assert_eq!(strided.output_hw(), (16, 24));
+        let asym = ConvActShape { pads: [0, 1, 1, 0], strides: [2, 2], ..shape() };
+        // (32 + 0 + 1 - 2 - 1) / 2 + 1 = 16; (48 + 1 + 0 - 2 - 1) / 2 + 1 = 24
+        assert_eq!(asym.output_hw(), (16, 24));
+        let asym1 = ConvActShape { pads: [0, 0, 2, 1], ..shape() };
+        assert_eq!(asym1.output_hw(), (32, 47));
+        let dilated = ConvActShape { dilations: [2, 2], ..shape() };
+        assert_eq!(dilated.output_hw(), (30, 46));
+        let dilated_padded = ConvActShape { dilations: [2, 2], pads: [2, 2, 2, 2], ..shape() };
+        assert_eq!(dilated_padded.output_hw(), (32, 48));
+        let one = ConvActShape { r: 1, s: 1, pads: [0; 4], ..shape() };
+        assert_eq!(one.output_hw(), (32, 48));
+        assert!(ConvActShape { h: 1, pads: [0; 4], ..shape() }.validate().is_err());
+    }
+
+    #[test]
+    fn keys_differ_by_alpha_dtype_and_activation() {
+        let base = shape();
+        let keys = [
+            base.key(),
+            ConvActShape { dtype: ConvDtype::F32, ..shape() }.key(),
+            ConvActShape { activation: Activation::None, ..shape() }.key(),
+            ConvActShape { activation: Activation::Relu, ..shape() }.key(),
+            ConvActShape { activation: Activation::LeakyRelu(0.1), ..shape() }.key(),
+            ConvActShape { activation: Activation::LeakyRelu(0.2), ..shape() }.key(),
+            ConvActShape { pads: [1, 1, 0, 0], ..shape() }.key(),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(base.key(), shape().key());
+    }
+
+    #[test]
+    fn plans_fails_clearly_without_libcudnn() {
+        if api().is_ok() {
+            return; // cuDNN 9 is installed here: nothing to check without a GPU.
+        }
+        // SAFETY: with cuDNN absent, plans returns before using the (null) handle.
+        let err = match unsafe { plans(std::ptr::null_mut(), &shape()) } {
+            Ok(_) => panic!("plans succeeded without cuDNN"),
+            Err(e) => e,
+        };
+        assert!(err.contains(LIBRARY), "{err}");
+        #[cfg(not(windows))]
+        assert!(err.contains("libcudnn"), "{err}");
+    }
+}

@@ -1,0 +1,271 @@
+//! The `ai.neural_frame::ConvAct` operator that [`fuse_conv_act`](super::convact::fuse_conv_act)
+//! puts in a model: registered with every session (it only runs where a rewritten model
+//! has it). Two kernels:
+//!
+//! - **CUDA** (`CUDAExecutionProvider`, float16 and float32): one cuDNN operation graph,
+//!   convolution → bias → activation, run on the provider's compute stream with its cuDNN
+//!   handle, so it stays inside the provider's CUDA graph. At the first run of a shape every
+//!   engine configuration cuDNN offers is timed and the fastest kept for the process
+//!   (`src/cuda/cudnn.rs`). Where cuDNN offers none the run fails with a message that
+//!   names the shape and the option that turns the rewrite off.
+//! - **CPU** (float16 and float32): a direct convolution in f32, the same formula; it is how
+//!   the rewrite is proven against the original model on ONNX Runtime's CPU provider in CI.
+
+use ort::operator::{
+    BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorDomain, OperatorInput, OperatorOutput,
+};
+use ort::value::{DynTensorValueType, TensorElementType};
+
+use super::convact::{DOMAIN, OP};
+
+/// The node's attributes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Attrs {
+    /// Top, left, bottom, right.
+    pub(crate) pads: [i64; 4],
+    pub(crate) strides: [i64; 2],
+    pub(crate) dilations: [i64; 2],
+    pub(crate) act: ActKind,
+}
+
+/// The activation after the bias.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ActKind {
+    None,
+    Relu,
+    Leaky(f32),
+    PRelu,
+}
+
+fn attrs(k: &KernelContext<'_>) -> ort::Result<Attrs> {
+    let bad = |what: &str| ort::Error::new(format!("{OP}: attribute {what} is missing or malformed"));
+    let four = k.get::<Vec<i64>>("pads").filter(|v| v.len() == 4).ok_or_else(|| bad("pads"))?;
+    let two = |name: &str| -> ort::Result<[i64; 2]> {
+        let v =
+            k.get::<Vec<i64>>(name).filter(|v| v.len() == 2 && v.iter().all(|&x| x >= 1)).ok_or_else(|| bad(name))?;
+        Ok([v[0], v[1]])
+    };
+    let act = match k.get::<String>("activation").as_deref() {
+        Some("none") => ActKind::None,
+        Some("relu") => ActKind::Relu,
+        Some("leaky_relu") => ActKind::Leaky(k.get::<f32>("alpha").ok_or_else(|| bad("alpha"))?),
+        Some("prelu") => ActKind::PRelu,
+        _ => return Err(bad("activation")),
+    };
+    Ok(Attrs {
+        pads: [four[0], four[1], four[2], four[3]],
+        strides: two("strides")?,
+        dilations: two("dilations")?,
+        act,
+    })
+}
+
+/// The output's spatial size, or None where the window does not fit.
+pub(crate) fn output_hw(a: &Attrs, h: i64, w: i64, r: i64, s: i64) -> Option<(i64, i64)> {
+    let span = |size: i64, before: i64, after: i64, k: i64, dil: i64, stride: i64| {
+        let reach = dil * (k - 1) + 1;
+        let padded = size + before + after;
+        (padded >= reach).then(|| (padded - reach) / stride + 1)
+    };
+    Some((
+        span(h, a.pads[0], a.pads[2], r, a.dilations[0], a.strides[0])?,
+        span(w, a.pads[1], a.pads[3], s, a.dilations[1], a.strides[1])?,
+    ))
+}
+
+/// The reference convolution: `x` NHWC `[n, h, w, c]`, `wt` KRSC `[k, r, s, c]`, `b` and
+/// `slope` `[k]`; returns NHWC `[n, oh, ow, k]` in f32.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv_act_reference(
+    a: &Attrs,
+    x: &[f32],
+    [n, h, w, c]: [usize; 4],
+    wt: &[f32],
+    [k, r, s]: [usize; 3],
+    b: &[f32],
+    slope: Option<&[f32]>,
+    (oh, ow): (usize, usize),
+) -> Vec<f32> {
+    let mut y = vec![0f32; n * oh * ow * k];
+    let (pt, pl) = (a.pads[0] as isize, a.pads[1] as isize);
+    let (sh, sw) = (a.strides[0] as isize, a.strides[1] as isize);
+    let (dh, dw) = (a.dilations[0] as isize, a.dilations[1] as isize);
+    for ni in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let out = &mut y[((ni * oh + oy) * ow + ox) * k..][..k];
+                for (ki, o) in out.iter_mut().enumerate() {
+                    let mut acc = b[ki];
+                    for ri in 0..r {
+                        let iy = oy as isize * sh - pt + ri as isize * dh;
+                        if iy < 0 || iy >= h as isize {
+                            continue;
+                        }
+                        for si in 0..s {
+                            let ix = ox as isize * sw - pl + si as isize * dw;
+                            if ix < 0 || ix >= w as isize {
+                                continue;
+                            }
+                            let px = &x[((ni * h + iy as usize) * w + ix as usize) * c..][..c];
+                            let wk = &wt[((ki * r + ri) * s + si) * c..][..c];
+                            acc += px.iter().zip(wk).map(|(p, q)| p * q).sum::<f32>();
+                        }
+                    }
+                    *o = match (a.act, slope) {
+                        (ActKind::None, _) => acc,
+                        (ActKind::Relu, _) => acc.max(0.0),
+                        (ActKind::Leaky(al), _) => {
+                            if acc < 0.0 {
+                                al * acc
+                            } else {
+                                acc
+                            }
+                        }
+                        (ActKind::PRelu, Some(sl)) => {
+                            if acc < 0.0 {
+                                sl[ki] * acc
+                            } else {
+                                acc
+                            }
+                        }
+                        (ActKind::PRelu, None) => acc,
+                    };
+                }
+            }
+        }
+    }
+    y
+}
+
+/// The operator for one provider and element type.
+struct ConvAct {
+    element: TensorElementType,
+    cuda: bool,
+}
+
+impl Operator for ConvAct {
+    type Kernel<'attr> = BoxedKernel<'attr>;
+
+    fn name(&self) -> &str {
+        OP
+    }
+
+    fn execution_provider_type(&self) -> Option<&str> {
+        self.cuda.then_some("CUDAExecutionProvider")
+    }
+
+    fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
+        let t = self.element;
+        [OperatorInput::required(t), OperatorInput::required(t), OperatorInput::required(t), OperatorInput::optional(t)]
+    }
+
+    fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
+        [OperatorOutput::required(self.element)]
+    }
+
+    fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
+        let a = attrs(kctx)?;
+        if self.cuda {
+            cuda_kernel(a, self.element)
+        } else {
+            Ok(Box::new(CpuKernel { a, half: self.element == TensorElementType::Float16 }))
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_kernel<'a>(a: Attrs, element: TensorElementType) -> ort::Result<BoxedKernel<'a>> {
+    Ok(Box::new(cuda::CudaKernel::new(a, element == TensorElementType::Float16)))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_kernel<'a>(_: Attrs, _: TensorElementType) -> ort::Result<BoxedKernel<'a>> {
+    Err(ort::Error::new(format!("{OP} on CUDA: neural-frame was built without its `cuda` feature")))
+}
+
+/// A tensor input's dims, as four values.
+fn dims4(ctx: &ComputeContext, i: usize, what: &str) -> ort::Result<[i64; 4]> {
+    let v = ctx.input(i)?.ok_or_else(|| ort::Error::new(format!("{OP}: no {what}")))?;
+    let v = v.downcast::<DynTensorValueType>()?;
+    match v.dtype() {
+        ort::value::ValueType::Tensor { shape, .. } if shape.len() == 4 => Ok([shape[0], shape[1], shape[2], shape[3]]),
+        other => Err(ort::Error::new(format!("{OP}: {what} is {other}, not a rank-4 tensor"))),
+    }
+}
+
+/// The CPU kernel.
+struct CpuKernel {
+    a: Attrs,
+    half: bool,
+}
+
+impl CpuKernel {
+    fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
+        let Some(v) = ctx.input(i)? else { return Ok(None) };
+        Ok(Some(if self.half {
+            v.try_extract_tensor::<half::f16>()?.1.iter().map(|h| h.to_f32()).collect()
+        } else {
+            v.try_extract_tensor::<f32>()?.1.to_vec()
+        }))
+    }
+}
+
+impl Kernel for CpuKernel {
+    fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        let missing = |what: &str| ort::Error::new(format!("{OP}: no {what}"));
+        let [n, h, w, c] = dims4(ctx, 0, "input X")?;
+        let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
+        if wc != c {
+            return Err(ort::Error::new(format!("{OP}: the input has {c} channels, the weight {wc}")));
+        }
+        let (oh, ow) = output_hw(&self.a, h, w, r, s)
+            .ok_or_else(|| ort::Error::new(format!("{OP}: a {r}×{s} window does not fit {h}×{w}")))?;
+        let x = self.floats(ctx, 0)?.ok_or_else(|| missing("input X"))?;
+        let wt = self.floats(ctx, 1)?.ok_or_else(|| missing("weight W"))?;
+        let b = self.floats(ctx, 2)?.ok_or_else(|| missing("bias B"))?;
+        let slope = self.floats(ctx, 3)?;
+        if b.len() != k as usize || slope.as_ref().is_some_and(|sl| sl.len() != k as usize) {
+            return Err(ort::Error::new(format!("{OP}: the bias and slope must hold {k} values")));
+        }
+        if self.a.act == ActKind::PRelu && slope.is_none() {
+            return Err(missing("slope for prelu"));
+        }
+        let u = |v: i64| v as usize;
+        let y = conv_act_reference(
+            &self.a,
+            &x,
+            [u(n), u(h), u(w), u(c)],
+            &wt,
+            [u(k), u(r), u(s)],
+            &b,
+            slope.as_deref(),
+            (u(oh), u(ow)),
+        );
+        let mut out = ctx.output(0, vec![n, oh, ow, k])?.ok_or_else(|| missing("output"))?;
+        if self.half {
+            let (_, o) = out.try_extract_tensor_mut::<half::f16>()?;
+            for (d, v) in o.iter_mut().zip(&y) {
+                *d = half::f16::from_f32(*v);
+            }
+        } else {
+            out.try_extract_tensor_mut::<f32>()?.1.copy_from_slice(&y);
+        }
+        Ok(())
+    }
+}
+
+/// The domain with `ConvAct`'s CPU kernels (and, built with `cuda`, its CUDA ones).
+pub(crate) fn domain() -> ort::Result<OperatorDomain> {
+    let mut d = OperatorDomain::new(DOMAIN)?;
+    for element in [TensorElementType::Float32, TensorElementType::Float16] {
+        d = d.add(ConvAct { element, cuda: false })?;
+        if cfg!(feature = "cuda") {
+            d = d.add(ConvAct { element, cuda: true })?;
+        }
+    }
+    Ok(d)
+}
+
+#[cfg(feature = "cuda")]
+#[path = "convact_cuda.rs"]
+mod cuda;

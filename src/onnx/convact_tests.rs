@@ -1,0 +1,251 @@
+//! Tests of the fused-convolution rewrite: each rewritten model (run with `ConvAct`'s CPU
+//! kernel) against its original on ONNX Runtime's CPU provider, on the same non-trivial
+//! input; models the rewrite leaves alone must come back byte for byte.
+
+use prost::Message;
+
+use super::*;
+use crate::onnx::fp16::tests::{differences, model, node, pattern_inputs, run, tensor_vi};
+use crate::onnx::proto::{TensorProto, data_type};
+
+/// §4 of issue 23: a float32 rewrite is within 1e-4 of the original.
+const FP32_MAX_ERR: f32 = 1e-4;
+/// §4 of issue 23: a float16 one keeps PSNR ≥ 50 dB (here on the values, peak 1).
+const FP16_MIN_PSNR: f64 = 50.0;
+
+fn read(path: &str) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The original and the rewrite on the same pattern: (name, PSNR, max error) per output.
+fn compare(original: &[u8], rewritten: &[u8], sizes: &[i64]) -> Vec<(String, f64, f32)> {
+    let inputs = pattern_inputs(original, sizes);
+    let expected = run(original, &inputs).expect("the original runs");
+    let got = run(rewritten, &inputs).unwrap_or_else(|e| panic!("the rewrite does not run: {e}"));
+    differences(&expected, &got)
+}
+
+fn ops(bytes: &[u8]) -> Vec<String> {
+    let m = ModelProto::decode(bytes).expect("decodes");
+    m.graph.expect("graph").node.iter().map(|n| n.op().to_string()).collect()
+}
+
+#[test]
+fn the_upscalers_and_test_models_fuse_exactly() {
+    let cases: [(&str, usize, &str); 5] = [
+        ("models/upscale.onnx", 18, "17 with prelu"),
+        // Its Transposes at the boundary meet the rewrite's, which ONNX Runtime cancels.
+        ("models/test/tiny-x2-f32-nhwc.onnx", 2, "1 with prelu"),
+        ("models/test/tiny-x2-f32.onnx", 2, "1 with prelu"),
+        ("models/test/tiny-x2-f32-two-outputs.onnx", 2, "1 with prelu"),
+        ("models/test/tiny-x2-f32-meanstd.onnx", 2, "1 with prelu"),
+    ];
+    for (path, fused, kind) in cases {
+        let original = read(path);
+        let r = fuse_conv_act(&original).expect("rewrites");
+        assert_eq!(r.changes.len(), 1, "{path}: {:?}", r.changes);
+        assert!(r.changes[0].starts_with(&format!("{fused} convolutions")), "{path}: {:?}", r.changes);
+        assert!(r.changes[0].contains(kind), "{path}: {:?}", r.changes);
+        let o = ops(&r.bytes);
+        assert_eq!(o.iter().filter(|op| *op == OP).count(), fused, "{path}: {o:?}");
+        assert!(!o.iter().any(|op| op == "PRelu"), "{path}: {o:?}");
+        let d = compare(&original, &r.bytes, &[1, 3, 20, 28]);
+        eprintln!("{path}: {d:?}");
+        assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{path}: {d:?}");
+    }
+}
+
+#[test]
+fn float16_models_fuse_within_tolerance() {
+    for path in ["models/upscale-fp16.onnx", "models/test/tiny-x2-f16.onnx"] {
+        let original = read(path);
+        let r = fuse_conv_act(&original).expect("rewrites");
+        assert!(r.applied(), "{path}: {:?}", r.skipped);
+        let d = compare(&original, &r.bytes, &[1, 3, 20, 28]);
+        eprintln!("{path}: {d:?}");
+        assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{path}: {d:?}");
+    }
+}
+
+/// Deterministic weights in [-0.25, 0.25).
+fn weights(n: usize, seed: usize) -> Vec<f32> {
+    (0..n).map(|i| (((i * 7919 + seed * 104_729) % 211) as f32 / 211.0 - 0.5) * 0.5).collect()
+}
+
+/// A layer of a hand-built chain.
+struct Layer {
+    out: i64,
+    kernel: i64,
+    pads: [i64; 4],
+    strides: [i64; 2],
+    dilations: [i64; 2],
+    bias: bool,
+    /// "PRelu", "PReluScalar", "LeakyRelu", "Relu" or "" (none).
+    act: &'static str,
+}
+
+fn layer(out: i64, kernel: i64, act: &'static str) -> Layer {
+    let p = kernel / 2;
+    Layer { out, kernel, pads: [p; 4], strides: [1, 1], dilations: [1, 1], bias: true, act }
+}
+
+/// x [1, 3, h, w] through `layers`; with `side`, the first layer's result is also added to
+/// itself by a plain Add that is an output of its own (a reader that is not fused).
+fn chain(layers: &[Layer], side: bool) -> Vec<u8> {
+    let (mut nodes, mut inits) = (Vec::new(), Vec::new());
+    let (mut src, mut c) = ("x".to_string(), 3i64);
+    let mut first_out = String::new();
+    for (i, l) in layers.iter().enumerate() {
+        let (w, b, conv) = (format!("w{i}"), format!("b{i}"), format!("conv{i}"));
+        inits.push(TensorProto::from_floats(
+            &w,
+            vec![l.out, c, l.kernel, l.kernel],
+            &weights((l.out * c * l.kernel * l.kernel) as usize, i),
+        ));
+        let mut ins = vec![src.as_str(), w.as_str()];
+        if l.bias {
+            inits.push(TensorProto::from_floats(&b, vec![l.out], &weights(l.out as usize, i + 50)));
+            ins.push(b.as_str());
+        }
+        nodes.push(node(
+            "Conv",
+            &ins,
+            &[conv.as_str()],
+            vec![
+                AttributeProto::ints("kernel_shape", vec![l.kernel, l.kernel]),
+                AttributeProto::ints("pads", l.pads.to_vec()),
+                AttributeProto::ints("strides", l.strides.to_vec()),
+                AttributeProto::ints("dilations", l.dilations.to_vec()),
+            ],
+        ));
+        let out = format!("a{i}");
+        match l.act {
+            "" => nodes.push(node("Identity", &[conv.as_str()], &[out.as_str()], vec![])),
+            "PRelu" | "PReluScalar" => {
+                let s = format!("s{i}");
+                let (dims, n) = if l.act == "PRelu" { (vec![1, l.out, 1, 1], l.out as usize) } else { (vec![1], 1) };
+                let slope: Vec<f32> = weights(n, i + 90).iter().map(|v| v + 0.3).collect();
+                inits.push(TensorProto::from_floats(&s, dims, &slope));
+                nodes.push(node("PRelu", &[conv.as_str(), s.as_str()], &[out.as_str()], vec![]));
+            }
+            "LeakyRelu" => nodes.push(node(
+                "LeakyRelu",
+                &[conv.as_str()],
+                &[out.as_str()],
+                vec![AttributeProto {
+                    name: Some("alpha".into()),
+                    f: Some(0.2),
+                    r#type: Some(attribute_type::FLOAT),
+                    ..Default::default()
+                }],
+            )),
+            op => nodes.push(node(op, &[conv.as_str()], &[out.as_str()], vec![])),
+        }
+        if i == 0 {
+            first_out = out.clone();
+        }
+        src = out;
+        c = l.out;
+    }
+    let mut outputs = vec![tensor_vi(&src, data_type::FLOAT, &["1", "C", "H", "W"])];
+    if side {
+        nodes.push(node("Add", &[first_out.as_str(), first_out.as_str()], &["side"], vec![]));
+        outputs.push(tensor_vi("side", data_type::FLOAT, &["1", "C1", "H1", "W1"]));
+    }
+    let graph = GraphProto {
+        node: nodes,
+        initializer: inits,
+        input: vec![tensor_vi("x", data_type::FLOAT, &["1", "3", "h", "w"])],
+        output: outputs,
+        ..Default::default()
+    };
+    model(graph, 17)
+}
+
+#[test]
+fn every_activation_stride_padding_and_dilation_fuses_exactly() {
+    let odd = Layer { pads: [0, 1, 2, 1], strides: [2, 1], ..layer(6, 3, "LeakyRelu") };
+    let dilated = Layer { dilations: [2, 2], pads: [2, 2, 2, 2], bias: false, ..layer(5, 3, "Relu") };
+    let strided = Layer { strides: [2, 2], pads: [1, 0, 1, 0], ..layer(4, 3, "PReluScalar") };
+    let last = Layer { bias: false, ..layer(3, 1, "") };
+    let cases: Vec<(&str, Vec<Layer>, bool, usize)> = vec![
+        ("prelu, leaky, relu, scalar prelu, plain", vec![layer(8, 3, "PRelu"), odd, dilated, strided, last], false, 5),
+        ("a fused result read by a plain Add too", vec![layer(8, 3, "PRelu"), layer(4, 3, "Relu")], true, 2),
+        ("a 5×5 kernel", vec![layer(4, 5, "LeakyRelu"), layer(4, 3, "PRelu")], false, 2),
+    ];
+    for (what, layers, side, fused) in cases {
+        let original = chain(&layers, side);
+        let r = fuse_conv_act(&original).expect("rewrites");
+        let o = ops(&r.bytes);
+        assert_eq!(o.iter().filter(|op| *op == OP).count(), fused, "{what}: {o:?} {:?}", r.skipped);
+        // The transposes: one in, one out, and one more where a plain node reads a fused result.
+        let transposes = o.iter().filter(|op| *op == "Transpose").count();
+        assert_eq!(transposes, 2 + side as usize, "{what}: {o:?}");
+        for size in [[1, 3, 17, 23], [1, 3, 8, 9]] {
+            let d = compare(&original, &r.bytes, &size);
+            eprintln!("{what} {size:?}: {d:?}");
+            assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
+        }
+    }
+}
+
+#[test]
+fn models_without_a_fusable_pair_come_back_unchanged() {
+    // A plain chain with no activation; a grouped Conv with PRelu; a Conv whose output is
+    // read twice; a model with no Conv at all.
+    let plain = chain(&[layer(4, 3, ""), layer(3, 3, "")], false);
+    let mut grouped = ModelProto::decode(chain(&[layer(6, 3, "PRelu")], false).as_slice()).expect("decodes");
+    {
+        let g = grouped.graph.as_mut().expect("graph");
+        g.node[0].attribute.push(AttributeProto::int("group", 3));
+        let w = g.initializer.iter_mut().find(|t| t.name() == "w0").expect("w0");
+        *w = TensorProto::from_floats("w0", vec![6, 1, 3, 3], &weights(54, 0));
+    }
+    let grouped = grouped.encode_to_vec();
+    let mut twice = ModelProto::decode(chain(&[layer(4, 3, "PRelu")], false).as_slice()).expect("decodes");
+    {
+        let g = twice.graph.as_mut().expect("graph");
+        g.node.push(node("Add", &["conv0", "conv0"], &["twice"], vec![]));
+        g.output.push(tensor_vi("twice", data_type::FLOAT, &["1", "C", "H", "W"]));
+    }
+    let twice = twice.encode_to_vec();
+    let cases: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        ("no activation", plain, None),
+        ("grouped", grouped, Some("a grouped convolution")),
+        ("conv output read twice", twice, None),
+        ("tiny-x1-rgba-u8", read("models/test/tiny-x1-rgba-u8.onnx"), None),
+    ];
+    for (what, original, why) in cases {
+        let r = fuse_conv_act(&original).expect("rewrites");
+        assert!(!r.applied() && r.bytes == original, "{what}: {:?}", r.changes);
+        if let Some(why) = why {
+            assert!(r.skipped.iter().any(|s| s.contains(why)), "{what}: {:?}", r.skipped);
+        }
+    }
+}
+
+#[test]
+fn the_reference_kernel_matches_a_hand_computed_convolution() {
+    // One 3×3 image, one channel, the 3×3 kernel of ones, padding 1, bias −4, PReLU slope ½:
+    // the centre sums all nine values (45) and each corner four of them.
+    let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
+    let a = crate::onnx::convact_op::Attrs {
+        pads: [1; 4],
+        strides: [1, 1],
+        dilations: [1, 1],
+        act: crate::onnx::convact_op::ActKind::PRelu,
+    };
+    let y = crate::onnx::convact_op::conv_act_reference(
+        &a,
+        &x,
+        [1, 3, 3, 1],
+        &[1.0; 9],
+        [1, 3, 3],
+        &[-20.0],
+        Some(&[0.5]),
+        (3, 3),
+    );
+    // Sums: corners 12, 16, 24, 28; edges 21, 27, 33, 39; centre 45; minus 20, negatives halved.
+    let expected = [-4.0, 1.0, -2.0, 7.0, 25.0, 13.0, 4.0, 19.0, 8.0];
+    assert_eq!(y, expected);
+}
