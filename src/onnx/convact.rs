@@ -26,6 +26,12 @@ use crate::onnx::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, attribute_type, data_type,
 };
 
+/// Channels of the fused node's tensors come in multiples of this (cuDNN's runtime-fusion
+/// engines need 16-byte aligned channels in fp16): an input with fewer is padded with zero
+/// channels on the way in (its weight too, so the result is the same); an output with a
+/// count that is not a multiple keeps its Conv as it was.
+pub(crate) const CHANNEL_ALIGN: i64 = 8;
+
 /// The custom operators' domain.
 pub(crate) const DOMAIN: &str = "ai.neural_frame";
 /// The fused convolution's operator name.
@@ -117,6 +123,12 @@ fn conv_candidate(g: &GraphProto, i: usize) -> std::result::Result<Candidate, St
     if n.int("group").unwrap_or(1) != 1 {
         return Err("a grouped convolution".into());
     }
+    if dims[0] % CHANNEL_ALIGN != 0 {
+        return Err(format!(
+            "{} output channels, not a multiple of {CHANNEL_ALIGN} (cuDNN's fused engines need aligned channels)",
+            dims[0]
+        ));
+    }
     let auto_pad = n.string("auto_pad").unwrap_or_else(|| "NOTSET".into());
     let pads = match (auto_pad.as_str(), n.ints("pads")) {
         ("VALID", _) | ("NOTSET", None) => [0; 4],
@@ -191,16 +203,17 @@ fn activation(g: &GraphProto, c: &Candidate) -> Option<(usize, Act)> {
     Some((j, act))
 }
 
-/// KCRS raw bytes as KRSC.
-fn krsc(weight: &[u8], [k, c, r, s]: [i64; 4], elem: usize) -> Vec<u8> {
+/// KCRS raw bytes as KRSC with `padded` ≥ C channels (the extra ones zero).
+fn krsc(weight: &[u8], [k, c, r, s]: [i64; 4], padded: i64, elem: usize) -> Vec<u8> {
     let (k, c, r, s) = (k as usize, c as usize, r as usize, s as usize);
-    let mut out = vec![0u8; weight.len()];
+    let cp = padded as usize;
+    let mut out = vec![0u8; k * r * s * cp * elem];
     for ki in 0..k {
         for ci in 0..c {
             for ri in 0..r {
                 for si in 0..s {
                     let src = ((ki * c + ci) * r + ri) * s + si;
-                    let dst = ((ki * r + ri) * s + si) * c + ci;
+                    let dst = ((ki * r + ri) * s + si) * cp + ci;
                     out[dst * elem..(dst + 1) * elem].copy_from_slice(&weight[src * elem..(src + 1) * elem]);
                 }
             }
@@ -233,6 +246,7 @@ fn transpose(name: String, input: &str, output: &str, perm: [i64; 4]) -> NodePro
 /// Replaces Conv + activation pairs (and the plain Convs that read them) by [`OP`] nodes.
 pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     let mut m = ModelProto::decode_model(model, "being rewritten")?;
+    let opset = m.opset("").unwrap_or(1);
     let unchanged = |changes: Vec<String>, skipped| Rewritten { bytes: model.to_vec(), changes, skipped };
     let Some(g) = m.graph.as_mut() else { return Ok(unchanged(Vec::new(), Vec::new())) };
     if g.node.iter().any(|n| n.attribute.iter().any(|a| a.g.is_some() || !a.graphs.is_empty())) {
@@ -280,6 +294,7 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     let mut nodes = Vec::with_capacity(g.node.len() + 4);
     let mut new_inits = Vec::new();
     let (mut transposes, mut counts) = (0usize, HashMap::<&'static str, usize>::new());
+    let mut padded_inputs = 0usize;
     let old = std::mem::take(&mut g.node);
     for (i, n) in old.iter().enumerate() {
         if folded.contains(&i) {
@@ -291,19 +306,37 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
         };
         let c = &candidates[k];
         let base = if n.name().is_empty() { c.y.clone() } else { n.name().to_string() };
+        let padded = (c.dims[1] + CHANNEL_ALIGN - 1) / CHANNEL_ALIGN * CHANNEL_ALIGN;
         let x = match nhwc.get(&c.x) {
             Some(x) => x.clone(),
             None => {
-                let x = fresh(&mut used, &format!("{}_nhwc", c.x));
+                let mut x = fresh(&mut used, &format!("{}_nhwc", c.x));
                 nodes.push(transpose(fresh(&mut used, &format!("{}_to_nhwc", c.x)), &c.x, &x, [0, 2, 3, 1]));
                 transposes += 1;
+                if padded != c.dims[1] {
+                    // Zero channels up to the alignment (a fused result's channels are aligned already).
+                    let wide = fresh(&mut used, &format!("{}_nhwc_padded", c.x));
+                    let name = fresh(&mut used, &format!("{}_pad_channels", c.x));
+                    let pads = vec![0, 0, 0, 0, 0, 0, 0, padded - c.dims[1]];
+                    let mut pad = NodeProto::new("Pad", name.clone(), vec![x.clone()], vec![wide.clone()]);
+                    if opset >= 11 {
+                        let p = fresh(&mut used, &format!("{name}_pads"));
+                        new_inits.push(TensorProto::from_i64s(&p, vec![8], &pads));
+                        pad.input.push(p);
+                    } else {
+                        pad.attribute.push(AttributeProto::ints("pads", pads));
+                    }
+                    nodes.push(pad);
+                    padded_inputs += 1;
+                    x = wide;
+                }
                 nhwc.insert(c.x.clone(), x.clone());
                 x
             }
         };
         let [kk, _, r, s] = c.dims;
         let w = fresh(&mut used, &format!("{base}_weight_krsc"));
-        new_inits.push(raw_tensor(&w, vec![kk, r, s, c.dims[1]], c.dtype, krsc(&c.weight, c.dims, c.elem)));
+        new_inits.push(raw_tensor(&w, vec![kk, r, s, padded], c.dtype, krsc(&c.weight, c.dims, padded, c.elem)));
         let b = fresh(&mut used, &format!("{base}_bias"));
         let bias = c.bias.clone().unwrap_or_else(|| vec![0u8; kk as usize * c.elem]);
         new_inits.push(raw_tensor(&b, vec![kk], c.dtype, bias));
@@ -355,8 +388,13 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     }
     let mut kinds: Vec<String> = counts.iter().map(|(a, n)| format!("{n} with {a}")).collect();
     kinds.sort();
+    let padding = if padded_inputs > 0 {
+        format!(", {padded_inputs} input(s) padded to {CHANNEL_ALIGN}-channel multiples")
+    } else {
+        String::new()
+    };
     let changes = vec![format!(
-        "{} convolutions with their bias and activation → fused {OP} nodes running NHWC ({}), {transposes} layout transposes",
+        "{} convolutions with their bias and activation → fused {OP} nodes running NHWC ({}), {transposes} layout transposes{padding}",
         candidates.len(),
         kinds.join(", ")
     )];

@@ -13,8 +13,9 @@
 
 use ort::operator::{
     BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorDomain, OperatorInput, OperatorOutput,
+    ShapeInferenceContext,
 };
-use ort::value::{DynTensorValueType, TensorElementType};
+use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
 
 use super::convact::{DOMAIN, OP};
 
@@ -161,6 +162,47 @@ impl Operator for ConvAct {
 
     fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
         [OperatorOutput::required(self.element)]
+    }
+
+    /// `[N, H', W', K]` from X `[N, H, W, C]`, W `[K, R, S, C]` and the attributes; a size
+    /// that is not known stays unknown (-1).
+    fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
+        let inputs = ctx.inputs();
+        // ONNX Runtime keeps one inference function for the four operators of this name (the
+        // first registered): the output's type is the input's, not this operator's own.
+        let (Some(ValueType::Tensor { ty, shape: xs, .. }), Some(ValueType::Tensor { shape: ws, .. })) =
+            (inputs.first(), inputs.get(1))
+        else {
+            return Ok(());
+        };
+        if xs.len() != 4 || ws.len() != 4 {
+            return Ok(());
+        }
+        let (pads, strides, dilations): (Vec<i64>, Vec<i64>, Vec<i64>) =
+            (ctx.attr("pads")?, ctx.attr("strides")?, ctx.attr("dilations")?);
+        if pads.len() != 4 || strides.len() != 2 || dilations.len() != 2 {
+            return Err(ort::Error::new(format!("{OP}: pads, strides or dilations of the wrong length")));
+        }
+        let a = Attrs {
+            pads: [pads[0], pads[1], pads[2], pads[3]],
+            strides: [strides[0], strides[1]],
+            dilations: [dilations[0], dilations[1]],
+            act: ActKind::None,
+        };
+        let (oh, ow) = match (xs[1], xs[2], ws[1], ws[2]) {
+            (h, w, r, s) if h >= 0 && w >= 0 && r >= 0 && s >= 0 => output_hw(&a, h, w, r, s).unwrap_or((-1, -1)),
+            _ => (-1, -1),
+        };
+        // An unknown size goes out as a named symbol: a bare -1 would reach ONNX's shape inference
+        // of the nodes after as a value (DepthToSpace ×4 made it -4).
+        let dims = [xs[0], oh, ow, ws[0]];
+        let symbols = dims
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if d < 0 { format!("convact_{}", ["n", "h", "w", "k"][i]) } else { String::new() });
+        let out =
+            ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
+        ctx.set_output(0, &out)
     }
 
     fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {

@@ -6,14 +6,17 @@
 //! - its convolutions and matrix products are the bulk of its work
 //!   ([`compute_share`](crate::onnx::share::compute_share)) and heavy enough for fp16 to pay
 //!   ([`MIN_MACS_PER_PIXEL`]), and
-//! - one probe frame (a textured pattern, [`CHECK_SIZE`]) through both models on this GPU's
-//!   CUDA provider agrees: the 8-bit output's PSNR at least [`MIN_PSNR_DB`] and no
-//!   channel off by more than [`MAX_ERROR_LEVELS`] of 255.
+//! - one probe frame (a textured pattern, [`CHECK_SIZE`] or the model's own fixed size)
+//!   through both models on this GPU's CUDA provider agrees on every output: each 8-bit
+//!   output's PSNR at least [`MIN_PSNR_DB`] and no channel off by more than
+//!   [`MAX_ERROR_LEVELS`] of 255 (an output that is not an image, on 255 levels of its
+//!   largest fp32 magnitude).
 //!
 //! The converted model and the check's result are cached beside the tune cache
 //! (`precision/` in its directory), keyed by the model's SHA-256 (and, for the
-//! check, the GPU, its driver and ONNX Runtime), so the conversion and the check
-//! run once. The CPU backend keeps the model's own precision.
+//! check, the GPU, its driver and ONNX Runtime, the caller's declarations about the
+//! model's tensors and the CUDA provider's kernel options), so the conversion and the
+//! check run once. The CPU backend keeps the model's own precision.
 
 use std::path::{Path, PathBuf};
 
@@ -69,22 +72,34 @@ impl std::fmt::Display for Precision {
 pub const MIN_MACS_PER_PIXEL: f64 = 1e4;
 
 /// The probe frame of the check: its input size (a model with a fixed size uses its own).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const CHECK_SIZE: (u32, u32) = (96, 64);
 /// The check's least PSNR of the 8-bit output, fp16 against fp32, in dB.
 pub const MIN_PSNR_DB: f64 = 45.0;
 /// The check's largest difference of one 8-bit output channel, fp16 against fp32.
 pub const MAX_ERROR_LEVELS: u32 = 16;
 
-/// The probe frame's comparison, fp16 against fp32, on the 8-bit output.
+/// The probe frame's comparison, fp16 against fp32, on each of the model's outputs as
+/// 8-bit values: its image outputs as 8-bit pixels, an output that is not an image (a
+/// score, a vector) on 255 levels of its largest fp32 magnitude (of 1 where it is all 0).
+/// The numbers are those of one output, [`output`](Self::output).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrecisionCheck {
-    /// PSNR of the main output as 8-bit pixels, in dB (infinite: equal).
+    /// PSNR of [`output`](Self::output) as 8-bit values, in dB (infinite: equal).
     pub psnr_db: f64,
-    /// The largest difference of one channel, in levels of 255.
+    /// The largest difference of one of [`output`](Self::output)'s values, in levels of 255
+    /// (rounded up where the output is not an image).
     pub max_error_levels: u32,
-    /// The probe frame's input size.
+    /// The output the numbers are of: of the outputs out of tolerance where any is, else of
+    /// all, the one with the lowest PSNR (on a tie the first of the main output, the extra
+    /// image outputs and the other outputs, in that order).
+    #[serde(default)]
+    pub output: String,
+    /// The probe frame's input size that ran: 96×64, or the model's own where its input size
+    /// is fixed.
     pub size: (u32, u32),
-    /// Whether both are within the tolerance (PSNR at least 45 dB, no channel off by more than 16).
+    /// Whether every output is within the tolerance (PSNR at least 45 dB, no value off by more
+    /// than 16 levels).
     pub passed: bool,
 }
 
@@ -114,9 +129,53 @@ pub(crate) struct Resolved {
     pub(crate) report: PrecisionReport,
 }
 
-/// How the check runs the two models: a closure that takes a model path and returns the
-/// main output of one probe frame as 8-bit pixels (the context's CUDA provider, in practice).
-pub(crate) type ProbeRun<'a> = dyn FnMut(&Path) -> Result<Vec<u8>> + 'a;
+/// How the check runs the two models: a closure that takes a model path and returns its
+/// probe frame, ready to run (`probe_pixels` on the context's CUDA provider, in practice).
+pub(crate) type ProbeRun<'a> = dyn FnMut(&Path) -> Result<Probe<'a>> + 'a;
+
+/// One model's probe frame, ready to run: nothing runs until [`run`](Self::run), so that a
+/// check read from the cache runs no model.
+pub(crate) struct Probe<'a> {
+    /// What besides the model file and the GPU changes the probe's result (the caller's
+    /// declarations about the model's tensors, the provider's kernel options), in words:
+    /// part of the check's cache key. The same for both models of one check.
+    pub(crate) options: String,
+    run: Box<dyn FnOnce() -> Result<ProbeOutputs> + 'a>,
+}
+
+impl<'a> Probe<'a> {
+    /// The probe frame that `run` runs, under `options` ([`options`](Self::options)).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn new(options: String, run: impl FnOnce() -> Result<ProbeOutputs> + 'a) -> Self {
+        Self { options, run: Box::new(run) }
+    }
+
+    /// Runs the probe frame through the model.
+    pub(crate) fn run(self) -> Result<ProbeOutputs> {
+        (self.run)()
+    }
+}
+
+/// What one probe frame through a model gave.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ProbeOutputs {
+    /// The input size that ran: [`CHECK_SIZE`], or the model's own where its input size is fixed.
+    pub(crate) size: (u32, u32),
+    /// Every output by name: the main output, the extra image outputs, then the outputs that
+    /// are not images (the contract's order).
+    pub(crate) outputs: Vec<(String, ProbeValues)>,
+}
+
+/// One output of a probe frame.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) enum ProbeValues {
+    /// An image output as 8-bit colour values (the tensor's normalisation undone, clamped,
+    /// rounded), in the tensor's own order.
+    Pixels(Vec<u8>),
+    /// An output that is not an image (a score, a vector), its values as they are.
+    Values(Vec<f32>),
+}
 
 /// The model file's precision from its graph's inputs and outputs (initializers excluded).
 pub(crate) fn model_precision(bytes: &[u8]) -> Result<&'static str> {
@@ -224,7 +283,8 @@ fn converted(bytes: &[u8], sha: &str, dir: Option<&Path>) -> Result<PathBuf> {
 /// Bumped when the conversion changes, so that cached conversions are made again.
 const CONVERTER_VERSION: u32 = 1;
 
-/// The check of `converted` against `original`, from the cache (for `gpu`) or run now.
+/// The check of `converted` against `original`, from the cache (for `gpu` and the probe's
+/// options) or run now.
 fn checked(
     original: &Path,
     converted: &Path,
@@ -232,32 +292,35 @@ fn checked(
     gpu: &str,
     probe: &mut ProbeRun<'_>,
 ) -> Result<PrecisionCheck> {
-    let file = converted.with_extension("checks.tsv");
+    // The version in the name: a file of an earlier key or line format is never read.
+    let file = converted.with_extension(format!("checks-v{CHECK_VERSION}.tsv"));
     let mut checks = read_checks(&file);
-    let key = format!("{gpu} / {}", &sha[..16]);
+    let fp32 = probe(original)?;
+    let key = format!("{gpu} / {} / {}", &sha[..16], fp32.options);
     if let Some(c) = checks.get(&key) {
         return Ok(c.clone());
     }
     let t = std::time::Instant::now();
-    let want = probe(original)?;
-    let got = probe(converted)?;
-    if want.len() != got.len() {
+    let options = fp32.options.clone();
+    let want = fp32.run()?;
+    let fp16 = probe(converted)?;
+    if fp16.options != options {
         return Err(Error::internal(format!(
-            "the fp16 model's output has {} values, the fp32 model's {}",
-            got.len(),
-            want.len()
+            "the fp16 model's probe runs under other options ({}) than the fp32 model's ({options})",
+            fp16.options
         )));
     }
-    let (psnr_db, max) = compare(&want, &got);
-    let check = PrecisionCheck {
-        psnr_db,
-        max_error_levels: max,
-        size: CHECK_SIZE,
-        passed: psnr_db >= MIN_PSNR_DB && max <= MAX_ERROR_LEVELS,
-    };
+    let got = fp16.run()?;
+    let check = judge(&want, &got)?;
     log::info!(
-        "precision: the probe frame in fp16 against fp32: PSNR {psnr_db:.1} dB, largest difference {max} of 255 \
-         ({:.0} ms)",
+        "precision: the probe frame ({}×{}) in fp16 against fp32: {}, output `{}` PSNR {:.1} dB, largest difference {} \
+         of 255 ({:.0} ms)",
+        check.size.0,
+        check.size.1,
+        if check.passed { "within the tolerance" } else { "out of the tolerance" },
+        check.output,
+        check.psnr_db,
+        check.max_error_levels,
         t.elapsed().as_secs_f64() * 1e3
     );
     checks.insert(key, check.clone());
@@ -268,18 +331,87 @@ fn checked(
     Ok(check)
 }
 
-/// The cached checks: one line each, `passed psnr_db max_error_levels width height key`,
-/// tab-separated (the key, last, is the GPU's and the model's; a line that does not parse is
-/// left out, and its check runs again).
+/// Bumped when the check's key, its file's lines or the probe frame change, so that the
+/// checks cached before are not read (they run again).
+const CHECK_VERSION: u32 = 2;
+
+/// The comparison of the fp16 model's probe outputs (`got`) with the fp32 model's (`want`):
+/// every output within the tolerance, or the check fails; the numbers of the worst one.
+fn judge(want: &ProbeOutputs, got: &ProbeOutputs) -> Result<PrecisionCheck> {
+    if want.size != got.size {
+        return Err(Error::internal(format!(
+            "the fp16 model's probe frame is {}×{}, the fp32 model's {}×{}",
+            got.size.0, got.size.1, want.size.0, want.size.1
+        )));
+    }
+    let names = |o: &ProbeOutputs| o.outputs.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    if names(want) != names(got) || want.outputs.is_empty() {
+        return Err(Error::internal(format!(
+            "the fp16 model's probe outputs are {:?}, the fp32 model's {:?}",
+            names(got),
+            names(want)
+        )));
+    }
+    let mut worst: Option<PrecisionCheck> = None;
+    for ((name, a), (_, b)) in want.outputs.iter().zip(&got.outputs) {
+        let (psnr_db, max) = match (a, b) {
+            (ProbeValues::Pixels(a), ProbeValues::Pixels(b)) if a.len() == b.len() => compare(a, b),
+            (ProbeValues::Values(a), ProbeValues::Values(b)) if a.len() == b.len() => compare_values(a, b),
+            _ => {
+                return Err(Error::internal(format!(
+                    "the fp16 model's output `{name}` is not of the fp32 model's kind and length"
+                )));
+            }
+        };
+        let check = PrecisionCheck {
+            psnr_db,
+            max_error_levels: max,
+            output: name.clone(),
+            size: want.size,
+            passed: psnr_db >= MIN_PSNR_DB && max <= MAX_ERROR_LEVELS,
+        };
+        log::debug!("precision: output `{name}` in fp16 against fp32: PSNR {psnr_db:.1} dB, largest difference {max}");
+        // Out of tolerance before within it, then the lowest PSNR; the earlier output on a tie.
+        // So the worst one passed only where every one did.
+        let worse =
+            |w: &PrecisionCheck| (!check.passed && w.passed) || (check.passed == w.passed && check.psnr_db < w.psnr_db);
+        if worst.as_ref().is_none_or(worse) {
+            worst = Some(check);
+        }
+    }
+    worst.ok_or_else(|| Error::internal("the probe gave no output"))
+}
+
+/// PSNR (dB) and the largest difference (rounded up) of two outputs that are not images, on
+/// 255 levels of `want`'s largest magnitude (of 1 where `want` is all 0).
+pub(crate) fn compare_values(want: &[f32], got: &[f32]) -> (f64, u32) {
+    let largest = want.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs())));
+    let level = if largest > 0.0 { largest / 255.0 } else { 1.0 / 255.0 };
+    let mut sum = 0.0f64;
+    let mut max = 0.0f64;
+    for (a, b) in want.iter().zip(got) {
+        let d = (f64::from(*a) - f64::from(*b)).abs() / level;
+        max = max.max(d);
+        sum += d * d;
+    }
+    let mse = sum / want.len().max(1) as f64;
+    let psnr = if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() };
+    (psnr, max.ceil().min(f64::from(u32::MAX)) as u32)
+}
+
+/// The cached checks: one line each, `passed psnr_db max_error_levels width height output key`,
+/// tab-separated (the key, last, is the GPU's, the model's and the probe's options; a line that
+/// does not parse is left out, and its check runs again).
 fn read_checks(file: &Path) -> std::collections::BTreeMap<String, PrecisionCheck> {
     let text = std::fs::read_to_string(file).unwrap_or_default();
     text.lines()
         .filter_map(|line| {
-            let f: Vec<&str> = line.splitn(6, '\t').collect();
-            let [passed, psnr, max, w, h, key] = f.as_slice() else { return None };
+            let f: Vec<&str> = line.splitn(7, '\t').collect();
+            let [passed, psnr, max, w, h, output, key] = f.as_slice() else { return None };
             let check = PrecisionCheck {
                 psnr_db: psnr.parse().ok()?,
                 max_error_levels: max.parse().ok()?,
+                output: output.to_string(),
                 size: (w.parse().ok()?, h.parse().ok()?),
                 passed: passed.parse().ok()?,
             };
@@ -292,8 +424,12 @@ fn write_checks(checks: &std::collections::BTreeMap<String, PrecisionCheck>) -> 
     checks
         .iter()
         .map(|(key, c)| {
-            let key = key.replace(['\t', '\n'], " ");
-            format!("{}\t{}\t{}\t{}\t{}\t{key}\n", c.passed, c.psnr_db, c.max_error_levels, c.size.0, c.size.1)
+            let key = key.replace(['\t', '\n', '\r'], " ");
+            let output = c.output.replace(['\t', '\n', '\r'], " ");
+            format!(
+                "{}\t{}\t{}\t{}\t{}\t{output}\t{key}\n",
+                c.passed, c.psnr_db, c.max_error_levels, c.size.0, c.size.1
+            )
         })
         .collect()
 }
@@ -500,24 +636,25 @@ fn resolve_in(
         };
         if !check.passed {
             log::warn!(
-                "precision: {} stays fp32: in fp16 a probe frame's 8-bit output differs from fp32 by PSNR {:.1} dB and \
-                 up to {} of 255 (tolerance {MIN_PSNR_DB} dB, {MAX_ERROR_LEVELS}); --precision fp16 forces fp16",
+                "precision: {} stays fp32: in fp16 a probe frame's output `{}` differs from fp32 by PSNR {:.1} dB and up \
+                 to {} of 255 (tolerance {MIN_PSNR_DB} dB, {MAX_ERROR_LEVELS}); --precision fp16 forces fp16",
                 model.display(),
+                check.output,
                 check.psnr_db,
                 check.max_error_levels
             );
             let reason = format!(
-                "fp32: in fp16 the probe frame's output was off by PSNR {:.1} dB, up to {} of 255 (tolerance {MIN_PSNR_DB} \
-                 dB, {MAX_ERROR_LEVELS})",
-                check.psnr_db, check.max_error_levels
+                "fp32: in fp16 the probe frame's output `{}` was off by PSNR {:.1} dB, up to {} of 255 (tolerance \
+                 {MIN_PSNR_DB} dB, {MAX_ERROR_LEVELS})",
+                check.output, check.psnr_db, check.max_error_levels
             );
             let kept = keep(kind, reason);
             return Ok(Resolved { path: kept.path, report: PrecisionReport { check: Some(check), ..kept.report } });
         }
         report.reason = format!(
-            "fp16, converted from fp32: the probe frame's 8-bit output within PSNR {:.1} dB and {} of 255 of fp32 \
-             (--precision fp32 keeps fp32)",
-            check.psnr_db, check.max_error_levels
+            "fp16, converted from fp32: the probe frame's 8-bit outputs within fp32's (the furthest, `{}`: PSNR {:.1} \
+             dB, {} of 255; --precision fp32 keeps fp32)",
+            check.output, check.psnr_db, check.max_error_levels
         );
         report.check = Some(check);
     }
@@ -545,14 +682,48 @@ fn coords(kind: TensorKind, w: u32, h: u32, i: usize) -> (u32, u32, u32) {
     (x as u32, y as u32, c as u32)
 }
 
-/// One probe frame through the model at `path` on `config`'s provider: its main output as
-/// 8-bit colour values (the tensor's normalisation undone, clamped, rounded), in the
-/// tensor's own order. For the precision check.
+/// The probe frame of the model at `path` on `config`'s provider, ready to run: when run,
+/// every output of the model ([`ProbeOutputs`]; image outputs as 8-bit colour values). Its
+/// [`options`](Probe::options) name what in `config` changes the result
+/// ([`probe_options`]). For the precision check.
 #[cfg(feature = "cuda")]
-pub(crate) fn probe_pixels(path: &Path, config: &crate::onnx::session::SessionConfig) -> Result<Vec<u8>> {
+pub(crate) fn probe_pixels(path: &Path, config: &crate::onnx::session::SessionConfig) -> Result<Probe<'static>> {
+    debug_assert!(config.cuda_stream.is_none());
+    let (path, config) = (path.to_path_buf(), config.clone());
+    Ok(Probe::new(probe_options(&config), move || run_probe(&path, &config)))
+}
+
+/// What in `config` changes a probe frame's result, in words, for the check's cache key: the
+/// caller's declarations about the model's tensors (they set the input values and how the
+/// outputs are read) and the CUDA provider's options that choose its kernels. Not the device
+/// ordinal (the key's GPU names the device) nor the CPU threads.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn probe_options(config: &crate::onnx::session::SessionConfig) -> String {
+    use crate::onnx::session::{Provider, SessionConfig};
+    // Every field named: one added to the config is weighed here (in the key, or said why not).
+    let SessionConfig { provider, conv_search, prefer_nhwc, fuse_conv_bias, cuda_stream: _, threads: _, declared } =
+        config;
+    let provider = match provider {
+        Provider::Cpu => "CPU",
+        Provider::Cuda { .. } => "CUDA",
+    };
+    // By name, so that the order of a hash map does not change the key.
+    let mut per_tensor: Vec<_> = declared.per_tensor.iter().collect();
+    per_tensor.sort_by(|a, b| a.0.cmp(b.0));
+    format!(
+        "{provider}, conv search {conv_search:?}, prefer NHWC {prefer_nhwc}, fuse conv bias {fuse_conv_bias}, declared \
+         {:?} {per_tensor:?}",
+        declared.all
+    )
+}
+
+/// One probe frame through the model at `path` on `config`'s provider: every output, in the
+/// contract's order (image outputs as 8-bit colour values in the tensor's own order), at the
+/// model's fixed input size or [`CHECK_SIZE`].
+#[cfg(feature = "cuda")]
+fn run_probe(path: &Path, config: &crate::onnx::session::SessionConfig) -> Result<ProbeOutputs> {
     use crate::onnx::tensor::Element;
     use ort::value::{DynValue, Tensor};
-    debug_assert!(config.cuda_stream.is_none());
     // SAFETY: the config carries no stream of the caller's (the provider's own is used).
     let (mut session, contract) = unsafe { crate::onnx::session::create(path, config) }?;
     let (w, h) = contract.fixed_size.unwrap_or(CHECK_SIZE);
@@ -586,34 +757,65 @@ pub(crate) fn probe_pixels(path: &Path, config: &crate::onnx::session::SessionCo
         values.push((name, tensor));
     }
     let outputs = session.run(values).map_err(err)?;
-    let out = &outputs[contract.output_name.as_str()];
-    let tensor: Vec<f32> = if let Ok((_, d)) = out.try_extract_tensor::<f32>() {
-        d.to_vec()
-    } else if let Ok((_, d)) = out.try_extract_tensor::<half::f16>() {
-        d.iter().map(|v| v.to_f32()).collect()
-    } else if let Ok((_, d)) = out.try_extract_tensor::<u8>() {
-        d.iter().map(|v| f32::from(*v)).collect()
-    } else {
-        return Err(Error::internal("the precision check's output is not f32, f16 or u8"));
+    // One output's values as f32, all finite.
+    let floats = |name: &str| -> Result<Vec<f32>> {
+        let out = outputs
+            .get(name)
+            .ok_or_else(|| Error::internal(format!("the precision check's run gave no output `{name}`")))?;
+        let tensor: Vec<f32> = if let Ok((_, d)) = out.try_extract_tensor::<f32>() {
+            d.to_vec()
+        } else if let Ok((_, d)) = out.try_extract_tensor::<half::f16>() {
+            d.iter().map(|v| v.to_f32()).collect()
+        } else if let Ok((_, d)) = out.try_extract_tensor::<u8>() {
+            d.iter().map(|v| f32::from(*v)).collect()
+        } else if let Ok((_, d)) = out.try_extract_tensor::<f64>() {
+            d.iter().map(|v| *v as f32).collect()
+        } else if let Ok((_, d)) = out.try_extract_tensor::<i64>() {
+            d.iter().map(|v| *v as f32).collect()
+        } else if let Ok((_, d)) = out.try_extract_tensor::<i32>() {
+            d.iter().map(|v| *v as f32).collect()
+        } else if let Ok((_, d)) = out.try_extract_tensor::<bool>() {
+            d.iter().map(|v| f32::from(u8::from(*v))).collect()
+        } else {
+            return Err(Error::internal(format!(
+                "the precision check's output `{name}` is not a tensor of f32, f16, f64, u8, i32, i64 or bool"
+            )));
+        };
+        let not_finite = tensor.iter().filter(|t| !t.is_finite()).count();
+        if not_finite > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{} gave {not_finite} values of its output `{name}` that are not finite on the probe frame",
+                path.display()
+            )));
+        }
+        Ok(tensor)
     };
-    let not_finite = tensor.iter().filter(|t| !t.is_finite()).count();
-    if not_finite > 0 {
-        return Err(Error::InvalidArgument(format!(
-            "{} gave {not_finite} output values that are not finite on the probe frame",
-            path.display()
-        )));
-    }
     let (ow, oh) = contract.scale.apply(w, h).ok_or_else(|| Error::internal("the probe's output size"))?;
-    let kind = contract.output;
-    Ok(tensor
+    let images = std::iter::once((&contract.output_name, contract.output))
+        .chain(contract.extra_outputs.iter().map(|t| (&t.name, t.kind)));
+    let mut probed = Vec::new();
+    for (name, kind) in images {
+        probed.push((name.clone(), ProbeValues::Pixels(pixels(kind, ow, oh, &floats(name)?))));
+    }
+    for name in &contract.other_outputs {
+        probed.push((name.clone(), ProbeValues::Values(floats(name)?)));
+    }
+    Ok(ProbeOutputs { size: (w, h), outputs: probed })
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// An image output `tensor` of `kind` at `w × h` as 8-bit colour values: its normalisation
+/// undone, clamped, rounded; in the tensor's own order.
+fn pixels(kind: TensorKind, w: u32, h: u32, tensor: &[f32]) -> Vec<u8> {
+    tensor
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let (_, _, c) = coords(kind, ow, oh, i);
+            let (_, _, c) = coords(kind, w, h, i);
             let (mul, add) = kind.normalization.affine(c);
             (((t - add) / mul).clamp(0.0, 1.0) * 255.0).round() as u8
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
