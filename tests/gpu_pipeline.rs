@@ -171,15 +171,25 @@ fn fused_convolutions_match_the_cpu_run() {
     let size = (96, 64);
     let (cpu, _, _) = upscaled(Backend::Cpu, Precision::Auto, size);
     let builder = || NeuralFrameContext::builder("models/upscale.onnx").backend(Backend::Cuda).fuse_conv_act(true);
-    let (fp32, report, _) = upscaled_with(builder().precision(Precision::Fp32).fast_start(false), size);
-    assert!(report.rewrites.iter().any(|r| r.contains("ConvAct")), "{report:?}");
-    let db32 = common::pipeline::psnr(&fp32, &cpu);
-    let (fp16, report, took_over) = upscaled_with(builder(), size);
-    assert!(report.rewrites.iter().any(|r| r.contains("ConvAct")) && report.running == "fp16", "{report:?}");
+    // fp16 first (cuDNN's runtime fusion is surest there), then fp32; both are reported before
+    // either is asserted on.
+    let (fp16, report16, took_over) = upscaled_with(builder(), size);
     let db16 = common::pipeline::psnr(&fp16, &cpu);
-    println!("fused convolutions on cuDNN against the CPU's fp32: fp32 {db32:.1} dB, fp16 {db16:.1} dB");
+    println!("fp16 fused: {db16:.1} dB against the CPU's fp32, fused session took over: {took_over}, {report16:?}");
+    let fp32 = std::panic::catch_unwind(|| upscaled_with(builder().precision(Precision::Fp32).fast_start(false), size));
+    let db32 = match &fp32 {
+        Ok((pixels, report, _)) => {
+            let db = common::pipeline::psnr(pixels, &cpu);
+            println!("fp32 fused: {db:.1} dB against the CPU's fp32, {report:?}");
+            assert!(report.rewrites.iter().any(|r| r.contains("ConvAct")), "{report:?}");
+            db
+        }
+        Err(_) => f64::NAN,
+    };
+    assert!(report16.rewrites.iter().any(|r| r.contains("ConvAct")) && report16.running == "fp16", "{report16:?}");
     assert!(took_over, "the fused session (ConvAct, bias fused) did not take over");
-    assert!(db32 >= 45.0 && db16 >= 45.0, "fp32 {db32:.1} dB, fp16 {db16:.1} dB");
+    assert!(db16 >= 45.0, "fp16 {db16:.1} dB");
+    assert!(fp32.is_ok() && db32 >= 45.0, "fp32 fused: {db32:.1} dB (NaN: it failed, above)");
 }
 
 /// One frame of tiny-x2-f32 at the context's size, checked against ORT's CPU run (within 1 of 255).
