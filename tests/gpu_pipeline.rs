@@ -181,12 +181,12 @@ fn fused_convolutions_match_the_cpu_run() {
         Ok((pixels, report, _)) => {
             let db = common::pipeline::psnr(pixels, &cpu);
             println!("fp32 fused: {db:.1} dB against the CPU's fp32, {report:?}");
-            assert!(report.rewrites.iter().any(|r| r.contains("ConvAct")), "{report:?}");
+            assert!(report.rewrites.iter().any(|r| r.contains("→ fused ConvAct")), "{report:?}");
             db
         }
         Err(_) => f64::NAN,
     };
-    assert!(report16.rewrites.iter().any(|r| r.contains("ConvAct")) && report16.running == "fp16", "{report16:?}");
+    assert!(report16.rewrites.iter().any(|r| r.contains("→ fused ConvAct")) && report16.running == "fp16", "{report16:?}");
     assert!(took_over, "the fused session (ConvAct, bias fused) did not take over");
     assert!(db16 >= 45.0, "fp16 {db16:.1} dB");
     assert!(fp32.is_ok() && db32 >= 45.0, "fp32 fused: {db32:.1} dB (NaN: it failed, above)");

@@ -160,6 +160,14 @@ impl NeuralFrameContext {
             Err(e) => {
                 // Nor will it after a resize: the bias stays apart from here on.
                 self.restart = None;
+                // The report says what runs: fused convolutions the session failed with do not.
+                let fused = crate::onnx::convact::OP;
+                if self.precision.rewrites.iter().any(|r| r.contains(fused)) {
+                    self.precision.rewrites.retain(|r| !r.contains(fused));
+                    self.precision
+                        .rewrites
+                        .push(format!("fused {fused} convolutions not in effect: the session failed ({e})"));
+                }
                 log::warn!(
                     "cuDNN did not take the model with the bias fused ({e}); frames keep NHWC kernels with the bias \
                      apart and the model as it is (ContextBuilder::fuse_conv_bias(false), --fuse-conv-bias false, and \
