@@ -1,24 +1,31 @@
 //! Convolution + bias + activation fused into one cuDNN 9 backend (graph API)
-//! operation graph, with every engine configuration cuDNN offers finalized into
-//! an execution plan and timed, so the fastest can be kept.
+//! operation graph, with the first [`MAX_CANDIDATES`] engine configurations cuDNN
+//! offers finalized into execution plans and timed, so the fastest can be kept;
+//! or, when an earlier process chose one (`super::cudnn_cache`), that one plan
+//! rebuilt from its engine's global index and knob choices ([`plan_for`]).
 //!
 //! Used only on the CUDA backend, by the `ConvAct` ONNX Runtime custom op (the
-//! op's CUDA kernel calls [`plans`], [`autotune`] and [`FusedPlan::execute`]).
+//! op's CUDA kernel calls [`plans`] or [`plan_for`], [`autotune`] and [`FusedPlan::execute`]).
 //! `libcudnn.so.9` (`cudnn64_9.dll`) is opened at run time, once per process;
 //! ONNX Runtime's CUDA provider has normally loaded it already. Errors are
 //! `String`s naming the cuDNN call that failed, for the op to turn into ORT errors.
 
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
 
-use cudarc::driver::sys;
-
-use crate::cuda::result::check;
+use crate::cuda::cudnn_cache::PlanChoice;
 
 // The numbers below are cuDNN 9's, read from `cudnn_graph.h` of cuDNN 9.6.0
 // (CUDNN_GRAPH_MAJOR 9, MINOR 6; the header as vendored at
 // github.com/zspace/system.cuda-12.6 include/cudnn_graph.h) and checked against
 // the bindgen output of cuDNN 9.1 / 9.2 headers in cudarc 0.19 (src/cudnn/sys/mod.rs).
+// Those [`plan_for`] adds (ENGINE_DESCRIPTOR = 2, KNOB_CHOICE_DESCRIPTOR = 7 in
+// cudnnBackendDescriptorType_t; CUDNN_ATTR_ENGINE_OPERATION_GRAPH = 1300,
+// CUDNN_ATTR_ENGINE_GLOBAL_INDEX = 1301, CUDNN_ATTR_ENGINECFG_ENGINE = 300,
+// CUDNN_ATTR_ENGINECFG_KNOB_CHOICES = 302, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE = 600,
+// CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE = 601; CUDNN_TYPE_KNOB_TYPE = 9, CUDNN_TYPE_INT64 = 3)
+// were read again from that same header (zspace/system.cuda-12.6 at b3d92c8, include/cudnn_graph.h).
 // C enums are `int` in the ABI; they are passed as `i32`.
 
 /// `i32` constants, several to a line (C enums are `int` in the ABI).
@@ -53,7 +60,8 @@ enum_values! {
     ATTR_TENSOR_BYTE_ALIGNMENT = 900, ATTR_TENSOR_DATA_TYPE = 901, ATTR_TENSOR_DIMENSIONS = 902,
     ATTR_TENSOR_STRIDES = 903, ATTR_TENSOR_UNIQUE_ID = 906, ATTR_TENSOR_IS_VIRTUAL = 907,
     ATTR_VARIANT_PACK_UNIQUE_IDS = 1000, ATTR_VARIANT_PACK_DATA_POINTERS = 1001,
-    ATTR_VARIANT_PACK_WORKSPACE = 1003, ATTR_ENGINE_GLOBAL_INDEX = 1301, ATTR_ENGINE_BEHAVIOR_NOTE = 1305,
+    ATTR_VARIANT_PACK_WORKSPACE = 1003, ATTR_ENGINE_OPERATION_GRAPH = 1300, ATTR_ENGINE_GLOBAL_INDEX = 1301,
+    ATTR_ENGINE_BEHAVIOR_NOTE = 1305,
 }
 // cudnnBackendAttributeType_t (CUDNN_TYPE_*)
 enum_values! {
@@ -81,6 +89,9 @@ const UID_Y: i64 = 5;
 const UID_VIRTUAL: i64 = 100;
 /// Pointer alignment promised for the real tensors (ORT's allocations are 256-byte aligned).
 const ALIGNMENT: i64 = 16;
+/// At most this many plans are finalized (and timed) per shape: runtime-fusion engines compile
+/// kernels with NVRTC when their plan is finalized, often 0.2–1 s each.
+pub(crate) const MAX_CANDIDATES: usize = 8;
 
 #[cfg(windows)]
 const LIBRARY: &str = "cudnn64_9.dll";
@@ -106,6 +117,8 @@ struct Api {
     execute: ExecuteFn,
     error_string: ErrorStringFn,
     last_error: Option<LastErrorFn>,
+    /// cudnnGetVersion's number, e.g. 90600 for 9.6.0.
+    version: usize,
     /// Kept open for the process: the pointers above point into it.
     _lib: libloading::Library,
 }
@@ -142,8 +155,14 @@ fn load() -> Result<Api, String> {
         execute: sym(&lib, "cudnnBackendExecute")?,
         error_string: sym(&lib, "cudnnGetErrorString")?,
         last_error: sym(&lib, "cudnnGetLastErrorString").ok(),
+        version: v,
         _lib: lib,
     })
+}
+
+/// The loaded cuDNN's version number (cudnnGetVersion, e.g. 90600), loading it if needed.
+pub(crate) fn version() -> Result<usize, String> {
+    api().map(|a| a.version)
 }
 
 /// A failed cuDNN call: its status (to tell "not supported" apart) and message.
@@ -538,14 +557,19 @@ fn heuristic(api: &'static Api, graph: &Graph, mode: i32) -> Result<Vec<Desc>, F
     heur.get_descs(ATTR_ENGINEHEUR_RESULTS, ENGINECFG_DESCRIPTOR, count)
 }
 
-/// An engine config's engine index, whether it compiles at run time, and its knobs as "type=value".
-fn engine_info(cfg: &Desc) -> Result<(i64, bool, Vec<String>), Fail> {
+/// Whether the engine's behaviour notes say it compiles its kernels at run time.
+fn runtime_compiled(engine: &Desc) -> bool {
+    let mut notes = [-1i32; 8];
+    let n = engine.get(ATTR_ENGINE_BEHAVIOR_NOTE, TYPE_BEHAVIOR_NOTE, &mut notes).unwrap_or(0);
+    notes[..n.min(notes.len())].contains(&BEHAVIOR_NOTE_RUNTIME_COMPILATION)
+}
+
+/// An engine config's engine index and knob choices, and whether it compiles at run time.
+fn engine_info(cfg: &Desc) -> Result<(PlanChoice, bool), Fail> {
     let engine = cfg.get_descs(ATTR_ENGINECFG_ENGINE, ENGINE_DESCRIPTOR, 1)?;
     let engine = engine.first().ok_or_else(|| Fail::from("the engine config has no engine".to_string()))?;
     let index = engine.get_i64(ATTR_ENGINE_GLOBAL_INDEX)?;
-    let mut notes = [-1i32; 8];
-    let n = engine.get(ATTR_ENGINE_BEHAVIOR_NOTE, TYPE_BEHAVIOR_NOTE, &mut notes).unwrap_or(0);
-    let runtime = notes[..n.min(notes.len())].contains(&BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+    let runtime = runtime_compiled(engine);
     let knobs = cfg
         .get_descs(ATTR_ENGINECFG_KNOB_CHOICES, KNOB_CHOICE_DESCRIPTOR, 48)
         .map(|choices| {
@@ -554,12 +578,12 @@ fn engine_info(cfg: &Desc) -> Result<(i64, bool, Vec<String>), Fail> {
                 .filter_map(|k| {
                     let mut ty = [0i32];
                     k.get(ATTR_KNOB_CHOICE_KNOB_TYPE, TYPE_KNOB_TYPE, &mut ty).ok()?;
-                    Some(format!("{}={}", ty[0], k.get_i64(ATTR_KNOB_CHOICE_KNOB_VALUE).ok()?))
+                    Some((ty[0], k.get_i64(ATTR_KNOB_CHOICE_KNOB_VALUE).ok()?))
                 })
                 .collect()
         })
         .unwrap_or_default();
-    Ok((index, runtime, knobs))
+    Ok((PlanChoice { engine: index, knobs }, runtime))
 }
 
 /// One finalized execution plan for a shape.
@@ -569,9 +593,13 @@ pub(crate) struct FusedPlan {
     pack: Mutex<Option<Pack>>,
     plan: Desc,
     _config: Desc,
+    /// The engine and knob choices the config was built from ([`plan_for`]; empty for a
+    /// config from the heuristics). Dropped after the plan and config, before the graph.
+    _parts: Vec<Desc>,
     _graph: Arc<Graph>,
     workspace: usize,
     description: String,
+    choice: PlanChoice,
     prelu: bool,
 }
 
@@ -592,9 +620,14 @@ impl FusedPlan {
         self.workspace
     }
 
-    /// E.g. "engine 3 (runtime compiled), knobs [24=1, 25=0], workspace 0 B".
+    /// E.g. "engine 3 (runtime compiled), knobs [24=1,25=0], workspace 0 B".
     pub(crate) fn describe(&self) -> &str {
         &self.description
+    }
+
+    /// The engine and knob choices the plan was built from (what the plan cache records).
+    pub(crate) fn choice(&self) -> &PlanChoice {
+        &self.choice
     }
 
     /// Runs the graph on the handle's stream (the caller has set it with cudnnSetStream, or got
@@ -648,83 +681,193 @@ impl FusedPlan {
     }
 }
 
-/// Every plan cuDNN offers for the shape: the operation graph finalized, the engine configs of
-/// heuristics mode A, then those of the fallback mode whose engine mode A did not list, each
-/// finalized into a plan (configs whose plan fails to finalize are skipped). `Ok(empty)` when
-/// cuDNN supports no engine for the graph: the op then keeps the unfused route. Plans of runtime
-/// fusion engines compile kernels (NVRTC) when finalized: this can take seconds.
+/// The operation graph for the shape, finalized; `None` when cuDNN cannot fuse it.
+fn graph_for(api: &'static Api, handle: *mut c_void, shape: &ConvActShape) -> Result<Option<Arc<Graph>>, String> {
+    if handle.is_null() {
+        return Err("ConvAct: null cuDNN handle".into());
+    }
+    shape.validate()?;
+    match build_graph(api, handle, shape) {
+        Ok(g) => Ok(Some(Arc::new(g))),
+        Err(f) if f.not_supported() => {
+            log::info!("ConvAct {}: cuDNN cannot fuse this graph: {}", shape.key(), f.message);
+            Ok(None)
+        }
+        Err(f) => Err(format!("ConvAct {}: {}", shape.key(), f.message)),
+    }
+}
+
+/// The order in which to try the offered configs, by their index in `offered` (mode A's
+/// `a_count` first, then the fallback mode's): configs whose engine and knobs could not be
+/// read (`None`) are left out, as are fallback configs whose engine mode A listed and repeats
+/// of an engine and knobs already in the order.
+pub(crate) fn candidate_order(offered: &[Option<PlanChoice>], a_count: usize) -> Vec<usize> {
+    let a_count = a_count.min(offered.len());
+    let engines_a: Vec<i64> = offered[..a_count].iter().flatten().map(|c| c.engine).collect();
+    let mut order: Vec<usize> = Vec::new();
+    for (i, choice) in offered.iter().enumerate() {
+        let Some(choice) = choice else { continue };
+        if i >= a_count && engines_a.contains(&choice.engine) {
+            continue;
+        }
+        if order.iter().any(|&j| offered[j].as_ref() == Some(choice)) {
+            continue;
+        }
+        order.push(i);
+    }
+    order
+}
+
+/// `finalize` applied to the candidates in order until `max` of them gave `Some` (the rest are
+/// never tried); returns those results and how many candidates were tried.
+pub(crate) fn first_finalized<C, P>(
+    candidates: impl IntoIterator<Item = C>,
+    max: usize,
+    mut finalize: impl FnMut(C) -> Option<P>,
+) -> (Vec<P>, usize) {
+    let mut done = Vec::new();
+    let mut tried = 0;
+    for c in candidates {
+        if done.len() >= max {
+            break;
+        }
+        tried += 1;
+        done.extend(finalize(c));
+    }
+    (done, tried)
+}
+
+/// The execution plan of `cfg` (built from `choice`; `runtime`: its engine compiles at run
+/// time), with its workspace size and description.
+fn plan_from(
+    handle: *mut c_void,
+    graph: &Arc<Graph>,
+    cfg: Desc,
+    parts: Vec<Desc>,
+    choice: PlanChoice,
+    runtime: bool,
+    shape: &ConvActShape,
+) -> Result<FusedPlan, Fail> {
+    let plan = Desc::new(cfg.api, EXECUTION_PLAN_DESCRIPTOR)?;
+    plan.set(ATTR_EXECUTION_PLAN_HANDLE, TYPE_HANDLE, &[handle])?;
+    plan.set_descs(ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[cfg.raw])?;
+    plan.finalize("execution plan")?;
+    let bytes = plan.get_i64(ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?;
+    let workspace = usize::try_from(bytes).map_err(|_| Fail::from(format!("workspace size {bytes}")))?;
+    let runtime = if runtime { " (runtime compiled)" } else { "" };
+    let knobs = if choice.knobs.is_empty() { String::new() } else { format!(", knobs [{}]", choice.knobs_text()) };
+    Ok(FusedPlan {
+        pack: Mutex::new(None),
+        plan,
+        _config: cfg,
+        _parts: parts,
+        _graph: Arc::clone(graph),
+        workspace,
+        description: format!("engine {}{runtime}{knobs}, workspace {workspace} B", choice.engine),
+        choice,
+        prelu: shape.activation == Activation::PRelu,
+    })
+}
+
+/// Up to [`MAX_CANDIDATES`] plans for the shape: the operation graph finalized, the engine
+/// configs of heuristics mode A, then those of the fallback mode whose engine mode A did not
+/// list ([`candidate_order`]), each finalized into a plan in that order until that many have
+/// finalized (configs whose plan fails to finalize are skipped). `Ok(empty)` when cuDNN supports
+/// no engine for the graph: the op then keeps the unfused route. Plans of runtime fusion engines
+/// compile kernels (NVRTC) when finalized: this can take a second each.
 ///
 /// # Safety
 /// `handle` is a live cudnnHandle_t, created in the current CUDA context.
 pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<Vec<FusedPlan>, String> {
     let api = api()?;
-    if handle.is_null() {
-        return Err("ConvAct: null cuDNN handle".into());
-    }
-    shape.validate()?;
-    let graph = match build_graph(api, handle, shape) {
-        Ok(g) => Arc::new(g),
-        Err(f) if f.not_supported() => {
-            log::info!("ConvAct {}: cuDNN cannot fuse this graph: {}", shape.key(), f.message);
-            return Ok(Vec::new());
-        }
-        Err(f) => return Err(format!("ConvAct {}: {}", shape.key(), f.message)),
-    };
+    let Some(graph) = graph_for(api, handle, shape)? else { return Ok(Vec::new()) };
     let (from_a, fallback) = match (heuristic(api, &graph, HEUR_MODE_A), heuristic(api, &graph, HEUR_MODE_FALLBACK)) {
         (Err(a), Err(f)) => return Err(format!("ConvAct {}: {}; {}", shape.key(), a.message, f.message)),
         (a, f) => (a.unwrap_or_else(|e| skip(e, shape)), f.unwrap_or_else(|e| skip(e, shape))),
     };
-    let a_count = from_a.len();
-    let mut engines_a = Vec::new();
-    let mut seen = Vec::new();
-    let mut plans = Vec::new();
-    for (i, cfg) in from_a.into_iter().chain(fallback).enumerate() {
-        let (index, runtime, knobs) = match engine_info(&cfg) {
-            Ok(info) => info,
-            Err(f) => {
-                log::debug!("ConvAct {}: skipping an engine config: {}", shape.key(), f.message);
-                continue;
-            }
-        };
-        if i < a_count {
-            engines_a.push(index);
-        } else if engines_a.contains(&index) {
-            continue;
-        }
-        if seen.contains(&(index, knobs.clone())) {
-            continue;
-        }
-        seen.push((index, knobs.clone()));
-        let built = (|| {
-            let plan = Desc::new(api, EXECUTION_PLAN_DESCRIPTOR)?;
-            plan.set(ATTR_EXECUTION_PLAN_HANDLE, TYPE_HANDLE, &[handle])?;
-            plan.set_descs(ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[cfg.raw])?;
-            plan.finalize("execution plan")?;
-            let bytes = plan.get_i64(ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?;
-            let bytes = usize::try_from(bytes).map_err(|_| Fail::from(format!("workspace size {bytes}")))?;
-            Ok::<_, Fail>((plan, bytes))
-        })();
-        let (plan, workspace) = match built {
-            Ok(p) => p,
+    let (a_count, fallback_count) = (from_a.len(), fallback.len());
+    let mut configs: Vec<Option<Desc>> = from_a.into_iter().chain(fallback).map(Some).collect();
+    let infos: Vec<Option<(PlanChoice, bool)>> = configs
+        .iter()
+        .map(|cfg| {
+            engine_info(cfg.as_ref()?)
+                .map_err(|f| log::debug!("ConvAct {}: skipping an engine config: {}", shape.key(), f.message))
+                .ok()
+        })
+        .collect();
+    let choices: Vec<Option<PlanChoice>> = infos.iter().map(|i| i.as_ref().map(|(c, _)| c.clone())).collect();
+    let order = candidate_order(&choices, a_count);
+    log::debug!(
+        "ConvAct {}: heuristics offered {a_count} config(s) in mode A and {fallback_count} in fallback mode; \
+         {} distinct, finalizing up to {MAX_CANDIDATES}",
+        shape.key(),
+        order.len()
+    );
+    let started = Instant::now();
+    let (plans, tried) = first_finalized(order, MAX_CANDIDATES, |i| {
+        let cfg = configs[i].take()?;
+        let (choice, runtime) = infos[i].clone()?;
+        let index = choice.engine;
+        match plan_from(handle, &graph, cfg, Vec::new(), choice, runtime, shape) {
+            Ok(p) => Some(p),
             Err(f) => {
                 log::debug!("ConvAct {}: engine {index} gives no plan: {}", shape.key(), f.message);
-                continue;
+                None
             }
-        };
-        let runtime = if runtime { " (runtime compiled)" } else { "" };
-        let knobs = if knobs.is_empty() { String::new() } else { format!(", knobs [{}]", knobs.join(", ")) };
-        plans.push(FusedPlan {
-            pack: Mutex::new(None),
-            plan,
-            _config: cfg,
-            _graph: Arc::clone(&graph),
-            workspace,
-            description: format!("engine {index}{runtime}{knobs}, workspace {workspace} B"),
-            prelu: shape.activation == Activation::PRelu,
-        });
-    }
-    log::debug!("ConvAct {}: {} plan(s)", shape.key(), plans.len());
+        }
+    });
+    log::info!(
+        "ConvAct {}: {} plan(s) finalized from {tried} of {} offered config(s) in {:.2} s",
+        shape.key(),
+        plans.len(),
+        a_count + fallback_count,
+        started.elapsed().as_secs_f64()
+    );
     Ok(plans)
+}
+
+/// The one plan of an engine config chosen earlier (the plan cache): the engine built by its
+/// global index for this shape's operation graph, the config from its knob choices, one plan
+/// finalized, nothing timed. Fails when this cuDNN (or GPU) no longer offers it; the caller then
+/// searches with [`plans`] again.
+///
+/// # Safety
+/// As for [`plans`].
+pub(crate) unsafe fn plan_for(
+    handle: *mut c_void,
+    shape: &ConvActShape,
+    choice: &PlanChoice,
+) -> Result<FusedPlan, String> {
+    let api = api()?;
+    let graph = graph_for(api, handle, shape)?
+        .ok_or_else(|| format!("ConvAct {}: cuDNN no longer fuses this graph", shape.key()))?;
+    let built = (|| {
+        let engine = Desc::new(api, ENGINE_DESCRIPTOR)?;
+        engine.set_descs(ATTR_ENGINE_OPERATION_GRAPH, &[graph.op_graph])?;
+        engine.set(ATTR_ENGINE_GLOBAL_INDEX, TYPE_INT64, &[choice.engine])?;
+        engine.finalize(&format!("engine {}", choice.engine))?;
+        let runtime = runtime_compiled(&engine);
+        let mut parts = Vec::with_capacity(choice.knobs.len() + 1);
+        for &(ty, value) in &choice.knobs {
+            let k = Desc::new(api, KNOB_CHOICE_DESCRIPTOR)?;
+            k.set(ATTR_KNOB_CHOICE_KNOB_TYPE, TYPE_KNOB_TYPE, &[ty])?;
+            k.set(ATTR_KNOB_CHOICE_KNOB_VALUE, TYPE_INT64, &[value])?;
+            k.finalize(&format!("knob choice {ty}={value}"))?;
+            parts.push(k);
+        }
+        let cfg = Desc::new(api, ENGINECFG_DESCRIPTOR)?;
+        cfg.set_descs(ATTR_ENGINECFG_ENGINE, &[engine.raw])?;
+        if !parts.is_empty() {
+            let raws: Vec<*mut c_void> = parts.iter().map(|k| k.raw).collect();
+            cfg.set_descs(ATTR_ENGINECFG_KNOB_CHOICES, &raws)?;
+        }
+        cfg.finalize("engine config")?;
+        parts.push(engine);
+        plan_from(handle, &graph, cfg, parts, choice.clone(), runtime, shape)
+    })();
+    built.map_err(|f| {
+        format!("ConvAct {}: engine {} [{}]: {}", shape.key(), choice.engine, choice.knobs_text(), f.message)
+    })
 }
 
 /// No configs from a heuristic mode that failed (the other one still counts).
@@ -733,201 +876,11 @@ fn skip(f: Fail, shape: &ConvActShape) -> Vec<Desc> {
     Vec::new()
 }
 
-/// A start and an end event, destroyed on drop.
-struct Events(sys::CUevent, sys::CUevent);
-
-impl Events {
-    fn new() -> Result<Self, String> {
-        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT as u32;
-        let mut start = std::ptr::null_mut();
-        // SAFETY: start is a valid out pointer; the caller has the context current.
-        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut start, flags) }).map_err(|e| e.to_string())?;
-        let mut end = std::ptr::null_mut();
-        // SAFETY: as above.
-        let r = unsafe { sys::cuEventCreate(&mut end, flags) };
-        if let Err(e) = check("cuEventCreate", r) {
-            // SAFETY: start was created above and is destroyed once.
-            unsafe { sys::cuEventDestroy_v2(start) };
-            return Err(e.to_string());
-        }
-        Ok(Self(start, end))
-    }
-}
-
-impl Drop for Events {
-    fn drop(&mut self) {
-        for ev in [self.0, self.1] {
-            // SAFETY: both events were created by Events::new and are destroyed once.
-            let r = unsafe { sys::cuEventDestroy_v2(ev) };
-            if r != sys::CUresult::CUDA_SUCCESS {
-                log::warn!("cuEventDestroy failed: {r:?}");
-            }
-        }
-    }
-}
-
-/// Times one run of `plan` with the events: None when the plan fails to execute.
-///
-/// # Safety
-/// As for [`autotune`].
-unsafe fn time_once(
-    handle: *mut c_void,
-    stream: sys::CUstream,
-    ev: &Events,
-    plan: &FusedPlan,
-    ptrs: &ConvActPtrs,
-    workspace: *mut c_void,
-) -> Result<Result<f64, String>, String> {
-    let err = |e: crate::error::Error| e.to_string();
-    // SAFETY: a live event and stream of the current context.
-    check("cuEventRecord", unsafe { sys::cuEventRecord(ev.0, stream) }).map_err(err)?;
-    // SAFETY: the caller vouches for the handle, pointers and workspace.
-    if let Err(e) = unsafe { plan.execute(handle, ptrs, workspace) } {
-        return Ok(Err(e));
-    }
-    // SAFETY: as for the first record.
-    check("cuEventRecord", unsafe { sys::cuEventRecord(ev.1, stream) }).map_err(err)?;
-    // SAFETY: the event was recorded above.
-    check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(ev.1) }).map_err(err)?;
-    let mut ms = 0f32;
-    // SAFETY: both events were recorded and the end one has completed; ms is a valid out pointer.
-    check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, ev.0, ev.1) }).map_err(err)?;
-    Ok(Ok(f64::from(ms)))
-}
-
-/// Times each plan on `stream` (the stream the handle is bound to) with CUDA events: one
-/// warm-up run each, then the median of `runs` runs; a plan whose execute fails is skipped.
-/// Returns the index of the fastest and each plan's median in ms (None for skipped ones).
-/// Synchronises with the stream; refuses to run while the stream is capturing.
-///
-/// # Safety
-/// As for [`FusedPlan::execute`], for every plan; `workspace` holds the largest workspace of
-/// `plans`; `stream` is a live CUstream of the current context. `ptrs.y` is overwritten.
-pub(crate) unsafe fn autotune(
-    handle: *mut c_void,
-    stream: *mut c_void,
-    plans: &[FusedPlan],
-    ptrs: &ConvActPtrs,
-    workspace: *mut c_void,
-    runs: usize,
-) -> Result<(usize, Vec<Option<f64>>), String> {
-    if plans.is_empty() {
-        return Err("ConvAct autotune: no plans".into());
-    }
-    let stream: sys::CUstream = stream.cast();
-    let mut capture = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: stream is live (caller); capture is a valid out pointer.
-    check("cuStreamIsCapturing", unsafe { sys::cuStreamIsCapturing(stream, &mut capture) })
-        .map_err(|e| e.to_string())?;
-    if capture != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-        return Err("ConvAct autotune: the stream is being captured into a CUDA graph; tune before capture".into());
-    }
-    let events = Events::new()?;
-    let mut medians = Vec::with_capacity(plans.len());
-    'plans: for (i, plan) in plans.iter().enumerate() {
-        let mut samples = Vec::with_capacity(runs.max(1) + 1);
-        // The first run is the warm-up, not counted.
-        for _ in 0..=runs.max(1) {
-            // SAFETY: the caller vouches for the handle, pointers, workspace and stream.
-            match unsafe { time_once(handle, stream, &events, plan, ptrs, workspace) }? {
-                Ok(ms) => samples.push(ms),
-                Err(e) => {
-                    log::debug!("ConvAct autotune: plan {i} ({}) skipped: {e}", plan.describe());
-                    medians.push(None);
-                    continue 'plans;
-                }
-            }
-        }
-        let samples = &mut samples[1..];
-        samples.sort_by(f64::total_cmp);
-        let mid = samples.len() / 2;
-        let median = if samples.len() % 2 == 0 { (samples[mid - 1] + samples[mid]) / 2.0 } else { samples[mid] };
-        log::debug!("ConvAct autotune: plan {i} ({}): {median:.4} ms", plan.describe());
-        medians.push(Some(median));
-    }
-    let best = medians
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| m.map(|m| (i, m)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(i, _)| i)
-        .ok_or_else(|| "ConvAct autotune: no plan executed".to_string())?;
-    Ok((best, medians))
-}
+// Timing the plans: cudnn_tune.rs.
+#[path = "cudnn_tune.rs"]
+mod tune;
+pub(crate) use tune::autotune;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shape() -> ConvActShape {
-        ConvActShape {
-            n: 1,
-            c: 64,
-            h: 32,
-            w: 48,
-            k: 64,
-            r: 3,
-            s: 3,
-            pads: [1, 1, 1, 1],
-            strides: [1, 1],
-            dilations: [1, 1],
-            dtype: ConvDtype::F16,
-            activation: Activation::PRelu,
-        }
-    }
-
-    #[test]
-    fn output_hw_follows_the_conv_formula() {
-        let s = shape();
-        assert_eq!(s.output_hw(), (32, 48));
-        let strided = ConvActShape { strides: [2, 2], ..shape() };
-        assert_eq!(strided.output_hw(), (16, 24));
-        let asym = ConvActShape { pads: [0, 1, 1, 0], strides: [2, 2], ..shape() };
-        // (32 + 0 + 1 - 2 - 1) / 2 + 1 = 16; (48 + 1 + 0 - 2 - 1) / 2 + 1 = 24
-        assert_eq!(asym.output_hw(), (16, 24));
-        let asym1 = ConvActShape { pads: [0, 0, 2, 1], ..shape() };
-        assert_eq!(asym1.output_hw(), (32, 47));
-        let dilated = ConvActShape { dilations: [2, 2], ..shape() };
-        assert_eq!(dilated.output_hw(), (30, 46));
-        let dilated_padded = ConvActShape { dilations: [2, 2], pads: [2, 2, 2, 2], ..shape() };
-        assert_eq!(dilated_padded.output_hw(), (32, 48));
-        let one = ConvActShape { r: 1, s: 1, pads: [0; 4], ..shape() };
-        assert_eq!(one.output_hw(), (32, 48));
-        assert!(ConvActShape { h: 1, pads: [0; 4], ..shape() }.validate().is_err());
-    }
-
-    #[test]
-    fn keys_differ_by_alpha_dtype_and_activation() {
-        let base = shape();
-        let keys = [
-            base.key(),
-            ConvActShape { dtype: ConvDtype::F32, ..shape() }.key(),
-            ConvActShape { activation: Activation::None, ..shape() }.key(),
-            ConvActShape { activation: Activation::Relu, ..shape() }.key(),
-            ConvActShape { activation: Activation::LeakyRelu(0.1), ..shape() }.key(),
-            ConvActShape { activation: Activation::LeakyRelu(0.2), ..shape() }.key(),
-            ConvActShape { pads: [1, 1, 0, 0], ..shape() }.key(),
-        ];
-        for (i, a) in keys.iter().enumerate() {
-            for b in &keys[i + 1..] {
-                assert_ne!(a, b);
-            }
-        }
-        assert_eq!(base.key(), shape().key());
-    }
-
-    #[test]
-    fn plans_fails_clearly_without_libcudnn() {
-        if api().is_ok() {
-            return; // cuDNN 9 is installed here: nothing to check without a GPU.
-        }
-        // SAFETY: with cuDNN absent, plans returns before using the (null) handle.
-        let err = match unsafe { plans(std::ptr::null_mut(), &shape()) } {
-            Ok(_) => panic!("plans succeeded without cuDNN"),
-            Err(e) => e,
-        };
-        assert!(err.contains(LIBRARY), "{err}");
-        #[cfg(not(windows))]
-        assert!(err.contains("libcudnn"), "{err}");
-    }
-}
+#[path = "cudnn_tests.rs"]
+mod tests;

@@ -9,6 +9,8 @@
 #[cfg(feature = "cuda")]
 pub(crate) mod cudnn;
 #[cfg(feature = "cuda")]
+pub(crate) mod cudnn_cache;
+#[cfg(feature = "cuda")]
 pub(crate) mod device;
 #[cfg(feature = "cuda")]
 pub(crate) mod graph;

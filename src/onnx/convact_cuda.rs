@@ -1,9 +1,13 @@
-//! `ConvAct`'s CUDA kernel: a cuDNN fused plan per shape, chosen by timing every plan cuDNN
-//! offers at the shape's first run (outside graph capture), kept for the process.
+//! `ConvAct`'s CUDA kernel: a cuDNN fused plan per shape, chosen at the shape's first run
+//! (outside graph capture) and kept for the process: rebuilt from the plan cache file when an
+//! earlier process chose one for this cuDNN, GPU and shape, else by timing the first
+//! [`cudnn::MAX_CANDIDATES`] plans cuDNN offers (and recorded in the file).
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use cudarc::driver::sys;
 use ort::ep::cuda::resource::{CuDNNHandle, DeviceId};
@@ -12,6 +16,7 @@ use ort::value::DynTensorValueType;
 
 use super::{ActKind, Attrs, OP, dims4, output_hw};
 use crate::cuda::cudnn::{self, Activation, ConvActPtrs, ConvActShape, ConvDtype, FusedPlan};
+use crate::cuda::cudnn_cache;
 
 /// Timed runs per plan when choosing.
 const TUNE_RUNS: usize = 5;
@@ -46,6 +51,22 @@ pub(super) struct CudaKernel {
 // SAFETY: the kernel's device memory and plan are used by one ONNX Runtime call at a time.
 unsafe impl Send for CudaKernel {}
 
+impl Drop for CudaKernel {
+    /// The last kernel of a plan takes it out of the process's map (its handle goes with the
+    /// session): a handle made later at the same address never finds a plan of the old one.
+    fn drop(&mut self) {
+        let Some((key, plan)) = self.current.take() else { return };
+        let mut chosen = CHOSEN.lock().unwrap_or_else(PoisonError::into_inner);
+        // Under the lock: the map's reference and this one are all that is left.
+        if Arc::strong_count(&plan) <= 2
+            && let Some(map) = chosen.as_mut()
+        {
+            map.remove(&key);
+        }
+        drop(plan);
+    }
+}
+
 impl CudaKernel {
     pub(super) fn new(a: Attrs, half: bool) -> Self {
         Self { a, half, current: None, workspace: None }
@@ -69,12 +90,89 @@ impl CudaKernel {
     }
 }
 
+/// The plan cache file: the one set for the process, else (for now) `cudnn-plans-v1.tsv` in
+/// the precision cache's directory.
+fn plan_cache() -> Option<PathBuf> {
+    cudnn_cache::plan_cache_or(|| crate::onnx::precision::cache_dir().map(|d| d.join(cudnn_cache::FILE_NAME)))
+}
+
+/// The cache file and this shape's key in it (cuDNN version, GPU UUID, shape); `None` when
+/// there is no file or the GPU cannot be identified.
+fn cache_entry_key(shape: &ConvActShape) -> Option<(PathBuf, String)> {
+    let path = plan_cache()?;
+    let context = cudnn_cache::context_key(cudnn::version().ok()?)?;
+    Some((path, format!("{context}/{}", shape.key())))
+}
+
 /// Whether `stream` is being captured into a CUDA graph.
 fn capturing(stream: *mut c_void) -> bool {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: stream is the provider's live stream; status is a valid out pointer.
     let r = unsafe { sys::cuStreamIsCapturing(stream as sys::CUstream, &mut status) };
     r != sys::CUresult::CUDA_SUCCESS || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
+impl CudaKernel {
+    /// The plan for a shape's first run in this process (not under capture): the cached choice
+    /// rebuilt when it still builds, else the fastest of the candidates, then recorded.
+    fn choose(
+        &mut self,
+        handle: *mut c_void,
+        stream: *mut c_void,
+        shape: &ConvActShape,
+        ptrs: &ConvActPtrs,
+    ) -> Result<FusedPlan, String> {
+        let cache = cache_entry_key(shape);
+        if let Some((path, key)) = &cache
+            && let Some(entry) = cudnn_cache::lookup(path, key)
+        {
+            let started = Instant::now();
+            // SAFETY: handle is the provider's cuDNN handle, in the current context.
+            match unsafe { cudnn::plan_for(handle, shape, &entry.choice) } {
+                Ok(plan) => {
+                    log::info!(
+                        "{OP} {}: {} from the plan cache (timed {:.4} ms when chosen), built in {:.2} s",
+                        shape.key(),
+                        plan.describe(),
+                        entry.median_ms,
+                        started.elapsed().as_secs_f64()
+                    );
+                    return Ok(plan);
+                }
+                Err(e) => log::warn!(
+                    "{OP} {}: the cached plan (engine {}, knobs [{}]) no longer builds, searching again: {e}",
+                    shape.key(),
+                    entry.choice.engine,
+                    entry.choice.knobs_text()
+                ),
+            }
+        }
+        // SAFETY: handle is the provider's cuDNN handle, bound to `stream`.
+        let mut plans = unsafe { cudnn::plans(handle, shape) }?;
+        if plans.is_empty() {
+            return Err(format!(
+                "cuDNN offers no fused engine for {}; run without the fused convolution \
+                 (--fuse-conv-act false, ContextBuilder::fuse_conv_act(false))",
+                shape.key()
+            ));
+        }
+        let most = plans.iter().map(FusedPlan::workspace_bytes).max().unwrap_or(0);
+        let ws = self.workspace(most).map_err(|e| e.to_string())?;
+        // SAFETY: the pointers are this run's tensors on the provider's device; ws holds the
+        // largest workspace; the stream is not capturing (the caller checked).
+        let (best, times) = unsafe { cudnn::autotune(handle, stream, &plans, ptrs, ws, TUNE_RUNS) }?;
+        log::info!(
+            "{OP} {}: {} plans timed, {} chosen ({:?} ms each)",
+            shape.key(),
+            plans.len(),
+            plans[best].describe(),
+            times
+        );
+        if let (Some((path, key)), Some(median_ms)) = (&cache, times[best]) {
+            cudnn_cache::store(path, key, cudnn_cache::Entry { choice: plans[best].choice().clone(), median_ms });
+        }
+        Ok(plans.swap_remove(best))
+    }
 }
 
 impl Kernel for CudaKernel {
@@ -125,7 +223,11 @@ impl Kernel for CudaKernel {
         // GetTensorMutableData either way).
         let y = out.data_ptr().cast_mut().cast::<c_void>();
         let ptrs = ConvActPtrs { x, w: wt, b, slope, y };
-        let key = format!("{device}:{}", shape.key());
+        // A plan is finalized with one cuDNN handle (the provider's for this session's stream):
+        // plans are shared only among kernels of that handle, which outlives them all (a
+        // session's kernels go with its provider). Another session's kernels choose again,
+        // from the plan cache: one finalize a shape, no timing.
+        let key = format!("{handle:p}:{device}:{}", shape.key());
         let plan = match &self.current {
             Some((k, p)) if *k == key => Arc::clone(p),
             _ => {
@@ -140,29 +242,7 @@ impl Kernel for CudaKernel {
                                 shape.key()
                             )));
                         }
-                        // SAFETY: handle is the provider's cuDNN handle, bound to `stream`.
-                        let mut plans = unsafe { cudnn::plans(handle, &shape) }.map_err(err)?;
-                        if plans.is_empty() {
-                            return Err(err(format!(
-                                "cuDNN offers no fused engine for {}; run without the fused convolution \
-                                 (--fuse-conv-act false, ContextBuilder::fuse_conv_act(false))",
-                                shape.key()
-                            )));
-                        }
-                        let most = plans.iter().map(FusedPlan::workspace_bytes).max().unwrap_or(0);
-                        let ws = self.workspace(most)?;
-                        // SAFETY: the pointers are this run's tensors on the provider's device; ws holds
-                        // the largest workspace; the stream is not capturing.
-                        let (best, times) =
-                            unsafe { cudnn::autotune(handle, stream, &plans, &ptrs, ws, TUNE_RUNS) }.map_err(err)?;
-                        log::info!(
-                            "{OP} {}: {} plans timed, {} chosen ({:?} ms each)",
-                            shape.key(),
-                            plans.len(),
-                            plans[best].describe(),
-                            times
-                        );
-                        let p = Arc::new(plans.swap_remove(best));
+                        let p = Arc::new(self.choose(handle, stream, &shape, &ptrs).map_err(err)?);
                         CHOSEN
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
