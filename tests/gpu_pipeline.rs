@@ -186,7 +186,10 @@ fn fused_convolutions_match_the_cpu_run() {
         }
         Err(_) => f64::NAN,
     };
-    assert!(report16.rewrites.iter().any(|r| r.contains("→ fused ConvAct")) && report16.running == "fp16", "{report16:?}");
+    assert!(
+        report16.rewrites.iter().any(|r| r.contains("→ fused ConvAct")) && report16.running == "fp16",
+        "{report16:?}"
+    );
     assert!(took_over, "the fused session (ConvAct, bias fused) did not take over");
     assert!(db16 >= 45.0, "fp16 {db16:.1} dB");
     assert!(fp32.is_ok() && db32 >= 45.0, "fp32 fused: {db32:.1} dB (NaN: it failed, above)");
