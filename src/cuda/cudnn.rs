@@ -588,9 +588,9 @@ fn engine_info(cfg: &Desc) -> Result<(PlanChoice, bool), Fail> {
 
 /// One finalized execution plan for a shape.
 pub(crate) struct FusedPlan {
-    /// The variant pack of the last pointer set (built again when the pointers change); the lock
-    /// also serialises executions of this plan.
-    pack: Mutex<Option<Pack>>,
+    /// The variant packs of the pointer sets run lately (one a node: the upscaler's 16 middle
+    /// convolutions share a plan), at most [`PACKS`]; the lock also serialises executions.
+    packs: Mutex<Vec<Pack>>,
     plan: Desc,
     _config: Desc,
     /// The engine and knob choices the config was built from ([`plan_for`]; empty for a
@@ -602,6 +602,9 @@ pub(crate) struct FusedPlan {
     choice: PlanChoice,
     prelu: bool,
 }
+
+/// The most variant packs a plan keeps (the oldest goes first).
+const PACKS: usize = 64;
 
 struct Pack {
     key: [usize; 6],
@@ -656,12 +659,18 @@ impl FusedPlan {
             return Err(format!("ConvAct: the plan needs {} B of workspace and got none", self.workspace));
         }
         let key = [ptrs.x, ptrs.w, ptrs.b, ptrs.slope, ptrs.y.cast_const(), workspace.cast_const()].map(|p| p as usize);
-        let mut pack = self.pack.lock().unwrap_or_else(PoisonError::into_inner);
-        if pack.as_ref().is_none_or(|p| p.key != key) {
-            *pack = None;
-            *pack = Some(Pack { key, desc: self.variant_pack(ptrs, workspace)? });
-        }
-        let Some(pack) = pack.as_ref() else { return Err("ConvAct: no variant pack".into()) };
+        let mut packs = self.packs.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = match packs.iter().position(|p| p.key == key) {
+            Some(at) => at,
+            None => {
+                if packs.len() >= PACKS {
+                    packs.remove(0);
+                }
+                packs.push(Pack { key, desc: self.variant_pack(ptrs, workspace)? });
+                packs.len() - 1
+            }
+        };
+        let pack = &packs[at];
         // SAFETY: the plan and pack are finalized descriptors; the caller vouches for the handle
         // and the memory behind the pack's pointers.
         let s = unsafe { (api.execute)(handle, self.plan.raw, pack.desc.raw) };
@@ -757,7 +766,7 @@ fn plan_from(
     let runtime = if runtime { " (runtime compiled)" } else { "" };
     let knobs = if choice.knobs.is_empty() { String::new() } else { format!(", knobs [{}]", choice.knobs_text()) };
     Ok(FusedPlan {
-        pack: Mutex::new(None),
+        packs: Mutex::new(Vec::new()),
         plan,
         _config: cfg,
         _parts: parts,
