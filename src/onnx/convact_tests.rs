@@ -258,3 +258,23 @@ fn the_reference_kernel_matches_a_hand_computed_convolution() {
     let expected = [-4.0, 1.0, -2.0, 7.0, 25.0, 13.0, 4.0, 19.0, 8.0];
     assert_eq!(y, expected);
 }
+
+/// The chain the CUDA backend loads by default for the fp32 upscaler: the skip folded,
+/// converted to fp16 (as `precision.rs` converts it), then the convolutions fused, run on the
+/// CPU provider against the fp32 original: within the fp16 tolerance, and every PReLU gone.
+#[test]
+fn the_default_chain_fold_fp16_fuse_stays_within_tolerance() {
+    let original = read("models/upscale.onnx");
+    let folded = crate::onnx::layout::fold_upsample_skip(&original).expect("folds");
+    assert!(folded.applied(), "{:?}", folded.skipped);
+    let mut options = crate::onnx::fp16::Fp16Options::default();
+    options.op_block_list.retain(|op| op != "Resize" && op != "Upsample");
+    let half = crate::onnx::fp16::to_fp16(&folded.bytes, &options).expect("converts");
+    let fused = fuse_conv_act(&half.bytes).expect("fuses");
+    assert!(fused.changes[0].starts_with("18 convolutions"), "{:?}", fused.changes);
+    let o = ops(&fused.bytes);
+    assert!(!o.iter().any(|op| op == "PRelu"), "{o:?}");
+    let d = compare(&original, &fused.bytes, &[1, 3, 24, 32]);
+    eprintln!("fold → fp16 → fused against fp32: {d:?}");
+    assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{d:?}");
+}
