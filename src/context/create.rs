@@ -210,6 +210,12 @@ impl NeuralFrameContext {
                 }
                 None => model.clone(),
             },
+            (None, true) => {
+                log::warn!(
+                    "the fused convolutions (fuse_conv_act) are not in effect: the context runs on the CPU backend"
+                );
+                model.clone()
+            }
             _ => model.clone(),
         };
         let (engine, contract) = match cuda {
