@@ -123,6 +123,7 @@
 mod context;
 mod cuda;
 mod error;
+mod files;
 mod handle;
 #[cfg(feature = "image")]
 pub mod image_io;

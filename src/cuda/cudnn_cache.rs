@@ -135,7 +135,7 @@ pub(crate) fn store(path: &Path, key: &str, entry: Entry) {
     let _guard = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
     let mut entries = read(path);
     entries.insert(key.to_string(), entry);
-    match crate::onnx::precision::write_atomically(path, render(&entries).as_bytes()) {
+    match crate::files::write_atomically(path, render(&entries).as_bytes()) {
         Ok(()) => log::debug!("cuDNN plan cache {}: stored {key}", path.display()),
         Err(e) => log::warn!("cuDNN plan cache {}: not written: {e}", path.display()),
     }
