@@ -564,26 +564,42 @@ fn runtime_compiled(engine: &Desc) -> bool {
     notes[..n.min(notes.len())].contains(&BEHAVIOR_NOTE_RUNTIME_COMPILATION)
 }
 
-/// An engine config's engine index and knob choices, and whether it compiles at run time.
-fn engine_info(cfg: &Desc) -> Result<(PlanChoice, bool), Fail> {
+/// The most knob choices read back from an engine config where cuDNN does not say how many
+/// it holds (CUDNN_KNOB_TYPE_COUNTS is 37 in cuDNN 9.1/9.2).
+const MAX_KNOBS: usize = 48;
+
+/// What identifies an engine config: its engine index and knob choices; whether it compiles
+/// at run time; and whether every knob choice could be read (else its choice is not cached:
+/// another process would rebuild the engine with other knobs than those timed).
+struct EngineInfo {
+    choice: PlanChoice,
+    runtime: bool,
+    complete: bool,
+}
+
+fn engine_info(cfg: &Desc) -> Result<EngineInfo, Fail> {
     let engine = cfg.get_descs(ATTR_ENGINECFG_ENGINE, ENGINE_DESCRIPTOR, 1)?;
     let engine = engine.first().ok_or_else(|| Fail::from("the engine config has no engine".to_string()))?;
     let index = engine.get_i64(ATTR_ENGINE_GLOBAL_INDEX)?;
     let runtime = runtime_compiled(engine);
-    let knobs = cfg
-        .get_descs(ATTR_ENGINECFG_KNOB_CHOICES, KNOB_CHOICE_DESCRIPTOR, 48)
-        .map(|choices| {
-            choices
-                .iter()
-                .filter_map(|k| {
-                    let mut ty = [0i32];
-                    k.get(ATTR_KNOB_CHOICE_KNOB_TYPE, TYPE_KNOB_TYPE, &mut ty).ok()?;
-                    Some((ty[0], k.get_i64(ATTR_KNOB_CHOICE_KNOB_VALUE).ok()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok((PlanChoice { engine: index, knobs }, runtime))
+    let knobs = (|| -> Result<Vec<(i32, i64)>, Fail> {
+        let count = cfg.count_descs(ATTR_ENGINECFG_KNOB_CHOICES).unwrap_or(MAX_KNOBS);
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut knobs = Vec::with_capacity(count);
+        for k in cfg.get_descs(ATTR_ENGINECFG_KNOB_CHOICES, KNOB_CHOICE_DESCRIPTOR, count)? {
+            let mut ty = [0i32];
+            k.get(ATTR_KNOB_CHOICE_KNOB_TYPE, TYPE_KNOB_TYPE, &mut ty)?;
+            knobs.push((ty[0], k.get_i64(ATTR_KNOB_CHOICE_KNOB_VALUE)?));
+        }
+        Ok(knobs)
+    })();
+    let complete = knobs.is_ok();
+    if let Err(f) = &knobs {
+        log::debug!("ConvAct: engine {index}'s knob choices could not be read ({}); it is not cached", f.message);
+    }
+    Ok(EngineInfo { choice: PlanChoice { engine: index, knobs: knobs.unwrap_or_default() }, runtime, complete })
 }
 
 /// One finalized execution plan for a shape.
@@ -600,6 +616,8 @@ pub(crate) struct FusedPlan {
     workspace: usize,
     description: String,
     choice: PlanChoice,
+    /// Whether the choice names every knob (only then is it written to the plan cache).
+    complete: bool,
     prelu: bool,
 }
 
@@ -633,6 +651,11 @@ impl FusedPlan {
         &self.choice
     }
 
+    /// Whether [`choice`](Self::choice) names every knob of the config (else it is not cached).
+    pub(crate) fn cacheable(&self) -> bool {
+        self.complete
+    }
+
     /// Runs the graph on the handle's stream (the caller has set it with cudnnSetStream, or got
     /// the handle bound to the stream from ONNX Runtime). No host synchronisation and no device
     /// allocation, so it may run under CUDA graph capture (a host-side variant pack is built
@@ -660,17 +683,20 @@ impl FusedPlan {
         }
         let key = [ptrs.x, ptrs.w, ptrs.b, ptrs.slope, ptrs.y.cast_const(), workspace.cast_const()].map(|p| p as usize);
         let mut packs = self.packs.lock().unwrap_or_else(PoisonError::into_inner);
-        let at = match packs.iter().position(|p| p.key == key) {
-            Some(at) => at,
+        // Least recently used first: a hit moves to the back, a miss evicts the front.
+        match packs.iter().position(|p| p.key == key) {
+            Some(at) => {
+                let hit = packs.remove(at);
+                packs.push(hit);
+            }
             None => {
                 if packs.len() >= PACKS {
                     packs.remove(0);
                 }
                 packs.push(Pack { key, desc: self.variant_pack(ptrs, workspace)? });
-                packs.len() - 1
             }
-        };
-        let pack = &packs[at];
+        }
+        let Some(pack) = packs.last() else { return Err("ConvAct: no variant pack".into()) };
         // SAFETY: the plan and pack are finalized descriptors; the caller vouches for the handle
         // and the memory behind the pack's pointers.
         let s = unsafe { (api.execute)(handle, self.plan.raw, pack.desc.raw) };
@@ -754,7 +780,7 @@ fn plan_from(
     cfg: Desc,
     parts: Vec<Desc>,
     choice: PlanChoice,
-    runtime: bool,
+    (runtime, complete): (bool, bool),
     shape: &ConvActShape,
 ) -> Result<FusedPlan, Fail> {
     let plan = Desc::new(cfg.api, EXECUTION_PLAN_DESCRIPTOR)?;
@@ -774,6 +800,7 @@ fn plan_from(
         workspace,
         description: format!("engine {}{runtime}{knobs}, workspace {workspace} B", choice.engine),
         choice,
+        complete,
         prelu: shape.activation == Activation::PRelu,
     })
 }
@@ -782,7 +809,8 @@ fn plan_from(
 /// configs of heuristics mode A, then those of the fallback mode whose engine mode A did not
 /// list ([`candidate_order`]), each finalized into a plan in that order until that many have
 /// finalized (configs whose plan fails to finalize are skipped). `Ok(empty)` when cuDNN supports
-/// no engine for the graph: the op then keeps the unfused route. Plans of runtime fusion engines
+/// no engine for the graph: the op's run then fails, naming the shape (with fast start the
+/// frames stay on the model as it is). Plans of runtime fusion engines
 /// compile kernels (NVRTC) when finalized: this can take a second each.
 ///
 /// # Safety
@@ -796,7 +824,7 @@ pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<
     };
     let (a_count, fallback_count) = (from_a.len(), fallback.len());
     let mut configs: Vec<Option<Desc>> = from_a.into_iter().chain(fallback).map(Some).collect();
-    let infos: Vec<Option<(PlanChoice, bool)>> = configs
+    let infos: Vec<Option<EngineInfo>> = configs
         .iter()
         .map(|cfg| {
             engine_info(cfg.as_ref()?)
@@ -804,7 +832,7 @@ pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<
                 .ok()
         })
         .collect();
-    let choices: Vec<Option<PlanChoice>> = infos.iter().map(|i| i.as_ref().map(|(c, _)| c.clone())).collect();
+    let choices: Vec<Option<PlanChoice>> = infos.iter().map(|i| i.as_ref().map(|e| e.choice.clone())).collect();
     let order = candidate_order(&choices, a_count);
     log::debug!(
         "ConvAct {}: heuristics offered {a_count} config(s) in mode A and {fallback_count} in fallback mode; \
@@ -815,9 +843,9 @@ pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<
     let started = Instant::now();
     let (plans, tried) = first_finalized(order, MAX_CANDIDATES, |i| {
         let cfg = configs[i].take()?;
-        let (choice, runtime) = infos[i].clone()?;
-        let index = choice.engine;
-        match plan_from(handle, &graph, cfg, Vec::new(), choice, runtime, shape) {
+        let info = infos[i].as_ref()?;
+        let index = info.choice.engine;
+        match plan_from(handle, &graph, cfg, Vec::new(), info.choice.clone(), (info.runtime, info.complete), shape) {
             Ok(p) => Some(p),
             Err(f) => {
                 log::debug!("ConvAct {}: engine {index} gives no plan: {}", shape.key(), f.message);
@@ -872,7 +900,7 @@ pub(crate) unsafe fn plan_for(
         }
         cfg.finalize("engine config")?;
         parts.push(engine);
-        plan_from(handle, &graph, cfg, parts, choice.clone(), runtime, shape)
+        plan_from(handle, &graph, cfg, parts, choice.clone(), (runtime, true), shape)
     })();
     built.map_err(|f| {
         format!("ConvAct {}: engine {} [{}]: {}", shape.key(), choice.engine, choice.knobs_text(), f.message)

@@ -125,6 +125,15 @@ pub(crate) fn lookup(path: &Path, key: &str) -> Option<Entry> {
 /// Records `entry` for `key` in the file at `path` (read again, updated, written through a
 /// temporary file and a rename). Failures are logged, never returned.
 pub(crate) fn store(path: &Path, key: &str, entry: Entry) {
+    update(path, key, Some(entry));
+}
+
+/// Takes `key`'s entry out of the file at `path` (a cached plan that failed to run).
+pub(crate) fn remove(path: &Path, key: &str) {
+    update(path, key, None);
+}
+
+fn update(path: &Path, key: &str, entry: Option<Entry>) {
     // One writer at a time in this process (another process's write may still win the rename:
     // the entries it did not know are then chosen again by a later run).
     static WRITING: Mutex<()> = Mutex::new(());
@@ -134,9 +143,12 @@ pub(crate) fn store(path: &Path, key: &str, entry: Entry) {
     }
     let _guard = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
     let mut entries = read(path);
-    entries.insert(key.to_string(), entry);
+    match entry {
+        Some(entry) => entries.insert(key.to_string(), entry),
+        None => entries.remove(key),
+    };
     match crate::files::write_atomically(path, render(&entries).as_bytes()) {
-        Ok(()) => log::debug!("cuDNN plan cache {}: stored {key}", path.display()),
+        Ok(()) => log::debug!("cuDNN plan cache {}: {key} updated", path.display()),
         Err(e) => log::warn!("cuDNN plan cache {}: not written: {e}", path.display()),
     }
 }

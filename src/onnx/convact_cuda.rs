@@ -24,69 +24,107 @@ const TUNE_RUNS: usize = 5;
 /// The plan chosen for each device and shape in this process.
 static CHOSEN: Mutex<Option<HashMap<String, Arc<FusedPlan>>>> = Mutex::new(None);
 
-/// Device memory of the kernel's own (the plan's workspace).
+/// Device memory of the kernel's own (a plan's workspace), freed in the context it came from.
 struct Workspace {
     ptr: sys::CUdeviceptr,
     bytes: usize,
+    context: sys::CUcontext,
 }
+
+// SAFETY: a CUDA context handle may be used from any thread (made current there); the memory
+// is the device's.
+unsafe impl Send for Workspace {}
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        // SAFETY: ptr came from cuMemAlloc and is freed once; the provider's work that used it
-        // ended before ONNX Runtime releases its kernels.
-        unsafe {
-            sys::cuMemFree_v2(self.ptr);
+        // SAFETY: the context is the (primary) one the memory was allocated in, alive while the
+        // provider is; it is made current around the free and popped after; ptr came from
+        // cuMemAlloc and is freed once, after the kernel's last run (ONNX Runtime releases
+        // kernels with their session, after its runs).
+        let r = unsafe {
+            let pushed = sys::cuCtxPushCurrent_v2(self.context);
+            let freed = sys::cuMemFree_v2(self.ptr);
+            if pushed == sys::CUresult::CUDA_SUCCESS {
+                let mut popped = std::ptr::null_mut();
+                sys::cuCtxPopCurrent_v2(&mut popped);
+            }
+            freed
+        };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            log::warn!("{OP}: freeing a {}-byte workspace failed ({r:?})", self.bytes);
         }
     }
 }
 
+/// The kernel of one `ConvAct` node. ONNX Runtime runs a session's kernels one `Run` at a
+/// time here (the context runs one frame's model at a time per session).
 pub(super) struct CudaKernel {
     a: Attrs,
     half: bool,
-    /// The shape last run and its plan.
+    /// The key of the shape last run (handle, device, shape), and its plan.
     current: Option<(String, Arc<FusedPlan>)>,
-    workspace: Option<Workspace>,
+    /// Every plan this kernel ran (a captured graph may still launch an older one's kernels).
+    used: HashMap<String, Arc<FusedPlan>>,
+    /// The workspace in use (the last), and the ones it outgrew: never freed while the kernel
+    /// lives, since a captured graph holds their addresses.
+    workspaces: Vec<Workspace>,
 }
 
-// SAFETY: the kernel's device memory and plan are used by one ONNX Runtime call at a time.
-unsafe impl Send for CudaKernel {}
-
 impl Drop for CudaKernel {
-    /// The last kernel of a plan takes it out of the process's map (its handle goes with the
-    /// session): a handle made later at the same address never finds a plan of the old one.
+    /// Each plan this kernel used leaves the process's map with the last kernel that holds it
+    /// (its cuDNN handle goes with the session): a handle made later at the same address never
+    /// finds a plan of the old one.
     fn drop(&mut self) {
-        let Some((key, plan)) = self.current.take() else { return };
+        self.current = None;
         let mut chosen = CHOSEN.lock().unwrap_or_else(PoisonError::into_inner);
-        // Under the lock: the map's reference and this one are all that is left.
-        if Arc::strong_count(&plan) <= 2
-            && let Some(map) = chosen.as_mut()
-        {
-            map.remove(&key);
+        for (key, plan) in self.used.drain() {
+            // Under the lock: the map's reference (the same plan) and this one are all that is left.
+            if let Some(map) = chosen.as_mut()
+                && map.get(&key).is_some_and(|m| Arc::ptr_eq(m, &plan))
+                && Arc::strong_count(&plan) <= 2
+            {
+                map.remove(&key);
+            }
+            drop(plan);
         }
-        drop(plan);
     }
 }
 
 impl CudaKernel {
     pub(super) fn new(a: Attrs, half: bool) -> Self {
-        Self { a, half, current: None, workspace: None }
+        Self { a, half, current: None, used: HashMap::new(), workspaces: Vec::new() }
     }
 
-    fn workspace(&mut self, bytes: usize) -> ort::Result<*mut c_void> {
+    /// A workspace of at least `bytes` (null for 0). Allocated outside graph capture only: a
+    /// shape's first run, which the caller checked.
+    fn workspace(&mut self, bytes: usize) -> Result<*mut c_void, String> {
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
-        if self.workspace.as_ref().is_none_or(|w| w.bytes < bytes) {
-            self.workspace = None;
-            let mut ptr = 0;
-            // SAFETY: ptr is a valid out pointer; ONNX Runtime made its CUDA context current.
-            let r = unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) };
-            if r != sys::CUresult::CUDA_SUCCESS {
-                return Err(ort::Error::new(format!("{OP}: cuMemAlloc of a {bytes}-byte workspace failed ({r:?})")));
+        if self.workspaces.last().is_none_or(|w| w.bytes < bytes) {
+            let (mut ptr, mut context) = (0, std::ptr::null_mut());
+            // SAFETY: valid out pointers; ONNX Runtime made the device's primary context current
+            // on this thread (cudaSetDevice at each run).
+            let r = unsafe {
+                let got = sys::cuCtxGetCurrent(&mut context);
+                if got == sys::CUresult::CUDA_SUCCESS { sys::cuMemAlloc_v2(&mut ptr, bytes) } else { got }
+            };
+            if r != sys::CUresult::CUDA_SUCCESS || context.is_null() {
+                return Err(format!("cuMemAlloc of a {bytes}-byte workspace failed ({r:?})"));
             }
-            self.workspace = Some(Workspace { ptr, bytes });
+            self.workspaces.push(Workspace { ptr, bytes, context });
         }
-        Ok(self.workspace.as_ref().map_or(std::ptr::null_mut(), |w| w.ptr as *mut c_void))
+        Ok(self.workspaces.last().map_or(std::ptr::null_mut(), |w| w.ptr as *mut c_void))
+    }
+
+    /// The workspace for a plan that needs `bytes`, without allocating (a later run, which may be
+    /// under capture): the current one is big enough, since the plan's first run made it so.
+    fn current_workspace(&self, bytes: usize) -> Result<*mut c_void, String> {
+        match self.workspaces.last() {
+            _ if bytes == 0 => Ok(std::ptr::null_mut()),
+            Some(w) if w.bytes >= bytes => Ok(w.ptr as *mut c_void),
+            _ => Err(format!("no {bytes}-byte workspace (the plan's first run makes it)")),
+        }
     }
 }
 
@@ -105,16 +143,19 @@ fn cache_entry_key(shape: &ConvActShape) -> Option<(PathBuf, String)> {
 }
 
 /// Whether `stream` is being captured into a CUDA graph.
-fn capturing(stream: *mut c_void) -> bool {
+fn capturing(stream: *mut c_void) -> Result<bool, String> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: stream is the provider's live stream; status is a valid out pointer.
     let r = unsafe { sys::cuStreamIsCapturing(stream as sys::CUstream, &mut status) };
-    r != sys::CUresult::CUDA_SUCCESS || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuStreamIsCapturing failed ({r:?})"));
+    }
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 impl CudaKernel {
     /// The plan for a shape's first run in this process (not under capture): the cached choice
-    /// rebuilt when it still builds, else the fastest of the candidates, then recorded.
+    /// when it still builds and runs, else the fastest of the candidates, then recorded.
     fn choose(
         &mut self,
         handle: *mut c_void,
@@ -128,10 +169,22 @@ impl CudaKernel {
         {
             let started = Instant::now();
             // SAFETY: handle is the provider's cuDNN handle, in the current context.
-            match unsafe { cudnn::plan_for(handle, shape, &entry.choice) } {
-                Ok(plan) => {
+            let built = unsafe { cudnn::plan_for(handle, shape, &entry.choice) };
+            // One timed run proves it runs here (a plan that finalizes may still fail to execute).
+            let ran = built.and_then(|plan| {
+                let ws = self.workspace(plan.workspace_bytes())?;
+                // SAFETY: this run's tensors on the provider's device; ws holds the plan's
+                // workspace; the stream is not capturing (the caller checked).
+                let (_, times) = unsafe { cudnn::autotune(handle, stream, std::slice::from_ref(&plan), ptrs, ws, 1) }?;
+                match times.first().copied().flatten() {
+                    Some(ms) => Ok((plan, ms)),
+                    None => Err("it failed to run".to_string()),
+                }
+            });
+            match ran {
+                Ok((plan, ms)) => {
                     log::info!(
-                        "{OP} {}: {} from the plan cache (timed {:.4} ms when chosen), built in {:.2} s",
+                        "{OP} {}: {} from the plan cache (timed {:.4} ms when chosen, {ms:.4} ms now), built in {:.2} s",
                         shape.key(),
                         plan.describe(),
                         entry.median_ms,
@@ -139,25 +192,28 @@ impl CudaKernel {
                     );
                     return Ok(plan);
                 }
-                Err(e) => log::warn!(
-                    "{OP} {}: the cached plan (engine {}, knobs [{}]) no longer builds, searching again: {e}",
-                    shape.key(),
-                    entry.choice.engine,
-                    entry.choice.knobs_text()
-                ),
+                Err(e) => {
+                    log::warn!(
+                        "{OP} {}: the cached plan (engine {}, knobs [{}]) does not run here, searching again: {e}",
+                        shape.key(),
+                        entry.choice.engine,
+                        entry.choice.knobs_text()
+                    );
+                    cudnn_cache::remove(path, key);
+                }
             }
         }
         // SAFETY: handle is the provider's cuDNN handle, bound to `stream`.
         let mut plans = unsafe { cudnn::plans(handle, shape) }?;
         if plans.is_empty() {
             return Err(format!(
-                "cuDNN offers no fused engine for {}; run without the fused convolution \
-                 (--fuse-conv-act false, ContextBuilder::fuse_conv_act(false))",
+                "cuDNN offers no fused engine for {} (why: -vv, RUST_LOG=debug); run without the fused \
+                 convolution (--fuse-conv-act false, ContextBuilder::fuse_conv_act(false))",
                 shape.key()
             ));
         }
         let most = plans.iter().map(FusedPlan::workspace_bytes).max().unwrap_or(0);
-        let ws = self.workspace(most).map_err(|e| e.to_string())?;
+        let ws = self.workspace(most)?;
         // SAFETY: the pointers are this run's tensors on the provider's device; ws holds the
         // largest workspace; the stream is not capturing (the caller checked).
         let (best, times) = unsafe { cudnn::autotune(handle, stream, &plans, ptrs, ws, TUNE_RUNS) }?;
@@ -168,15 +224,56 @@ impl CudaKernel {
             plans[best].describe(),
             times
         );
-        if let (Some((path, key)), Some(median_ms)) = (&cache, times[best]) {
+        if let (Some((path, key)), Some(median_ms)) = (&cache, times[best])
+            && plans[best].cacheable()
+        {
             cudnn_cache::store(path, key, cudnn_cache::Entry { choice: plans[best].choice().clone(), median_ms });
         }
         Ok(plans.swap_remove(best))
     }
-}
 
-impl Kernel for CudaKernel {
-    fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+    /// The plan for `key`: this kernel's last, another kernel's of the same handle, or chosen now.
+    fn plan(
+        &mut self,
+        key: String,
+        handle: *mut c_void,
+        stream: *mut c_void,
+        shape: &ConvActShape,
+        ptrs: &ConvActPtrs,
+    ) -> Result<Arc<FusedPlan>, String> {
+        if let Some((k, p)) = &self.current
+            && *k == key
+        {
+            return Ok(Arc::clone(p));
+        }
+        let known = CHOSEN.lock().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(|m| m.get(&key).cloned());
+        let plan = match known.or_else(|| self.used.get(&key).cloned()) {
+            Some(p) => {
+                // Its workspace, made before any capture: this kernel's may be smaller.
+                if !capturing(stream)? {
+                    self.workspace(p.workspace_bytes())?;
+                }
+                p
+            }
+            None => {
+                if capturing(stream)? {
+                    return Err(format!(
+                        "the first run of {} began inside CUDA graph capture; run the model once before capture",
+                        shape.key()
+                    ));
+                }
+                let p = Arc::new(self.choose(handle, stream, shape, ptrs)?);
+                let mut chosen = CHOSEN.lock().unwrap_or_else(PoisonError::into_inner);
+                // Another kernel of the handle may have chosen meanwhile: the first one stays.
+                Arc::clone(chosen.get_or_insert_default().entry(key.clone()).or_insert(p))
+            }
+        };
+        self.used.insert(key.clone(), Arc::clone(&plan));
+        self.current = Some((key, Arc::clone(&plan)));
+        Ok(plan)
+    }
+
+    fn run(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         let err = |m: String| ort::Error::new(format!("{OP}: {m}"));
         let [n, h, w, c] = dims4(ctx, 0, "input X")?;
         let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
@@ -207,13 +304,24 @@ impl Kernel for CudaKernel {
                 ActKind::PRelu => Activation::PRelu,
             },
         };
-        let ptr = |i: usize| -> ort::Result<*const c_void> {
+        // Each input's device pointer, and its element count.
+        let input = |i: usize| -> ort::Result<(*const c_void, i64)> {
             match ctx.input(i)? {
-                Some(v) => Ok(v.downcast::<DynTensorValueType>()?.data_ptr().cast()),
-                None => Ok(std::ptr::null()),
+                Some(v) => {
+                    let v = v.downcast::<DynTensorValueType>()?;
+                    let count = match v.dtype() {
+                        ort::value::ValueType::Tensor { shape, .. } => shape.iter().product(),
+                        _ => 0,
+                    };
+                    Ok((v.data_ptr().cast(), count))
+                }
+                None => Ok((std::ptr::null(), 0)),
             }
         };
-        let (x, wt, b, slope) = (ptr(0)?, ptr(1)?, ptr(2)?, ptr(3)?);
+        let ((x, _), (wt, _), (b, nb), (slope, ns)) = (input(0)?, input(1)?, input(2)?, input(3)?);
+        if nb != k || (!slope.is_null() && ns != k) {
+            return Err(err(format!("the bias ({nb} values) and slope ({ns}) must hold {k} values")));
+        }
         if shape.activation == Activation::PRelu && slope.is_null() {
             return Err(err("no slope for prelu".into()));
         }
@@ -224,39 +332,32 @@ impl Kernel for CudaKernel {
         let y = out.data_ptr().cast_mut().cast::<c_void>();
         let ptrs = ConvActPtrs { x, w: wt, b, slope, y };
         // A plan is finalized with one cuDNN handle (the provider's for this session's stream):
-        // plans are shared only among kernels of that handle, which outlives them all (a
-        // session's kernels go with its provider). Another session's kernels choose again,
-        // from the plan cache: one finalize a shape, no timing.
+        // plans are shared only among kernels of that handle, which outlives them (a session's
+        // kernels go with its provider). Another session's kernels choose again, from the plan
+        // cache: one finalize a shape, no timing.
         let key = format!("{handle:p}:{device}:{}", shape.key());
-        let plan = match &self.current {
-            Some((k, p)) if *k == key => Arc::clone(p),
-            _ => {
-                let known =
-                    CHOSEN.lock().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(|m| m.get(&key).cloned());
-                let plan = match known {
-                    Some(p) => p,
-                    None => {
-                        if capturing(stream) {
-                            return Err(err(format!(
-                                "the first run of {} began inside CUDA graph capture; run the model once before capture",
-                                shape.key()
-                            )));
-                        }
-                        let p = Arc::new(self.choose(handle, stream, &shape, &ptrs).map_err(err)?);
-                        CHOSEN
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .get_or_insert_default()
-                            .insert(key.clone(), Arc::clone(&p));
-                        p
-                    }
-                };
-                self.current = Some((key, Arc::clone(&plan)));
-                plan
-            }
-        };
-        let ws = self.workspace(plan.workspace_bytes())?;
-        // SAFETY: as above; the plan was made for this shape and device.
+        let plan = self.plan(key, handle, stream, &shape, &ptrs).map_err(err)?;
+        let ws = self.current_workspace(plan.workspace_bytes()).map_err(err)?;
+        // SAFETY: the pointers are this run's tensors on the provider's device, of the shape's
+        // sizes; ws holds the plan's workspace; the plan was made for this shape, device and handle.
         unsafe { plan.execute(handle, &ptrs, ws) }.map_err(err)
+    }
+}
+
+impl Kernel for CudaKernel {
+    /// No panic crosses into ONNX Runtime (ort's kernel trampoline does not catch one): it
+    /// becomes the run's error.
+    fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(ctx))) {
+            Ok(r) => r,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                Err(ort::Error::new(format!("{OP}: {what}")))
+            }
+        }
     }
 }
