@@ -34,12 +34,13 @@ cp "$T"/examples/{first_frames,foreign_renderer,render,upscale_file} "$T/neural-
 g++ -std=c++17 -O2 capi/examples/renderer.cpp -Icapi/include -L"$T" -lneural_frame_c -lvulkan \
   -Wl,-rpath,'$ORIGIN' -o "$B/renderer_cpp"
 strip "$B"/*
-# The weights for bench/torch_side.py (needs Python's onnx and onnxruntime here).
-if python3 -c 'import onnx, onnxruntime' 2>/dev/null; then
-  python3 bench/torch_side.py export models/upscale.onnx "$B/upscale-weights.npz"
+# The weights for bench/torch_side.py, exported with onnx and onnxruntime from a virtualenv of
+# the build's own (not the system's Python: an onnxruntime there is one the CLI would find).
+venv="$CARGO_TARGET_DIR/export-venv"
+if [ -x "$venv/bin/python" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q onnx onnxruntime numpy; }; then
+  "$venv/bin/python" bench/torch_side.py export models/upscale.onnx "$B/upscale-weights.npz"
 else
-  echo "no upscale-weights.npz: pip install onnx onnxruntime numpy, then" \
-    "python3 bench/torch_side.py export models/upscale.onnx $B/upscale-weights.npz" >&2
+  echo "no upscale-weights.npz: the export's virtualenv ($venv) could not be made" >&2
 fi
 du -sh "$B"
 echo "built from $(git -C "$tree" rev-parse --short HEAD)"

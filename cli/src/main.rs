@@ -911,13 +911,17 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
 }
 
 /// ONNX Runtime from an installed Python `onnxruntime-gpu` / `onnxruntime` package, asked of
-/// `python3` once, and only when the library's own search (ORT_DYLIB_PATH, .runtime/) finds
-/// nothing: the library spawns no process itself, so the CLI offers this fallback.
+/// `python3` once, and only when the library's own search (.runtime/, setup.sh's link, pip's
+/// directories) finds nothing: the library spawns no process itself, so the CLI offers this
+/// fallback. Never over an ORT_DYLIB_PATH that is set: a path the user named that is wrong is
+/// the library's error, not a reason to load another runtime.
 fn python_onnx_runtime() -> Option<PathBuf> {
     static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     FOUND
         .get_or_init(|| {
-            if neural_frame::locate_onnx_runtime(None).is_ok() {
+            if std::env::var_os("ORT_DYLIB_PATH").is_some_and(|p| !p.is_empty())
+                || neural_frame::locate_onnx_runtime(None).is_ok()
+            {
                 return None;
             }
             // The package's capi/libonnxruntime.so.X.Y.Z, not its providers' libraries (the last name in order).
