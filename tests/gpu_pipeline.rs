@@ -102,21 +102,10 @@ fn cuda_frame_size_change_keeps_the_session() {
 
 /// The bundled upscaler's 8-bit output on `backend` with `precision`, from one
 /// textured picture (output image poisoned first), with the context's precision report.
-fn upscaled(backend: Backend, precision: Precision, (w, h): (u32, u32)) -> (Vec<u8>, PrecisionReport, Element) {
-    let mut ctx = NeuralFrameContext::builder("models/upscale.onnx")
-        .backend(backend)
-        .precision(precision)
-        .frame_size(w, h)
-        .build()
-        .expect("context");
-    assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settle"));
-    let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
-    let output = ctx.create_output_image(vk::Format::R8G8B8A8_UNORM).expect("output");
-    ctx.upload(input, &common::pipeline::picture(w, h, 21)).expect("upload");
-    let (ow, oh) = ctx.output_size();
-    ctx.upload_output(output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison");
-    ctx.infer(input, output).expect("infer");
-    (ctx.readback(output).expect("readback"), ctx.precision().clone(), ctx.contract().input.element)
+fn upscaled(backend: Backend, precision: Precision, size: (u32, u32)) -> (Vec<u8>, PrecisionReport, Element) {
+    let b = NeuralFrameContext::builder("models/upscale.onnx").backend(backend).precision(precision);
+    let (pixels, report, element, _) = upscaled_with(b, size);
+    (pixels, report, element)
 }
 
 /// With no options the fp32 upscaler runs in fp16 on the CUDA backend (its check on a
@@ -145,9 +134,10 @@ fn fp32_model_runs_in_fp16_by_default_within_tolerance() {
     assert!(db_exact > db, "fp32 on CUDA ({db_exact:.1} dB) is nearer the CPU's fp32 than fp16 ({db:.1} dB)");
 }
 
-/// The bundled upscaler's 8-bit output from `b` (frame size and picture as in [`upscaled`]),
-/// settled, with its precision report and whether the fused session took over.
-fn upscaled_with(b: ContextBuilder, (w, h): (u32, u32)) -> (Vec<u8>, PrecisionReport, bool) {
+/// The bundled upscaler's 8-bit output from `b` at `w × h`, settled, from one textured
+/// picture (output image poisoned first): with the precision report, the input's element
+/// type and whether a fused session took over.
+fn upscaled_with(b: ContextBuilder, (w, h): (u32, u32)) -> (Vec<u8>, PrecisionReport, Element, bool) {
     let mut ctx = b.frame_size(w, h).build().expect("context");
     assert!(ctx.wait_settled(std::time::Duration::from_secs(300)).expect("settle"));
     let input = ctx.create_input_image(vk::Format::R8G8B8A8_UNORM).expect("input");
@@ -157,7 +147,7 @@ fn upscaled_with(b: ContextBuilder, (w, h): (u32, u32)) -> (Vec<u8>, PrecisionRe
     ctx.upload_output(output, &vec![0xa5; (ow * oh * 4) as usize]).expect("poison");
     ctx.infer(input, output).expect("infer");
     let took_over = !ctx.report().startup.fused_ms.is_nan();
-    (ctx.readback(output).expect("readback"), ctx.precision().clone(), took_over)
+    (ctx.readback(output).expect("readback"), ctx.precision().clone(), ctx.contract().input.element, took_over)
 }
 
 /// Issue 23 §3: the fused convolutions (`fuse_conv_act`) on cuDNN, against the fp32 model on
@@ -173,12 +163,12 @@ fn fused_convolutions_match_the_cpu_run() {
     let builder = || NeuralFrameContext::builder("models/upscale.onnx").backend(Backend::Cuda).fuse_conv_act(true);
     // fp16 first (cuDNN's runtime fusion is surest there), then fp32; both are reported before
     // either is asserted on.
-    let (fp16, report16, took_over) = upscaled_with(builder(), size);
+    let (fp16, report16, _, took_over) = upscaled_with(builder(), size);
     let db16 = common::pipeline::psnr(&fp16, &cpu);
     println!("fp16 fused: {db16:.1} dB against the CPU's fp32, fused session took over: {took_over}, {report16:?}");
     let fp32 = std::panic::catch_unwind(|| upscaled_with(builder().precision(Precision::Fp32).fast_start(false), size));
     let db32 = match &fp32 {
-        Ok((pixels, report, _)) => {
+        Ok((pixels, report, _, _)) => {
             let db = common::pipeline::psnr(pixels, &cpu);
             println!("fp32 fused: {db:.1} dB against the CPU's fp32, {report:?}");
             assert!(report.rewrites.iter().any(|r| r.contains("→ fused ConvAct")), "{report:?}");

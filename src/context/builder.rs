@@ -174,20 +174,14 @@ impl ContextBuilder {
 
     /// Runs each convolution that a PReLU, LeakyReLU or ReLU follows, with its bias and that
     /// activation, as one fused cuDNN kernel on the CUDA backend (off by default: **experimental**,
-    /// not yet measured on a GPU). ONNX Runtime's CUDA provider fuses none of these in fp16: each
-    /// activation is a kernel of its own that reads and writes the whole tensor again (17 of them,
-    /// 0.85 ms of the bundled upscaler's 540p frame on the H200).
-    ///
-    /// The model's graph is rewritten once at load, cached beside the tune cache: each such pair
-    /// (and each plain convolution that reads one) becomes an `ai.neural_frame::ConvAct` node that
-    /// runs NHWC, with transposes where the rest of the graph reads NCHW. The rewrite equals the
-    /// original on ONNX Runtime's CPU provider (`src/onnx/convact_tests.rs`). At a shape's first
-    /// run every engine configuration cuDNN offers for it is timed and the fastest kept. With
-    /// [`fast_start`](Self::fast_start) the first frames run the model as it is and the fused
-    /// session takes over once built; where cuDNN offers no fused engine for a convolution, that
-    /// session fails to build, said in the log, and the frames stay on the model as it is.
-    /// [`NeuralFrameContext::precision`]'s `rewrites` lists the rewrite where it applied. The CPU
-    /// backend ignores it.
+    /// not yet measured on a GPU; ONNX Runtime's CUDA provider fuses none of these in fp16). The
+    /// graph is rewritten once at load, cached beside the tune cache, into
+    /// `ai.neural_frame::ConvAct` nodes that run NHWC; the rewrite equals the original on ONNX
+    /// Runtime's CPU provider. Each shape's first run times the plans cuDNN offers and keeps the
+    /// fastest. With [`fast_start`](Self::fast_start) the first frames run the model as it is;
+    /// a fused session cuDNN refuses is logged, and the frames stay on the model as it is.
+    /// [`NeuralFrameContext::precision`]'s `rewrites` says whether it applied. The CPU backend
+    /// ignores it, and says so. docs/fused-convolutions.md has the details.
     ///
     /// ```no_run
     /// use neural_frame::NeuralFrameContext;

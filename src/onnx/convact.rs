@@ -21,7 +21,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::error::Result;
-use crate::onnx::layout::Rewritten;
+use crate::onnx::layout::{Rewritten, fresh, transpose};
 use crate::onnx::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, attribute_type, data_type,
 };
@@ -224,23 +224,6 @@ fn krsc(weight: &[u8], [k, c, r, s]: [i64; 4], padded: i64, elem: usize) -> Vec<
 
 fn raw_tensor(name: &str, dims: Vec<i64>, dtype: i32, raw: Vec<u8>) -> TensorProto {
     TensorProto { name: Some(name.into()), dims, data_type: Some(dtype), raw_data: Some(raw), ..Default::default() }
-}
-
-fn fresh(used: &mut HashSet<String>, base: &str) -> String {
-    let mut name = base.to_string();
-    let mut k = 0;
-    while used.contains(&name) {
-        k += 1;
-        name = format!("{base}_{k}");
-    }
-    used.insert(name.clone());
-    name
-}
-
-fn transpose(name: String, input: &str, output: &str, perm: [i64; 4]) -> NodeProto {
-    let mut t = NodeProto::new("Transpose", name, vec![input.into()], vec![output.into()]);
-    t.attribute.push(AttributeProto::ints("perm", perm.to_vec()));
-    t
 }
 
 /// Replaces Conv + activation pairs (and the plain Convs that read them) by [`OP`] nodes.

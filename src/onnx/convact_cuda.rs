@@ -58,11 +58,14 @@ impl Drop for Workspace {
 
 /// The kernel of one `ConvAct` node. ONNX Runtime runs a session's kernels one `Run` at a
 /// time here (the context runs one frame's model at a time per session).
+/// What a kernel's last plan was for: its cuDNN handle (as an address), device and shape.
+type Current = (usize, u32, ConvActShape);
+
 pub(super) struct CudaKernel {
     a: Attrs,
     half: bool,
     /// The key of the shape last run (handle, device, shape), and its plan.
-    current: Option<(String, Arc<FusedPlan>)>,
+    current: Option<(Current, Arc<FusedPlan>)>,
     /// Every plan this kernel ran (a captured graph may still launch an older one's kernels).
     used: HashMap<String, Arc<FusedPlan>>,
     /// The workspace in use (the last), and the ones it outgrew: never freed while the kernel
@@ -232,20 +235,23 @@ impl CudaKernel {
         Ok(plans.swap_remove(best))
     }
 
-    /// The plan for `key`: this kernel's last, another kernel's of the same handle, or chosen now.
+    /// The plan for the shape on this handle and device: this kernel's last (compared without
+    /// making the map's text key: the common case, every frame), another kernel's of the same
+    /// handle, or chosen now.
     fn plan(
         &mut self,
-        key: String,
-        handle: *mut c_void,
+        (handle, device): (*mut c_void, u32),
         stream: *mut c_void,
         shape: &ConvActShape,
         ptrs: &ConvActPtrs,
     ) -> Result<Arc<FusedPlan>, String> {
-        if let Some((k, p)) = &self.current
-            && *k == key
+        if let Some(((h, d, sh), p)) = &self.current
+            && (*h, *d) == (handle as usize, device)
+            && sh == shape
         {
             return Ok(Arc::clone(p));
         }
+        let key = format!("{handle:p}:{device}:{}", shape.key());
         let known = CHOSEN.lock().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(|m| m.get(&key).cloned());
         let plan = match known.or_else(|| self.used.get(&key).cloned()) {
             Some(p) => {
@@ -268,8 +274,8 @@ impl CudaKernel {
                 Arc::clone(chosen.get_or_insert_default().entry(key.clone()).or_insert(p))
             }
         };
-        self.used.insert(key.clone(), Arc::clone(&plan));
-        self.current = Some((key, Arc::clone(&plan)));
+        self.used.insert(key, Arc::clone(&plan));
+        self.current = Some(((handle as usize, device, shape.clone()), Arc::clone(&plan)));
         Ok(plan)
     }
 
@@ -335,8 +341,7 @@ impl CudaKernel {
         // plans are shared only among kernels of that handle, which outlives them (a session's
         // kernels go with its provider). Another session's kernels choose again, from the plan
         // cache: one finalize a shape, no timing.
-        let key = format!("{handle:p}:{device}:{}", shape.key());
-        let plan = self.plan(key, handle, stream, &shape, &ptrs).map_err(err)?;
+        let plan = self.plan((handle, device), stream, &shape, &ptrs).map_err(err)?;
         let ws = self.current_workspace(plan.workspace_bytes()).map_err(err)?;
         // SAFETY: the pointers are this run's tensors on the provider's device, of the shape's
         // sizes; ws holds the plan's workspace; the plan was made for this shape, device and handle.

@@ -63,14 +63,14 @@ fn permute(v: &mut ValueInfoProto, perm: [usize; 4]) {
     }
 }
 
-fn transpose(name: String, input: &str, output: &str, perm: [i64; 4]) -> NodeProto {
+pub(crate) fn transpose(name: String, input: &str, output: &str, perm: [i64; 4]) -> NodeProto {
     let mut t = NodeProto::new("Transpose", name, vec![input.into()], vec![output.into()]);
     t.attribute.push(AttributeProto::ints("perm", perm.to_vec()));
     t
 }
 
 /// `base`, or `base_1`, … where the name is taken.
-fn fresh(used: &mut HashSet<String>, base: &str) -> String {
+pub(crate) fn fresh(used: &mut HashSet<String>, base: &str) -> String {
     let mut name = base.to_string();
     let mut k = 0;
     while used.contains(&name) {

@@ -160,18 +160,10 @@ fn the_cpu_backend_keeps_the_models_precision() {
 /// left alone. (The rewrites' equality on ONNX Runtime is layout_tests.rs's.)
 #[test]
 fn rewritten_models_keep_their_contract() {
-    use crate::onnx::session::{self, Provider, SessionConfig};
+    use crate::onnx::session;
     let dir = std::env::temp_dir().join(format!("neural-frame-rewrites-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let config = SessionConfig {
-        provider: Provider::Cpu,
-        conv_search: crate::onnx::ConvSearch::Heuristic,
-        prefer_nhwc: false,
-        fuse_conv_bias: false,
-        cuda_stream: None,
-        threads: Some(1),
-        declared: Default::default(),
-    };
+    let config = cpu_config();
     let all = Rewrites { nhwc_io: true, fold_skip: true };
     let mut rewritten_count = 0;
     let mut models: Vec<PathBuf> = std::fs::read_dir("models/test")
@@ -357,15 +349,7 @@ fn checks_cached_by_an_earlier_version_are_not_read() {
 fn probe_options_name_what_changes_the_probe() {
     use crate::onnx::session::{Provider, SessionConfig};
     use crate::onnx::tensor::Normalization;
-    let base = SessionConfig {
-        provider: Provider::Cuda { ordinal: 0 },
-        conv_search: crate::onnx::ConvSearch::Heuristic,
-        prefer_nhwc: false,
-        fuse_conv_bias: false,
-        cuda_stream: None,
-        threads: None,
-        declared: Default::default(),
-    };
+    let base = SessionConfig { provider: Provider::Cuda { ordinal: 0 }, threads: None, ..cpu_config() };
     let options = |c: &SessionConfig| probe_options(c);
     let mut declared_all = base.clone();
     declared_all.declared.all.normalization = Some(Normalization::Signed);
@@ -497,18 +481,10 @@ fn the_check_reports_the_size_that_ran() {
 #[test]
 fn the_probe_runs_every_output_at_the_models_size() {
     use crate::onnx::proto::Dim;
-    use crate::onnx::session::{Provider, SessionConfig};
+
     let dir = fresh_dir("probe");
     std::fs::create_dir_all(&dir).expect("dir");
-    let config = SessionConfig {
-        provider: Provider::Cpu,
-        conv_search: crate::onnx::ConvSearch::Heuristic,
-        prefer_nhwc: false,
-        fuse_conv_bias: false,
-        cuda_stream: None,
-        threads: Some(1),
-        declared: Default::default(),
-    };
+    let config = cpu_config();
     let run = |path: &Path| probe_pixels(path, &config).expect("probe").run().expect("runs");
     let shape = |o: &ProbeOutputs| {
         o.outputs
@@ -541,4 +517,17 @@ fn the_probe_runs_every_output_at_the_models_size() {
     assert_eq!(fixed.size, (40, 24));
     assert_eq!(shape(&fixed), [("output".into(), "pixels", 3 * 80 * 48)]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A one-thread CPU session's options, the CUDA ones off.
+fn cpu_config() -> crate::onnx::session::SessionConfig {
+    crate::onnx::session::SessionConfig {
+        provider: crate::onnx::session::Provider::Cpu,
+        conv_search: crate::onnx::ConvSearch::Heuristic,
+        prefer_nhwc: false,
+        fuse_conv_bias: false,
+        cuda_stream: None,
+        threads: Some(1),
+        declared: Default::default(),
+    }
 }
