@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -448,6 +448,17 @@ for what in "$@"; do
         --fuse-conv-act --json-file "$OUT/f32-fused-1080p.json"
       step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
         --json "$OUT/torch-540p.json"
+      ;;
+    floor22)
+      # Issue 22's time to first frame beside its floor: what a fresh process pays for CUDA's
+      # driver alone and for PyTorch's first cuDNN forward (bench/startup_floor.py), then the
+      # bench's time to first frame with the defaults twice (warm caches), same session.
+      step startup-floor 240 python3 bench/startup_floor.py .gpu-bin/upscale-weights.npz --size 960x540 --runs 3 \
+        --json "$OUT/startup-floor.json"
+      for k in 1 2; do
+        step "ttff-defaults-$k" 120 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
+          --frames 30 --json-file "$OUT/ttff-defaults-$k.json"
+      done
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
