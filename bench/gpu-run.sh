@@ -419,7 +419,7 @@ for what in "$@"; do
       step capi-renderer-validation 120 env LD_LIBRARY_PATH=".gpu-bin:${LD_LIBRARY_PATH:-}" \
         VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation .gpu-bin/renderer_cpp --model models/upscale-fp16.onnx --input models/coffee.png \
         --output "$OUT/capi-renderer-f16.png" --backend cuda --frames 30 --compare
-      echo "capi-renderer-validation: $(grep -c 'Validation Error' "$log" || true) validation errors in the log" | tee -a "$log"
+      echo "capi-renderer-validation: $(sed -n '/^=== capi-renderer-validation: env/,$p' "$log" | grep -c 'Validation Error' || true) validation errors in that step's output" | tee -a "$log"
       rm -f "$OUT"/capi-renderer*.png
       ;;
     fused23)
@@ -427,7 +427,8 @@ for what in "$@"; do
       # cuDNN's runtime-fusion engines compile with NVRTC: say where libnvrtc is (the system's, or
       # PyTorch's wheel), then the GPU test against ONNX Runtime's CPU run, and the bench with
       # and without the rewrite (the first fused build times every plan; the second reads the
-      # plan cache), the fp16 file, 1080p, and torch.compile in the same session.
+      # plan cache: -v says whether it took the cached plans), the fp16 file, 1080p, and torch.compile in
+      # the same session.
       step nvrtc 20 bash -c 'ldconfig -p | grep -i -E "nvrtc|cudnn" ; ls /usr/local/cuda*/lib64/libnvrtc* 2>/dev/null; true'
       if ! ldconfig -p | grep -q 'libnvrtc.so'; then
         nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0] if hasattr(nvidia, "__path__") else nvidia.__file__))' 2>/dev/null || true)
@@ -442,6 +443,7 @@ for what in "$@"; do
         --json-file "$OUT/$name.json" "$@"; }
       b f32-plain --model "$f32"
       b f32-fused-first -v --model "$f32" --fuse-conv-act
+      b f32-fused-cached -v --model "$f32" --fuse-conv-act
       b f32-fused --model "$f32" --fuse-conv-act
       b f16-fused --model "$f16" --fuse-conv-act
       step f32-fused-1080p 300 .gpu-bin/neural-frame bench --model "$f32" --size 1920x1080 --frames 100 \

@@ -548,6 +548,33 @@ fn plan_from(
     })
 }
 
+/// What the heuristics offer for a graph: engine configs of mode A, then of the fallback
+/// mode, each with its engine and knob choices where they could be read; and how many came
+/// from mode A.
+struct Offered {
+    configs: Vec<Option<Desc>>,
+    infos: Vec<Option<EngineInfo>>,
+    a_count: usize,
+}
+
+fn offered(api: &'static Api, graph: &Graph, shape: &ConvActShape) -> Result<Offered, String> {
+    let (from_a, fallback) = match (heuristic(api, graph, HEUR_MODE_A), heuristic(api, graph, HEUR_MODE_FALLBACK)) {
+        (Err(a), Err(f)) => return Err(format!("ConvAct {}: {}; {}", shape.key(), a.message, f.message)),
+        (a, f) => (a.unwrap_or_else(|e| skip(e, shape)), f.unwrap_or_else(|e| skip(e, shape))),
+    };
+    let a_count = from_a.len();
+    let configs: Vec<Option<Desc>> = from_a.into_iter().chain(fallback).map(Some).collect();
+    let infos = configs
+        .iter()
+        .map(|cfg| {
+            engine_info(cfg.as_ref()?)
+                .map_err(|f| log::debug!("ConvAct {}: skipping an engine config: {}", shape.key(), f.message))
+                .ok()
+        })
+        .collect();
+    Ok(Offered { configs, infos, a_count })
+}
+
 /// Up to [`MAX_CANDIDATES`] plans for the shape: the operation graph finalized, the engine
 /// configs of heuristics mode A, then those of the fallback mode whose engine mode A did not
 /// list ([`candidate_order`]), each finalized into a plan in that order until that many have
@@ -561,26 +588,14 @@ fn plan_from(
 pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<Vec<FusedPlan>, String> {
     let api = api()?;
     let Some(graph) = graph_for(api, handle, shape)? else { return Ok(Vec::new()) };
-    let (from_a, fallback) = match (heuristic(api, &graph, HEUR_MODE_A), heuristic(api, &graph, HEUR_MODE_FALLBACK)) {
-        (Err(a), Err(f)) => return Err(format!("ConvAct {}: {}; {}", shape.key(), a.message, f.message)),
-        (a, f) => (a.unwrap_or_else(|e| skip(e, shape)), f.unwrap_or_else(|e| skip(e, shape))),
-    };
-    let (a_count, fallback_count) = (from_a.len(), fallback.len());
-    let mut configs: Vec<Option<Desc>> = from_a.into_iter().chain(fallback).map(Some).collect();
-    let infos: Vec<Option<EngineInfo>> = configs
-        .iter()
-        .map(|cfg| {
-            engine_info(cfg.as_ref()?)
-                .map_err(|f| log::debug!("ConvAct {}: skipping an engine config: {}", shape.key(), f.message))
-                .ok()
-        })
-        .collect();
+    let Offered { mut configs, infos, a_count } = offered(api, &graph, shape)?;
     let choices: Vec<Option<PlanChoice>> = infos.iter().map(|i| i.as_ref().map(|e| e.choice.clone())).collect();
     let order = candidate_order(&choices, a_count);
     log::debug!(
-        "ConvAct {}: heuristics offered {a_count} config(s) in mode A and {fallback_count} in fallback mode; \
+        "ConvAct {}: heuristics offered {a_count} config(s) in mode A and {} in fallback mode; \
          {} distinct, finalizing up to {MAX_CANDIDATES}",
         shape.key(),
+        configs.len() - a_count,
         order.len()
     );
     let started = Instant::now();
@@ -600,16 +615,18 @@ pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<
         "ConvAct {}: {} plan(s) finalized from {tried} of {} offered config(s) in {:.2} s",
         shape.key(),
         plans.len(),
-        a_count + fallback_count,
+        configs.len(),
         started.elapsed().as_secs_f64()
     );
     Ok(plans)
 }
 
-/// The one plan of an engine config chosen earlier (the plan cache): the engine built by its
-/// global index for this shape's operation graph, the config from its knob choices, one plan
-/// finalized, nothing timed. Fails when this cuDNN (or GPU) no longer offers it; the caller then
-/// searches with [`plans`] again.
+/// The one plan of an engine config chosen earlier (the plan cache), nothing timed: the
+/// heuristics' own config with that engine and those knob choices where they still offer it
+/// (a config rebuilt from the engine's index and knobs may lack what the heuristics set
+/// beside them), else the engine built by its global index for this shape's operation graph
+/// and the config from the knob choices. Fails when this cuDNN (or GPU) no longer offers it;
+/// the caller then searches with [`plans`] again.
 ///
 /// # Safety
 /// As for [`plans`].
@@ -621,6 +638,21 @@ pub(crate) unsafe fn plan_for(
     let api = api()?;
     let graph = graph_for(api, handle, shape)?
         .ok_or_else(|| format!("ConvAct {}: cuDNN no longer fuses this graph", shape.key()))?;
+    let fail =
+        |f: Fail| format!("ConvAct {}: engine {} [{}]: {}", shape.key(), choice.engine, choice.knobs_text(), f.message);
+    match offered(api, &graph, shape) {
+        Ok(Offered { mut configs, infos, .. }) => {
+            if let Some(i) = infos.iter().position(|i| i.as_ref().is_some_and(|i| i.complete && i.choice == *choice))
+                && let (Some(cfg), Some(info)) = (configs[i].take(), infos[i].as_ref())
+            {
+                log::debug!("ConvAct {}: the cached engine config is the heuristics' config {i}", shape.key());
+                return plan_from(handle, &graph, cfg, Vec::new(), choice.clone(), (info.runtime, true), shape)
+                    .map_err(fail);
+            }
+            log::debug!("ConvAct {}: the heuristics no longer offer the cached config; rebuilding it", shape.key());
+        }
+        Err(e) => log::debug!("{e}; rebuilding the cached config"),
+    }
     let built = (|| {
         let engine = Desc::new(api, ENGINE_DESCRIPTOR)?;
         engine.set_descs(ATTR_ENGINE_OPERATION_GRAPH, &[graph.op_graph])?;
@@ -645,9 +677,7 @@ pub(crate) unsafe fn plan_for(
         parts.push(engine);
         plan_from(handle, &graph, cfg, parts, choice.clone(), (runtime, true), shape)
     })();
-    built.map_err(|f| {
-        format!("ConvAct {}: engine {} [{}]: {}", shape.key(), choice.engine, choice.knobs_text(), f.message)
-    })
+    built.map_err(fail)
 }
 
 /// No configs from a heuristic mode that failed (the other one still counts).

@@ -21,6 +21,16 @@ use crate::cuda::cudnn_cache;
 /// Timed runs per plan when choosing.
 const TUNE_RUNS: usize = 5;
 
+/// Timed runs of a cached plan before it is taken.
+const CHECK_RUNS: usize = 3;
+
+/// Whether a cached plan that runs in `now_ms` is too slow against the `chosen_ms` it ran in
+/// when it was chosen: more than 40 % and 10 µs slower (the timings share the GPU with the
+/// first frames under fast start, so they move a little).
+pub(super) fn slower_than_chosen(now_ms: f64, chosen_ms: f64) -> bool {
+    now_ms > chosen_ms * 1.4 + 0.01
+}
+
 /// The plan chosen for each device and shape in this process.
 static CHOSEN: Mutex<Option<HashMap<String, Arc<FusedPlan>>>> = Mutex::new(None);
 
@@ -173,13 +183,21 @@ impl CudaKernel {
             let started = Instant::now();
             // SAFETY: handle is the provider's cuDNN handle, in the current context.
             let built = unsafe { cudnn::plan_for(handle, shape, &entry.choice) };
-            // One timed run proves it runs here (a plan that finalizes may still fail to execute).
+            // Timed runs prove it runs here (a plan that finalizes may still fail to execute), and
+            // as fast as when it was chosen (a plan rebuilt from its choice may not be the one
+            // timed then: a slower one is not taken).
             let ran = built.and_then(|plan| {
                 let ws = self.workspace(plan.workspace_bytes())?;
                 // SAFETY: this run's tensors on the provider's device; ws holds the plan's
                 // workspace; the stream is not capturing (the caller checked).
-                let (_, times) = unsafe { cudnn::autotune(handle, stream, std::slice::from_ref(&plan), ptrs, ws, 1) }?;
+                let (_, times) =
+                    unsafe { cudnn::autotune(handle, stream, std::slice::from_ref(&plan), ptrs, ws, CHECK_RUNS) }?;
                 match times.first().copied().flatten() {
+                    Some(ms) if slower_than_chosen(ms, entry.median_ms) => Err(format!(
+                        "it runs in {ms:.4} ms, against {:.4} ms when chosen ({})",
+                        entry.median_ms,
+                        plan.describe()
+                    )),
                     Some(ms) => Ok((plan, ms)),
                     None => Err("it failed to run".to_string()),
                 }
@@ -197,7 +215,7 @@ impl CudaKernel {
                 }
                 Err(e) => {
                     log::warn!(
-                        "{OP} {}: the cached plan (engine {}, knobs [{}]) does not run here, searching again: {e}",
+                        "{OP} {}: the cached plan (engine {}, knobs [{}]) is not taken, searching again: {e}",
                         shape.key(),
                         entry.choice.engine,
                         entry.choice.knobs_text()
@@ -364,5 +382,21 @@ impl Kernel for CudaKernel {
                 Err(ort::Error::new(format!("{OP}: {what}")))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slower_than_chosen;
+
+    #[test]
+    fn a_cached_plan_slower_than_when_chosen_is_not_taken() {
+        // The H200's 64→64 3×3 plan: 0.102 ms when chosen; the slow process ran the model
+        // 1.4 ms a frame slower over 16 such convolutions.
+        assert!(!slower_than_chosen(0.102, 0.102));
+        assert!(!slower_than_chosen(0.13, 0.102), "noise under fast start");
+        assert!(slower_than_chosen(0.19, 0.102));
+        assert!(!slower_than_chosen(0.012, 0.003), "a few microseconds apart");
+        assert!(slower_than_chosen(f64::INFINITY, 0.1));
     }
 }
