@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -461,6 +461,17 @@ for what in "$@"; do
         step "ttff-defaults-$k" 120 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
           --frames 30 --json-file "$OUT/ttff-defaults-$k.json"
       done
+      ;;
+    defaults22b)
+      # Issue 22's in-process targets at 200 frames: the fp16 file with no tuning flags twice,
+      # and the best options forced by hand, same session.
+      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
+      for k in 1 2; do
+        step "defaults-fp16-$k" 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 \
+          --frames 200 --json-file "$OUT/defaults-fp16-$k.json"
+      done
+      step best-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 --frames 200 \
+        "${best[@]}" --json-file "$OUT/best-fp16.json"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
