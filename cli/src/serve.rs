@@ -149,16 +149,38 @@ fn bind(path: &Path) -> anyhow::Result<UnixListener> {
         std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
         say(format_args!("removed the stale socket {} (nobody was listening)", path.display()));
     }
+    // The socket is bound and listening under a name of its own in the same directory, then
+    // renamed into place: whoever waits for the path to appear finds it listening (between
+    // bind(2) and listen(2) a connection is refused). A name that would not fit a socket
+    // address binds the path itself.
+    let staged = staging_name(path);
+    let at = staged.as_deref().unwrap_or(path);
+    if let Some(s) = &staged {
+        let _ = std::fs::remove_file(s);
+    }
     // Nobody else may connect between bind and chmod: the socket is made 0600 by the umask.
     // SAFETY: umask cannot fail; no other thread runs yet.
     let old = unsafe { libc::umask(0o177) };
-    let listener = UnixListener::bind(path);
+    let listener = UnixListener::bind(at);
     // SAFETY: as above.
     unsafe { libc::umask(old) };
     let listener = listener.with_context(|| format!("binding {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("making {} private (mode 0600)", path.display()))?;
+    if let Some(s) = &staged
+        && let Err(e) = std::fs::rename(s, path)
+    {
+        let _ = std::fs::remove_file(s);
+        return Err(e).with_context(|| format!("moving the socket into place at {}", path.display()));
+    }
     Ok(listener)
+}
+
+/// `dir/.name.<pid>.new` beside `path`, where it fits a socket address (107 bytes).
+fn staging_name(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let staged = path.with_file_name(format!(".{name}.{}.new", std::process::id()));
+    (staged.as_os_str().len() <= 107).then_some(staged)
 }
 
 /// The peer's pid and uid (`SO_PEERCRED`).
