@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -17,6 +17,17 @@ step() {
   echo "=== $name: rc=${PIPESTATUS[0]}" | tee -a "$log"
 }
 tests=(--include-ignored --test-threads=1 --nocapture)
+# cuDNN's runtime-fusion engines compile with NVRTC: say where libnvrtc is (the system's, or
+# PyTorch's wheel).
+nvrtc() {
+  step nvrtc 20 bash -c 'ldconfig -p | grep -i -E "nvrtc|cudnn" ; ls /usr/local/cuda*/lib64/libnvrtc* 2>/dev/null; true'
+  if ! ldconfig -p | grep -q 'libnvrtc.so'; then
+    nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0] if hasattr(nvidia, "__path__") else nvidia.__file__))' 2>/dev/null || true)
+    lib=$(find "${nv:-/nonexistent}" -name 'libnvrtc.so*' 2>/dev/null | head -1)
+    [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
+    echo "libnvrtc: ${lib:-not found}" | tee -a "$log"
+  fi
+}
 for what in "$@"; do
   case "$what" in
     info)
@@ -429,13 +440,7 @@ for what in "$@"; do
       # and without the rewrite (the first fused build times every plan; the second reads the
       # plan cache: -v says whether it took the cached plans), the fp16 file, 1080p, and torch.compile in
       # the same session.
-      step nvrtc 20 bash -c 'ldconfig -p | grep -i -E "nvrtc|cudnn" ; ls /usr/local/cuda*/lib64/libnvrtc* 2>/dev/null; true'
-      if ! ldconfig -p | grep -q 'libnvrtc.so'; then
-        nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0] if hasattr(nvidia, "__path__") else nvidia.__file__))' 2>/dev/null || true)
-        lib=$(find "${nv:-/nonexistent}" -name 'libnvrtc.so*' 2>/dev/null | head -1)
-        [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
-        echo "libnvrtc: ${lib:-not found}" | tee -a "$log"
-      fi
+      nvrtc
       f32=models/upscale.onnx
       f16=models/upscale-fp16.onnx
       step fused-test 300 env RUST_LOG=info .gpu-bin/gpu_pipeline fused_convolutions "${tests[@]}"
@@ -472,6 +477,27 @@ for what in "$@"; do
       done
       step best-fp16 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 960x540 --frames 200 \
         "${best[@]}" --json-file "$OUT/best-fp16.json"
+      ;;
+    s5)
+      # A short device session, most needed first: the fused convolutions' plan cache (the first
+      # process chooses, the next two read the cache; -v says whether they took it), without
+      # them, every GPU test, the C++ example, issue 22's in-process targets, torch.compile,
+      # the fp16 file and 1080p fused.
+      nvrtc
+      f32=models/upscale.onnx
+      b() { local name=$1; shift; step "$name" 300 .gpu-bin/neural-frame bench --size 960x540 --frames 200 \
+        --json-file "$OUT/$name.json" "$@"; }
+      step fused-test 300 env RUST_LOG=info .gpu-bin/gpu_pipeline fused_convolutions "${tests[@]}"
+      b f32-fused-first -v --model "$f32" --fuse-conv-act
+      b f32-fused-cached -v --model "$f32" --fuse-conv-act
+      b f32-fused --model "$f32" --fuse-conv-act
+      b f32-plain --model "$f32"
+      bash "$0" alltests capi defaults22b
+      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
+        --json "$OUT/torch-540p.json"
+      b f16-fused --model models/upscale-fp16.onnx --fuse-conv-act
+      step f32-fused-1080p 300 .gpu-bin/neural-frame bench --model "$f32" --size 1920x1080 --frames 100 \
+        --fuse-conv-act --json-file "$OUT/f32-fused-1080p.json"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
