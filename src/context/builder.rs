@@ -173,8 +173,8 @@ impl ContextBuilder {
     }
 
     /// Runs each convolution that a PReLU, LeakyReLU or ReLU follows, with its bias and that
-    /// activation, as one fused cuDNN kernel on the CUDA backend (off by default: **experimental**,
-    /// not yet measured on a GPU; ONNX Runtime's CUDA provider fuses none of these in fp16). The
+    /// activation, as one fused cuDNN kernel on the CUDA backend (off by default: **experimental**;
+    /// ONNX Runtime's CUDA provider fuses none of these in fp16). The
     /// graph is rewritten once at load, cached beside the tune cache, into
     /// `ai.neural_frame::ConvAct` nodes that run NHWC; the rewrite equals the original on ONNX
     /// Runtime's CPU provider. Each shape's first run times the plans cuDNN offers and keeps the
