@@ -130,7 +130,7 @@ struct ModelArgs {
     rewrite_graph: Option<bool>,
     /// Run each convolution followed by a PReLU, LeakyReLU or ReLU, with its bias and activation, as
     /// one fused cuDNN kernel (a graph rewrite at load; CUDA backend), `true` or `false` (default:
-    /// false, experimental: not yet measured on a GPU).
+    /// false; experimental, see docs/fused-convolutions.md).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     fuse_conv_act: Option<bool>,
     /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;
