@@ -66,11 +66,11 @@ impl Drop for Workspace {
     }
 }
 
-/// The kernel of one `ConvAct` node. ONNX Runtime runs a session's kernels one `Run` at a
-/// time here (the context runs one frame's model at a time per session).
 /// What a kernel's last plan was for: its cuDNN handle (as an address), device and shape.
 type Current = (usize, u32, ConvActShape);
 
+/// The kernel of one `ConvAct` node. ONNX Runtime runs a session's kernels one `Run` at a
+/// time here (the context runs one frame's model at a time per session).
 pub(super) struct CudaKernel {
     a: Attrs,
     half: bool,
