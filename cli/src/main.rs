@@ -125,7 +125,7 @@ struct ModelArgs {
     #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
     precision: PrecisionArg,
     /// Exact rewrites of the model's graph at load on the CUDA backend (a nearest-upsample skip folded
-    /// into a 1x1 convolution, in fp32 models), `true` or `false` (default: true).
+    /// into a 1x1 convolution, in fp32 and fp16 models), `true` or `false` (default: true).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     rewrite_graph: Option<bool>,
     /// Run each convolution followed by a PReLU, LeakyReLU or ReLU, with its bias and activation, as

@@ -154,7 +154,7 @@ impl ContextBuilder {
     /// Exact rewrites of the model's graph when it is loaded on the CUDA backend (on by
     /// default), cached beside the tune cache: a nearest-upsample skip
     /// (`Add(DepthToSpace(c), Resize(x, nearest))`, as in Real-ESRGAN's compact networks)
-    /// folded into a 1×1 convolution before the DepthToSpace, in fp32 models (ONNX
+    /// folded into a 1×1 convolution before the DepthToSpace, in fp32 and fp16 models (ONNX
     /// Runtime's NHWC kernels have no Resize: it cost two transposes a frame; 0.39 ms of
     /// 3.24 for the bundled upscaler in fp16 at 540p on the H200). The result equals the
     /// original (tested on ONNX Runtime's CPU provider), and the model's inputs and outputs

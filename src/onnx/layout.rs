@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use prost::Message;
 
 use crate::error::Result;
-use crate::onnx::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
+use crate::onnx::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, data_type};
 
 /// A rewritten model and what changed.
 #[derive(Debug, Clone)]
@@ -216,6 +216,8 @@ struct Skip {
     r: i64,
     mode: String,
     channels: i64,
+    /// The skip's element type (FLOAT or FLOAT16): the 1×1 weights are written in it.
+    dtype: i32,
 }
 
 /// The skip whose Add is node `a`; `Err(None)` where the Add is not one, `Err(Some(why))`
@@ -262,20 +264,23 @@ fn skip_at(g: &GraphProto, a: usize, opset: i64) -> std::result::Result<Skip, Op
         }
     }
     let c = dn.input[0].clone();
-    // The shuffled tensor's channels: its Conv's weight, or its declaration.
-    let weight_rows = producer(&c)
-        .filter(|&p| g.node[p].op() == "Conv")
-        .and_then(|p| g.node[p].input_at(1).and_then(constant))
-        .and_then(|w| w.dims.first().copied());
-    let declared =
-        g.value_info.iter().find(|v| v.name() == c).and_then(|v| v.dims()).and_then(|d| d.get(1).copied()?);
-    let Some(rows) = weight_rows.or(declared) else {
+    // The shuffled tensor's channels and type: its Conv's weight, or its declaration.
+    let weight =
+        producer(&c).filter(|&p| g.node[p].op() == "Conv").and_then(|p| g.node[p].input_at(1).and_then(constant));
+    let declaration = g.value_info.iter().find(|v| v.name() == c);
+    let declared = declaration.and_then(|v| v.dims()).and_then(|d| d.get(1).copied()?);
+    let Some(rows) = weight.and_then(|w| w.dims.first().copied()).or(declared) else {
         return Err(Some(format!("the channels of `{c}` are not known")));
+    };
+    let dtype = match weight.map(|w| w.dtype()).or_else(|| declaration.and_then(|v| v.elem_type())) {
+        Some(t @ (data_type::FLOAT | data_type::FLOAT16)) => t,
+        Some(t) => return Err(Some(format!("`{c}` is of ONNX type {t}, neither float nor float16"))),
+        None => return Err(Some(format!("the type of `{c}` is not known"))),
     };
     if r < 1 || rows % (r * r) != 0 || !(mode == "CRD" || mode == "DCR") {
         return Err(Some(format!("DepthToSpace {mode} ×{r} of {rows} channels")));
     }
-    Ok(Skip { d2s, resize, c, x: rn.input[0].clone(), r, mode, channels: rows / (r * r) })
+    Ok(Skip { d2s, resize, c, x: rn.input[0].clone(), r, mode, channels: rows / (r * r), dtype })
 }
 
 /// Replaces the Add `a` of `s` (and its DepthToSpace and Resize) by Conv, Add, DepthToSpace.
@@ -291,7 +296,13 @@ fn rewrite_skip(g: &mut GraphProto, a: usize, s: &Skip, used: &mut HashSet<Strin
     let add_name = g.node[a].name().to_string();
     let base = if add_name.is_empty() { g.node[a].output[0].clone() } else { add_name };
     let weight = fresh(used, &format!("{base}_repeat_weight"));
-    g.initializer.push(TensorProto::from_floats(&weight, vec![ch * r2, ch, 1, 1], &e));
+    // Ones and zeros: exact in either type.
+    let dims = vec![ch * r2, ch, 1, 1];
+    g.initializer.push(if s.dtype == data_type::FLOAT16 {
+        TensorProto::from_floats_as_halves(&weight, dims, &e)
+    } else {
+        TensorProto::from_floats(&weight, dims, &e)
+    });
     let repeated = fresh(used, &format!("{base}_repeated"));
     let conv = NodeProto::new(
         "Conv",

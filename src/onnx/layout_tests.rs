@@ -176,6 +176,26 @@ fn the_upsample_skip_fold_is_exact_where_it_applies() {
     }
 }
 
+/// fp16 models fold too: the 1×1 weights are ones and zeros in float16 (exact), the sum is
+/// the one add of the original, so the output differs by at most a rounding of that add's
+/// operands' order (one float16 step of the output, 2⁻¹⁰ near 1.0).
+#[test]
+fn the_upsample_skip_fold_applies_to_float16_models() {
+    for path in ["models/upscale-fp16.onnx", "models/test/tiny-x2-f16.onnx"] {
+        let original = read(path);
+        let rewritten = fold_upsample_skip(&original).expect("rewrites");
+        assert_eq!(rewritten.changes.len(), 1, "{path}: {rewritten:?}");
+        let g = ModelProto::decode(rewritten.bytes.as_slice()).expect("decodes").graph.expect("graph");
+        assert!(g.node.iter().all(|n| n.op() != "Resize"), "{path}: a Resize is left");
+        let added: Vec<_> = g.initializer.iter().filter(|t| t.name().ends_with("_repeat_weight")).collect();
+        assert_eq!(added.len(), 1, "{path}");
+        assert_eq!(added[0].data_type, Some(data_type::FLOAT16), "{path}: the weights are not float16");
+        let d = compare_same_io(&original, &rewritten.bytes, &[1, 3, 20, 26]);
+        eprintln!("{path}: {d:?}");
+        assert!(d.iter().all(|(_, psnr, max)| *psnr >= 60.0 && *max <= 2.0 / 1024.0), "{path}: {d:?}");
+    }
+}
+
 #[test]
 fn the_upsample_skip_fold_leaves_other_models_alone() {
     // A Resize that is not the r-times repeat DepthToSpace pairs with: asymmetric with

@@ -261,6 +261,10 @@ fn converted(bytes: &[u8], sha: &str, dir: Option<&Path>) -> Result<PathBuf> {
 /// Bumped when the conversion changes, so that cached conversions are made again.
 const CONVERTER_VERSION: u32 = 1;
 
+/// Bumped when the layout rewrites change what they write (2: the fold applies to fp16
+/// models too), so that a cached rewrite of the old kind is not read.
+const LAYOUT_VERSION: u32 = 2;
+
 /// The check of `converted` against `original`, from the cache (for `gpu` and the probe's
 /// options) or run now.
 fn checked(
@@ -443,7 +447,7 @@ pub(crate) fn resolve(
 pub(crate) struct Rewrites {
     /// NHWC image inputs and outputs (not where the caller declared a layout).
     pub(crate) nhwc_io: bool,
-    /// The nearest-upsample skip folded into a 1×1 convolution (fp32 models).
+    /// The nearest-upsample skip folded into a 1×1 convolution.
     pub(crate) fold_skip: bool,
 }
 
@@ -451,12 +455,11 @@ impl Rewrites {
     pub(crate) const NONE: Self = Self { nhwc_io: false, fold_skip: false };
 }
 
-/// The layout rewrites of `bytes` (an `kind` model), from the cache or made now: the path
-/// and bytes of the model that runs and what changed (nothing: the original).
+/// The layout rewrites of `bytes`, from the cache or made now: the path and bytes of the
+/// model that runs and what changed (nothing: the original).
 fn rewritten(
     model: &Path,
     bytes: Vec<u8>,
-    kind: &str,
     rewrite: Rewrites,
     dir: Option<&Path>,
 ) -> Result<(PathBuf, Vec<u8>, Vec<String>)> {
@@ -466,8 +469,8 @@ fn rewritten(
     }
     let mut current = bytes.clone();
     let mut changes = Vec::new();
-    // The fold writes its 1×1 weights in fp32: an fp16 model keeps its skip.
-    if rewrite.fold_skip && kind == "fp32" {
+    // The fold writes its 1×1 weights in the skip's own type (fp32 or fp16).
+    if rewrite.fold_skip {
         let r = crate::onnx::layout::fold_upsample_skip(&current)?;
         changes.extend(r.changes);
         current = r.bytes;
@@ -494,7 +497,7 @@ fn rewritten(
     };
     let sha = sha256_hex(&bytes);
     let path = dir.join(format!(
-        "{}-layout{}{}-v{CONVERTER_VERSION}.onnx",
+        "{}-layout{}{}-v{LAYOUT_VERSION}.onnx",
         &sha[..16],
         if rewrite.fold_skip { "-fold" } else { "" },
         if rewrite.nhwc_io { "-nhwc" } else { "" }
@@ -547,7 +550,7 @@ fn resolve_in(
         return Ok(keep(kind, "the CPU backend keeps the model's own precision".into()));
     };
     // On the CUDA backend the graph rewrites come first (exact); precision works on their result.
-    let (base, bytes, rewrites) = rewritten(model, bytes, kind, rewrite, dir)?;
+    let (base, bytes, rewrites) = rewritten(model, bytes, rewrite, dir)?;
     let keep = |kind: &'static str, reason: String| {
         let mut r = keep(kind, reason);
         r.path = base.clone();

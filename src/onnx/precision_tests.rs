@@ -84,7 +84,7 @@ fn failures_keep_the_model_as_it_is() {
     // A directory under a regular file cannot be made.
     let blocked = Path::new("models/upscale.onnx/precision");
     let all = Rewrites { nhwc_io: false, fold_skip: true };
-    let (path, _, changes) = rewritten(model, bytes, "fp32", all, Some(blocked)).expect("not fatal");
+    let (path, _, changes) = rewritten(model, bytes, all, Some(blocked)).expect("not fatal");
     assert_eq!((path.as_path(), changes.len()), (model, 0));
     let mut never = stand_in("", |_| panic!("no check without a cached model"));
     let r = resolve_in(Some(blocked), model, Precision::Auto, all, Some(("gpu", &mut never))).expect("not fatal");
@@ -176,8 +176,7 @@ fn rewritten_models_keep_their_contract() {
     models.sort();
     for model in models {
         let bytes = std::fs::read(&model).expect("model");
-        let kind = model_precision(&bytes).expect("kind");
-        let (path, _, changes) = rewritten(&model, bytes, kind, all, Some(&dir)).expect("rewrites");
+        let (path, _, changes) = rewritten(&model, bytes, all, Some(&dir)).expect("rewrites");
         // SAFETY: no CUDA stream.
         let Ok((_, before)) = (unsafe { session::create(&model, &config) }) else {
             continue; // a model the contract refuses as it is (tested elsewhere)

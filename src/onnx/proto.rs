@@ -643,6 +643,17 @@ impl TensorProto {
         }
     }
 
+    /// A float16 tensor with `values` (rounded to the nearest half), stored as `raw_data`.
+    pub(crate) fn from_floats_as_halves(name: &str, dims: Vec<i64>, values: &[f32]) -> Self {
+        Self {
+            name: Some(name.into()),
+            dims,
+            data_type: Some(data_type::FLOAT16),
+            raw_data: Some(values.iter().flat_map(|&v| half::f16::from_f32(v).to_bits().to_le_bytes()).collect()),
+            ..Default::default()
+        }
+    }
+
     /// An int64 tensor with `values`, stored as `raw_data`.
     pub(crate) fn from_i64s(name: &str, dims: Vec<i64>, values: &[i64]) -> Self {
         Self {
