@@ -105,8 +105,9 @@
 //! first Vulkan instance keeps one minimal instance alive until the process
 //! exits (NVIDIA's driver cannot be loaded and unloaded more than about twenty
 //! times in one process). Nothing else is global; the library spawns no
-//! processes and reads only the environment variables `ORT_DYLIB_PATH` and
-//! `NEURAL_FRAME_VULKAN_LIBRARY`, and (feature `tune`, on by default) the tune
+//! processes and reads only the environment variables `ORT_DYLIB_PATH`,
+//! `NEURAL_FRAME_VULKAN_LIBRARY`, and `XDG_DATA_HOME`, `HOME` and `VIRTUAL_ENV`
+//! where it looks for ONNX Runtime (see [`load_onnx_runtime`]), and (feature `tune`, on by default) the tune
 //! cache's file, found by `NEURAL_FRAME_TUNE_CACHE`, `XDG_CACHE_HOME` or `HOME`
 //! (see [`tune`]), which a context reads when its builder was given no tuning option.
 //!

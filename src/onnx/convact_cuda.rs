@@ -228,7 +228,7 @@ impl CudaKernel {
         let mut plans = unsafe { cudnn::plans(handle, shape) }?;
         if plans.is_empty() {
             return Err(format!(
-                "cuDNN offers no fused engine for {} (why: -vv, RUST_LOG=debug); run without the fused \
+                "cuDNN offers no fused engine for {} (why: -vv or NEURAL_FRAME_TRACE=1; a library: its logger at debug level); run without the fused \
                  convolution (--fuse-conv-act false, ContextBuilder::fuse_conv_act(false))",
                 shape.key()
             ));
