@@ -129,8 +129,9 @@ struct ModelArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     rewrite_graph: Option<bool>,
     /// Run each convolution followed by a PReLU, LeakyReLU or ReLU, with its bias and activation, as
-    /// one fused cuDNN kernel (a graph rewrite at load; CUDA backend), `true` or `false` (default:
-    /// false; experimental, see docs/fused-convolutions.md).
+    /// one fused cuDNN kernel (a graph rewrite at load; CUDA backend), `true` or `false` (default: on
+    /// where the model runs in fp16; a model cuDNN refuses runs without, announced; see
+    /// docs/fused-convolutions.md).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     fuse_conv_act: Option<bool>,
     /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;

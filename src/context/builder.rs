@@ -121,8 +121,9 @@ pub struct ContextBuilder {
     pub(crate) precision: Precision,
     /// Exact graph rewrites at load (CUDA backend).
     pub(crate) rewrite_graph: bool,
-    /// Convolutions with their bias and activation as fused `ConvAct` nodes (CUDA backend).
-    pub(crate) fuse_conv_act: bool,
+    /// Convolutions with their bias and activation as fused `ConvAct` nodes (CUDA backend):
+    /// the caller's choice, or `None` for the default (on where the model runs in fp16).
+    pub(crate) fuse_conv_act: Option<bool>,
 }
 
 impl ContextBuilder {
@@ -147,7 +148,7 @@ impl ContextBuilder {
             fast_start: true,
             precision: Precision::Auto,
             rewrite_graph: true,
-            fuse_conv_act: false,
+            fuse_conv_act: None,
         }
     }
 
@@ -173,25 +174,28 @@ impl ContextBuilder {
     }
 
     /// Runs each convolution that a PReLU, LeakyReLU or ReLU follows, with its bias and that
-    /// activation, as one fused cuDNN kernel on the CUDA backend (off by default: **experimental**;
-    /// ONNX Runtime's CUDA provider fuses none of these in fp16). The
-    /// graph is rewritten once at load, cached beside the tune cache, into
-    /// `ai.neural_frame::ConvAct` nodes that run NHWC; the rewrite equals the original on ONNX
-    /// Runtime's CPU provider. Each shape's first run times the plans cuDNN offers and keeps the
-    /// fastest. With [`fast_start`](Self::fast_start) the first frames run the model as it is;
-    /// a fused session cuDNN refuses is logged, and the frames stay on the model as it is.
-    /// [`NeuralFrameContext::precision`]'s `rewrites` says whether it applied. The CPU backend
-    /// ignores it, and says so. docs/fused-convolutions.md has the details.
+    /// activation, as one fused cuDNN kernel on the CUDA backend (ONNX Runtime's CUDA provider
+    /// fuses none of these in fp16). **On by default where the model runs in fp16** (an fp16
+    /// model, or an fp32 one that [`Precision::Auto`] converts); `true` also applies it to a
+    /// model that runs in fp32, `false` never. The graph is rewritten once at load, cached beside
+    /// the tune cache, into `ai.neural_frame::ConvAct` nodes that run NHWC; the rewrite equals the
+    /// original on ONNX Runtime's CPU provider. Each shape's first run times the plans cuDNN
+    /// offers and keeps the fastest (cached too: seconds on a machine's first run, on a thread
+    /// beside the first frames with [`fast_start`](Self::fast_start)). A model cuDNN refuses to
+    /// fuse runs without the fused convolutions, said in the log and in
+    /// [`NeuralFrameContext::precision`]'s `rewrites`, which also says whether it applied. The
+    /// CPU backend ignores it (and says so when it was asked for). docs/fused-convolutions.md
+    /// has the details and the measurements.
     ///
     /// ```no_run
     /// use neural_frame::NeuralFrameContext;
     ///
-    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").fuse_conv_act(true).frame_size(960, 540).build()?;
-    /// println!("{:?}", ctx.precision().rewrites);
+    /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").fuse_conv_act(false).frame_size(960, 540).build()?;
+    /// assert!(!ctx.precision().rewrites.iter().any(|r| r.contains("ConvAct")));
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn fuse_conv_act(mut self, on: bool) -> Self {
-        self.fuse_conv_act = on;
+        self.fuse_conv_act = Some(on);
         self
     }
 

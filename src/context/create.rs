@@ -21,7 +21,7 @@ use crate::cuda;
 use crate::error::{Error, ErrorKind, Result};
 use crate::interop::SharedTimeline;
 use crate::onnx::session::{Provider, SessionConfig};
-use crate::onnx::{Binding, precision, session};
+use crate::onnx::{Binding, convact, precision, session};
 use crate::vulkan::command::CommandPool;
 use crate::vulkan::query::TimestampPool;
 use crate::vulkan::sync::Fence;
@@ -47,7 +47,10 @@ impl NeuralFrameContext {
     pub(crate) fn new(b: ContextBuilder, caller: Option<CallerDevice>) -> Result<Self> {
         let ctx = Self::new_on_backend(&b, caller.as_ref())?;
         let kernels = ctx.tuning.cuda.is_some_and(|c| c.prefer_nhwc || c.fuse_conv_bias);
-        if !(b.default_kernels && kernels && matches!(ctx.res.engine, Engine::Cuda(_))) {
+        // The session runs fused convolutions now (not on fast start's thread, which falls
+        // back by itself): its first run here says whether cuDNN takes them.
+        let convact = ctx.fused.is_none() && ctx.precision.rewrites.iter().any(|r| r.contains(convact::OP));
+        if !((b.default_kernels && kernels || convact) && matches!(ctx.res.engine, Engine::Cuda(_))) {
             return Ok(ctx);
         }
         // NHWC kernels and the fused bias are defaults here: one run of the model on the
@@ -61,6 +64,18 @@ impl NeuralFrameContext {
             Ok(()) => {
                 ctx.report.startup.first_run_ms = t.elapsed().as_secs_f64() * 1e3;
                 log::debug!("first run of the model (NHWC, bias {bias}): {:.0} ms", ctx.report.startup.first_run_ms);
+                Ok(ctx)
+            }
+            Err(e) if convact => {
+                log::warn!(
+                    "cuDNN refused the model's fused convolutions ({e}); running it without them \
+                     (ContextBuilder::fuse_conv_act(false), --fuse-conv-act false, says so up front)"
+                );
+                drop(ctx);
+                let mut ctx = Self::new(b.fuse_conv_act(false), caller)?;
+                ctx.precision
+                    .rewrites
+                    .push(format!("fused {} convolutions not in effect: their first run failed ({e})", convact::OP));
                 Ok(ctx)
             }
             Err(e) => {
@@ -201,8 +216,10 @@ impl NeuralFrameContext {
         // changed its working directory.
         let model = std::path::absolute(&resolved.path).unwrap_or_else(|_| resolved.path.clone());
         // The fused convolutions (convact.rs): the session built for the frames runs them; with
-        // fast start the first frames run the model as it is (no cuDNN compilation before them).
-        let fused_model = match (cuda, b.fuse_conv_act) {
+        // fast start the first frames run the model as it is (no cuDNN plans chosen before them).
+        // By default where the model runs in fp16 (measured there: 16 % off the bundled upscaler).
+        let fuse_conv_act = b.fuse_conv_act.unwrap_or(resolved.report.running == "fp16");
+        let mut fused_model = match (cuda, fuse_conv_act) {
             (Some(_), true) => match crate::onnx::convact::fused_model(&model)? {
                 Some((path, changes)) => {
                     resolved.report.rewrites.extend(changes);
@@ -210,7 +227,7 @@ impl NeuralFrameContext {
                 }
                 None => model.clone(),
             },
-            (None, true) => {
+            (None, true) if b.fuse_conv_act == Some(true) => {
                 log::warn!(
                     "the fused convolutions (fuse_conv_act) are not in effect: the context runs on the CPU backend"
                 );
@@ -228,16 +245,39 @@ impl NeuralFrameContext {
                 // Fast start: the first session keeps the bias apart; the fused one is built
                 // beside the first frames (faststart.rs).
                 config.fuse_conv_bias = b.tuning.cuda.fuse_conv_bias && !fast;
-                let first = if fast { &model } else { &fused_model };
-                // SAFETY: the stream goes into the engine with the session, which drops the session first.
-                let (mut session, mut contract) = unsafe { session::create(first, &config) }?;
+                // The fused model's session; where ONNX Runtime does not take it (its fused
+                // convolutions), the model's as it is, announced and reported.
+                let mut create_fused = |config: &SessionConfig| {
+                    // SAFETY: the stream goes into the engine with the session, which drops the session first.
+                    match unsafe { session::create(&fused_model, config) } {
+                        Err(e) if fused_model != model => {
+                            log::warn!(
+                                "ONNX Runtime did not take the model with fused convolutions ({e}); it runs without                                  them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
+                            );
+                            resolved.report.rewrites.retain(|r| !r.contains(crate::onnx::convact::OP));
+                            resolved.report.rewrites.push(format!(
+                                "fused {} convolutions not in effect: the session failed ({e})",
+                                crate::onnx::convact::OP
+                            ));
+                            fused_model = model.clone();
+                            // SAFETY: as above.
+                            unsafe { session::create(&model, config) }
+                        }
+                        other => other,
+                    }
+                };
+                let (mut session, mut contract) = if fast {
+                    // SAFETY: as above.
+                    unsafe { session::create(&model, &config) }?
+                } else {
+                    create_fused(&config)?
+                };
                 if fast && !(contract.extra_inputs.is_empty() && contract.extra_outputs.is_empty()) {
                     // Its first run needs the extra tensors: the fused session is built here.
                     fast = false;
                     config.fuse_conv_bias = true;
                     drop(session);
-                    // SAFETY: as above.
-                    (session, contract) = unsafe { session::create(&fused_model, &config) }?;
+                    (session, contract) = create_fused(&config)?;
                 }
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
@@ -358,6 +398,7 @@ impl NeuralFrameContext {
                 device: Arc::clone(c),
             });
             let recipe = faststart::Recipe {
+                fallback: (fused_model != model).then(|| model.clone()),
                 model: fused_model,
                 config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },
                 device: Arc::clone(c),

@@ -16,6 +16,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -35,6 +36,9 @@ struct Ready {
     stream: cuda::Stream,
     /// Creating the session, and its first run (cuDNN's fused plans), in ms.
     times: (f64, f64),
+    /// Why the session runs the model without its fused convolutions (`Recipe::fallback`):
+    /// the fused model failed.
+    convact_dropped: Option<String>,
 }
 
 /// What a context that fast-started keeps for a resize: the session options with the
@@ -55,6 +59,8 @@ pub(crate) struct Recipe {
     pub(crate) contract: ModelContract,
     /// The tensors' sizes: the input's and the output's (width, height).
     pub(crate) sizes: ((u32, u32), (u32, u32)),
+    /// The model to build instead where `model` (with fused convolutions) fails.
+    pub(crate) fallback: Option<PathBuf>,
 }
 
 // SAFETY: the config's raw stream pointer is None in a recipe (its thread makes the
@@ -66,6 +72,8 @@ pub(crate) struct Pending {
     rx: mpsc::Receiver<Result<Ready>>,
     /// Cancels the first run (the context goes before it is done).
     run_options: Arc<RunOptions>,
+    /// Set when the build is cancelled: no fallback is built after a cancelled run.
+    cancelled: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     /// When the build began.
     started: Instant,
@@ -77,17 +85,20 @@ impl Pending {
         let run_options = Arc::new(RunOptions::new().map_err(|e| Error::onnx("creating run options", e))?);
         let (tx, rx) = mpsc::channel();
         let options = Arc::clone(&run_options);
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&cancelled);
         let thread = std::thread::Builder::new()
             .name("neural-frame fused session".into())
             .spawn(move || {
-                let _ = tx.send(build(recipe, &options));
+                let _ = tx.send(build_or_fall_back(recipe, &options, &stop));
             })
             .map_err(|e| Error::Io { what: "starting the fused session's thread".into(), source: e })?;
-        Ok(Self { rx, run_options, thread: Some(thread), started: Instant::now() })
+        Ok(Self { rx, run_options, cancelled, thread: Some(thread), started: Instant::now() })
     }
 
     /// Stops the build where it can (its first run is cancelled) and waits for its thread.
     fn cancel(&mut self) {
+        self.cancelled.store(true, Ordering::SeqCst);
         let _ = self.run_options.terminate();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -101,21 +112,42 @@ impl Drop for Pending {
     }
 }
 
-/// Creates the session on a stream of its own and runs it once on buffers of its own.
-fn build(recipe: Recipe, options: &RunOptions) -> Result<Ready> {
-    let Recipe { model, mut config, device, contract, sizes: ((w, h), (ow, oh)) } = recipe;
-    let stream = cuda::Stream::with_priority(&device, true)?;
+/// [`build`]s the recipe's model; where that fails and the recipe has a fallback (the model
+/// without its fused convolutions), builds that, and says why in the result.
+fn build_or_fall_back(mut recipe: Recipe, options: &RunOptions, cancelled: &AtomicBool) -> Result<Ready> {
+    let fallback = recipe.fallback.take();
+    let model = recipe.model.clone();
+    match build(&recipe, &model, options) {
+        Err(e) if !cancelled.load(Ordering::SeqCst) && fallback.is_some() => {
+            let why = e.to_string();
+            log::warn!(
+                "the fused convolutions (ConvAct) failed their first run ({why}); the fused session runs the model                  without them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
+            );
+            let mut ready = build(&recipe, fallback.as_deref().unwrap_or(&model), options)?;
+            ready.convact_dropped = Some(why);
+            Ok(ready)
+        }
+        other => other,
+    }
+}
+
+/// Creates the session of `model` on a stream of its own and runs it once on buffers of its own.
+fn build(recipe: &Recipe, model: &std::path::Path, options: &RunOptions) -> Result<Ready> {
+    let Recipe { config, device, contract, sizes: ((w, h), (ow, oh)), .. } = recipe;
+    let (w, h, ow, oh) = (*w, *h, *ow, *oh);
+    let mut config = config.clone();
+    let stream = cuda::Stream::with_priority(device, true)?;
     config.cuda_stream = Some(stream.raw() as *mut std::ffi::c_void);
     let t = Instant::now();
     // SAFETY: the stream outlives the session: both go to the context together, which drops
     // the session first (CudaEngine's field order); on failure the session goes first here.
-    let (session, _) = unsafe { session::create(&model, &config) }?;
+    let (session, _) = unsafe { session::create(model, &config) }?;
     let create_ms = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
     let placement = Placement::Cuda(device.info().ordinal);
     let (in_bytes, out_bytes) = (contract.input.bytes(w, h), contract.output.bytes(ow, oh));
-    let input = cuda::DeviceBuffer::new(&device, in_bytes as usize)?;
-    let output = cuda::DeviceBuffer::new(&device, out_bytes as usize)?;
+    let input = cuda::DeviceBuffer::new(device, in_bytes as usize)?;
+    let output = cuda::DeviceBuffer::new(device, out_bytes as usize)?;
     {
         // SAFETY: both buffers outlive the values and the binding (dropped at the end of
         // this block, after the run, which synchronises its stream before returning).
@@ -128,7 +160,7 @@ fn build(recipe: Recipe, options: &RunOptions) -> Result<Ready> {
         unsafe { binding.run(&session, Some(options)) }?;
         stream.synchronize()?;
     }
-    Ok(Ready { session, stream, times: (create_ms, t.elapsed().as_secs_f64() * 1e3) })
+    Ok(Ready { session, stream, times: (create_ms, t.elapsed().as_secs_f64() * 1e3), convact_dropped: None })
 }
 
 impl NeuralFrameContext {
@@ -161,13 +193,7 @@ impl NeuralFrameContext {
                 // Nor will it after a resize: the bias stays apart from here on.
                 self.restart = None;
                 // The report says what runs: fused convolutions the session failed with do not.
-                let fused = crate::onnx::convact::OP;
-                if self.precision.rewrites.iter().any(|r| r.contains(fused)) {
-                    self.precision.rewrites.retain(|r| !r.contains(fused));
-                    self.precision
-                        .rewrites
-                        .push(format!("fused {fused} convolutions not in effect: the session failed ({e})"));
-                }
+                self.convact_not_in_effect(&e.to_string());
                 log::warn!(
                     "cuDNN did not take the model with the bias fused ({e}); frames keep NHWC kernels with the bias \
                      apart and the model as it is (ContextBuilder::fuse_conv_bias(false), --fuse-conv-bias false, and \
@@ -176,6 +202,9 @@ impl NeuralFrameContext {
                 return Ok(true);
             }
         };
+        if let Some(why) = &ready.convact_dropped {
+            self.convact_not_in_effect(why);
+        }
         self.retire_all()?;
         self.install_session(ready.session, ready.stream)?;
         // Fast start runs on the CUDA backend only: its options are in effect.
@@ -194,6 +223,21 @@ impl NeuralFrameContext {
             ready.times.1
         );
         Ok(true)
+    }
+
+    /// The report says that the fused convolutions do not run, and why; a resize's fused
+    /// session is built without them.
+    pub(crate) fn convact_not_in_effect(&mut self, why: &str) {
+        let fused = crate::onnx::convact::OP;
+        if self.precision.rewrites.iter().any(|r| r.contains(fused)) {
+            self.precision.rewrites.retain(|r| !r.contains(fused));
+            self.precision
+                .rewrites
+                .push(format!("fused {fused} convolutions not in effect: the session failed ({why})"));
+        }
+        if let Some(restart) = &mut self.restart {
+            restart.fused_model = restart.model.clone();
+        }
     }
 
     /// Binds every slot to `session` on `stream`, which replace the engine's (the ring is
@@ -259,6 +303,7 @@ impl NeuralFrameContext {
             );
         }
         let recipe = Recipe {
+            fallback: (fused_model != model).then_some(model),
             model: fused_model,
             config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },
             device,
