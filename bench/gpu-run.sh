@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -498,6 +498,72 @@ for what in "$@"; do
       b f16-fused --model models/upscale-fp16.onnx --fuse-conv-act
       step f32-fused-1080p 300 .gpu-bin/neural-frame bench --model "$f32" --size 1920x1080 --frames 100 \
         --fuse-conv-act --json-file "$OUT/f32-fused-1080p.json"
+      ;;
+    s6a)
+      # Every GPU test and the C++ example after the fused convolutions became a default.
+      nvrtc
+      bash "$0" alltests capi
+      ;;
+    s6b)
+      # Issues 22 and 23 in one session, no tuning flags unless said: the fp16 file at 540p (the
+      # first process chooses cuDNN's plans, -v), twice more, the best options forced by hand, the
+      # previous defaults (--fuse-conv-act false), caller frames with the renderer's copies on a
+      # transfer queue (the miss's experiment), serve, time to first frame beside its floor, the
+      # examples at 600×400 (3000 frames) beside an in-process bench there, the quick start;
+      # then the fp32 file at 540p and 1080p, and torch.compile at both.
+      nvrtc
+      mkdir -p "$OUT/bench"
+      b="$OUT/bench"
+      f16=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
+      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
+      nb() { local name=$1; shift; step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"; }
+      nb defaults-first -v "${f16[@]}"
+      nb defaults-1 "${f16[@]}"
+      nb defaults-2 "${f16[@]}"
+      nb best "${f16[@]}" "${best[@]}"
+      nb no-fused-conv "${f16[@]}" --fuse-conv-act false
+      nb caller-transfer "${f16[@]}" --caller-transfer-queue
+      nb serve "${f16[@]}" --serve
+      nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      nb ttff-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      step startup-floor 240 python3 bench/startup_floor.py .gpu-bin/upscale-weights.npz --size 960x540 --runs 3 \
+        --json "$b/startup-floor.json"
+      nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
+      for share in fd device; do
+        step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
+          --validation
+      done
+      sock="$OUT/serve.sock"
+      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
+      worker=$!
+      for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
+      NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
+        --input models/coffee.png --output "$OUT/served.png" --frames 3000
+      kill "$worker"; wait "$worker"
+      cat "$OUT/serve-worker.log" | tee -a "$log"
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      nb fp32-file-1 --size 960x540 --frames 200
+      nb fp32-file-2 --size 960x540 --frames 200
+      nb fp32-file-1080p --size 1920x1080 --frames 100
+      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
+        --json "$b/torch-540p.json"
+      step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
+        --frames 100 --json "$b/torch-1080p.json"
+      # Where the fp32 file's 540p frame goes, kernel by kernel, as neural-frame runs it (its C
+      # API in a profiled Python process; no CUDA graphs), with and without the fused convolutions.
+      export PYTHONUNBUFFERED=1
+      for fused in default false; do
+        step "nf-profile-$fused" 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
+          --fuse-conv-act "$fused" --json "$b/nf-profile-$fused.json"
+      done
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
+      ;;
+    s6c)
+      # torch.compile's kernels at 540p beside nf-profile's (bench/kernel_profile.py).
+      export PYTHONUNBUFFERED=1
+      step torch-compile-profile 300 python3 bench/kernel_profile.py torch-profile .gpu-bin/upscale-weights.npz \
+        --size 960x540 --compile --json "$OUT/torch-compile-profile.json"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).

@@ -75,6 +75,17 @@ Subcommands:
   max_abs_diff_vs_first_row of the output. It stops starting rows after
   --max-seconds (default 420); the rest are listed as skipped. The JSON is
   rewritten after every row, so a crash leaves what was done.
+- `nf-profile MODEL.onnx --lib .gpu-bin/libneural_frame_c.so`: the model as
+  neural-frame runs it, through its C API (ctypes) in this process: a context
+  on the CUDA backend with the defaults (the precision conversion, the graph
+  rewrites and the fused `ai.neural_frame::ConvAct` convolutions, which
+  ONNX Runtime's Python package cannot load), except CUDA graphs, off so that
+  every kernel is launched where the profiler sees it (`--fuse-conv-act
+  true|false` forces that option). Settled first (the fused session taken
+  over), then each run is one `nf_context_infer_rgba8` of a fixed picture: the
+  upload and readback are Vulkan copies, which the profiler does not see; the
+  CUDA kernels are the pre pass, the model's and the post pass. `median_ms` is
+  that whole call (host copies included), so read the kernels, not the wall.
 - `compare A.json B.json ...`: the category tables of profile JSONs side by
   side (no GPU needed).
 
@@ -651,6 +662,85 @@ def ort_profile(args):
     print_profile(report)
 
 
+def nf_profile(args):
+    """The model as neural-frame runs it (its C API through ctypes), profiled like ort-profile."""
+    import ctypes
+
+    torch = import_torch(required=True)
+    cuda = _cuda_ready(torch, "cuda")
+    lib = ctypes.CDLL(os.path.abspath(args.lib))
+    lib.nf_last_error_message.restype = ctypes.c_char_p
+    lib.nf_version.restype = ctypes.c_char_p
+
+    def check(status, what):
+        if status != 0:
+            sys.exit(f"{TOOL}: {what}: status {status}: {lib.nf_last_error_message().decode(errors='replace')}")
+
+    w, h = args.size
+    b = ctypes.c_void_p()
+    check(lib.nf_builder_new(args.model.encode(), ctypes.byref(b)), "nf_builder_new")
+    check(lib.nf_builder_set_backend(b, ctypes.c_uint32(1)), "nf_builder_set_backend(CUDA)")
+    check(lib.nf_builder_set_frame_size(b, ctypes.c_uint32(w), ctypes.c_uint32(h)), "nf_builder_set_frame_size")
+    check(lib.nf_builder_set_cuda_graph(b, ctypes.c_bool(False)), "nf_builder_set_cuda_graph(false)")
+    if args.fuse_conv_act != "default":
+        check(lib.nf_builder_set_fuse_conv_act(b, ctypes.c_bool(args.fuse_conv_act == "true")),
+              "nf_builder_set_fuse_conv_act")
+    ctx = ctypes.c_void_p()
+    t0 = time.perf_counter()
+    check(lib.nf_context_new(b, ctypes.byref(ctx)), "nf_context_new")
+    create_s = time.perf_counter() - t0
+    lib.nf_builder_free(b)
+    settled = ctypes.c_bool(False)
+    check(lib.nf_context_wait_settled(ctx, ctypes.c_uint64(300_000), ctypes.byref(settled)), "wait_settled")
+    settle_s = time.perf_counter() - t0 - create_s
+    sx, sy = ctypes.c_uint32(), ctypes.c_uint32()
+    check(lib.nf_context_scale(ctx, ctypes.byref(sx), ctypes.byref(sy)), "nf_context_scale")
+    buf = ctypes.create_string_buffer(1 << 16)
+
+    def text(call, what):
+        n = ctypes.c_size_t(len(buf))
+        check(call(ctx, buf, ctypes.byref(n)), what)
+        return buf.value.decode(errors="replace")
+
+    report_text = text(lib.nf_context_report, "nf_context_report")
+    rgb = (fixed_input(w, h)[0].transpose(1, 2, 0) * 255).astype(np.uint8)
+    rgba = np.concatenate([rgb, np.full((h, w, 1), 255, np.uint8)], axis=2).tobytes()
+    inp = ctypes.create_string_buffer(rgba, len(rgba))
+    out_len = w * sx.value * h * sy.value * 4
+    out = ctypes.create_string_buffer(out_len)
+
+    def run():
+        check(lib.nf_context_infer_rgba8(ctx, inp, ctypes.c_uint32(w), ctypes.c_uint32(h), out,
+                                         ctypes.c_size_t(out_len)), "nf_context_infer_rgba8")
+
+    report = {**versions(torch, None, torch.device("cuda")), "command": "nf-profile", "model": args.model,
+              "neural_frame": lib.nf_version().decode(), "size": [w, h], "fuse_conv_act": args.fuse_conv_act,
+              "cuda_graph": False, "settled": settled.value, "context_report": report_text,
+              "frames": args.frames, "warmup": args.warmup, "profile_frames": args.profile_frames,
+              "input": f"numpy default_rng({SEED}).random, [0, 1), as RGBA8", "modes": [], "rows": []}
+    label = f"neural-frame {report['neural_frame']} CUDA backend, fuse_conv_act={args.fuse_conv_act}, no CUDA graphs"
+    mode = {"mode": label, "create_s": create_s, "settle_s": settle_s, "warmup": args.warmup}
+    for _ in range(args.warmup):
+        run()
+    mode.update(time_runs(torch, run, args.frames, cuda))
+    mode["timing"] = "wall clock around nf_context_infer_rgba8 (Vulkan upload and readback included)"
+    out_px = np.frombuffer(out.raw, np.uint8)
+    mode["output_range"] = [int(out_px.min()), int(out_px.max())]
+    report["cuda_libraries"] = mapped_cuda_libs()
+    profile = None
+    try:
+        profile = profile_runs(torch, run, args.profile_frames, cuda, args.trace)
+    except Exception as e:  # noqa: BLE001
+        mode["profile_error"] = err_text(e)
+        warn(f"profile failed: {mode['profile_error']}")
+    _finish_mode(mode, profile, report)
+    lib.nf_context_free(ctx)
+    write_json(args.json, report)
+    log(f"context: created in {create_s:.2f} s, settled {settled.value} {settle_s:.2f} s later")
+    log(report_text)
+    print_profile(report)
+
+
 def _finish_mode(mode, profile, report):
     if profile is not None:
         mode["profile"] = profile["summary"]
@@ -1060,13 +1150,23 @@ def main():
     s.add_argument("--max-seconds", type=float, default=420, help="start no row after this (default 420)")
     s.add_argument("--max-configs", type=int, default=0, help="only the first N rows (0: all)")
 
+    n = sub.add_parser("nf-profile", help="time and profile the model as neural-frame runs it (its C API)")
+    n.add_argument("model", help="the .onnx file")
+    n.add_argument("--lib", default=".gpu-bin/libneural_frame_c.so", help="neural-frame's C library")
+    common(n, 50)
+    n.add_argument("--fuse-conv-act", choices=("default", "true", "false"), default="default",
+                   help="the context's fused convolutions (default: the library's default)")
+    n.add_argument("--profile-frames", type=int, default=10, help="profiled runs (default 10)")
+    n.add_argument("--trace", help="keep the Chrome trace here")
+
     c = sub.add_parser("compare", help="category tables of profile JSONs side by side")
     c.add_argument("json_files", nargs="+")
 
     args = ap.parse_args()
     if args.cmd != "compare" and (args.frames < 1 or args.warmup < 0):
         sys.exit("--frames must be ≥ 1 and --warmup ≥ 0")
-    {"ort-profile": ort_profile, "torch-profile": torch_profile, "sweep": sweep, "compare": compare}[args.cmd](args)
+    {"ort-profile": ort_profile, "torch-profile": torch_profile, "sweep": sweep, "compare": compare,
+     "nf-profile": nf_profile}[args.cmd](args)
 
 
 if __name__ == "__main__":
