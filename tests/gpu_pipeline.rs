@@ -134,7 +134,9 @@ fn fp32_model_runs_in_fp16_by_default_within_tolerance() {
         size.0, size.1, report.running, report.reason
     );
     assert!(db >= 45.0, "fp16 against the CPU's fp32: PSNR {db:.1} dB");
-    assert!(db_exact > db, "fp32 on CUDA ({db_exact:.1} dB) is nearer the CPU's fp32 than fp16 ({db:.1} dB)");
+    // fp32 ran (the report and the element say so above); with the fused convolutions (fp32
+    // accumulation) fp16 lands as near the CPU as fp32 on cuDNN (59.8 against 59.7 dB on the H200).
+    assert!(db_exact >= 45.0, "fp32 on CUDA against the CPU's fp32: PSNR {db_exact:.1} dB");
 }
 
 /// The bundled upscaler's 8-bit output from `b` at `w × h`, settled, from one textured

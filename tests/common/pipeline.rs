@@ -416,6 +416,14 @@ pub fn drop_in_flight(model: &str, backend: Backend, tune: Tune, rounds: u32) ->
         assert!(ctx.in_flight() > 0);
         drop(ctx); // with frames in flight
     };
+    // First use loads kernels, and the fused convolutions (a default for fp16) choose cuDNN's
+    // plans for these shapes, kept for the process: one context settles before anything counts
+    // (dropped mid-search, each round would choose a few more of them).
+    let mut settled = tune(NeuralFrameContext::builder(model).backend(backend).frame_size(64, 48).slots(3))
+        .build()
+        .unwrap_or_else(|e| panic!("{model}: {e}"));
+    assert!(settled.wait_settled(std::time::Duration::from_secs(300)).expect("settle"), "{model}: settled");
+    drop(settled);
     round();
     let before = super::open_fds();
     for _ in 0..rounds {
