@@ -173,6 +173,29 @@ pub use vulkan::{
 #[cfg(feature = "diagnostics")]
 pub mod diagnostics {
     pub use crate::context::diagnostics::{FrameTrace, HostParts, HostPinned, Interference, InterferenceCase, Load};
+
+    /// Where [`fail_fused_convolutions`] makes the fused convolutions' CUDA kernels fail.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum FusedFailure {
+        /// When ONNX Runtime creates them (the session's creation fails).
+        Create,
+        /// When they run (the session's first run fails).
+        Run,
+    }
+
+    /// Makes the CUDA kernels of the fused convolutions (`ai.neural_frame::ConvAct`) fail, in
+    /// the whole process, from the next session (`Create`) or run (`Run`) on, or no more
+    /// (`None`): for the GPU tests of the fallbacks, as a GPU whose cuDNN cannot fuse would.
+    /// Not for applications.
+    #[doc(hidden)]
+    pub fn fail_fused_convolutions(at: Option<FusedFailure>) {
+        let v = match at {
+            None => 0,
+            Some(FusedFailure::Create) => 1,
+            Some(FusedFailure::Run) => 2,
+        };
+        crate::onnx::convact_op::FAIL.store(v, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Loads ONNX Runtime (once per process) the way contexts do: `explicit`, then

@@ -193,6 +193,44 @@ fn fused_convolutions_match_the_cpu_run() {
     assert!(fp32.is_ok() && db32 >= 45.0, "fp32 fused: {db32:.1} dB (NaN: it failed, above)");
 }
 
+/// The fused convolutions' fallbacks, as on a GPU whose cuDNN cannot fuse: their CUDA kernels
+/// made to fail (`diagnostics::fail_fused_convolutions`) when the session is created, then when
+/// it runs, each with and without fast start. Every context still builds and runs the model as
+/// it is (bias fused), equal to ONNX Runtime's CPU run within 45 dB, and its report says that the
+/// fused convolutions are not in effect, and why; with fast start the session without them takes
+/// over.
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+fn fused_convolutions_that_fail_fall_back_announced() {
+    use neural_frame::diagnostics::{FusedFailure, fail_fused_convolutions};
+    gpu();
+    let size = (96, 64);
+    let (cpu, _, _) = upscaled(Backend::Cpu, Precision::Auto, size);
+    let mut failures = Vec::new();
+    for at in [FusedFailure::Create, FusedFailure::Run] {
+        for fast in [true, false] {
+            fail_fused_convolutions(Some(at));
+            let b = NeuralFrameContext::builder("models/upscale.onnx").backend(Backend::Cuda).fast_start(fast);
+            let got = std::panic::catch_unwind(|| upscaled_with(b, size));
+            fail_fused_convolutions(None);
+            let what = format!("{at:?}, fast start {fast}");
+            match got {
+                Ok((pixels, report, _, took_over)) => {
+                    let db = common::pipeline::psnr(&pixels, &cpu);
+                    println!("{what}: {db:.1} dB against the CPU's fp32, took over {took_over}, {:?}", report.rewrites);
+                    let said = report.rewrites.iter().any(|r| r.contains("ConvAct convolutions not in effect"));
+                    let fused = report.rewrites.iter().any(|r| r.contains("→ fused ConvAct"));
+                    if !(said && !fused && db >= 45.0 && (took_over || !fast) && report.running == "fp16") {
+                        failures.push(format!("{what}: said {said}, fused {fused}, {db:.1} dB, took over {took_over}"));
+                    }
+                }
+                Err(_) => failures.push(format!("{what}: the context failed (above)")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// One frame of tiny-x2-f32 at the context's size, checked against ORT's CPU run (within 1 of 255).
 fn one_checked_frame(ctx: &mut NeuralFrameContext, seed: u32, what: &str) {
     let path = std::path::Path::new("models/test/tiny-x2-f32.onnx");

@@ -49,7 +49,7 @@ impl NeuralFrameContext {
         let kernels = ctx.tuning.cuda.is_some_and(|c| c.prefer_nhwc || c.fuse_conv_bias);
         // The session runs fused convolutions now (not on fast start's thread, which falls
         // back by itself): its first run here says whether cuDNN takes them.
-        let convact = ctx.fused.is_none() && ctx.precision.rewrites.iter().any(|r| r.contains(convact::OP));
+        let convact = ctx.fused.is_none() && convact::in_effect(&ctx.precision.rewrites);
         if !((b.default_kernels && kernels || convact) && matches!(ctx.res.engine, Engine::Cuda(_))) {
             return Ok(ctx);
         }

@@ -390,6 +390,13 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     Ok(Rewritten { bytes: prost::Message::encode_to_vec(&m), changes, skipped })
 }
 
+/// Whether a precision report's `rewrites` say that the fused convolutions run: the
+/// rewrite's line is there (a fallback takes it out and says "not in effect" instead).
+pub(crate) fn in_effect(rewrites: &[String]) -> bool {
+    let line = format!("→ fused {OP}");
+    rewrites.iter().any(|r| r.contains(&line))
+}
+
 /// Version of the rewrite in its cache file's name: a change to what it writes bumps it.
 const REWRITE_VERSION: u32 = 2;
 

@@ -371,6 +371,9 @@ impl Kernel for CudaKernel {
     /// No panic crosses into ONNX Runtime (ort's kernel trampoline does not catch one): it
     /// becomes the run's error.
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        if super::FAIL.load(std::sync::atomic::Ordering::Relaxed) == 2 {
+            return Err(super::failed_on_purpose());
+        }
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(ctx))) {
             Ok(r) => r,
             Err(panic) => {

@@ -19,6 +19,15 @@ use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementTyp
 
 use super::convact::{DOMAIN, OP};
 
+/// The fallbacks' GPU test hook ([`crate::diagnostics::fail_fused_convolutions`]): 0 none,
+/// 1 the CUDA kernels' creation fails, 2 their runs fail.
+pub(crate) static FAIL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// The error of a failure the test hook asked for.
+pub(crate) fn failed_on_purpose() -> ort::Error {
+    ort::Error::new(format!("{OP}: failed on purpose (diagnostics::fail_fused_convolutions)"))
+}
+
 /// The node's attributes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Attrs {
@@ -208,6 +217,9 @@ impl Operator for ConvAct {
     fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
         let a = attrs(kctx)?;
         if self.cuda {
+            if FAIL.load(std::sync::atomic::Ordering::Relaxed) == 1 {
+                return Err(failed_on_purpose());
+            }
             cuda_kernel(a, self.element)
         } else {
             Ok(Box::new(CpuKernel { a, half: self.element == TensorElementType::Float16 }))
