@@ -435,7 +435,7 @@ for what in "$@"; do
       rm -f "$OUT"/capi-renderer*.png
       ;;
     fused23)
-      # Issue 23 §3, first run on a GPU: the fused convolutions (--fuse-conv-act, experimental).
+      # Issue 23 §3, first run on a GPU: the fused convolutions (--fuse-conv-act; then opt-in).
       # cuDNN's runtime-fusion engines compile with NVRTC: say where libnvrtc is (the system's, or
       # PyTorch's wheel), then the GPU test against ONNX Runtime's CPU run, and the bench with
       # and without the rewrite (the first fused build times every plan; the second reads the
