@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's runs, from the repository root on the GPU machine, with the
-# kit stashed (.gpu-kit) and the binaries built here in .gpu-bin (see README,
+# kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
+# carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
 # "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
@@ -434,7 +435,7 @@ for what in "$@"; do
       rm -f "$OUT"/capi-renderer*.png
       ;;
     fused23)
-      # Issue 23 §3, first run on a GPU: the fused convolutions (--fuse-conv-act, experimental).
+      # Issue 23 §3, first run on a GPU: the fused convolutions (--fuse-conv-act; then opt-in).
       # cuDNN's runtime-fusion engines compile with NVRTC: say where libnvrtc is (the system's, or
       # PyTorch's wheel), then the GPU test against ONNX Runtime's CPU run, and the bench with
       # and without the rewrite (the first fused build times every plan; the second reads the

@@ -183,7 +183,8 @@ impl ContextBuilder {
     /// offers and keeps the fastest (cached too: seconds on a machine's first run, on a thread
     /// beside the first frames with [`fast_start`](Self::fast_start)). A model cuDNN refuses to
     /// fuse runs without the fused convolutions, said in the log and in
-    /// [`NeuralFrameContext::precision`]'s `rewrites`, which also says whether it applied. The
+    /// [`NeuralFrameContext::precision`]'s `rewrites`, which also says whether it applied (without
+    /// fast start, only at `build`: a later resize to a shape cuDNN cannot fuse fails that frame). The
     /// CPU backend ignores it (and says so when it was asked for). docs/fused-convolutions.md
     /// has the details and the measurements.
     ///
@@ -224,7 +225,9 @@ impl ContextBuilder {
     /// Whether the first frames may run before cuDNN's fused kernels are built (on
     /// by default). With the bias fused ([`fuse_conv_bias`](Self::fuse_conv_bias),
     /// a default on CUDA), the model's first run makes cuDNN compile a fused plan for
-    /// every convolution: about a second for an 18-convolution upscaler on the H200.
+    /// every convolution: about a second for an 18-convolution upscaler on the H200, and
+    /// with the fused convolutions ([`fuse_conv_act`](Self::fuse_conv_act)) 6–8 s in the
+    /// first process on a machine, which chooses their plans (about 0.4 s once cached).
     /// With fast start, `build` makes a session with the bias apart (cuDNN's
     /// precompiled kernels), which takes frames at once, and builds the fused session
     /// on a thread of its own, on a stream and buffers of its own; the context takes it

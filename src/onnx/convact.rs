@@ -296,7 +296,8 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
                 if padded != c.dims[1] {
                     // Zero channels up to the alignment (a fused result's channels are aligned
                     // already), by a 1×1 convolution with an identity-and-zeros weight on the NCHW
-                    // value: exact (x·1 and sums of x·0), and the CUDA provider runs it NHWC, its
+                    // value: exact for finite x (x·1 and sums of x·0; fp32 on CUDA may round x to
+                    // TF32), and the CUDA provider runs it NHWC, its
                     // transpose back cancelling the one below. (A Pad node did the same in 0.36 ms
                     // at 540p on the H200, ONNX Runtime's generic pad kernel: a seventh of the model.)
                     let wide = fresh(&mut used, &format!("{}_padded", c.x));
