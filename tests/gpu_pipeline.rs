@@ -199,8 +199,9 @@ fn fused_convolutions_match_the_cpu_run() {
 /// it is (bias fused), equal to ONNX Runtime's CPU run within 45 dB, and its report says that the
 /// fused convolutions are not in effect, and why; with fast start the session without them takes
 /// over.
+/// The hook is process-wide: run it with `--test-threads=1`, as bench/gpu-run.sh does.
 #[test]
-#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored --test-threads=1"]
 fn fused_convolutions_that_fail_fall_back_announced() {
     use neural_frame::diagnostics::{FusedFailure, fail_fused_convolutions};
     gpu();

@@ -66,7 +66,9 @@ impl NeuralFrameContext {
                 log::debug!("first run of the model (NHWC, bias {bias}): {:.0} ms", ctx.report.startup.first_run_ms);
                 Ok(ctx)
             }
-            Err(e) if convact => {
+            // Only an error of the fused convolutions' own kernels (ONNX Runtime names the node's
+            // op) drops them; any other is the NHWC kernels' (below).
+            Err(e) if convact && e.to_string().contains(convact::OP) => {
                 log::warn!(
                     "cuDNN refused the model's fused convolutions ({e}); running it without them \
                      (ContextBuilder::fuse_conv_act(false), --fuse-conv-act false, says so up front)"
@@ -252,7 +254,8 @@ impl NeuralFrameContext {
                     match unsafe { session::create(&fused_model, config) } {
                         Err(e) if fused_model != model => {
                             log::warn!(
-                                "ONNX Runtime did not take the model with fused convolutions ({e}); it runs without                                  them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
+                                "ONNX Runtime did not take the model with fused convolutions ({e}); it runs without \
+                                 them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
                             );
                             resolved.report.rewrites.retain(|r| !r.contains(crate::onnx::convact::OP));
                             resolved.report.rewrites.push(format!(

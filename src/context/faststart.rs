@@ -121,7 +121,8 @@ fn build_or_fall_back(mut recipe: Recipe, options: &RunOptions, cancelled: &Atom
         Err(e) if !cancelled.load(Ordering::SeqCst) && fallback.is_some() => {
             let why = e.to_string();
             log::warn!(
-                "the fused convolutions (ConvAct) failed their first run ({why}); the fused session runs the model                  without them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
+                "the fused convolutions (ConvAct) failed ({why}); the fused session runs the model without \
+                 them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
             );
             let mut ready = build(&recipe, fallback.as_deref().unwrap_or(&model), options)?;
             ready.convact_dropped = Some(why);
@@ -231,9 +232,7 @@ impl NeuralFrameContext {
         let fused = crate::onnx::convact::OP;
         if self.precision.rewrites.iter().any(|r| r.contains(fused)) {
             self.precision.rewrites.retain(|r| !r.contains(fused));
-            self.precision
-                .rewrites
-                .push(format!("fused {fused} convolutions not in effect: the session failed ({why})"));
+            self.precision.rewrites.push(format!("fused {fused} convolutions not in effect: they failed ({why})"));
         }
         if let Some(restart) = &mut self.restart {
             restart.fused_model = restart.model.clone();
@@ -273,15 +272,35 @@ impl NeuralFrameContext {
     /// bias apart takes the frames at once (cuDNN plans it in about 0.1 s), and the fused
     /// one is built for the new size beside them and takes over, as at the start.
     pub(crate) fn restart_fast(&mut self) -> Result<()> {
-        let Some(restart) = &self.restart else {
+        if self.restart.is_none() {
             return Ok(());
-        };
+        }
         if !matches!(self.res.engine, Engine::Cuda(_)) {
             return Ok(());
         }
         let size = self.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;
-        // A fused session built for the old size is of no use any more.
-        self.fused = None;
+        // A fused session built for the old size is of no use any more; one that has ended
+        // says first what it learnt: fused convolutions that failed are not built again.
+        if let Some(pending) = self.fused.take()
+            && let Ok(got) = pending.rx.try_recv()
+        {
+            match got {
+                Ok(ready) => {
+                    if let Some(why) = &ready.convact_dropped {
+                        self.convact_not_in_effect(why);
+                    }
+                }
+                Err(e) => {
+                    // As in adopt_fused: the bias stays apart from here on.
+                    self.convact_not_in_effect(&e.to_string());
+                    self.restart = None;
+                    return Ok(());
+                }
+            }
+        }
+        let Some(restart) = &self.restart else {
+            return Ok(());
+        };
         let (model, fused_model) = (restart.model.clone(), restart.fused_model.clone());
         let (device, config) = (Arc::clone(&restart.device), restart.config.clone());
         if self.tuning.cuda.is_some_and(|c| c.fuse_conv_bias) {
