@@ -121,7 +121,8 @@ fn build_or_fall_back(mut recipe: Recipe, options: &RunOptions, cancelled: &Atom
         Err(e) if !cancelled.load(Ordering::SeqCst) && fallback.is_some() => {
             let why = e.to_string();
             log::warn!(
-                "the fused convolutions (ConvAct) failed their first run ({why}); the fused session runs the model                  without them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
+                "the fused convolutions (ConvAct) failed their first run ({why}); the fused session runs the model \
+                 without them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
             );
             let mut ready = build(&recipe, fallback.as_deref().unwrap_or(&model), options)?;
             ready.convact_dropped = Some(why);
@@ -228,12 +229,9 @@ impl NeuralFrameContext {
     /// The report says that the fused convolutions do not run, and why; a resize's fused
     /// session is built without them.
     pub(crate) fn convact_not_in_effect(&mut self, why: &str) {
-        let fused = crate::onnx::convact::OP;
-        if self.precision.rewrites.iter().any(|r| r.contains(fused)) {
-            self.precision.rewrites.retain(|r| !r.contains(fused));
-            self.precision
-                .rewrites
-                .push(format!("fused {fused} convolutions not in effect: the session failed ({why})"));
+        if self.precision.rewrites.iter().any(|r| r.contains(crate::onnx::convact::OP)) {
+            let why = format!("the session failed ({why})");
+            crate::onnx::convact::not_in_effect(&mut self.precision.rewrites, &why);
         }
         if let Some(restart) = &mut self.restart {
             restart.fused_model = restart.model.clone();

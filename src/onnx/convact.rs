@@ -391,6 +391,13 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     Ok(Rewritten { bytes: prost::Message::encode_to_vec(&m), changes, skipped })
 }
 
+/// A precision report's `rewrites` after the fused convolutions failed: their rewrite's line
+/// goes, and one says that they are not in effect, and `why`.
+pub(crate) fn not_in_effect(rewrites: &mut Vec<String>, why: &str) {
+    rewrites.retain(|r| !r.contains(OP));
+    rewrites.push(format!("fused {OP} convolutions not in effect: {why}"));
+}
+
 /// Version of the rewrite in its cache file's name: a change to what it writes bumps it.
 const REWRITE_VERSION: u32 = 2;
 
