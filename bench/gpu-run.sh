@@ -29,6 +29,24 @@ nvrtc() {
     echo "libnvrtc: ${lib:-not found}" | tee -a "$log"
   fi
 }
+# The examples at 600×400 with their defaults, 3000 frames each, under the validation layer:
+# foreign_renderer in both --share modes (compared with infer), then the client's render
+# through a serve worker (its log into the step log).
+examples3000() {
+  for share in fd device; do
+    step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+      --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
+      --validation
+  done
+  sock="$OUT/serve.sock"
+  .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
+  worker=$!
+  for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
+  NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
+    --input models/coffee.png --output "$OUT/served.png" --frames 3000
+  kill "$worker"; wait "$worker"
+  cat "$OUT/serve-worker.log" | tee -a "$log"
+}
 for what in "$@"; do
   case "$what" in
     info)
@@ -381,19 +399,7 @@ for what in "$@"; do
       step serve-defaults 240 .gpu-bin/neural-frame bench --serve "${f16[@]}" --json-file "$b/serve-defaults.json"
       step in-process-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
         --frames 1000 --json-file "$b/in-process-600x400.json"
-      for share in fd device; do
-        step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
-          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
-          --validation
-      done
-      sock="$OUT/serve.sock"
-      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
-      worker=$!
-      for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
-      NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
-        --input models/coffee.png --output "$OUT/served.png" --frames 3000
-      kill "$worker"; wait "$worker"
-      cat "$OUT/serve-worker.log" | tee -a "$log"
+      examples3000
       step first-frames 120 .gpu-bin/first_frames --model models/upscale-fp16.onnx --size 960x540
       step first-frames-fp32-file 120 .gpu-bin/first_frames --model models/upscale.onnx --size 960x540
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
@@ -530,19 +536,7 @@ for what in "$@"; do
       step startup-floor 240 python3 bench/startup_floor.py .gpu-bin/upscale-weights.npz --size 960x540 --runs 3 \
         --json "$b/startup-floor.json"
       nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
-      for share in fd device; do
-        step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
-          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
-          --validation
-      done
-      sock="$OUT/serve.sock"
-      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
-      worker=$!
-      for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
-      NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
-        --input models/coffee.png --output "$OUT/served.png" --frames 3000
-      kill "$worker"; wait "$worker"
-      cat "$OUT/serve-worker.log" | tee -a "$log"
+      examples3000
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       nb fp32-file-1 --size 960x540 --frames 200
       nb fp32-file-2 --size 960x540 --frames 200

@@ -449,6 +449,16 @@ def profile_runs(torch, fn, n, cuda, trace_path=None):
     return analyse_trace(trace, n)
 
 
+def try_profile(torch, fn, args, cuda, mode):
+    """profile_runs of fn over args.profile_frames runs, or None, the error in mode (a warning)."""
+    try:
+        return profile_runs(torch, fn, args.profile_frames, cuda, args.trace)
+    except Exception as e:  # noqa: BLE001
+        mode["profile_error"] = err_text(e)
+        warn(f"profile failed: {mode['profile_error']}")
+        return None
+
+
 def time_runs(torch, fn, frames, cuda, stream=None):
     """Per run: wall clock around fn() + synchronize; CUDA events on `stream` around fn()."""
     wall, evs = [], []
@@ -649,11 +659,7 @@ def ort_profile(args):
     mode["output_range"] = [float(out_f.min()), float(out_f.max())]
     profile = None
     if args.profile_frames > 0 and torch is not None:
-        try:
-            profile = profile_runs(torch, case.run, args.profile_frames, cuda, args.trace)
-        except Exception as e:  # noqa: BLE001
-            mode["profile_error"] = err_text(e)
-            warn(f"profile failed: {mode['profile_error']}")
+        profile = try_profile(torch, case.run, args, cuda, mode)
     elif torch is None:
         mode["profile_error"] = "no torch: wall clock only"
     _finish_mode(mode, profile, report)
@@ -727,12 +733,7 @@ def nf_profile(args):
     out_px = np.frombuffer(out.raw, np.uint8)
     mode["output_range"] = [int(out_px.min()), int(out_px.max())]
     report["cuda_libraries"] = mapped_cuda_libs()
-    profile = None
-    try:
-        profile = profile_runs(torch, run, args.profile_frames, cuda, args.trace)
-    except Exception as e:  # noqa: BLE001
-        mode["profile_error"] = err_text(e)
-        warn(f"profile failed: {mode['profile_error']}")
+    profile = try_profile(torch, run, args, cuda, mode)
     _finish_mode(mode, profile, report)
     lib.nf_context_free(ctx)
     write_json(args.json, report)
@@ -1041,13 +1042,7 @@ def torch_profile(args):
                           "current stream") if cuda else "wall clock around forward"
         y = out["y"].float()
         mode["output_range"] = [float(y.min()), float(y.max())]
-        profile = None
-        if args.profile_frames > 0:
-            try:
-                profile = profile_runs(torch, step, args.profile_frames, cuda, args.trace)
-            except Exception as e:  # noqa: BLE001
-                mode["profile_error"] = err_text(e)
-                warn(f"profile failed: {mode['profile_error']}")
+        profile = try_profile(torch, step, args, cuda, mode) if args.profile_frames > 0 else None
     _finish_mode(mode, profile, report)
     if cuda:
         report["peak_memory_mib"] = torch.cuda.max_memory_allocated(dev) / 2**20

@@ -75,9 +75,7 @@ impl NeuralFrameContext {
                 );
                 drop(ctx);
                 let mut ctx = Self::new(b.fuse_conv_act(false), caller)?;
-                ctx.precision
-                    .rewrites
-                    .push(format!("fused {} convolutions not in effect: their first run failed ({e})", convact::OP));
+                convact::not_in_effect(&mut ctx.precision.rewrites, &format!("their first run failed ({e})"));
                 Ok(ctx)
             }
             Err(e) => {
@@ -222,7 +220,7 @@ impl NeuralFrameContext {
         // By default where the model runs in fp16 (measured there: 16 % off the bundled upscaler).
         let fuse_conv_act = b.fuse_conv_act.unwrap_or(resolved.report.running == "fp16");
         let mut fused_model = match (cuda, fuse_conv_act) {
-            (Some(_), true) => match crate::onnx::convact::fused_model(&model)? {
+            (Some(_), true) => match convact::fused_model(&model)? {
                 Some((path, changes)) => {
                     resolved.report.rewrites.extend(changes);
                     path
@@ -257,11 +255,7 @@ impl NeuralFrameContext {
                                 "ONNX Runtime did not take the model with fused convolutions ({e}); it runs without \
                                  them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
                             );
-                            resolved.report.rewrites.retain(|r| !r.contains(crate::onnx::convact::OP));
-                            resolved.report.rewrites.push(format!(
-                                "fused {} convolutions not in effect: the session failed ({e})",
-                                crate::onnx::convact::OP
-                            ));
+                            convact::not_in_effect(&mut resolved.report.rewrites, &format!("the session failed ({e})"));
                             fused_model = model.clone();
                             // SAFETY: as above.
                             unsafe { session::create(&model, config) }

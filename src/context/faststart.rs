@@ -229,10 +229,9 @@ impl NeuralFrameContext {
     /// The report says that the fused convolutions do not run, and why; a resize's fused
     /// session is built without them.
     pub(crate) fn convact_not_in_effect(&mut self, why: &str) {
-        let fused = crate::onnx::convact::OP;
-        if self.precision.rewrites.iter().any(|r| r.contains(fused)) {
-            self.precision.rewrites.retain(|r| !r.contains(fused));
-            self.precision.rewrites.push(format!("fused {fused} convolutions not in effect: they failed ({why})"));
+        if self.precision.rewrites.iter().any(|r| r.contains(crate::onnx::convact::OP)) {
+            let why = format!("they failed ({why})");
+            crate::onnx::convact::not_in_effect(&mut self.precision.rewrites, &why);
         }
         if let Some(restart) = &mut self.restart {
             restart.fused_model = restart.model.clone();

@@ -11,6 +11,7 @@
 
 pub(crate) mod backend;
 pub(crate) mod builder;
+mod builder_tuning;
 pub(crate) mod caller;
 pub(crate) mod create;
 #[cfg(feature = "diagnostics")]

@@ -398,6 +398,13 @@ pub(crate) fn in_effect(rewrites: &[String]) -> bool {
     rewrites.iter().any(|r| r.contains(&line))
 }
 
+/// A precision report's `rewrites` after the fused convolutions failed: their rewrite's line
+/// goes, and one says that they are not in effect, and `why`.
+pub(crate) fn not_in_effect(rewrites: &mut Vec<String>, why: &str) {
+    rewrites.retain(|r| !r.contains(OP));
+    rewrites.push(format!("fused {OP} convolutions not in effect: {why}"));
+}
+
 /// Version of the rewrite in its cache file's name: a change to what it writes bumps it.
 const REWRITE_VERSION: u32 = 2;
 

@@ -279,3 +279,16 @@ fn the_default_chain_fold_fp16_fuse_stays_within_tolerance() {
     eprintln!("fold → fp16 → fused against fp32: {d:?}");
     assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{d:?}");
 }
+
+#[test]
+fn a_failed_rewrite_leaves_the_report_saying_so() {
+    let mut rewrites = vec!["the skip folded".to_string(), format!("18 convolutions → fused {OP} nodes")];
+    super::not_in_effect(&mut rewrites, "the session failed (no engine)");
+    assert_eq!(
+        rewrites,
+        vec![
+            "the skip folded".to_string(),
+            format!("fused {OP} convolutions not in effect: the session failed (no engine)")
+        ]
+    );
+}
