@@ -26,7 +26,17 @@ pub(crate) fn session(bytes: &[u8]) -> std::result::Result<Session, String> {
     let domain = crate::onnx::convact_op::domain().map_err(|e| e.to_string())?;
     let builder = Session::builder(env).map_err(|e| e.to_string())?;
     let mut builder = builder.with_operators(domain).map_err(|e| e.to_string())?;
+    let _one_at_a_time = creating();
     builder.commit_from_memory(bytes).map_err(|e| e.to_string())
+}
+
+/// Held while a test's session with the custom operators is created: ONNX Runtime adds their
+/// domain to ONNX's process-wide version map unless it is there, and two creations at once
+/// can both try ("the domain is already exist"). The library creates its sessions one at a
+/// time (`session::create`); the tests, in parallel threads, take this.
+pub(crate) fn creating() -> std::sync::MutexGuard<'static, ()> {
+    static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CREATING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A model's inputs as (name, element type, dims with −1 where dynamic).
