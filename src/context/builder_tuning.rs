@@ -32,8 +32,10 @@ impl ContextBuilder {
     /// fuses none of these in fp16). **On by default where the model runs in fp16** (an fp16
     /// model, or an fp32 one that [`Precision::Auto`] converts); `true` also applies it to a
     /// model that runs in fp32, `false` never. The graph is rewritten once at load, cached beside
-    /// the tune cache, into `ai.neural_frame::ConvAct` nodes that run NHWC; the rewrite equals the
-    /// original on ONNX Runtime's CPU provider. Each shape's first run times the plans cuDNN
+    /// the tune cache, into `ai.neural_frame::ConvAct` nodes that run NHWC (and each
+    /// `DepthToSpace` after them into an `ai.neural_frame::DepthToSpace` node that reads NHWC and
+    /// writes NCHW, with the `Add` before it); the rewrite equals the original on ONNX Runtime's
+    /// CPU provider. Each shape's first run times the plans cuDNN
     /// offers and keeps the fastest (cached too: seconds on a machine's first run, on a thread
     /// beside the first frames with [`fast_start`](Self::fast_start)). A model cuDNN refuses to
     /// fuse runs without the fused convolutions, said in the log and in

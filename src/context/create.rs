@@ -68,7 +68,7 @@ impl NeuralFrameContext {
             }
             // Only an error of the fused convolutions' own kernels (ONNX Runtime names the node's
             // op) drops them; any other is the NHWC kernels' (below).
-            Err(e) if convact && e.to_string().contains(convact::OP) => {
+            Err(e) if convact && convact::owns_error(&e.to_string()) => {
                 log::warn!(
                     "cuDNN refused the model's fused convolutions ({e}); running it without them \
                      (ContextBuilder::fuse_conv_act(false), --fuse-conv-act false, says so up front)"

@@ -3,13 +3,13 @@
 //! which they read and write imported images.
 
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::sys;
 
 use crate::cuda::device::CudaDevice;
 use crate::cuda::memory::MappedArray;
-use crate::cuda::params::{Access, PostParams, PreParams};
+use crate::cuda::params::{Access, PostParams, PreParams, ShuffleParams};
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
 use crate::error::Result;
@@ -20,6 +20,117 @@ const PTX: &str = concat!(include_str!("passes.ptx"), "\0");
 /// A block's threads: a warp covers 32 neighbouring pixels of a row, so that each
 /// plane of an NCHW tensor and each row of the image are read and written in whole segments.
 const BLOCK: (u32, u32) = (32, 8);
+
+/// Threads a block of [`depth_to_space`].
+const SHUFFLE_BLOCK: u32 = 256;
+
+/// [`depth_to_space`]'s threads (n·c·h·w) must stay below this: its index arithmetic is 32-bit.
+pub const SHUFFLE_MAX: u64 = 1 << 31;
+
+/// The threads [`depth_to_space`] runs for `params`: one a source pixel and output channel.
+pub fn shuffle_threads(params: &ShuffleParams) -> u64 {
+    u64::from(params.n) * u64::from(params.c) * u64::from(params.h) * u64::from(params.w)
+}
+
+/// The fused-convolution rewrite's DepthToSpace (`nf_depth_to_space`; `src/onnx/shuffle.rs`)
+/// on `stream`, a stream of CUDA device `ordinal`'s primary context (ONNX Runtime's
+/// provider's, whose operator calls this). The module is loaded into that context at a
+/// device's first call and kept for the process, with the context retained.
+///
+/// # Safety
+/// `stream` is a live stream of the device's primary context; `params` names device memory of
+/// its shapes that stays alive until the stream has run the kernel; [`shuffle_threads`] is
+/// below [`SHUFFLE_MAX`].
+pub unsafe fn depth_to_space(ordinal: i32, stream: *mut c_void, params: &ShuffleParams) -> Result<()> {
+    let total = shuffle_threads(params);
+    debug_assert!(total < SHUFFLE_MAX, "the caller checks shuffle_threads");
+    if total == 0 {
+        return Ok(());
+    }
+    let (ctx, f) = shuffle_kernel(ordinal)?;
+    let mut p = *params;
+    let mut args = [(&raw mut p).cast::<c_void>()];
+    let blocks = total.div_ceil(u64::from(SHUFFLE_BLOCK)).min(1 << 20) as u32;
+    // SAFETY: ctx is the device's retained primary context.
+    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) })?;
+    // SAFETY: f is nf_depth_to_space of a module of ctx, taking one ShuffleParams; the
+    // caller's contract covers the stream and the memory; the kernel covers any grid.
+    let launched = check("cuLaunchKernel", unsafe {
+        sys::cuLaunchKernel(
+            f,
+            blocks,
+            1,
+            1,
+            SHUFFLE_BLOCK,
+            1,
+            1,
+            0,
+            stream as sys::CUstream,
+            args.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    });
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops the context pushed above.
+    let pop = check("cuCtxPopCurrent", unsafe { sys::cuCtxPopCurrent_v2(&mut popped) });
+    launched.and(pop)
+}
+
+/// Device `ordinal`'s primary context and `nf_depth_to_space` in a module loaded into it for
+/// the process, loaded now if it was not. [`PassKernels::load`] calls it, so that a context's
+/// sessions find it loaded (not at a first run that ONNX Runtime may be capturing).
+pub fn shuffle_kernel(ordinal: i32) -> Result<(sys::CUcontext, sys::CUfunction)> {
+    /// (ordinal, its primary context, the kernel), as addresses: one entry a device.
+    static LOADED: Mutex<Vec<(i32, usize, usize)>> = Mutex::new(Vec::new());
+    crate::cuda::result::init()?;
+    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&(_, ctx, f)) = loaded.iter().find(|e| e.0 == ordinal) {
+        return Ok((ctx as sys::CUcontext, f as sys::CUfunction));
+    }
+    let (ctx, f) = load_shuffle(ordinal)?;
+    loaded.push((ordinal, ctx as usize, f as usize));
+    Ok((ctx, f))
+}
+
+/// Device `ordinal`'s primary context (retained) with the passes' module loaded into it, and
+/// its `nf_depth_to_space`.
+fn load_shuffle(ordinal: i32) -> Result<(sys::CUcontext, sys::CUfunction)> {
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: a valid out pointer; a bad ordinal is an error.
+    check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: dev is valid; ctx is a valid out pointer.
+    check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+    // SAFETY: ctx was retained above.
+    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) })?;
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    let mut f: sys::CUfunction = std::ptr::null_mut();
+    let loaded = check_ctx(
+        "cuModuleLoadData",
+        // SAFETY: PTX is a NUL-terminated PTX text.
+        unsafe { sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) },
+        "the passes' PTX (src/cuda/passes.ptx, PTX ISA 9.0: needs a CUDA 13 driver)",
+    )
+    .and_then(|()| {
+        // SAFETY: the module is loaded; the name is NUL-terminated.
+        check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module, c"nf_depth_to_space".as_ptr()) })
+    });
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops the context pushed above.
+    unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+    match loaded {
+        Ok(()) => Ok((ctx, f)),
+        Err(e) => {
+            if !module.is_null() {
+                // SAFETY: loaded above and unused.
+                unsafe { sys::cuModuleUnload(module) };
+            }
+            // SAFETY: retained above.
+            unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) };
+            Err(e)
+        }
+    }
+}
 
 /// The loaded module and its kernels. Unloaded on drop.
 pub struct PassKernels {
@@ -57,6 +168,8 @@ impl PassKernels {
         let kernels = function(c"nf_pre")
             .and_then(|pre| Ok((pre, function(c"nf_post")?)))
             .and_then(|(pre, post)| Ok((pre, post, function(c"nf_post_image")?)));
+        // The fused-convolution rewrite's DepthToSpace, for the sessions on this device.
+        let kernels = kernels.and_then(|k| shuffle_kernel(device.info().ordinal).map(|_| k));
         match kernels {
             Ok((pre, post, post_image)) => Ok(Self { module, pre, post, post_image, device: Arc::clone(device) }),
             Err(e) => {

@@ -158,6 +158,34 @@ pub struct PostParams {
     pub tensor: TensorParams,
 }
 
+/// `struct ShuffleParams` in passes.cu: the fused-convolution rewrite's DepthToSpace
+/// (`src/onnx/shuffle.rs`), NHWC `[n, h, w, c·b²]` (plus `y`) to NCHW `[n, c, h·b, w·b]`.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+pub struct ShuffleParams {
+    /// Device pointer to the NHWC input.
+    pub x: u64,
+    /// Device pointer to a second input of x's shape, added to it; 0 for none.
+    pub y: u64,
+    /// Device pointer to the NCHW output.
+    pub out: u64,
+    /// Batch.
+    pub n: u32,
+    /// The input's height.
+    pub h: u32,
+    /// The input's width.
+    pub w: u32,
+    /// Output channels (the input has `c·block²`).
+    pub c: u32,
+    /// The block size b.
+    pub block: u32,
+    /// 1: ONNX's CRD order; 0: DCR.
+    pub crd: u32,
+    /// 0 f32, 1 f16 (as [`TensorParams::element`]).
+    pub element: u32,
+}
+
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
+const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 24 + 28 + 4);

@@ -433,3 +433,64 @@ extern "C" __global__ void nf_post(PostParams p) {
 extern "C" __global__ void nf_post_image(PostParams p) {
     post<false>(p);
 }
+
+// The DepthToSpace operator of the fused-convolution rewrite (src/onnx/shuffle.rs): x, plus y
+// where y is not 0, NHWC [n, h, w, c·b²] → out NCHW [n, c, h·b, w·b] in ONNX's order (CRD:
+// channel c·b² + i·b + j of pixel (h, w) goes to (c, h·b + i, w·b + j); DCR: channel
+// (i·b + j)·c + ch). Sums in f32, one rounding to the element type (ONNX Runtime's fp16 Add
+// rounds the same sum once).
+struct ShuffleParams {
+    u64 x;
+    u64 y;        // device pointer of the same shape as x, or 0
+    u64 out;
+    u32 n;
+    u32 h;
+    u32 w;
+    u32 c;        // output channels
+    u32 block;    // b
+    u32 crd;      // 1: CRD, 0: DCR
+    u32 element;  // ELEMENT_F32 or ELEMENT_F16
+};
+
+__device__ __forceinline__ float shuffle_load(u64 data, u32 element, u64 e) {
+    if (element == ELEMENT_F16) {
+        return half_to_float(reinterpret_cast<const u16*>(data)[e]);
+    }
+    return reinterpret_cast<const float*>(data)[e];
+}
+
+// One thread a source pixel and output channel (w fastest, so that a warp writes along
+// rows): it reads that channel's b² values and writes its b × b block. The launcher keeps
+// n·c·h·w below 2³² (the index arithmetic is 32-bit; offsets are 64-bit).
+extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
+    const u32 total = p.n * p.c * p.h * p.w;
+    const u32 b = p.block;
+    const u64 cin = (u64)p.c * b * b;
+    const u64 ow = (u64)p.w * b;
+    const u64 oh = (u64)p.h * b;
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        u32 wi = t % p.w;
+        u32 r = t / p.w;
+        u32 hi = r % p.h;
+        r /= p.h;
+        u32 ch = r % p.c;
+        u32 ni = r / p.c;
+        u64 src = (((u64)ni * p.h + hi) * p.w + wi) * cin;
+        u64 dst = (((u64)ni * p.c + ch) * oh + (u64)hi * b) * ow + (u64)wi * b;
+        for (u32 i = 0u; i < b; i++) {
+            for (u32 j = 0u; j < b; j++) {
+                u64 k = p.crd != 0u ? (u64)(ch * b * b + i * b + j) : (u64)((i * b + j) * p.c + ch);
+                float v = shuffle_load(p.x, p.element, src + k);
+                if (p.y != 0ull) {
+                    v += shuffle_load(p.y, p.element, src + k);
+                }
+                u64 e = dst + (u64)i * ow + j;
+                if (p.element == ELEMENT_F16) {
+                    reinterpret_cast<u16*>(p.out)[e] = float_to_half(v);
+                } else {
+                    reinterpret_cast<float*>(p.out)[e] = v;
+                }
+            }
+        }
+    }
+}

@@ -401,12 +401,20 @@ pub(crate) fn in_effect(rewrites: &[String]) -> bool {
 /// A precision report's `rewrites` after the fused convolutions failed: their rewrite's line
 /// goes, and one says that they are not in effect, and `why`.
 pub(crate) fn not_in_effect(rewrites: &mut Vec<String>, why: &str) {
-    rewrites.retain(|r| !r.contains(OP));
+    rewrites.retain(|r| !r.contains(OP) && !r.starts_with(crate::onnx::shuffle::LINE));
     rewrites.push(format!("fused {OP} convolutions not in effect: {why}"));
 }
 
-/// Version of the rewrite in its cache file's name: a change to what it writes bumps it.
-const REWRITE_VERSION: u32 = 2;
+/// Whether an error of a session's run comes from the fused model's own operators (`ConvAct`
+/// or the DepthToSpace tails that go with it): ONNX Runtime's message names the failing node's
+/// operator, and theirs start with their names.
+pub(crate) fn owns_error(message: &str) -> bool {
+    message.contains(OP) || message.contains(&format!("{DOMAIN}::{}", crate::onnx::shuffle::OP))
+}
+
+/// Version of the rewrite in its cache file's name: a change to what it writes bumps it
+/// (3: the DepthToSpace tails).
+const REWRITE_VERSION: u32 = 3;
 
 /// The model at `model` with [`fuse_conv_act`] applied, from the cache or made and cached
 /// now: its path and what changed, or `None` where nothing applied or there is no cache to
@@ -420,7 +428,16 @@ pub(crate) fn fused_model(model: &std::path::Path) -> Result<Option<(std::path::
         return Ok(None);
     };
     let path = dir.join(format!("{}-convact-v{REWRITE_VERSION}.onnx", &sha256_hex(&bytes)[..16]));
-    let r = fuse_conv_act(&bytes)?;
+    let mut r = fuse_conv_act(&bytes)?;
+    if r.applied() {
+        // The DepthToSpace tails of the now NHWC convolutions (shuffle.rs), in the same file.
+        let tails = crate::onnx::shuffle::fuse_depth_to_space(&r.bytes)?;
+        if tails.applied() {
+            r.bytes = tails.bytes;
+            r.changes.extend(tails.changes);
+        }
+        r.skipped.extend(tails.skipped);
+    }
     for why in &r.skipped {
         log::info!("fused convolutions of {}: left as it is: {why}", model.display());
     }

@@ -308,13 +308,16 @@ impl Kernel for CpuKernel {
     }
 }
 
-/// The domain with `ConvAct`'s CPU kernels (and, built with `cuda`, its CUDA ones).
+/// The domain with `ConvAct`'s and `DepthToSpace`'s CPU kernels (and, built with `cuda`, their
+/// CUDA ones).
 pub(crate) fn domain() -> ort::Result<OperatorDomain> {
     let mut d = OperatorDomain::new(DOMAIN)?;
     for element in [TensorElementType::Float32, TensorElementType::Float16] {
         d = d.add(ConvAct { element, cuda: false })?;
+        d = d.add(super::shuffle_op::DepthToSpace { element, cuda: false })?;
         if cfg!(feature = "cuda") {
             d = d.add(ConvAct { element, cuda: true })?;
+            d = d.add(super::shuffle_op::DepthToSpace { element, cuda: true })?;
         }
     }
     Ok(d)

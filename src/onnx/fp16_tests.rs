@@ -94,8 +94,15 @@ pub(crate) fn pattern(dims: &[i64], seed: u64) -> Vec<f32> {
 
 /// Runs a model on `inputs` (values given as f32, converted to each input's element type).
 pub(crate) fn run(bytes: &[u8], inputs: &[(String, Vec<i64>, Vec<f32>)]) -> std::result::Result<Vec<Output>, String> {
-    let mut s = session(bytes)?;
-    let types: Vec<_> = inputs_of(&s);
+    run_in(&mut session(bytes)?, inputs)
+}
+
+/// [`run`] in a session of the caller's (another provider's).
+pub(crate) fn run_in(
+    s: &mut Session,
+    inputs: &[(String, Vec<i64>, Vec<f32>)],
+) -> std::result::Result<Vec<Output>, String> {
+    let types: Vec<_> = inputs_of(s);
     let err = |e: ort::Error| e.to_string();
     let mut values: Vec<(String, DynValue)> = Vec::new();
     for (name, dims, data) in inputs {

@@ -17,6 +17,8 @@ pub(crate) mod proto;
 pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod share;
+pub(crate) mod shuffle;
+pub(crate) mod shuffle_op;
 pub(crate) mod tensor;
 
 pub(crate) use binding::{Binding, Placement, TensorValue};

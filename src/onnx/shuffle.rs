@@ -1,0 +1,189 @@
+//! The depth-to-space rewrite that goes with the fused convolutions (issue 23 §2): each
+//! `DepthToSpace` of a model whose convolutions [`fuse_conv_act`](super::convact::fuse_conv_act)
+//! turned NHWC becomes one [`OP`] node of the [`DOMAIN`] domain that reads NHWC and writes
+//! the NCHW result the graph declares, and, where an `Add` of two convolutions' results is
+//! all that feeds it, adds them on the way.
+//!
+//! ONNX Runtime's CUDA provider runs a DepthToSpace as a 6-D transpose, and an NCHW output
+//! after NHWC convolutions costs one more: on the H200 the fp16 upscaler's tail at 540p was
+//! two 90 µs transposes and a 45 µs Add (`bench/results/2026-12-05-h200-s6/`). The node
+//! does the three in one pass over the memory (`nf_depth_to_space` in `src/cuda/passes.cu`).
+//!
+//! The node reads `X` NHWC `[N, H, W, C·b²]` and optionally `Z` of the same shape, added to
+//! `X`; it writes `Y` NCHW `[N, C, H·b, W·b]` in ONNX's order for `mode` (`DCR`: channel
+//! `(i·b + j)·C + c` of pixel (h, w) goes to `(c, h·b + i, w·b + j)`; `CRD`: channel
+//! `c·b² + i·b + j`). Attributes: `blocksize`, `mode`. An input that a fused convolution
+//! wrote is read as it is (its transpose back to NCHW goes where nothing else reads it);
+//! any other gets a Transpose to NHWC, which ONNX Runtime's layout optimizer cancels
+//! against its own around an NHWC Conv.
+//!
+//! Exact: the tests run the rewritten model on ONNX Runtime's CPU provider (with the
+//! node's CPU kernel) against the original.
+
+use std::collections::HashSet;
+
+use crate::error::Result;
+use crate::onnx::convact::{DOMAIN, OP as CONVACT};
+use crate::onnx::layout::{Rewritten, fresh, transpose};
+use crate::onnx::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
+
+/// The operator's name in [`DOMAIN`].
+pub(crate) const OP: &str = "DepthToSpace";
+
+/// How the rewrite's line in a report starts (and how a fallback finds it).
+pub(crate) const LINE: &str = "depth-to-space tails";
+
+/// The node that writes `value`, if one does.
+fn producer(g: &GraphProto, value: &str) -> Option<usize> {
+    g.node.iter().position(|n| n.output.iter().any(|o| o == value))
+}
+
+/// How many nodes read `value`, and whether it is a graph output.
+fn readers(g: &GraphProto, value: &str) -> (usize, bool) {
+    let n = g.node.iter().filter(|n| n.input.iter().any(|i| i == value)).count();
+    (n, g.output.iter().any(|o| o.name() == value))
+}
+
+/// A constant's first dim (a weight's output channels).
+fn out_channels(g: &GraphProto, weight: Option<&str>) -> Option<i64> {
+    let w = g.initializer.iter().find(|t| Some(t.name()) == weight)?;
+    w.dims.first().copied()
+}
+
+/// Where `value` comes from, for the fused node: the NHWC value of a fused convolution that
+/// wrote it through its transpose back to NCHW (with the transpose's index), or `value`
+/// itself; and the output channels of the convolution that wrote it, if one did.
+fn source(g: &GraphProto, value: &str) -> (Option<(String, usize)>, Option<i64>) {
+    let Some(p) = producer(g, value) else { return (None, None) };
+    let n = &g.node[p];
+    let default_domain = n.domain.as_deref().is_none_or(str::is_empty);
+    if default_domain && n.op() == "Conv" {
+        return (None, out_channels(g, n.input_at(1)));
+    }
+    if default_domain && n.op() == "Transpose" && n.ints("perm") == Some(&[0, 3, 1, 2][..]) {
+        let Some(fused) = n.input_at(0).and_then(|x| producer(g, x)) else { return (None, None) };
+        let f = &g.node[fused];
+        if f.domain.as_deref() == Some(DOMAIN) && f.op() == CONVACT {
+            return (Some((f.output[0].clone(), p)), out_channels(g, f.input_at(1)));
+        }
+    }
+    (None, None)
+}
+
+/// One DepthToSpace to rewrite.
+struct Tail {
+    node: usize,
+    /// The Add folded in, if any.
+    add: Option<usize>,
+    /// The values the fused node adds (one, or the Add's two), as NCHW names.
+    inputs: Vec<String>,
+    blocksize: i64,
+    mode: String,
+}
+
+/// Rewrites each DepthToSpace of a model with fused convolutions (its [`CONVACT`] nodes) as
+/// an [`OP`] node; a model without either comes back as it was.
+pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
+    let mut m = ModelProto::decode_model(model, "being rewritten")?;
+    let unchanged = |skipped: Vec<String>| Rewritten { bytes: model.to_vec(), changes: Vec::new(), skipped };
+    let Some(g) = m.graph.as_mut() else { return Ok(unchanged(Vec::new())) };
+    if !g.node.iter().any(|n| n.domain.as_deref() == Some(DOMAIN) && n.op() == CONVACT) {
+        return Ok(unchanged(Vec::new()));
+    }
+    let mut skipped = Vec::new();
+    let mut tails = Vec::new();
+    for (i, n) in g.node.iter().enumerate() {
+        if n.op() != "DepthToSpace" || n.domain.as_deref().is_some_and(|d| !d.is_empty()) {
+            continue;
+        }
+        let name = if n.name().is_empty() { n.output[0].as_str() } else { n.name() };
+        let blocksize = n.int("blocksize").unwrap_or(0);
+        let mode = n.string("mode").unwrap_or_else(|| "DCR".into());
+        if blocksize < 1 || !(mode == "DCR" || mode == "CRD") || n.input.len() != 1 || n.output.len() != 1 {
+            skipped.push(format!("DepthToSpace `{name}`: blocksize {blocksize}, mode {mode}"));
+            continue;
+        }
+        let x = n.input[0].clone();
+        // An Add of two convolutions' results with C·b² channels each, read by nothing else:
+        // the same shape on both sides (a broadcast would have another producer), added here.
+        let add = producer(g, &x).filter(|&a| {
+            let an = &g.node[a];
+            an.op() == "Add"
+                && an.domain.as_deref().is_none_or(str::is_empty)
+                && an.input.len() == 2
+                && readers(g, &x) == (1, false)
+                && {
+                    let (ka, kb) = (source(g, &an.input[0]).1, source(g, &an.input[1]).1);
+                    ka.is_some() && ka == kb
+                }
+        });
+        let inputs = match add {
+            Some(a) => g.node[a].input.clone(),
+            None => vec![x],
+        };
+        tails.push(Tail { node: i, add, inputs, blocksize, mode });
+    }
+    if tails.is_empty() {
+        return Ok(unchanged(skipped));
+    }
+
+    let mut used = HashSet::new();
+    g.names(&mut used);
+    let mut drop_nodes: HashSet<usize> = tails.iter().filter_map(|t| t.add).collect();
+    let mut replace: Vec<(usize, Vec<NodeProto>)> = Vec::new();
+    let (mut adds, mut transposes) = (0usize, 0usize);
+    for t in &tails {
+        let d2s = &g.node[t.node];
+        let base = if d2s.name().is_empty() { d2s.output[0].clone() } else { d2s.name().to_string() };
+        let mut nodes = Vec::new();
+        let mut inputs = Vec::new();
+        for v in &t.inputs {
+            match source(g, v).0 {
+                Some((nhwc, back)) => {
+                    // The fused convolution's NHWC value itself; its transpose back goes if
+                    // this node was its only reader.
+                    if readers(g, v) == (1, false) {
+                        drop_nodes.insert(back);
+                    }
+                    inputs.push(nhwc);
+                }
+                None => {
+                    let nhwc = fresh(&mut used, &format!("{v}_nhwc"));
+                    nodes.push(transpose(fresh(&mut used, &format!("{v}_to_nhwc")), v, &nhwc, [0, 2, 3, 1]));
+                    transposes += 1;
+                    inputs.push(nhwc);
+                }
+            }
+        }
+        adds += usize::from(t.add.is_some());
+        let mut node = NodeProto::new(OP, fresh(&mut used, &format!("{base}_nhwc")), inputs, d2s.output.clone());
+        node.domain = Some(DOMAIN.into());
+        node.attribute = vec![AttributeProto::int("blocksize", t.blocksize), AttributeProto::string("mode", &t.mode)];
+        nodes.push(node);
+        replace.push((t.node, nodes));
+    }
+    let old = std::mem::take(&mut g.node);
+    let mut gone: HashSet<String> = HashSet::new();
+    for (i, n) in old.into_iter().enumerate() {
+        if let Some((_, nodes)) = replace.iter_mut().find(|(at, _)| *at == i) {
+            g.node.append(nodes);
+        } else if drop_nodes.contains(&i) {
+            gone.extend(n.output);
+        } else {
+            g.node.push(n);
+        }
+    }
+    g.value_info.retain(|v| v.name.as_ref().is_none_or(|n| !gone.contains(n)));
+    if m.opset(DOMAIN).is_none() {
+        m.opset_import.push(OperatorSetIdProto { domain: Some(DOMAIN.into()), version: Some(1) });
+    }
+    let changes = vec![format!(
+        "{LINE}: {} DepthToSpace → {DOMAIN}::{OP} (NHWC in, NCHW out; {adds} with the Add before it), {transposes} layout transposes",
+        tails.len()
+    )];
+    Ok(Rewritten { bytes: prost::Message::encode_to_vec(&m), changes, skipped })
+}
+
+#[cfg(test)]
+#[path = "shuffle_tests.rs"]
+mod tests;

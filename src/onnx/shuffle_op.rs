@@ -1,0 +1,255 @@
+//! The `ai.neural_frame::DepthToSpace` operator that [`fuse_depth_to_space`](super::shuffle::fuse_depth_to_space)
+//! puts in a model: X NHWC `[N, H, W, C·b²]`, plus Z of the same shape where given, to Y
+//! NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
+//! session. Two kernels, float16 and float32:
+//!
+//! - **CUDA**: `nf_depth_to_space` (`src/cuda/passes.cu`), one pass over the memory on the
+//!   provider's compute stream (so inside its CUDA graph too).
+//! - **CPU**: the same index map in f32; it is how the rewrite is proven against the original
+//!   model on ONNX Runtime's CPU provider in CI.
+
+use ort::operator::{
+    BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
+};
+use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
+
+use super::convact::DOMAIN;
+use super::shuffle::OP;
+
+/// The node's attributes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Attrs {
+    pub(crate) block: i64,
+    /// ONNX's CRD order; else DCR.
+    pub(crate) crd: bool,
+}
+
+fn error(m: impl std::fmt::Display) -> ort::Error {
+    ort::Error::new(format!("{DOMAIN}::{OP}: {m}"))
+}
+
+fn attrs(k: &KernelContext<'_>) -> ort::Result<Attrs> {
+    let block = k.get::<i64>("blocksize").filter(|&b| b >= 1).ok_or_else(|| error("no blocksize ≥ 1"))?;
+    let crd = match k.get::<String>("mode").as_deref() {
+        Some("CRD") => true,
+        Some("DCR") | None => false,
+        Some(other) => return Err(error(format!("mode {other}, not DCR or CRD"))),
+    };
+    Ok(Attrs { block, crd })
+}
+
+/// Y's index (NCHW) of X's element `k` of pixel (n, h, w) for `c` output channels.
+fn source_channel(a: &Attrs, c: usize, ch: usize, i: usize, j: usize) -> usize {
+    let b = a.block as usize;
+    if a.crd { (ch * b + i) * b + j } else { (i * b + j) * c + ch }
+}
+
+/// The reference: `x` (plus `z`) NHWC `[n, h, w, c·b²]` → NCHW `[n, c, h·b, w·b]`, in f32.
+pub(crate) fn depth_to_space_reference(
+    a: &Attrs,
+    x: &[f32],
+    z: Option<&[f32]>,
+    [n, h, w, cin]: [usize; 4],
+) -> Vec<f32> {
+    let b = a.block as usize;
+    let c = cin / (b * b);
+    let (oh, ow) = (h * b, w * b);
+    let mut y = vec![0f32; n * c * oh * ow];
+    for ni in 0..n {
+        for hi in 0..h {
+            for wi in 0..w {
+                let px = ((ni * h + hi) * w + wi) * cin;
+                for ch in 0..c {
+                    for i in 0..b {
+                        for j in 0..b {
+                            let e = px + source_channel(a, c, ch, i, j);
+                            let v = x[e] + z.map_or(0.0, |z| z[e]);
+                            y[((ni * c + ch) * oh + hi * b + i) * ow + wi * b + j] = v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    y
+}
+
+/// The operator for one provider and element type.
+pub(crate) struct DepthToSpace {
+    pub(crate) element: TensorElementType,
+    pub(crate) cuda: bool,
+}
+
+impl Operator for DepthToSpace {
+    type Kernel<'attr> = BoxedKernel<'attr>;
+
+    fn name(&self) -> &str {
+        OP
+    }
+
+    fn execution_provider_type(&self) -> Option<&str> {
+        self.cuda.then_some("CUDAExecutionProvider")
+    }
+
+    fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
+        [OperatorInput::required(self.element), OperatorInput::optional(self.element)]
+    }
+
+    fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
+        [OperatorOutput::required(self.element)]
+    }
+
+    /// `[N, C, H·b, W·b]` from X `[N, H, W, C·b²]`; a size that is not known goes out as a
+    /// named symbol.
+    fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
+        let inputs = ctx.inputs();
+        let Some(ValueType::Tensor { ty, shape: xs, .. }) = inputs.first() else { return Ok(()) };
+        if xs.len() != 4 {
+            return Ok(());
+        }
+        let b: i64 = ctx.attr("blocksize")?;
+        if b < 1 {
+            return Err(error("blocksize below 1"));
+        }
+        let known = |d: i64, f: &dyn Fn(i64) -> i64| if d >= 0 { f(d) } else { -1 };
+        if xs[3] >= 0 && xs[3] % (b * b) != 0 {
+            return Err(error(format!("{} input channels, not a multiple of {b}²", xs[3])));
+        }
+        let dims = [xs[0], known(xs[3], &|c| c / (b * b)), known(xs[1], &|h| h * b), known(xs[2], &|w| w * b)];
+        let symbols = dims
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if d < 0 { format!("depth_to_space_{}", ["n", "c", "h", "w"][i]) } else { String::new() });
+        let out =
+            ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
+        ctx.set_output(0, &out)
+    }
+
+    fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
+        let a = attrs(kctx)?;
+        let half = self.element == TensorElementType::Float16;
+        if self.cuda { cuda_kernel(a, half) } else { Ok(Box::new(CpuKernel { a, half })) }
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_kernel<'a>(a: Attrs, half: bool) -> ort::Result<BoxedKernel<'a>> {
+    Ok(Box::new(CudaKernel { a, half }))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_kernel<'a>(_: Attrs, _: bool) -> ort::Result<BoxedKernel<'a>> {
+    Err(error("on CUDA: neural-frame was built without its `cuda` feature"))
+}
+
+/// X's dims, checked against Z's (which must match) and the block: `[n, h, w, cin]`.
+fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<([i64; 4], bool)> {
+    let dims = |i: usize| -> ort::Result<Option<Vec<i64>>> {
+        let Some(v) = ctx.input(i)? else { return Ok(None) };
+        let v = v.downcast::<DynTensorValueType>()?;
+        match v.dtype() {
+            ValueType::Tensor { shape, .. } => Ok(Some(shape.to_vec())),
+            other => Err(error(format!("input {i} is {other}, not a tensor"))),
+        }
+    };
+    let x = dims(0)?.ok_or_else(|| error("no input X"))?;
+    let z = dims(1)?;
+    let [n, h, w, cin] = x[..] else { return Err(error(format!("X has shape {x:?}, not rank 4"))) };
+    if let Some(z) = &z
+        && *z != x
+    {
+        return Err(error(format!("Z has shape {z:?}, X {x:?}: they must be the same")));
+    }
+    if cin % (a.block * a.block) != 0 {
+        return Err(error(format!("{cin} input channels, not a multiple of {}²", a.block)));
+    }
+    Ok(([n, h, w, cin], z.is_some()))
+}
+
+fn output_dims(a: &Attrs, [n, h, w, cin]: [i64; 4]) -> Vec<i64> {
+    vec![n, cin / (a.block * a.block), h * a.block, w * a.block]
+}
+
+/// The CPU kernel.
+struct CpuKernel {
+    a: Attrs,
+    half: bool,
+}
+
+impl CpuKernel {
+    fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
+        let Some(v) = ctx.input(i)? else { return Ok(None) };
+        Ok(Some(if self.half {
+            v.try_extract_tensor::<half::f16>()?.1.iter().map(|h| h.to_f32()).collect()
+        } else {
+            v.try_extract_tensor::<f32>()?.1.to_vec()
+        }))
+    }
+}
+
+impl Kernel for CpuKernel {
+    fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        let (dims, _) = shapes(ctx, &self.a)?;
+        let x = self.floats(ctx, 0)?.ok_or_else(|| error("no input X"))?;
+        let z = self.floats(ctx, 1)?;
+        let u = |v: i64| v as usize;
+        let y = depth_to_space_reference(&self.a, &x, z.as_deref(), dims.map(u));
+        let mut out = ctx.output(0, output_dims(&self.a, dims))?.ok_or_else(|| error("no output"))?;
+        if self.half {
+            for (d, v) in out.try_extract_tensor_mut::<half::f16>()?.1.iter_mut().zip(&y) {
+                *d = half::f16::from_f32(*v);
+            }
+        } else {
+            out.try_extract_tensor_mut::<f32>()?.1.copy_from_slice(&y);
+        }
+        Ok(())
+    }
+}
+
+/// The CUDA kernel.
+#[cfg(feature = "cuda")]
+struct CudaKernel {
+    a: Attrs,
+    half: bool,
+}
+
+#[cfg(feature = "cuda")]
+impl Kernel for CudaKernel {
+    fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        use crate::cuda::kernels::{SHUFFLE_MAX, depth_to_space, shuffle_threads};
+        use crate::cuda::params::ShuffleParams;
+
+        let ([n, h, w, cin], _) = shapes(ctx, &self.a)?;
+        let ptr = |i: usize| -> ort::Result<u64> {
+            Ok(match ctx.input(i)? {
+                Some(v) => v.downcast::<DynTensorValueType>()?.data_ptr() as u64,
+                None => 0,
+            })
+        };
+        let (x, z) = (ptr(0)?, ptr(1)?);
+        let out = ctx.output(0, output_dims(&self.a, [n, h, w, cin]))?.ok_or_else(|| error("no output"))?;
+        let out = out.downcast::<DynTensorValueType>()?.data_ptr() as u64;
+        let fits = |v: i64| u32::try_from(v).map_err(|_| error(format!("a dimension of {v} is out of range")));
+        let p = ShuffleParams {
+            x,
+            y: z,
+            out,
+            n: fits(n)?,
+            h: fits(h)?,
+            w: fits(w)?,
+            c: fits(cin / (self.a.block * self.a.block))?,
+            block: fits(self.a.block)?,
+            crd: u32::from(self.a.crd),
+            element: u32::from(self.half),
+        };
+        if shuffle_threads(&p) >= SHUFFLE_MAX {
+            return Err(error(format!("{n}×{h}×{w}×{cin} is too large for one launch")));
+        }
+        let stream = ctx.stream()?.ok_or_else(|| error("no CUDA stream"))?.as_ptr().cast::<std::ffi::c_void>();
+        let device = ctx.resource(ort::ep::cuda::resource::DeviceId)?;
+        let ordinal = i32::try_from(device).map_err(|_| error(format!("CUDA device {device}")))?;
+        // SAFETY: the stream is the provider's, of this device's primary context; the pointers
+        // are this run's tensors of the shapes checked above, alive until the stream has run it.
+        unsafe { depth_to_space(ordinal, stream, &p) }.map_err(error)
+    }
+}
