@@ -71,6 +71,9 @@ pub(crate) struct ConvActShape {
     pub(crate) dilations: [i64; 2],
     pub(crate) dtype: ConvDtype,
     pub(crate) activation: Activation,
+    /// Whether a bias B [K] is added (a node without one runs the convolution alone, or with
+    /// its activation: cuDNN offers its precompiled convolution engines for a graph of one).
+    pub(crate) bias: bool,
 }
 
 impl ConvActShape {
@@ -98,7 +101,9 @@ impl ConvActShape {
             Activation::PRelu => "prelu".to_string(),
         };
         let Self { n, c, h, w, k, r, s, pads: [pt, pl, pb, pr], strides: [sh, sw], dilations: [dh, dw], .. } = self;
-        format!("n{n}c{c}h{h}w{w}-k{k}r{r}s{s}-p{pt}.{pl}.{pb}.{pr}-st{sh}.{sw}-d{dh}.{dw}-{dtype}-{act}")
+        // Without a bias the key says so; with one it is as it was before the bias could go.
+        let bias = if self.bias { "" } else { "-nobias" };
+        format!("n{n}c{c}h{h}w{w}-k{k}r{r}s{s}-p{pt}.{pl}.{pb}.{pr}-st{sh}.{sw}-d{dh}.{dw}-{dtype}-{act}{bias}")
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -115,6 +120,7 @@ impl ConvActShape {
 pub(crate) struct ConvActPtrs {
     pub(crate) x: *const c_void,
     pub(crate) w: *const c_void,
+    /// Null where the shape has no bias.
     pub(crate) b: *const c_void,
     /// Null unless the activation is PRelu.
     pub(crate) slope: *const c_void,
@@ -214,7 +220,8 @@ fn nhwc_strides([_, c, h, w]: [i64; 4]) -> [i64; 4] {
 }
 
 /// The operation graph: conv → T1; T1 + B → T2; activation → Y. PRelu, y = max(t,0) + slope·min(t,0),
-/// is P = relu(T2); D = T2 − P (= min(T2,0), exactly); M = D·slope; Y = P + M.
+/// is P = relu(T2); D = T2 − P (= min(T2,0), exactly); M = D·slope; Y = P + M. Without a bias T2
+/// is T1; without a bias or an activation the convolution writes Y.
 fn build_graph(api: &'static Api, handle: *mut c_void, sh: &ConvActShape) -> Result<Graph, Fail> {
     let io = match sh.dtype {
         ConvDtype::F16 => DATA_HALF,
@@ -229,7 +236,7 @@ fn build_graph(api: &'static Api, handle: *mut c_void, sh: &ConvActShape) -> Res
     let chan_strides = [sh.k, 1, sh.k, sh.k];
     let x = b.tensor(UID_X, x_dims, nhwc_strides(x_dims), false)?;
     let w = b.tensor(UID_W, w_dims, nhwc_strides(w_dims), false)?;
-    let bias = b.tensor(UID_B, chan_dims, chan_strides, false)?;
+    let bias = if sh.bias { Some(b.tensor(UID_B, chan_dims, chan_strides, false)?) } else { None };
     let y = b.tensor(UID_Y, y_dims, nhwc_strides(y_dims), false)?;
 
     let conv = Desc::new(api, CONVOLUTION_DESCRIPTOR)?;
@@ -244,7 +251,8 @@ fn build_graph(api: &'static Api, handle: *mut c_void, sh: &ConvActShape) -> Res
     let conv = b.keep(conv);
 
     let mut ops = Vec::with_capacity(6);
-    let t1 = b.virtual_like(y_dims)?;
+    let alone = !sh.bias && sh.activation == Activation::None;
+    let t1 = if alone { y } else { b.virtual_like(y_dims)? };
     let op = Desc::new(api, OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)?;
     op.set_descs(ATTR_OPERATION_CONVOLUTION_FORWARD_X, &[x])?;
     op.set_descs(ATTR_OPERATION_CONVOLUTION_FORWARD_W, &[w])?;
@@ -256,8 +264,14 @@ fn build_graph(api: &'static Api, handle: *mut c_void, sh: &ConvActShape) -> Res
     op.finalize("convolution forward operation")?;
     ops.push(b.keep(op));
 
-    let biased = if sh.activation == Activation::None { y } else { b.virtual_like(y_dims)? };
-    ops.push(b.pointwise(POINTWISE_ADD, t1, Some(bias), biased, None)?);
+    let biased = match bias {
+        Some(bias) => {
+            let biased = if sh.activation == Activation::None { y } else { b.virtual_like(y_dims)? };
+            ops.push(b.pointwise(POINTWISE_ADD, t1, Some(bias), biased, None)?);
+            biased
+        }
+        None => t1,
+    };
     match sh.activation {
         Activation::None => {}
         Activation::Relu => ops.push(b.pointwise(POINTWISE_RELU_FWD, biased, None, y, Some(0.0))?),
@@ -362,6 +376,7 @@ pub(crate) struct FusedPlan {
     /// Whether the choice names every knob (only then is it written to the plan cache).
     complete: bool,
     prelu: bool,
+    bias: bool,
 }
 
 /// The most variant packs a plan keeps (the oldest goes first).
@@ -415,7 +430,12 @@ impl FusedPlan {
         workspace: *mut c_void,
     ) -> Result<(), String> {
         let api = self.plan.api;
-        if handle.is_null() || ptrs.x.is_null() || ptrs.w.is_null() || ptrs.b.is_null() || ptrs.y.is_null() {
+        if handle.is_null()
+            || ptrs.x.is_null()
+            || ptrs.w.is_null()
+            || (self.bias && ptrs.b.is_null())
+            || ptrs.y.is_null()
+        {
             return Err("ConvAct: a null cuDNN handle or tensor pointer".into());
         }
         if self.prelu && ptrs.slope.is_null() {
@@ -447,12 +467,19 @@ impl FusedPlan {
     }
 
     fn variant_pack(&self, ptrs: &ConvActPtrs, workspace: *mut c_void) -> Result<Desc, Fail> {
-        let uids = [UID_X, UID_W, UID_B, UID_Y, UID_SLOPE];
-        let data = [ptrs.x.cast_mut(), ptrs.w.cast_mut(), ptrs.b.cast_mut(), ptrs.y, ptrs.slope.cast_mut()];
-        let n = if self.prelu { 5 } else { 4 };
+        let mut uids = vec![UID_X, UID_W, UID_Y];
+        let mut data = vec![ptrs.x.cast_mut(), ptrs.w.cast_mut(), ptrs.y];
+        if self.bias {
+            uids.push(UID_B);
+            data.push(ptrs.b.cast_mut());
+        }
+        if self.prelu {
+            uids.push(UID_SLOPE);
+            data.push(ptrs.slope.cast_mut());
+        }
         let d = Desc::new(self.plan.api, VARIANT_PACK_DESCRIPTOR)?;
-        d.set(ATTR_VARIANT_PACK_UNIQUE_IDS, TYPE_INT64, &uids[..n])?;
-        d.set(ATTR_VARIANT_PACK_DATA_POINTERS, TYPE_VOID_PTR, &data[..n])?;
+        d.set(ATTR_VARIANT_PACK_UNIQUE_IDS, TYPE_INT64, &uids)?;
+        d.set(ATTR_VARIANT_PACK_DATA_POINTERS, TYPE_VOID_PTR, &data)?;
         d.set(ATTR_VARIANT_PACK_WORKSPACE, TYPE_VOID_PTR, &[workspace])?;
         d.finalize("variant pack")?;
         Ok(d)
@@ -545,6 +572,7 @@ fn plan_from(
         choice,
         complete,
         prelu: shape.activation == Activation::PRelu,
+        bias: shape.bias,
     })
 }
 

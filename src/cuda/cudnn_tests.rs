@@ -14,6 +14,7 @@ fn shape() -> ConvActShape {
         dilations: [1, 1],
         dtype: ConvDtype::F16,
         activation: Activation::PRelu,
+        bias: true,
     }
 }
 
@@ -38,7 +39,7 @@ fn output_hw_follows_the_conv_formula() {
 }
 
 #[test]
-fn keys_differ_by_alpha_dtype_and_activation() {
+fn keys_differ_by_alpha_dtype_activation_and_bias() {
     let base = shape();
     let keys = [
         base.key(),
@@ -48,6 +49,8 @@ fn keys_differ_by_alpha_dtype_and_activation() {
         ConvActShape { activation: Activation::LeakyRelu(0.1), ..shape() }.key(),
         ConvActShape { activation: Activation::LeakyRelu(0.2), ..shape() }.key(),
         ConvActShape { pads: [1, 1, 0, 0], ..shape() }.key(),
+        ConvActShape { bias: false, ..shape() }.key(),
+        ConvActShape { bias: false, activation: Activation::None, ..shape() }.key(),
     ];
     for (i, a) in keys.iter().enumerate() {
         for b in &keys[i + 1..] {
@@ -55,6 +58,8 @@ fn keys_differ_by_alpha_dtype_and_activation() {
         }
     }
     assert_eq!(base.key(), shape().key());
+    // With a bias the key is the one plan caches already hold.
+    assert_eq!(base.key(), "n1c64h32w48-k64r3s3-p1.1.1.1-st1.1-d1.1-f16-prelu");
 }
 
 #[test]

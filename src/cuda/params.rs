@@ -159,7 +159,7 @@ pub struct PostParams {
 }
 
 /// `struct ShuffleParams` in passes.cu: the fused-convolution rewrite's DepthToSpace
-/// (`src/onnx/shuffle.rs`), NHWC `[n, h, w, c·b²]` (plus `y`) to NCHW `[n, c, h·b, w·b]`.
+/// (`src/onnx/shuffle.rs`), NHWC `[n, h, w, c·b²]` (plus `y` and `bias`) to NCHW `[n, c, h·b, w·b]`.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
 pub struct ShuffleParams {
@@ -169,6 +169,8 @@ pub struct ShuffleParams {
     pub y: u64,
     /// Device pointer to the NCHW output.
     pub out: u64,
+    /// Device pointer to `c·block²` values added by input channel; 0 for none.
+    pub bias: u64,
     /// Batch.
     pub n: u32,
     /// The input's height.
@@ -188,4 +190,4 @@ pub struct ShuffleParams {
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
-const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 24 + 28 + 4);
+const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 32 + 28 + 4);

@@ -435,7 +435,7 @@ extern "C" __global__ void nf_post_image(PostParams p) {
 }
 
 // The DepthToSpace operator of the fused-convolution rewrite (src/onnx/shuffle.rs): x, plus y
-// where y is not 0, NHWC [n, h, w, c·b²] → out NCHW [n, c, h·b, w·b] in ONNX's order (CRD:
+// and a per-channel bias where they are not 0, NHWC [n, h, w, c·b²] → out NCHW [n, c, h·b, w·b] in ONNX's order (CRD:
 // channel c·b² + i·b + j of pixel (h, w) goes to (c, h·b + i, w·b + j); DCR: channel
 // (i·b + j)·c + ch). Sums in f32, one rounding to the element type (ONNX Runtime's fp16 Add
 // rounds the same sum once).
@@ -443,6 +443,7 @@ struct ShuffleParams {
     u64 x;
     u64 y;        // device pointer of the same shape as x, or 0
     u64 out;
+    u64 bias;     // device pointer to c·b² values added by input channel, or 0
     u32 n;
     u32 h;
     u32 w;
@@ -483,6 +484,9 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
                 float v = shuffle_load(p.x, p.element, src + k);
                 if (p.y != 0ull) {
                     v += shuffle_load(p.y, p.element, src + k);
+                }
+                if (p.bias != 0ull) {
+                    v += shuffle_load(p.bias, p.element, k);
                 }
                 u64 e = dst + (u64)i * ow + j;
                 if (p.element == ELEMENT_F16) {

@@ -327,6 +327,8 @@ impl CudaKernel {
                 ActKind::Leaky(al) => Activation::LeakyRelu(al),
                 ActKind::PRelu => Activation::PRelu,
             },
+            // The DepthToSpace tails take a last convolution's bias (shuffle.rs): B omitted.
+            bias: ctx.input(2)?.is_some(),
         };
         // Each input's device pointer, and its element count.
         let input = |i: usize| -> ort::Result<(*const c_void, i64)> {
@@ -343,7 +345,7 @@ impl CudaKernel {
             }
         };
         let ((x, _), (wt, _), (b, nb), (slope, ns)) = (input(0)?, input(1)?, input(2)?, input(3)?);
-        if nb != k || (!slope.is_null() && ns != k) {
+        if (!b.is_null() && nb != k) || (!slope.is_null() && ns != k) {
             return Err(err(format!("the bias ({nb} values) and slope ({ns}) must hold {k} values")));
         }
         if shape.activation == Activation::PRelu && slope.is_null() {

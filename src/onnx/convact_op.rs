@@ -166,7 +166,7 @@ impl Operator for ConvAct {
 
     fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
         let t = self.element;
-        [OperatorInput::required(t), OperatorInput::required(t), OperatorInput::required(t), OperatorInput::optional(t)]
+        [OperatorInput::required(t), OperatorInput::required(t), OperatorInput::optional(t), OperatorInput::optional(t)]
     }
 
     fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
@@ -276,7 +276,8 @@ impl Kernel for CpuKernel {
             .ok_or_else(|| ort::Error::new(format!("{OP}: a {r}×{s} window does not fit {h}×{w}")))?;
         let x = self.floats(ctx, 0)?.ok_or_else(|| missing("input X"))?;
         let wt = self.floats(ctx, 1)?.ok_or_else(|| missing("weight W"))?;
-        let b = self.floats(ctx, 2)?.ok_or_else(|| missing("bias B"))?;
+        // No B (omitted where the DepthToSpace tails took it): zeros.
+        let b = self.floats(ctx, 2)?.unwrap_or_else(|| vec![0.0; k as usize]);
         let slope = self.floats(ctx, 3)?;
         if b.len() != k as usize || slope.as_ref().is_some_and(|sl| sl.len() != k as usize) {
             return Err(ort::Error::new(format!("{OP}: the bias and slope must hold {k} values")));

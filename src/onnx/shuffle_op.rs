@@ -1,6 +1,6 @@
 //! The `ai.neural_frame::DepthToSpace` operator that [`fuse_depth_to_space`](super::shuffle::fuse_depth_to_space)
-//! puts in a model: X NHWC `[N, H, W, C·b²]`, plus Z of the same shape where given, to Y
-//! NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
+//! puts in a model: X NHWC `[N, H, W, C·b²]`, plus Z of the same shape and B `[C·b²]` (by input
+//! channel) where given, to Y NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
 //! session. Two kernels, float16 and float32:
 //!
 //! - **CUDA**: `nf_depth_to_space` (`src/cuda/passes.cu`), one pass over the memory on the
@@ -44,11 +44,13 @@ fn source_channel(a: &Attrs, c: usize, ch: usize, i: usize, j: usize) -> usize {
     if a.crd { (ch * b + i) * b + j } else { (i * b + j) * c + ch }
 }
 
-/// The reference: `x` (plus `z`) NHWC `[n, h, w, c·b²]` → NCHW `[n, c, h·b, w·b]`, in f32.
+/// The reference: `x` (plus `z`, plus `bias` by input channel) NHWC `[n, h, w, c·b²]` → NCHW
+/// `[n, c, h·b, w·b]`, in f32, summed in that order.
 pub(crate) fn depth_to_space_reference(
     a: &Attrs,
     x: &[f32],
     z: Option<&[f32]>,
+    bias: Option<&[f32]>,
     [n, h, w, cin]: [usize; 4],
 ) -> Vec<f32> {
     let b = a.block as usize;
@@ -62,8 +64,15 @@ pub(crate) fn depth_to_space_reference(
                 for ch in 0..c {
                     for i in 0..b {
                         for j in 0..b {
-                            let e = px + source_channel(a, c, ch, i, j);
-                            let v = x[e] + z.map_or(0.0, |z| z[e]);
+                            let k = source_channel(a, c, ch, i, j);
+                            let e = px + k;
+                            let mut v = x[e];
+                            if let Some(z) = z {
+                                v += z[e];
+                            }
+                            if let Some(bias) = bias {
+                                v += bias[k];
+                            }
                             y[((ni * c + ch) * oh + hi * b + i) * ow + wi * b + j] = v;
                         }
                     }
@@ -92,7 +101,11 @@ impl Operator for DepthToSpace {
     }
 
     fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
-        [OperatorInput::required(self.element), OperatorInput::optional(self.element)]
+        [
+            OperatorInput::required(self.element),
+            OperatorInput::optional(self.element),
+            OperatorInput::optional(self.element),
+        ]
     }
 
     fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
@@ -142,8 +155,8 @@ fn cuda_kernel<'a>(_: Attrs, _: bool) -> ort::Result<BoxedKernel<'a>> {
     Err(error("on CUDA: neural-frame was built without its `cuda` feature"))
 }
 
-/// X's dims, checked against Z's (which must match) and the block: `[n, h, w, cin]`.
-fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<([i64; 4], bool)> {
+/// X's dims, checked against Z's (which must match), B's (`[cin]`) and the block: `[n, h, w, cin]`.
+fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
     let dims = |i: usize| -> ort::Result<Option<Vec<i64>>> {
         let Some(v) = ctx.input(i)? else { return Ok(None) };
         let v = v.downcast::<DynTensorValueType>()?;
@@ -160,10 +173,15 @@ fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<([i64; 4], bool)> {
     {
         return Err(error(format!("Z has shape {z:?}, X {x:?}: they must be the same")));
     }
+    if let Some(b) = dims(2)?
+        && b != [cin]
+    {
+        return Err(error(format!("B has shape {b:?}, not [{cin}]")));
+    }
     if cin % (a.block * a.block) != 0 {
         return Err(error(format!("{cin} input channels, not a multiple of {}²", a.block)));
     }
-    Ok(([n, h, w, cin], z.is_some()))
+    Ok([n, h, w, cin])
 }
 
 fn output_dims(a: &Attrs, [n, h, w, cin]: [i64; 4]) -> Vec<i64> {
@@ -189,11 +207,11 @@ impl CpuKernel {
 
 impl Kernel for CpuKernel {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
-        let (dims, _) = shapes(ctx, &self.a)?;
+        let dims = shapes(ctx, &self.a)?;
         let x = self.floats(ctx, 0)?.ok_or_else(|| error("no input X"))?;
-        let z = self.floats(ctx, 1)?;
+        let (z, bias) = (self.floats(ctx, 1)?, self.floats(ctx, 2)?);
         let u = |v: i64| v as usize;
-        let y = depth_to_space_reference(&self.a, &x, z.as_deref(), dims.map(u));
+        let y = depth_to_space_reference(&self.a, &x, z.as_deref(), bias.as_deref(), dims.map(u));
         let mut out = ctx.output(0, output_dims(&self.a, dims))?.ok_or_else(|| error("no output"))?;
         if self.half {
             for (d, v) in out.try_extract_tensor_mut::<half::f16>()?.1.iter_mut().zip(&y) {
@@ -219,14 +237,14 @@ impl Kernel for CudaKernel {
         use crate::cuda::kernels::{SHUFFLE_MAX, depth_to_space, shuffle_threads};
         use crate::cuda::params::ShuffleParams;
 
-        let ([n, h, w, cin], _) = shapes(ctx, &self.a)?;
+        let [n, h, w, cin] = shapes(ctx, &self.a)?;
         let ptr = |i: usize| -> ort::Result<u64> {
             Ok(match ctx.input(i)? {
                 Some(v) => v.downcast::<DynTensorValueType>()?.data_ptr() as u64,
                 None => 0,
             })
         };
-        let (x, z) = (ptr(0)?, ptr(1)?);
+        let (x, z, bias) = (ptr(0)?, ptr(1)?, ptr(2)?);
         let out = ctx.output(0, output_dims(&self.a, [n, h, w, cin]))?.ok_or_else(|| error("no output"))?;
         let out = out.downcast::<DynTensorValueType>()?.data_ptr() as u64;
         let fits = |v: i64| u32::try_from(v).map_err(|_| error(format!("a dimension of {v} is out of range")));
@@ -234,6 +252,7 @@ impl Kernel for CudaKernel {
             x,
             y: z,
             out,
+            bias,
             n: fits(n)?,
             h: fits(h)?,
             w: fits(w)?,

@@ -96,11 +96,17 @@ fn the_reference_matches_hand_computed_shuffles() {
     // One pixel of 8 channels, b = 2: two output channels of 2 × 2.
     let crd = Attrs { block: 2, crd: true };
     let dcr = Attrs { block: 2, crd: false };
-    assert_eq!(depth_to_space_reference(&crd, &x, None, [1, 1, 1, 8]), [0., 1., 2., 3., 4., 5., 6., 7.]);
-    assert_eq!(depth_to_space_reference(&dcr, &x, None, [1, 1, 1, 8]), [0., 2., 4., 6., 1., 3., 5., 7.]);
+    assert_eq!(depth_to_space_reference(&crd, &x, None, None, [1, 1, 1, 8]), [0., 1., 2., 3., 4., 5., 6., 7.]);
+    assert_eq!(depth_to_space_reference(&dcr, &x, None, None, [1, 1, 1, 8]), [0., 2., 4., 6., 1., 3., 5., 7.]);
     // Two pixels of 4 channels side by side, one output channel of 2 × 4; z added.
     let ones = [1f32; 8];
-    assert_eq!(depth_to_space_reference(&crd, &x, Some(&ones), [1, 1, 2, 4]), [1., 2., 5., 6., 3., 4., 7., 8.]);
+    assert_eq!(depth_to_space_reference(&crd, &x, Some(&ones), None, [1, 1, 2, 4]), [1., 2., 5., 6., 3., 4., 7., 8.]);
+    // A bias by input channel: channel k of every pixel gets 10·k.
+    let bias = [0., 10., 20., 30.];
+    assert_eq!(
+        depth_to_space_reference(&crd, &x, None, Some(&bias), [1, 1, 2, 4]),
+        [0., 11., 4., 15., 22., 33., 26., 37.]
+    );
 }
 
 #[test]
@@ -116,12 +122,19 @@ fn tails_with_and_without_their_add_go_nhwc_exactly() {
         let op: Vec<&NodeProto> =
             after.iter().filter(|n| n.domain.as_deref() == Some(DOMAIN) && n.op() == OP).collect();
         assert_eq!(op.len(), 1, "{what}");
-        assert_eq!(op[0].input.len(), 1 + usize::from(skip), "{what}: {:?}", op[0].input);
-        assert_eq!(count(&tails.bytes, "Add"), 0, "{what}");
-        // The last convolution is fused where its 3·b² channels are aligned: its transpose
-        // back to NCHW goes. A plain Conv's result (the skip's 1×1, an unaligned last one)
-        // gets one to NHWC, which ONNX Runtime cancels against its own.
+        // The last convolution, fused where its 3·b² channels are aligned, leaves its bias to
+        // the node (its third input) and runs alone (X and W).
         let aligned = (3 * block * block) % crate::onnx::convact::CHANNEL_ALIGN == 0;
+        assert!(tails.changes[0].contains(&format!("{} with the last convolution's bias", usize::from(aligned))));
+        assert_eq!(op[0].input.len(), if aligned { 3 } else { 1 + usize::from(skip) }, "{what}: {:?}", op[0].input);
+        if aligned {
+            let last = after.iter().rfind(|n| n.op() == crate::onnx::convact::OP).expect("a ConvAct");
+            assert_eq!(last.input.len(), 2, "{what}: {:?}", last.input);
+        }
+        assert_eq!(count(&tails.bytes, "Add"), 0, "{what}");
+        // A fused last convolution's transpose back to NCHW goes. A plain Conv's result (the
+        // skip's 1×1, an unaligned last one) gets one to NHWC, which ONNX Runtime cancels
+        // against its own.
         let expected =
             count(&fused.bytes, "Transpose") - usize::from(aligned) + usize::from(skip) + usize::from(!aligned);
         assert_eq!(count(&tails.bytes, "Transpose"), expected, "{what}");
@@ -141,7 +154,9 @@ fn the_bundled_upscalers_chains_stay_within_tolerance() {
     // fp32: fold, fuse, tails; exact.
     let (_, tails) = both(&folded.bytes);
     assert!(
-        tails.changes[0].contains("1 DepthToSpace") && tails.changes[0].contains("1 with the Add"),
+        tails.changes[0].contains("1 DepthToSpace")
+            && tails.changes[0].contains("1 with the Add")
+            && tails.changes[0].contains("1 with the last convolution's bias"),
         "{:?}",
         tails.changes
     );
@@ -200,16 +215,26 @@ fn what_the_tails_leave_alone() {
     assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{d:?}");
 }
 
-/// The operator alone: X (and Z) NHWC `[1, h, w, 3·b²]` → Y.
-fn op_alone(block: i64, mode: &str, two: bool, elem: i32) -> Vec<u8> {
+/// The operator alone: X (and Z) NHWC `[1, h, w, 3·b²]`, and B `[3·b²]` with `bias`, → Y.
+fn op_alone(block: i64, mode: &str, two: bool, bias: bool, elem: i32) -> Vec<u8> {
     let k = (3 * block * block).to_string();
-    let ins: &[&str] = if two { &["x", "z"] } else { &["x"] };
+    let ins: Vec<&str> = match (two, bias) {
+        (true, true) => vec!["x", "z", "b"],
+        (true, false) => vec!["x", "z"],
+        (false, true) => vec!["x", "", "b"],
+        (false, false) => vec!["x"],
+    };
     let mut n =
-        node(OP, ins, &["y"], vec![AttributeProto::int("blocksize", block), AttributeProto::string("mode", mode)]);
+        node(OP, &ins, &["y"], vec![AttributeProto::int("blocksize", block), AttributeProto::string("mode", mode)]);
     n.domain = Some(DOMAIN.into());
+    let mut input: Vec<_> =
+        ins.iter().filter(|i| **i == "x" || **i == "z").map(|i| tensor_vi(i, elem, &["1", "h", "w", &k])).collect();
+    if bias {
+        input.push(tensor_vi("b", elem, &[&k]));
+    }
     let graph = GraphProto {
         node: vec![n],
-        input: ins.iter().map(|i| tensor_vi(i, elem, &["1", "h", "w", &k])).collect(),
+        input,
         output: vec![tensor_vi("y", elem, &["1", "3", "H", "W"])],
         ..Default::default()
     };
@@ -221,8 +246,12 @@ fn op_alone(block: i64, mode: &str, two: bool, elem: i32) -> Vec<u8> {
 /// The operator's model for the GPU test below, on the CPU provider: the reference's values.
 #[test]
 fn the_operator_alone_runs_the_reference_on_the_cpu_provider() {
-    for (block, mode, two, elem) in [(3, "DCR", true, data_type::FLOAT), (4, "CRD", false, data_type::FLOAT16)] {
-        let bytes = op_alone(block, mode, two, elem);
+    for (block, mode, two, bias, elem) in [
+        (3, "DCR", true, true, data_type::FLOAT),
+        (4, "CRD", false, true, data_type::FLOAT16),
+        (2, "CRD", true, false, data_type::FLOAT16),
+    ] {
+        let bytes = op_alone(block, mode, two, bias, elem);
         let inputs = pattern_inputs(&bytes, &[1, 5, 7]);
         let got = run(&bytes, &inputs).expect("runs");
         let a = Attrs { block, crd: mode == "CRD" };
@@ -235,8 +264,10 @@ fn the_operator_alone_runs_the_reference_on_the_cpu_provider() {
         };
         let x = round(&inputs[0].2);
         let z = two.then(|| round(&inputs[1].2));
+        let b = bias.then(|| round(&inputs[inputs.len() - 1].2));
+        assert_eq!(inputs.last().map(|i| i.0 == "b"), Some(bias));
         let dims = [1, 5, 7, (3 * block * block) as usize];
-        let expected = round(&depth_to_space_reference(&a, &x, z.as_deref(), dims));
+        let expected = round(&depth_to_space_reference(&a, &x, z.as_deref(), b.as_deref(), dims));
         assert_eq!(got[0].shape, vec![1, 3, 5 * block, 7 * block]);
         assert_eq!(got[0].data, expected, "×{block} {mode}");
     }
@@ -261,20 +292,38 @@ mod gpu_tests {
         builder.commit_from_memory(bytes).expect("a CUDA session")
     }
 
+    /// The bundled fp16 upscaler as the CUDA backend loads it (fused convolutions, the last one
+    /// without its bias, and the tail), on ONNX Runtime's CUDA provider with the operators'
+    /// CUDA kernels, against the CPU provider's run of the file as it is: PSNR ≥ 50 dB.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
+    fn the_fp16_upscalers_rewrite_on_cuda_matches_the_cpu_run() {
+        let file = std::fs::read("models/upscale-fp16.onnx").expect("models/upscale-fp16.onnx");
+        let (_, tails) = both(&file);
+        assert!(tails.changes[0].contains("1 with the last convolution's bias"), "{:?}", tails.changes);
+        let inputs = pattern_inputs(&file, &[1, 3, 72, 128]);
+        let expected = run(&file, &inputs).expect("the CPU run");
+        let mut cuda = on_cuda(&tails.bytes);
+        let got = run_in(&mut cuda, &inputs).expect("the CUDA run");
+        let d = differences(&expected, &got);
+        eprintln!("fp16 upscaler, fused + tails on CUDA against the file on the CPU: {d:?}");
+        assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{d:?}");
+    }
+
     /// The CUDA kernel against the CPU kernel, bit for bit (both sum in f32 and round once),
     /// on odd sizes; the CUDA run before it wrote NaN everywhere (its inputs were NaN), so an
     /// element the kernel skipped would show.
     #[test]
     #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
     fn the_cuda_kernel_matches_the_cpu_kernel_bit_for_bit() {
-        for (block, mode, two, elem) in [
-            (4, "CRD", true, data_type::FLOAT16),
-            (3, "DCR", true, data_type::FLOAT),
-            (2, "DCR", false, data_type::FLOAT16),
-            (4, "CRD", false, data_type::FLOAT),
+        for (block, mode, two, bias, elem) in [
+            (4, "CRD", true, true, data_type::FLOAT16),
+            (3, "DCR", true, false, data_type::FLOAT),
+            (2, "DCR", false, true, data_type::FLOAT16),
+            (4, "CRD", false, false, data_type::FLOAT),
         ] {
-            let what = format!("×{block} {mode}, two inputs {two}, element {elem}");
-            let bytes = op_alone(block, mode, two, elem);
+            let what = format!("×{block} {mode}, two inputs {two}, bias {bias}, element {elem}");
+            let bytes = op_alone(block, mode, two, bias, elem);
             let inputs = pattern_inputs(&bytes, &[1, 37, 53]);
             let nans: Vec<_> = inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
             let expected = run(&bytes, &inputs).expect("the CPU kernel runs");
