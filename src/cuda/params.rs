@@ -171,6 +171,9 @@ pub struct ShuffleParams {
     pub out: u64,
     /// Device pointer to `c·block²` values added by input channel; 0 for none.
     pub bias: u64,
+    /// Device pointer to NCHW `[n, c, h, w]`, each value added to its pixel's block (a nearest
+    /// upsample); 0 for none.
+    pub up: u64,
     /// Batch.
     pub n: u32,
     /// The input's height.
@@ -190,4 +193,4 @@ pub struct ShuffleParams {
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
-const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 32 + 28 + 4);
+const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 40 + 28 + 4);

@@ -434,8 +434,8 @@ extern "C" __global__ void nf_post_image(PostParams p) {
     post<false>(p);
 }
 
-// The DepthToSpace operator of the fused-convolution rewrite (src/onnx/shuffle.rs): x, plus y
-// and a per-channel bias where they are not 0, NHWC [n, h, w, c·b²] → out NCHW [n, c, h·b, w·b] in ONNX's order (CRD:
+// The DepthToSpace operator of the fused-convolution rewrite (src/onnx/shuffle.rs): x, plus y,
+// a per-channel bias and the nearest-upsampled `up` where they are not 0, NHWC [n, h, w, c·b²] → out NCHW [n, c, h·b, w·b] in ONNX's order (CRD:
 // channel c·b² + i·b + j of pixel (h, w) goes to (c, h·b + i, w·b + j); DCR: channel
 // (i·b + j)·c + ch). Sums in f32, one rounding to the element type (ONNX Runtime's fp16 Add
 // rounds the same sum once).
@@ -444,6 +444,7 @@ struct ShuffleParams {
     u64 y;        // device pointer of the same shape as x, or 0
     u64 out;
     u64 bias;     // device pointer to c·b² values added by input channel, or 0
+    u64 up;       // device pointer to NCHW [n, c, h, w] added to each pixel's b × b block, or 0
     u32 n;
     u32 h;
     u32 w;
@@ -478,6 +479,12 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
         u32 ni = r / p.c;
         u64 src = (((u64)ni * p.h + hi) * p.w + wi) * cin;
         u64 dst = (((u64)ni * p.c + ch) * oh + (u64)hi * b) * ow + (u64)wi * b;
+        // The upsampled input (nearest): one value for the whole block.
+        float u = 0.0f;
+        bool has_u = p.up != 0ull;
+        if (has_u) {
+            u = shuffle_load(p.up, p.element, (((u64)ni * p.c + ch) * p.h + hi) * p.w + wi);
+        }
         for (u32 i = 0u; i < b; i++) {
             for (u32 j = 0u; j < b; j++) {
                 u64 k = p.crd != 0u ? (u64)(ch * b * b + i * b + j) : (u64)((i * b + j) * p.c + ch);
@@ -487,6 +494,9 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
                 }
                 if (p.bias != 0ull) {
                     v += shuffle_load(p.bias, p.element, k);
+                }
+                if (has_u) {
+                    v += u;
                 }
                 u64 e = dst + (u64)i * ow + j;
                 if (p.element == ELEMENT_F16) {

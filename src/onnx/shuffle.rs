@@ -14,7 +14,10 @@
 //! order for `mode` (`DCR`: channel `(i·b + j)·C + c` of pixel (h, w) goes to
 //! `(c, h·b + i, w·b + j)`; `CRD`: channel `c·b² + i·b + j`). Attributes: `blocksize`, `mode`.
 //! Where a fused convolution without an activation wrote `X` or `Z` for this node alone, its
-//! bias moves to `B`: cuDNN then runs that convolution alone, with its precompiled engines. An input that a fused convolution
+//! bias moves to `B`: cuDNN then runs that convolution alone, with its precompiled engines.
+//! Where the Add's other input is the folded nearest-upsample skip (the 1×1 Conv that repeats
+//! the image's channels, `layout::fold_upsample_skip`), the node reads the image itself as `U`
+//! (NCHW `[N, C, H, W]`, each value added to its pixel's b × b block) and that Conv goes. An input that a fused convolution
 //! wrote is read as it is (its transpose back to NCHW goes where nothing else reads it);
 //! any other gets a Transpose to NHWC, which ONNX Runtime's layout optimizer cancels
 //! against its own around an NHWC Conv.
@@ -83,6 +86,53 @@ fn source(g: &GraphProto, value: &str) -> (Option<Fused>, Option<i64>) {
     (None, None)
 }
 
+/// A constant's values as f32: float32, or float16 (raw or `int32_data`).
+fn values(t: &crate::onnx::proto::TensorProto) -> Option<Vec<f32>> {
+    use crate::onnx::proto::data_type;
+    match t.dtype() {
+        data_type::FLOAT => t.floats().ok(),
+        data_type::FLOAT16 if !t.is_external() => {
+            let bits: Vec<u16> = match &t.raw_data {
+                Some(raw) => raw.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect(),
+                None => t.int32_data.iter().map(|&v| v as u16).collect(),
+            };
+            (bits.len() == t.elements()).then(|| bits.into_iter().map(|b| half::f16::from_bits(b).to_f32()).collect())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `value` is the nearest-upsample skip's channel repeat that
+/// [`fold_upsample_skip`](crate::onnx::layout::fold_upsample_skip) wrote for a DepthToSpace of
+/// `block` in `mode`: a plain 1×1 Conv of `u` `[N, C, H, W]` whose 0/1 weight `[C·b², C, 1, 1]`
+/// copies channel c to each of its b² channels in the shuffle's order. Returns `u` and the Conv.
+fn channel_repeat(g: &GraphProto, value: &str, block: i64, crd: bool) -> Option<(String, usize)> {
+    let p = producer(g, value)?;
+    let n = &g.node[p];
+    let plain = n.domain.as_deref().is_none_or(str::is_empty)
+        && n.op() == "Conv"
+        && n.input.len() == 2
+        && n.int("group").unwrap_or(1) == 1
+        && n.ints("strides").is_none_or(|v| v.iter().all(|&x| x == 1))
+        && n.ints("dilations").is_none_or(|v| v.iter().all(|&x| x == 1))
+        && n.ints("pads").is_none_or(|v| v.iter().all(|&x| x == 0))
+        && n.string("auto_pad").is_none_or(|a| a == "NOTSET" || a == "VALID");
+    if !plain {
+        return None;
+    }
+    let w = g.initializer.iter().find(|t| Some(t.name()) == n.input_at(1))?;
+    let r2 = block * block;
+    let [k, c, 1, 1] = w.dims[..] else { return None };
+    if k != c * r2 {
+        return None;
+    }
+    let e = values(w)?;
+    let source = |row: i64| if crd { row / r2 } else { row % c };
+    let repeat =
+        (0..k).all(|row| (0..c).all(|ch| e[(row * c + ch) as usize] == if ch == source(row) { 1.0 } else { 0.0 }));
+    repeat.then(|| (n.input[0].clone(), p))
+}
+
 /// One DepthToSpace to rewrite.
 struct Tail {
     node: usize,
@@ -146,52 +196,63 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
     let mut replace: Vec<(usize, Vec<NodeProto>)> = Vec::new();
     // Fused nodes whose bias a tail adds instead (their B input goes).
     let mut unbiased: HashSet<usize> = HashSet::new();
-    let (mut adds, mut transposes, mut biases) = (0usize, 0usize, 0usize);
+    let (mut adds, mut transposes, mut biases, mut skips) = (0usize, 0usize, 0usize, 0usize);
     for t in &tails {
         let d2s = &g.node[t.node];
         let base = if d2s.name().is_empty() { d2s.output[0].clone() } else { d2s.name().to_string() };
         let mut nodes = Vec::new();
-        let mut inputs = Vec::new();
-        let mut bias = None;
+        // X, Z (NHWC), B, U (NCHW): the node's inputs.
+        let mut nhwc_inputs = Vec::new();
+        let (mut bias, mut upsampled) = (None, None);
         for v in &t.inputs {
-            match source(g, v).0 {
-                Some(f) => {
-                    // The fused convolution's NHWC value itself; its transpose back goes if
-                    // this node was its only reader.
-                    let only = readers(g, v) == (1, false);
-                    if only {
-                        drop_nodes.insert(f.back);
-                    }
-                    // A last convolution with no activation: its bias is added here, so that
-                    // cuDNN runs it alone (its precompiled engines; with the bias the H200 ran
-                    // the upscaler's 64→48 convolution in 0.159 ms, torch's alone 0.079).
-                    let node = &g.node[f.node];
-                    if only
-                        && readers(g, &f.nhwc) == (1, false)
-                        && bias.is_none()
-                        && node.string("activation").as_deref() == Some("none")
-                        && let Some(b) = node.input_at(2).filter(|b| !b.is_empty())
-                    {
-                        bias = Some(b.to_string());
-                        unbiased.insert(f.node);
-                    }
-                    inputs.push(f.nhwc);
+            if let Some(f) = source(g, v).0 {
+                // The fused convolution's NHWC value itself; its transpose back goes if
+                // this node was its only reader.
+                let only = readers(g, v) == (1, false);
+                if only {
+                    drop_nodes.insert(f.back);
                 }
-                None => {
-                    let nhwc = fresh(&mut used, &format!("{v}_nhwc"));
-                    nodes.push(transpose(fresh(&mut used, &format!("{v}_to_nhwc")), v, &nhwc, [0, 2, 3, 1]));
-                    transposes += 1;
-                    inputs.push(nhwc);
+                // A last convolution with no activation: its bias is added here, so that
+                // cuDNN runs it alone (its precompiled engines; with the bias the H200 ran
+                // the upscaler's 64→48 convolution in 0.159 ms, torch's alone 0.079).
+                let node = &g.node[f.node];
+                if only
+                    && readers(g, &f.nhwc) == (1, false)
+                    && bias.is_none()
+                    && node.string("activation").as_deref() == Some("none")
+                    && let Some(b) = node.input_at(2).filter(|b| !b.is_empty())
+                {
+                    bias = Some(b.to_string());
+                    unbiased.insert(f.node);
                 }
+                nhwc_inputs.push(f.nhwc);
+                continue;
             }
+            // The folded nearest-upsample skip: its input is added by block, read as it is (the
+            // Conv that repeated its channels goes; C channels read instead of C·b²).
+            if upsampled.is_none()
+                && t.add.is_some()
+                && readers(g, v) == (1, false)
+                && let Some((u, conv)) = channel_repeat(g, v, t.blocksize, t.mode == "CRD")
+            {
+                upsampled = Some(u);
+                drop_nodes.insert(conv);
+                continue;
+            }
+            let nhwc = fresh(&mut used, &format!("{v}_nhwc"));
+            nodes.push(transpose(fresh(&mut used, &format!("{v}_to_nhwc")), v, &nhwc, [0, 2, 3, 1]));
+            transposes += 1;
+            nhwc_inputs.push(nhwc);
         }
         adds += usize::from(t.add.is_some());
-        if let Some(b) = bias {
-            if inputs.len() == 1 {
-                inputs.push(String::new());
-            }
-            inputs.push(b);
-            biases += 1;
+        biases += usize::from(bias.is_some());
+        skips += usize::from(upsampled.is_some());
+        let mut inputs = nhwc_inputs;
+        inputs.resize(2, String::new());
+        inputs.push(bias.unwrap_or_default());
+        inputs.push(upsampled.unwrap_or_default());
+        while inputs.last().is_some_and(String::is_empty) {
+            inputs.pop();
         }
         let mut node = NodeProto::new(OP, fresh(&mut used, &format!("{base}_nhwc")), inputs, d2s.output.clone());
         node.domain = Some(DOMAIN.into());
@@ -219,7 +280,7 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
         m.opset_import.push(OperatorSetIdProto { domain: Some(DOMAIN.into()), version: Some(1) });
     }
     let changes = vec![format!(
-        "{LINE}: {} DepthToSpace → {DOMAIN}::{OP} (NHWC in, NCHW out; {adds} with the Add before it, {biases} with the last convolution's bias), {transposes} layout transposes",
+        "{LINE}: {} DepthToSpace → {DOMAIN}::{OP} (NHWC in, NCHW out; {adds} with the Add before it, {biases} with the last convolution's bias, {skips} with the upsampled input), {transposes} layout transposes",
         tails.len()
     )];
     Ok(Rewritten { bytes: prost::Message::encode_to_vec(&m), changes, skipped })

@@ -1,6 +1,7 @@
 //! The `ai.neural_frame::DepthToSpace` operator that [`fuse_depth_to_space`](super::shuffle::fuse_depth_to_space)
-//! puts in a model: X NHWC `[N, H, W, C·b²]`, plus Z of the same shape and B `[C·b²]` (by input
-//! channel) where given, to Y NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
+//! puts in a model: X NHWC `[N, H, W, C·b²]`, plus Z of the same shape, B `[C·b²]` (by input
+//! channel) and U NCHW `[N, C, H, W]` (nearest-upsampled: each value to its pixel's b × b
+//! block) where given, to Y NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
 //! session. Two kernels, float16 and float32:
 //!
 //! - **CUDA**: `nf_depth_to_space` (`src/cuda/passes.cu`), one pass over the memory on the
@@ -44,13 +45,23 @@ fn source_channel(a: &Attrs, c: usize, ch: usize, i: usize, j: usize) -> usize {
     if a.crd { (ch * b + i) * b + j } else { (i * b + j) * c + ch }
 }
 
-/// The reference: `x` (plus `z`, plus `bias` by input channel) NHWC `[n, h, w, c·b²]` → NCHW
-/// `[n, c, h·b, w·b]`, in f32, summed in that order.
+/// The operator's optional inputs, as f32.
+#[derive(Default)]
+pub(crate) struct Addends<'a> {
+    /// Z, X's shape.
+    pub(crate) z: Option<&'a [f32]>,
+    /// B `[c·b²]`, by input channel.
+    pub(crate) bias: Option<&'a [f32]>,
+    /// U NCHW `[n, c, h, w]`, by block.
+    pub(crate) up: Option<&'a [f32]>,
+}
+
+/// The reference: `x` (plus z, bias by input channel, and up by block) NHWC `[n, h, w, c·b²]` →
+/// NCHW `[n, c, h·b, w·b]`, in f32, summed in that order.
 pub(crate) fn depth_to_space_reference(
     a: &Attrs,
     x: &[f32],
-    z: Option<&[f32]>,
-    bias: Option<&[f32]>,
+    add: &Addends<'_>,
     [n, h, w, cin]: [usize; 4],
 ) -> Vec<f32> {
     let b = a.block as usize;
@@ -67,11 +78,14 @@ pub(crate) fn depth_to_space_reference(
                             let k = source_channel(a, c, ch, i, j);
                             let e = px + k;
                             let mut v = x[e];
-                            if let Some(z) = z {
+                            if let Some(z) = add.z {
                                 v += z[e];
                             }
-                            if let Some(bias) = bias {
+                            if let Some(bias) = add.bias {
                                 v += bias[k];
+                            }
+                            if let Some(up) = add.up {
+                                v += up[((ni * c + ch) * h + hi) * w + wi];
                             }
                             y[((ni * c + ch) * oh + hi * b + i) * ow + wi * b + j] = v;
                         }
@@ -101,11 +115,8 @@ impl Operator for DepthToSpace {
     }
 
     fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
-        [
-            OperatorInput::required(self.element),
-            OperatorInput::optional(self.element),
-            OperatorInput::optional(self.element),
-        ]
+        let t = self.element;
+        [OperatorInput::required(t), OperatorInput::optional(t), OperatorInput::optional(t), OperatorInput::optional(t)]
     }
 
     fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
@@ -181,6 +192,12 @@ fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
     if cin % (a.block * a.block) != 0 {
         return Err(error(format!("{cin} input channels, not a multiple of {}²", a.block)));
     }
+    let c = cin / (a.block * a.block);
+    if let Some(u) = dims(3)?
+        && u != [n, c, h, w]
+    {
+        return Err(error(format!("U has shape {u:?}, not [{n}, {c}, {h}, {w}]")));
+    }
     Ok([n, h, w, cin])
 }
 
@@ -209,9 +226,9 @@ impl Kernel for CpuKernel {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         let dims = shapes(ctx, &self.a)?;
         let x = self.floats(ctx, 0)?.ok_or_else(|| error("no input X"))?;
-        let (z, bias) = (self.floats(ctx, 1)?, self.floats(ctx, 2)?);
-        let u = |v: i64| v as usize;
-        let y = depth_to_space_reference(&self.a, &x, z.as_deref(), bias.as_deref(), dims.map(u));
+        let (z, bias, up) = (self.floats(ctx, 1)?, self.floats(ctx, 2)?, self.floats(ctx, 3)?);
+        let add = Addends { z: z.as_deref(), bias: bias.as_deref(), up: up.as_deref() };
+        let y = depth_to_space_reference(&self.a, &x, &add, dims.map(|v| v as usize));
         let mut out = ctx.output(0, output_dims(&self.a, dims))?.ok_or_else(|| error("no output"))?;
         if self.half {
             for (d, v) in out.try_extract_tensor_mut::<half::f16>()?.1.iter_mut().zip(&y) {
@@ -244,7 +261,7 @@ impl Kernel for CudaKernel {
                 None => 0,
             })
         };
-        let (x, z, bias) = (ptr(0)?, ptr(1)?, ptr(2)?);
+        let (x, z, bias, up) = (ptr(0)?, ptr(1)?, ptr(2)?, ptr(3)?);
         let out = ctx.output(0, output_dims(&self.a, [n, h, w, cin]))?.ok_or_else(|| error("no output"))?;
         let out = out.downcast::<DynTensorValueType>()?.data_ptr() as u64;
         let fits = |v: i64| u32::try_from(v).map_err(|_| error(format!("a dimension of {v} is out of range")));
@@ -253,6 +270,7 @@ impl Kernel for CudaKernel {
             y: z,
             out,
             bias,
+            up,
             n: fits(n)?,
             h: fits(h)?,
             w: fits(w)?,

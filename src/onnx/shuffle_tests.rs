@@ -8,7 +8,7 @@ use super::*;
 use crate::onnx::convact::fuse_conv_act;
 use crate::onnx::fp16::tests::{differences, model, node, pattern_inputs, run, tensor_vi};
 use crate::onnx::proto::{OperatorSetIdProto, TensorProto, data_type};
-use crate::onnx::shuffle_op::{Attrs, depth_to_space_reference};
+use crate::onnx::shuffle_op::{Addends, Attrs, depth_to_space_reference};
 
 /// §4 of issue 23: a float32 rewrite is within 1e-4 of the original.
 const FP32_MAX_ERR: f32 = 1e-4;
@@ -90,23 +90,69 @@ fn upscaler(block: i64, mode: &str, skip: bool) -> Vec<u8> {
     model(graph, 17)
 }
 
+/// [`upscaler`] without the skip, its output `Add(DepthToSpace(c1), Resize(nearest, ×b)(x))`:
+/// the SRVGG tail that `fold_upsample_skip` folds.
+fn upscaler_with_resize(block: i64, mode: &str) -> Vec<u8> {
+    let mut m = ModelProto::decode(upscaler(block, mode, false).as_slice()).expect("decodes");
+    let g = m.graph.as_mut().expect("graph");
+    g.node.last_mut().expect("DepthToSpace").output = vec!["shuffled".into()];
+    g.node.push(node(
+        "Resize",
+        &["x", "", "scales"],
+        &["up"],
+        vec![
+            AttributeProto::string("mode", "nearest"),
+            AttributeProto::string("coordinate_transformation_mode", "asymmetric"),
+            AttributeProto::string("nearest_mode", "floor"),
+        ],
+    ));
+    g.node.push(node("Add", &["shuffled", "up"], &["y"], vec![]));
+    g.initializer.push(TensorProto::from_floats("scales", vec![4], &[1.0, 1.0, block as f32, block as f32]));
+    m.encode_to_vec()
+}
+
+#[test]
+fn a_folded_upsample_skip_is_read_as_it_is() {
+    for (block, mode) in [(4, "CRD"), (4, "DCR"), (3, "CRD")] {
+        let what = format!("×{block} {mode}");
+        let original = upscaler_with_resize(block, mode);
+        let folded = crate::onnx::layout::fold_upsample_skip(&original).expect("folds");
+        assert!(folded.applied(), "{what}: {:?}", folded.skipped);
+        let (fused, tails) = both(&folded.bytes);
+        assert!(tails.changes[0].contains("1 with the upsampled input"), "{what}: {:?}", tails.changes);
+        // The 1×1 Conv that repeated x's channels is gone; the node reads x itself.
+        assert_eq!(count(&tails.bytes, "Conv"), count(&fused.bytes, "Conv") - 1, "{what}");
+        let op = nodes(&tails.bytes).into_iter().find(|n| n.op() == OP && n.domain.as_deref() == Some(DOMAIN));
+        assert_eq!(op.expect("the node").input.last().map(String::as_str), Some("x"), "{what}");
+        for size in [[1, 3, 13, 17], [1, 3, 6, 5]] {
+            let d = compare(&original, &tails.bytes, &size);
+            eprintln!("{what} {size:?}: {d:?}");
+            assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
+        }
+    }
+}
+
 #[test]
 fn the_reference_matches_hand_computed_shuffles() {
     let x: Vec<f32> = (0..8).map(|v| v as f32).collect();
     // One pixel of 8 channels, b = 2: two output channels of 2 × 2.
     let crd = Attrs { block: 2, crd: true };
     let dcr = Attrs { block: 2, crd: false };
-    assert_eq!(depth_to_space_reference(&crd, &x, None, None, [1, 1, 1, 8]), [0., 1., 2., 3., 4., 5., 6., 7.]);
-    assert_eq!(depth_to_space_reference(&dcr, &x, None, None, [1, 1, 1, 8]), [0., 2., 4., 6., 1., 3., 5., 7.]);
+    let none = Addends::default();
+    assert_eq!(depth_to_space_reference(&crd, &x, &none, [1, 1, 1, 8]), [0., 1., 2., 3., 4., 5., 6., 7.]);
+    assert_eq!(depth_to_space_reference(&dcr, &x, &none, [1, 1, 1, 8]), [0., 2., 4., 6., 1., 3., 5., 7.]);
     // Two pixels of 4 channels side by side, one output channel of 2 × 4; z added.
     let ones = [1f32; 8];
-    assert_eq!(depth_to_space_reference(&crd, &x, Some(&ones), None, [1, 1, 2, 4]), [1., 2., 5., 6., 3., 4., 7., 8.]);
+    let z = Addends { z: Some(&ones), ..Addends::default() };
+    assert_eq!(depth_to_space_reference(&crd, &x, &z, [1, 1, 2, 4]), [1., 2., 5., 6., 3., 4., 7., 8.]);
     // A bias by input channel: channel k of every pixel gets 10·k.
     let bias = [0., 10., 20., 30.];
-    assert_eq!(
-        depth_to_space_reference(&crd, &x, None, Some(&bias), [1, 1, 2, 4]),
-        [0., 11., 4., 15., 22., 33., 26., 37.]
-    );
+    let b = Addends { bias: Some(&bias), ..Addends::default() };
+    assert_eq!(depth_to_space_reference(&crd, &x, &b, [1, 1, 2, 4]), [0., 11., 4., 15., 22., 33., 26., 37.]);
+    // An upsampled input: each pixel's value to its whole 2 × 2 block.
+    let up = [100., 200.];
+    let u = Addends { up: Some(&up), ..Addends::default() };
+    assert_eq!(depth_to_space_reference(&crd, &x, &u, [1, 1, 2, 4]), [100., 101., 204., 205., 102., 103., 206., 207.]);
 }
 
 #[test]
@@ -156,7 +202,8 @@ fn the_bundled_upscalers_chains_stay_within_tolerance() {
     assert!(
         tails.changes[0].contains("1 DepthToSpace")
             && tails.changes[0].contains("1 with the Add")
-            && tails.changes[0].contains("1 with the last convolution's bias"),
+            && tails.changes[0].contains("1 with the last convolution's bias")
+            && tails.changes[0].contains("1 with the upsampled input"),
         "{:?}",
         tails.changes
     );
@@ -215,23 +262,37 @@ fn what_the_tails_leave_alone() {
     assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{d:?}");
 }
 
-/// The operator alone: X (and Z) NHWC `[1, h, w, 3·b²]`, and B `[3·b²]` with `bias`, → Y.
-fn op_alone(block: i64, mode: &str, two: bool, bias: bool, elem: i32) -> Vec<u8> {
+/// Which of the operator's optional inputs a test model gives.
+#[derive(Clone, Copy, Debug)]
+struct Optional {
+    z: bool,
+    bias: bool,
+    up: bool,
+}
+
+const ALL: Optional = Optional { z: true, bias: true, up: true };
+
+/// The operator alone: X (and Z) NHWC `[1, h, w, 3·b²]`, B `[3·b²]`, U NCHW `[1, 3, h, w]`,
+/// those `with` names, → Y.
+fn op_alone(block: i64, mode: &str, with: Optional, elem: i32) -> Vec<u8> {
     let k = (3 * block * block).to_string();
-    let ins: Vec<&str> = match (two, bias) {
-        (true, true) => vec!["x", "z", "b"],
-        (true, false) => vec!["x", "z"],
-        (false, true) => vec!["x", "", "b"],
-        (false, false) => vec!["x"],
-    };
+    let mut ins =
+        vec!["x", if with.z { "z" } else { "" }, if with.bias { "b" } else { "" }, if with.up { "u" } else { "" }];
+    while ins.last() == Some(&"") {
+        ins.pop();
+    }
     let mut n =
         node(OP, &ins, &["y"], vec![AttributeProto::int("blocksize", block), AttributeProto::string("mode", mode)]);
     n.domain = Some(DOMAIN.into());
-    let mut input: Vec<_> =
-        ins.iter().filter(|i| **i == "x" || **i == "z").map(|i| tensor_vi(i, elem, &["1", "h", "w", &k])).collect();
-    if bias {
-        input.push(tensor_vi("b", elem, &[&k]));
-    }
+    let input = ins
+        .iter()
+        .filter_map(|i| match *i {
+            "x" | "z" => Some(tensor_vi(i, elem, &["1", "h", "w", &k])),
+            "b" => Some(tensor_vi(i, elem, &[&k])),
+            "u" => Some(tensor_vi(i, elem, &["1", "3", "h", "w"])),
+            _ => None,
+        })
+        .collect();
     let graph = GraphProto {
         node: vec![n],
         input,
@@ -246,13 +307,15 @@ fn op_alone(block: i64, mode: &str, two: bool, bias: bool, elem: i32) -> Vec<u8>
 /// The operator's model for the GPU test below, on the CPU provider: the reference's values.
 #[test]
 fn the_operator_alone_runs_the_reference_on_the_cpu_provider() {
-    for (block, mode, two, bias, elem) in [
-        (3, "DCR", true, true, data_type::FLOAT),
-        (4, "CRD", false, true, data_type::FLOAT16),
-        (2, "CRD", true, false, data_type::FLOAT16),
+    for (block, mode, with, elem) in [
+        (3, "DCR", ALL, data_type::FLOAT),
+        (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16),
+        (2, "CRD", Optional { bias: false, up: false, ..ALL }, data_type::FLOAT16),
     ] {
-        let bytes = op_alone(block, mode, two, bias, elem);
-        let inputs = pattern_inputs(&bytes, &[1, 5, 7]);
+        let bytes = op_alone(block, mode, with, elem);
+        // pattern_inputs sizes dynamic dims by position: h and w are axes 1 and 2 of X and
+        // Z but 2 and 3 of U; a square frame keeps them equal.
+        let inputs = pattern_inputs(&bytes, &[1, 6, 6, 6]);
         let got = run(&bytes, &inputs).expect("runs");
         let a = Attrs { block, crd: mode == "CRD" };
         let round = |v: &Vec<f32>| -> Vec<f32> {
@@ -262,14 +325,14 @@ fn the_operator_alone_runs_the_reference_on_the_cpu_provider() {
                 v.clone()
             }
         };
-        let x = round(&inputs[0].2);
-        let z = two.then(|| round(&inputs[1].2));
-        let b = bias.then(|| round(&inputs[inputs.len() - 1].2));
-        assert_eq!(inputs.last().map(|i| i.0 == "b"), Some(bias));
-        let dims = [1, 5, 7, (3 * block * block) as usize];
-        let expected = round(&depth_to_space_reference(&a, &x, z.as_deref(), b.as_deref(), dims));
-        assert_eq!(got[0].shape, vec![1, 3, 5 * block, 7 * block]);
-        assert_eq!(got[0].data, expected, "×{block} {mode}");
+        let named = |name: &str| inputs.iter().find(|i| i.0 == name).map(|i| round(&i.2));
+        let (x, z, b, u) = (named("x").expect("x"), named("z"), named("b"), named("u"));
+        assert_eq!((z.is_some(), b.is_some(), u.is_some()), (with.z, with.bias, with.up));
+        let add = Addends { z: z.as_deref(), bias: b.as_deref(), up: u.as_deref() };
+        let dims = [1, 6, 6, (3 * block * block) as usize];
+        let expected = round(&depth_to_space_reference(&a, &x, &add, dims));
+        assert_eq!(got[0].shape, vec![1, 3, 6 * block, 6 * block]);
+        assert_eq!(got[0].data, expected, "×{block} {mode} {with:?}");
     }
 }
 
@@ -316,15 +379,16 @@ mod gpu_tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
     fn the_cuda_kernel_matches_the_cpu_kernel_bit_for_bit() {
-        for (block, mode, two, bias, elem) in [
-            (4, "CRD", true, true, data_type::FLOAT16),
-            (3, "DCR", true, false, data_type::FLOAT),
-            (2, "DCR", false, true, data_type::FLOAT16),
-            (4, "CRD", false, false, data_type::FLOAT),
+        for (block, mode, with, elem) in [
+            (4, "CRD", ALL, data_type::FLOAT16),
+            (3, "DCR", Optional { bias: false, ..ALL }, data_type::FLOAT),
+            (2, "DCR", Optional { z: false, up: false, ..ALL }, data_type::FLOAT16),
+            (4, "CRD", Optional { z: false, bias: false, up: false }, data_type::FLOAT),
         ] {
-            let what = format!("×{block} {mode}, two inputs {two}, bias {bias}, element {elem}");
-            let bytes = op_alone(block, mode, two, bias, elem);
-            let inputs = pattern_inputs(&bytes, &[1, 37, 53]);
+            let what = format!("×{block} {mode}, {with:?}, element {elem}");
+            let bytes = op_alone(block, mode, with, elem);
+            // Square, so that U's h and w (axes 2 and 3) match X's (1 and 2).
+            let inputs = pattern_inputs(&bytes, &[1, 45, 45, 45]);
             let nans: Vec<_> = inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
             let expected = run(&bytes, &inputs).expect("the CPU kernel runs");
             let mut cuda = on_cuda(&bytes);
