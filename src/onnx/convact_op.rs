@@ -255,13 +255,31 @@ struct CpuKernel {
 
 impl CpuKernel {
     fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
-        let Some(v) = ctx.input(i)? else { return Ok(None) };
-        Ok(Some(if self.half {
-            v.try_extract_tensor::<half::f16>()?.1.iter().map(|h| h.to_f32()).collect()
-        } else {
-            v.try_extract_tensor::<f32>()?.1.to_vec()
-        }))
+        input_floats(ctx, i, self.half)
     }
+}
+
+/// A CPU kernel's input `i` as f32 (float16 when `half`, else float32), if given.
+pub(super) fn input_floats(ctx: &ComputeContext, i: usize, half: bool) -> ort::Result<Option<Vec<f32>>> {
+    let Some(v) = ctx.input(i)? else { return Ok(None) };
+    Ok(Some(if half {
+        v.try_extract_tensor::<half::f16>()?.1.iter().map(|h| h.to_f32()).collect()
+    } else {
+        v.try_extract_tensor::<f32>()?.1.to_vec()
+    }))
+}
+
+/// A CPU kernel's output 0 of `dims`, written from f32 values (rounded to float16 when `half`).
+pub(super) fn write_output(ctx: &ComputeContext, dims: Vec<i64>, half: bool, y: &[f32]) -> ort::Result<()> {
+    let mut out = ctx.output(0, dims)?.ok_or_else(|| ort::Error::new("no output 0"))?;
+    if half {
+        for (d, v) in out.try_extract_tensor_mut::<half::f16>()?.1.iter_mut().zip(y) {
+            *d = half::f16::from_f32(*v);
+        }
+    } else {
+        out.try_extract_tensor_mut::<f32>()?.1.copy_from_slice(y);
+    }
+    Ok(())
 }
 
 impl Kernel for CpuKernel {
@@ -296,16 +314,7 @@ impl Kernel for CpuKernel {
             slope.as_deref(),
             (u(oh), u(ow)),
         );
-        let mut out = ctx.output(0, vec![n, oh, ow, k])?.ok_or_else(|| missing("output"))?;
-        if self.half {
-            let (_, o) = out.try_extract_tensor_mut::<half::f16>()?;
-            for (d, v) in o.iter_mut().zip(&y) {
-                *d = half::f16::from_f32(*v);
-            }
-        } else {
-            out.try_extract_tensor_mut::<f32>()?.1.copy_from_slice(&y);
-        }
-        Ok(())
+        write_output(ctx, vec![n, oh, ow, k], self.half, &y)
     }
 }
 

@@ -213,12 +213,7 @@ struct CpuKernel {
 
 impl CpuKernel {
     fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
-        let Some(v) = ctx.input(i)? else { return Ok(None) };
-        Ok(Some(if self.half {
-            v.try_extract_tensor::<half::f16>()?.1.iter().map(|h| h.to_f32()).collect()
-        } else {
-            v.try_extract_tensor::<f32>()?.1.to_vec()
-        }))
+        super::convact_op::input_floats(ctx, i, self.half)
     }
 }
 
@@ -229,15 +224,7 @@ impl Kernel for CpuKernel {
         let (z, bias, up) = (self.floats(ctx, 1)?, self.floats(ctx, 2)?, self.floats(ctx, 3)?);
         let add = Addends { z: z.as_deref(), bias: bias.as_deref(), up: up.as_deref() };
         let y = depth_to_space_reference(&self.a, &x, &add, dims.map(|v| v as usize));
-        let mut out = ctx.output(0, output_dims(&self.a, dims))?.ok_or_else(|| error("no output"))?;
-        if self.half {
-            for (d, v) in out.try_extract_tensor_mut::<half::f16>()?.1.iter_mut().zip(&y) {
-                *d = half::f16::from_f32(*v);
-            }
-        } else {
-            out.try_extract_tensor_mut::<f32>()?.1.copy_from_slice(&y);
-        }
-        Ok(())
+        super::convact_op::write_output(ctx, output_dims(&self.a, dims), self.half, &y)
     }
 }
 
