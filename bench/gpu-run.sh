@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -559,6 +559,53 @@ for what in "$@"; do
       export PYTHONUNBUFFERED=1
       step torch-compile-profile 300 python3 bench/kernel_profile.py torch-profile .gpu-bin/upscale-weights.npz \
         --size 960x540 --compile --json "$OUT/torch-compile-profile.json"
+      ;;
+    fdgap)
+      # Where foreign_renderer --share fd's 0.19 ms a frame at 600×400 goes (773 against 911 frames/s
+      # in-process, examples3000; run 3 of 2026-12-05: 767 without --validation, the ring's depth
+      # no matter). 3000 frames each, compared with infer, no --validation unless said (run 3's
+      # reference): the example's defaults, then each of its differences from the bench's caller
+      # frames (98.9 % on a transfer queue at 960×540) switched off alone: BGRA8 input images
+      # (--input-format rgba), the result copied out after every frame (--readback last), each
+      # frame's drawing queued on the renderer's queue behind the previous frame's read back, which
+      # waits for that frame's result (--draw-ahead: the bench's order); then all three, all three
+      # under the validation layer (0 errors expected), and the defaults again (drift). Beside
+      # them the in-process bench the other groups run at 600×400 (pipelined), and the same bench
+      # with its caller frames on the transfer queue (the bench's own number at this size). About
+      # 70 s (s6b's steps: 9 s a bench, 5 s an example); a summary at the end.
+      nvrtc
+      mkdir -p "$OUT/fdgap"
+      g="$OUT/fdgap"
+      f16=(--model models/upscale-fp16.onnx)
+      step fdgap-in-process-600x400 120 .gpu-bin/neural-frame bench "${f16[@]}" --size 600x400 --frames 1000 \
+        --json-file "$g/in-process-600x400.json"
+      fr() { local name=$1; shift; step "fdgap-$name" 60 .gpu-bin/foreign_renderer "${f16[@]}" \
+        --input models/coffee.png --output "$g/fd.png" --share fd --frames 3000 --compare "$@"; }
+      fr fd-defaults
+      fr fd-rgba --input-format rgba
+      fr fd-readback-last --readback last
+      fr fd-draw-ahead --draw-ahead
+      fr fd-all-off --input-format rgba --readback last --draw-ahead
+      fr fd-all-off-validation --input-format rgba --readback last --draw-ahead --validation
+      fr fd-defaults-again
+      step fdgap-caller-transfer-600x400 120 .gpu-bin/neural-frame bench "${f16[@]}" --size 600x400 --frames 1000 \
+        --caller-transfer-queue --json-file "$g/caller-transfer-600x400.json"
+      # One line per result: the example's frames/s, settings and comparison; the benches' pipelined
+      # and caller frames rows.
+      summary=$(name=""; while IFS= read -r line; do
+        case "$line" in
+          "=== fdgap-"*": .gpu-bin"*) name=${line#=== }; name=${name%%:*} ;;
+          "=== fdgap-"*": rc="*) echo "${line#=== }"; name="" ;;
+          "=== "*) name="" ;;
+          "zero-copy pipelined "* | "caller frames "* | "settings: "* | "equal to NeuralFrameContext::infer"* | \
+            "validation errors: "*) [ -n "$name" ] && echo "$name: $line" ;;
+          *" frames/s) through "*) [ -n "$name" ] && echo "$name: $(grep -o '([0-9.]* frames/s)' <<<"$line")" ;;
+        esac
+      done <"$log")
+      echo "=== fdgap summary" | tee -a "$log"
+      echo "$summary" | tee -a "$log"
+      rm -f "$g/fd.png"
+      tar -C "$OUT" -czf "$OUT/fdgap.tgz" fdgap && rm -rf "$g"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).

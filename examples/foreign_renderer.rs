@@ -4,7 +4,8 @@
 //!
 //! ```sh
 //! cargo run --release --example foreign_renderer -- --model models/upscale.onnx \
-//!     --input models/coffee.png --output out.png [--frames N] [--share device|fd] [--graphics-queue]
+//!     --input models/coffee.png --output out.png [--frames N] [--share device|fd] [--graphics-queue] \
+//!     [--input-format bgra|rgba] [--readback every|last] [--draw-ahead]
 //! ```
 //!
 //! The renderer keeps a ring of input and output images. The picture is put
@@ -39,6 +40,31 @@
 //!   where it falls back). Without such a family (lavapipe), and with
 //!   `--share device` (the context uses the images on the renderer's main
 //!   family, with no ownership transfers), it runs on the main queue.
+//!
+//! Three settings change what the renderer does per frame, to take apart where
+//! the frames' time goes against `neural-frame bench`'s caller frames (which
+//! draw RGBA8 one frame ahead). Each keeps today's behaviour unless given, and
+//! the run prints which ran (its `settings:` line):
+//!
+//! - `--input-format bgra|rgba`: the input images' format, and the picture's
+//!   channel order in the renderer's memory. `bgra` (default): B8G8R8A8_UNORM, as
+//!   a swapchain-like format would be (the context swizzles it); `rgba`:
+//!   R8G8B8A8_UNORM, the bench's format.
+//! - `--readback every|last`: `every` (default) copies each frame's result out
+//!   of the output image into the renderer's device-local memory; `last` only
+//!   the final frame's (the one the PNG and `--compare` read): the other
+//!   frames' "read back" submissions carry no commands, only their wait for
+//!   "output ready" and their signal, so the hand-over stays as it was.
+//! - `--draw-ahead`: the renderer queues frame n+1's drawing before frame n's
+//!   read back, as the bench does. Without it (default) the drawing is queued
+//!   after it, on the same queue, behind the read back's wait for frame n's
+//!   result: where a driver runs a queue's submissions strictly in order (the
+//!   suspicion on NVIDIA, not measured), frame n+1 starts only once frame n and
+//!   its copy out are done. It needs a ring of 2 or more (the drawing must not
+//!   write the image frame n reads), and has no effect in host-signalled mode,
+//!   where the renderer's work completes on the host before each submit.
+//!
+//! Reading and writing the PNGs happen outside the timed frames.
 
 #[path = "support/renderer.rs"]
 mod renderer;
@@ -68,6 +94,12 @@ struct Args {
     /// The renderer's queue for its per-frame work: `None` the transfer queue where it can,
     /// `Some(true)` asked for it (a fallback is announced), `Some(false)` the main queue.
     transfer_queue: Option<bool>,
+    /// `--input-format`: the input images and the picture in B8G8R8A8 (true, the default) or R8G8B8A8.
+    bgra: bool,
+    /// `--readback`: each frame's result copied out (true, the default), or only the last frame's.
+    readback_every: bool,
+    /// `--draw-ahead`: frame n+1 drawn before frame n's read back is queued (GPU sync).
+    draw_ahead: bool,
 }
 
 fn args() -> Result<Args> {
@@ -82,6 +114,9 @@ fn args() -> Result<Args> {
         validation: false,
         compare: false,
         transfer_queue: None,
+        bgra: true,
+        readback_every: true,
+        draw_ahead: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -113,15 +148,37 @@ fn args() -> Result<Args> {
             "--compare" => a.compare = true,
             "--transfer-queue" => a.transfer_queue = Some(true),
             "--graphics-queue" => a.transfer_queue = Some(false),
+            "--input-format" => {
+                a.bgra = match value()?.as_str() {
+                    "bgra" => true,
+                    "rgba" => false,
+                    other => bail!("--input-format takes `bgra` or `rgba`, not `{other}`"),
+                }
+            }
+            "--readback" => {
+                a.readback_every = match value()?.as_str() {
+                    "every" => true,
+                    "last" => false,
+                    other => bail!("--readback takes `every` or `last`, not `{other}`"),
+                }
+            }
+            "--draw-ahead" => a.draw_ahead = true,
             "--help" | "-h" => {
                 println!(
                     "foreign_renderer --model PATH --input IN.png --output OUT.png [--frames N] [--share device|fd] \
-                     [--ring K] [--backend auto|cuda|cpu] [--validation] [--compare] [--transfer-queue|--graphics-queue]"
+                     [--ring K] [--backend auto|cuda|cpu] [--validation] [--compare] [--transfer-queue|--graphics-queue] \
+                     [--input-format bgra|rgba] [--readback every|last] [--draw-ahead]"
                 );
                 std::process::exit(0);
             }
             other => bail!("unknown argument `{other}` (see --help)"),
         }
+    }
+    if a.draw_ahead && a.ring < 2 {
+        bail!(
+            "--draw-ahead needs --ring 2 or more: with one image, frame n+1's drawing would overwrite the input \
+             frame n has not read yet"
+        );
     }
     Ok(a)
 }
@@ -132,7 +189,8 @@ fn args() -> Result<Args> {
 struct Ring {
     inputs: Vec<RImage>,
     outputs: Vec<RImage>,
-    /// The picture (BGRA), device-local, put there once: every frame is drawn from it.
+    /// The picture (BGRA, or RGBA with `--input-format rgba`), device-local, put there once: every
+    /// frame is drawn from it.
     scene: RBuffer,
     /// Per output image, where the renderer copies its results (device-local).
     shown: Vec<RBuffer>,
@@ -213,22 +271,43 @@ fn main() -> Result<()> {
         r.lane_name(lane),
         r.family_of(lane)?
     );
+    // What ran, in the flags' words (one line, for the logs of runs that compare them).
+    println!(
+        "settings: --share {}, --ring {}, --input-format {}, --readback {}, --draw-ahead {}, --validation {}, \
+         renderer queue {}",
+        if a.share_fd { "fd" } else { "device" },
+        a.ring,
+        if a.bgra { "bgra" } else { "rgba" },
+        if a.readback_every { "every" } else { "last" },
+        match (a.draw_ahead, gpu_sync) {
+            (false, _) => "off",
+            (true, true) => "on",
+            (true, false) => "on (no effect: host-signalled mode completes each drawing before its submit)",
+        },
+        if a.validation { "on" } else { "off" },
+        r.lane_name(lane),
+    );
 
     // The ring: input images the renderer draws into (BGRA, as a swapchain-like
-    // format would be), output images it copies results out of.
+    // format would be; RGBA with --input-format rgba), output images it copies results out of.
     let k = a.ring;
-    let bgra: Vec<u8> = picture.pixels.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
+    let (in_format, scene_pixels) = if a.bgra {
+        let bgra: Vec<u8> = picture.pixels.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
+        (vk::Format::B8G8R8A8_UNORM, bgra)
+    } else {
+        (vk::Format::R8G8B8A8_UNORM, picture.pixels.clone())
+    };
     let in_usage = vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST;
     let out_usage = vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC;
     let both = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
-    let scene = r.buffer(bgra.len() as u64, both, false, false)?;
-    r.upload(&scene, &bgra)?;
+    let scene = r.buffer(scene_pixels.len() as u64, both, false, false)?;
+    r.upload(&scene, &scene_pixels)?;
     let mut ring = Ring { inputs: vec![], outputs: vec![], scene, shown: vec![], render: vec![], read: vec![] };
     let result_bytes = ow as usize * oh as usize * 4;
     // Exportable memory either way: shared by fd, or on the renderer's device handed over
     // with the image (register_*_image_with_memory), so that CUDA reaches the frames.
     for _ in 0..k {
-        ring.inputs.push(r.image(w, h, vk::Format::B8G8R8A8_UNORM, in_usage, true)?);
+        ring.inputs.push(r.image(w, h, in_format, in_usage, true)?);
         ring.outputs.push(r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, out_usage, true)?);
         ring.shown.push(r.buffer(result_bytes as u64, both, false, false)?);
     }
@@ -310,16 +389,31 @@ fn main() -> Result<()> {
     let mut values = vec![0u64; k]; // the context's value of the frame that last used ring entry i
     let mut own_consumed = vk::Semaphore::null(); // on the renderer's device: the tickets' own handle
     let mut blocked = 0;
+    // GPU sync: draws frame n into its ring image once the context has read the frame that last
+    // used that image (a GPU wait), then hands it over ("rendered" = n).
+    let draw = |n: u64, values: &[u64], own_consumed: vk::Semaphore, consumed: vk::Semaphore| -> Result<()> {
+        let i = ((n - 1) % k as u64) as usize;
+        let earlier = values[i];
+        let consumed_point = (earlier > 0).then_some((if a.share_fd { consumed } else { own_consumed }, earlier));
+        r.submit_on(lane, &[ring.render[i]], consumed_point.as_slice(), &[(rendered, n)])
+    };
     for n in 1..=a.frames {
         let i = ((n - 1) % k as u64) as usize;
         let (input, output) = ids[i];
-        let earlier = values[i];
+        // --readback last: the other frames' read-back submissions keep their waits and signals,
+        // without the copy.
+        let read: &[vk::CommandBuffer] = if a.readback_every || n == a.frames { &ring.read[i..=i] } else { &[] };
         match timelines {
             Some((rendered_id, read_id, consumed, ready)) => {
-                // Draw into the image once the context has read it (GPU wait), then hand it over.
-                let consumed_point =
-                    (earlier > 0).then_some((if a.share_fd { consumed } else { own_consumed }, earlier));
-                r.submit_on(lane, &[ring.render[i]], consumed_point.as_slice(), &[(rendered, n)])?;
+                // By default frame n is drawn here, queued behind frame n-1's read back on the
+                // renderer's queue; with --draw-ahead frame 1 here and frame n+1 next, before frame
+                // n's read back is queued (the bench's order).
+                if !a.draw_ahead || n == 1 {
+                    draw(n, &values, own_consumed, consumed)?;
+                }
+                if a.draw_ahead && n < a.frames {
+                    draw(n + 1, &values, own_consumed, consumed)?;
+                }
                 let mut frame = Frame::new(input, output).wait_for(rendered_id, n);
                 if n > k as u64 {
                     frame = frame.output_free_after(read_id, n - k as u64);
@@ -331,7 +425,7 @@ fn main() -> Result<()> {
                 values[i] = ticket.value();
                 own_consumed = ticket.input_consumed().semaphore;
                 let ready_sem = if a.share_fd { ready } else { ticket.output_ready().semaphore };
-                r.submit_on(lane, &[ring.read[i]], &[(ready_sem, ticket.value())], &[(read_done, n)])?;
+                r.submit_on(lane, read, &[(ready_sem, ticket.value())], &[(read_done, n)])?;
             }
             None => {
                 // Host-signalled: the renderer's work is complete before submit; completion is a host wait.
@@ -340,7 +434,7 @@ fn main() -> Result<()> {
                 let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? else { bail!("skipped") };
                 ctx.wait(&ticket)?;
                 values[i] = ticket.value();
-                r.submit_on(lane, &[ring.read[i]], &[], &[(read_done, n)])?;
+                r.submit_on(lane, read, &[], &[(read_done, n)])?;
             }
         }
     }
@@ -354,12 +448,16 @@ fn main() -> Result<()> {
     Rgba8 { width: ow, height: oh, pixels: pixels.clone() }.save_png(&a.output)?;
     println!(
         "{} frames {w}×{h} → {ow}×{oh} in {:.3} s ({:.1} frames/s) through a ring of {k} (timed: per frame a copy \
-         in from the renderer's device-local picture, inference, a copy out into its device-local memory; the \
-         PNG's read-back came after, untimed); host waits between the renderer's submits: {}; context submits \
-         that waited for a free slot: {blocked}",
+         in from the renderer's device-local picture, inference, {}; the PNG's read-back came after, untimed); \
+         host waits between the renderer's submits: {}; context submits that waited for a free slot: {blocked}",
         a.frames,
         secs,
         a.frames as f64 / secs,
+        if a.readback_every {
+            "a copy out into its device-local memory"
+        } else {
+            "for the last frame alone a copy out into its device-local memory (--readback last)"
+        },
         if gpu_sync { "0" } else { "2 per frame (host-signalled mode)" },
     );
     println!("wrote {}", a.output.display());

@@ -147,6 +147,21 @@ pub(crate) fn conv_act_reference(
     y
 }
 
+/// The symbolic name of an output dimension that shape inference cannot know: the input's
+/// symbol `from` and what the operator does to it (`how`), so that two outputs of one size
+/// share a name and outputs of different sizes do not (ONNX Runtime's memory planner takes
+/// dims of one name to be equal, and reuses one value's buffer for the other: a fixed name for
+/// every output made two DepthToSpace stages share a buffer too small for the second); a name
+/// of its own where the input's dimension has none.
+pub(crate) fn derived_symbol(from: &str, how: &str) -> String {
+    static FRESH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if from.is_empty() {
+        format!("neural_frame_unknown_{}", FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    } else {
+        format!("{from}{how}")
+    }
+}
+
 /// The operator for one provider and element type.
 struct ConvAct {
     element: TensorElementType,
@@ -179,8 +194,10 @@ impl Operator for ConvAct {
         let inputs = ctx.inputs();
         // ONNX Runtime keeps one inference function for the four operators of this name (the
         // first registered): the output's type is the input's, not this operator's own.
-        let (Some(ValueType::Tensor { ty, shape: xs, .. }), Some(ValueType::Tensor { shape: ws, .. })) =
-            (inputs.first(), inputs.get(1))
+        let (
+            Some(ValueType::Tensor { ty, shape: xs, dimension_symbols: names }),
+            Some(ValueType::Tensor { shape: ws, .. }),
+        ) = (inputs.first(), inputs.get(1))
         else {
             return Ok(());
         };
@@ -203,12 +220,24 @@ impl Operator for ConvAct {
             _ => (-1, -1),
         };
         // An unknown size goes out as a named symbol: a bare -1 would reach ONNX's shape inference
-        // of the nodes after as a value (DepthToSpace ×4 made it -4).
+        // of the nodes after as a value (DepthToSpace ×4 made it -4). The name follows from the
+        // input's and the window (derived_symbol).
         let dims = [xs[0], oh, ow, ws[0]];
-        let symbols = dims
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| if d < 0 { format!("convact_{}", ["n", "h", "w", "k"][i]) } else { String::new() });
+        let name = |i: usize| names.get(i).map_or("", String::as_str);
+        let window = |axis: usize, k: i64| {
+            let (p, st, d) = (&a.pads, a.strides[axis], a.dilations[axis]);
+            format!("*conv{k}s{st}d{d}p{}.{}", p[axis], p[axis + 2])
+        };
+        let how = [String::new(), window(0, ws[1]), window(1, ws[2]), String::new()];
+        let symbols = dims.iter().enumerate().map(|(i, &d)| {
+            if d >= 0 {
+                String::new()
+            } else if i == 3 {
+                derived_symbol("", "")
+            } else {
+                derived_symbol(name(i), &how[i])
+            }
+        });
         let out =
             ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
         ctx.set_output(0, &out)

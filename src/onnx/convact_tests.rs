@@ -292,3 +292,44 @@ fn a_failed_rewrite_leaves_the_report_saying_so() {
         ]
     );
 }
+
+/// Two ×2 stages (EDSR-like): x [1, 8, h, w] → (Conv 8→32 3×3 + Relu → DepthToSpace ×2) twice.
+/// The fused nodes' unknown output sizes differ from stage to stage; with one name for all of
+/// them ONNX Runtime's planner reused the first stage's buffer for the second ("Shape mismatch
+/// attempting to re-use buffer").
+#[test]
+fn two_upscaling_stages_fuse_exactly() {
+    let mut nodes = Vec::new();
+    let mut inits = Vec::new();
+    let mut src = "x".to_string();
+    for stage in 0..2 {
+        let (w, b, c, a, d) =
+            (format!("w{stage}"), format!("b{stage}"), format!("c{stage}"), format!("a{stage}"), format!("d{stage}"));
+        inits.push(TensorProto::from_floats(&w, vec![32, 8, 3, 3], &weights(32 * 72, stage)));
+        inits.push(TensorProto::from_floats(&b, vec![32], &weights(32, stage + 10)));
+        nodes.push(node(
+            "Conv",
+            &[src.as_str(), w.as_str(), b.as_str()],
+            &[c.as_str()],
+            vec![AttributeProto::ints("kernel_shape", vec![3, 3]), AttributeProto::ints("pads", vec![1; 4])],
+        ));
+        nodes.push(node("Relu", &[c.as_str()], &[a.as_str()], vec![]));
+        nodes.push(node("DepthToSpace", &[a.as_str()], &[d.as_str()], vec![AttributeProto::int("blocksize", 2)]));
+        src = d;
+    }
+    let graph = GraphProto {
+        node: nodes,
+        initializer: inits,
+        input: vec![tensor_vi("x", data_type::FLOAT, &["1", "8", "h", "w"])],
+        output: vec![tensor_vi(&src, data_type::FLOAT, &["1", "8", "H", "W"])],
+        ..Default::default()
+    };
+    let original = model(graph, 17);
+    let r = fuse_conv_act(&original).expect("rewrites");
+    assert!(r.changes[0].starts_with("2 convolutions"), "{:?}", r.changes);
+    for size in [[1, 8, 5, 6], [1, 8, 9, 4]] {
+        let d = compare(&original, &r.bytes, &size);
+        eprintln!("two stages {size:?}: {d:?}");
+        assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{size:?}: {d:?}");
+    }
+}
