@@ -102,7 +102,11 @@ fn load_shuffle(ordinal: i32) -> Result<(sys::CUcontext, sys::CUfunction)> {
     // SAFETY: dev is valid; ctx is a valid out pointer.
     check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
     // SAFETY: ctx was retained above.
-    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) })?;
+    if let Err(e) = check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) }) {
+        // SAFETY: retained above, and not kept.
+        unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) };
+        return Err(e);
+    }
     let mut module: sys::CUmodule = std::ptr::null_mut();
     let mut f: sys::CUfunction = std::ptr::null_mut();
     let loaded = check_ctx(

@@ -43,10 +43,62 @@ fn producer(g: &GraphProto, value: &str) -> Option<usize> {
     g.node.iter().position(|n| n.output.iter().any(|o| o == value))
 }
 
-/// How many nodes read `value`, and whether it is a graph output.
+/// How many node inputs read `value` (an `Add(v, v)` reads it twice), and whether it is a
+/// graph output.
 fn readers(g: &GraphProto, value: &str) -> (usize, bool) {
-    let n = g.node.iter().filter(|n| n.input.iter().any(|i| i == value)).count();
+    let n = g.node.iter().flat_map(|n| &n.input).filter(|i| *i == value).count();
     (n, g.output.iter().any(|o| o.name() == value))
+}
+
+/// Whether a convolution of this window keeps the spatial size: stride 1, and pads that add up
+/// to the dilated kernel's reach on each axis.
+fn keeps_size(kernel: [i64; 2], pads: &[i64], strides: Option<&[i64]>, dilations: Option<&[i64]>) -> bool {
+    let pads = if pads.is_empty() { &[0, 0, 0, 0][..] } else { pads };
+    pads.len() == 4
+        && strides.is_none_or(|s| s.iter().all(|&v| v == 1))
+        && (0..2)
+            .all(|a| pads[a] + pads[a + 2] == dilations.map_or(1, |d| d.get(a).copied().unwrap_or(1)) * (kernel[a] - 1))
+}
+
+/// The value `value`'s height and width come from: followed back through nodes that keep them
+/// (activations, casts, the layout transposes, convolutions of stride 1 that pad to size). Two
+/// values with one root have one spatial size, so an Add of them does not broadcast there.
+fn spatial_root(g: &GraphProto, value: &str) -> String {
+    let mut v = value.to_string();
+    for _ in 0..g.node.len() {
+        let Some(p) = producer(g, &v) else { break };
+        let n = &g.node[p];
+        let weight =
+            |at: usize| g.initializer.iter().find(|t| Some(t.name()) == n.input_at(at)).map(|t| t.dims.clone());
+        let default_domain = n.domain.as_deref().is_none_or(str::is_empty);
+        let keeps = match (default_domain, n.op()) {
+            (true, "Relu" | "LeakyRelu" | "PRelu" | "Sigmoid" | "Tanh" | "Identity" | "Cast") => true,
+            (true, "Transpose") => matches!(n.ints("perm"), Some([0, 2, 3, 1] | [0, 3, 1, 2])),
+            (true, "Conv") => {
+                n.string("auto_pad").is_none_or(|a| a == "NOTSET")
+                    && weight(1).is_some_and(|w| {
+                        w.len() == 4
+                            && keeps_size(
+                                [w[2], w[3]],
+                                n.ints("pads").unwrap_or(&[]),
+                                n.ints("strides"),
+                                n.ints("dilations"),
+                            )
+                    })
+            }
+            (false, CONVACT) if n.domain.as_deref() == Some(DOMAIN) => weight(1).is_some_and(|w| {
+                // KRSC.
+                w.len() == 4
+                    && keeps_size([w[1], w[2]], n.ints("pads").unwrap_or(&[]), n.ints("strides"), n.ints("dilations"))
+            }),
+            _ => false,
+        };
+        if !keeps || n.input.is_empty() {
+            break;
+        }
+        v = n.input[0].clone();
+    }
+    v
 }
 
 /// A constant's first dim (a weight's output channels).
@@ -167,8 +219,8 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
             continue;
         }
         let x = n.input[0].clone();
-        // An Add of two convolutions' results with C·b² channels each, read by nothing else:
-        // the same shape on both sides (a broadcast would have another producer), added here.
+        // An Add of two convolutions' results with C·b² channels each, read by nothing else,
+        // both of one spatial size (one spatial root: no broadcast), added here.
         let add = producer(g, &x).filter(|&a| {
             let an = &g.node[a];
             an.op() == "Add"
@@ -179,6 +231,7 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
                     let (ka, kb) = (source(g, &an.input[0]).1, source(g, &an.input[1]).1);
                     ka.is_some() && ka == kb
                 }
+                && spatial_root(g, &an.input[0]) == spatial_root(g, &an.input[1])
         });
         let inputs = match add {
             Some(a) => g.node[a].input.clone(),
@@ -262,11 +315,13 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
     }
     let old = std::mem::take(&mut g.node);
     let mut gone: HashSet<String> = HashSet::new();
+    let mut orphans: HashSet<String> = HashSet::new();
     for (i, mut n) in old.into_iter().enumerate() {
         if let Some((_, nodes)) = replace.iter_mut().find(|(at, _)| *at == i) {
             g.node.append(nodes);
         } else if drop_nodes.contains(&i) {
             gone.extend(n.output);
+            orphans.extend(n.input);
         } else {
             if unbiased.contains(&i) {
                 // X and W only (an activation of none has no slope).
@@ -276,6 +331,11 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
         }
     }
     g.value_info.retain(|v| v.name.as_ref().is_none_or(|n| !gone.contains(n)));
+    // The constants only the dropped nodes read (the repeat Conv's weight) go too.
+    let read: HashSet<&str> = g.node.iter().flat_map(|n| &n.input).map(String::as_str).collect();
+    // (One listed as a graph input too, as IR < 4 models list them, stays.)
+    let kept: HashSet<&str> = g.output.iter().chain(&g.input).map(|v| v.name()).collect();
+    g.initializer.retain(|t| !orphans.contains(t.name()) || read.contains(t.name()) || kept.contains(t.name()));
     if m.opset(DOMAIN).is_none() {
         m.opset_import.push(OperatorSetIdProto { domain: Some(DOMAIN.into()), version: Some(1) });
     }

@@ -127,7 +127,9 @@ impl Operator for DepthToSpace {
     /// named symbol.
     fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
         let inputs = ctx.inputs();
-        let Some(ValueType::Tensor { ty, shape: xs, .. }) = inputs.first() else { return Ok(()) };
+        let Some(ValueType::Tensor { ty, shape: xs, dimension_symbols: names }) = inputs.first() else {
+            return Ok(());
+        };
         if xs.len() != 4 {
             return Ok(());
         }
@@ -140,10 +142,18 @@ impl Operator for DepthToSpace {
             return Err(error(format!("{} input channels, not a multiple of {b}²", xs[3])));
         }
         let dims = [xs[0], known(xs[3], &|c| c / (b * b)), known(xs[1], &|h| h * b), known(xs[2], &|w| w * b)];
+        // Named after the input's (X is NHWC: N, H, W, C at 0, 1, 2, 3).
+        let name = |i: usize| names.get(i).map_or("", String::as_str);
+        let from = [
+            (name(0), String::new()),
+            (name(3), format!("/{}", b * b)),
+            (name(1), format!("*{b}")),
+            (name(2), format!("*{b}")),
+        ];
         let symbols = dims
             .iter()
-            .enumerate()
-            .map(|(i, &d)| if d < 0 { format!("depth_to_space_{}", ["n", "c", "h", "w"][i]) } else { String::new() });
+            .zip(&from)
+            .map(|(&d, (from, how))| if d < 0 { super::convact_op::derived_symbol(from, how) } else { String::new() });
         let out =
             ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
         ctx.set_output(0, &out)
@@ -205,6 +215,26 @@ fn output_dims(a: &Attrs, [n, h, w, cin]: [i64; 4]) -> Vec<i64> {
     vec![n, cin / (a.block * a.block), h * a.block, w * a.block]
 }
 
+/// A kernel's run with every error naming the operator (the fused model's fallback knows its
+/// own errors by that: `convact::owns_error`), and a panic turned into one (ort's kernel
+/// trampoline does not catch it).
+fn guarded(run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
+    let prefix = format!("{DOMAIN}::{OP}:");
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) if e.to_string().starts_with(&prefix) => Err(e),
+        Ok(Err(e)) => Err(error(e)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            Err(error(what))
+        }
+    }
+}
+
 /// The CPU kernel.
 struct CpuKernel {
     a: Attrs,
@@ -219,6 +249,12 @@ impl CpuKernel {
 
 impl Kernel for CpuKernel {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        guarded(|| self.run(ctx))
+    }
+}
+
+impl CpuKernel {
+    fn run(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         let dims = shapes(ctx, &self.a)?;
         let x = self.floats(ctx, 0)?.ok_or_else(|| error("no input X"))?;
         let (z, bias, up) = (self.floats(ctx, 1)?, self.floats(ctx, 2)?, self.floats(ctx, 3)?);
@@ -235,9 +271,22 @@ struct CudaKernel {
     half: bool,
 }
 
+/// Runs of the CUDA kernel, for the GPU tests (the CPU kernel is registered too).
+#[cfg(all(test, feature = "cuda"))]
+pub(crate) static CUDA_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 #[cfg(feature = "cuda")]
 impl Kernel for CudaKernel {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        #[cfg(test)]
+        CUDA_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        guarded(|| self.run(ctx))
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl CudaKernel {
+    fn run(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         use crate::cuda::kernels::{SHUFFLE_MAX, depth_to_space, shuffle_threads};
         use crate::cuda::params::ShuffleParams;
 

@@ -344,12 +344,15 @@ mod gpu_tests {
     use super::*;
     use crate::onnx::fp16::tests::run_in;
 
-    fn on_cuda(bytes: &[u8]) -> Session {
+    /// A CUDA session; `strict`: every node on CUDA, or no session (the operators' CPU kernels
+    /// must not stand in).
+    fn on_cuda(bytes: &[u8], strict: bool) -> Session {
         let env = crate::onnx::runtime::environment().expect("ONNX Runtime");
         let cuda = ort::ep::CUDA::default().build().error_on_failure();
         let domain = crate::onnx::convact_op::domain().expect("the operators");
         let builder = Session::builder(env).expect("a session builder");
         let builder = builder.with_execution_providers([cuda]).expect("the CUDA provider");
+        let builder = if strict { builder.with_disable_cpu_fallback().expect("no CPU fallback") } else { builder };
         let mut builder = builder.with_operators(domain).expect("the operators");
         let _one_at_a_time = crate::onnx::fp16::tests::creating();
         builder.commit_from_memory(bytes).expect("a CUDA session")
@@ -366,8 +369,11 @@ mod gpu_tests {
         assert!(tails.changes[0].contains("1 with the last convolution's bias"), "{:?}", tails.changes);
         let inputs = pattern_inputs(&file, &[1, 3, 72, 128]);
         let expected = run(&file, &inputs).expect("the CPU run");
-        let mut cuda = on_cuda(&tails.bytes);
+        let mut cuda = on_cuda(&tails.bytes, false);
+        let before = crate::onnx::shuffle_op::CUDA_RUNS.load(std::sync::atomic::Ordering::Relaxed);
         let got = run_in(&mut cuda, &inputs).expect("the CUDA run");
+        let runs = crate::onnx::shuffle_op::CUDA_RUNS.load(std::sync::atomic::Ordering::Relaxed) - before;
+        assert!(runs >= 1, "the tail ran on the CPU");
         let d = differences(&expected, &got);
         eprintln!("fp16 upscaler, fused + tails on CUDA against the file on the CPU: {d:?}");
         assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{d:?}");
@@ -391,7 +397,7 @@ mod gpu_tests {
             let inputs = pattern_inputs(&bytes, &[1, 45, 45, 45]);
             let nans: Vec<_> = inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
             let expected = run(&bytes, &inputs).expect("the CPU kernel runs");
-            let mut cuda = on_cuda(&bytes);
+            let mut cuda = on_cuda(&bytes, true);
             let poisoned = run_in(&mut cuda, &nans).expect("the CUDA kernel runs");
             assert!(poisoned[0].data.iter().all(|v| v.is_nan()), "{what}: NaN in, NaN out");
             let got = run_in(&mut cuda, &inputs).expect("the CUDA kernel runs");
@@ -401,4 +407,122 @@ mod gpu_tests {
             assert!(expected[0].data.iter().any(|v| *v != 0.0), "{what}: a pattern, not zeros");
         }
     }
+}
+
+/// x [1, 8, h, w] → Conv 8→8 3×3 + Relu, then its tail: `tail(a0)` names the DepthToSpace's
+/// input (nodes and constants added to the graph).
+fn headed(tail: impl FnOnce(&mut GraphProto) -> String, block: i64, out_channels: i64) -> Vec<u8> {
+    let conv = |ins: &[&str], out: &str| {
+        node(
+            "Conv",
+            ins,
+            &[out],
+            vec![AttributeProto::ints("kernel_shape", vec![3, 3]), AttributeProto::ints("pads", vec![1; 4])],
+        )
+    };
+    let mut g = GraphProto {
+        node: vec![conv(&["x", "w0", "b0"], "c0"), node("Relu", &["c0"], &["a0"], vec![])],
+        initializer: vec![
+            TensorProto::from_floats("w0", vec![8, 8, 3, 3], &weights(8 * 72, 1)),
+            TensorProto::from_floats("b0", vec![8], &weights(8, 2)),
+        ],
+        input: vec![tensor_vi("x", data_type::FLOAT, &["1", "8", "h", "w"])],
+        output: vec![tensor_vi("y", data_type::FLOAT, &["1", &out_channels.to_string(), "H", "W"])],
+        ..Default::default()
+    };
+    let last = tail(&mut g);
+    g.node.push(node("DepthToSpace", &[&last], &["y"], vec![AttributeProto::int("blocksize", block)]));
+    model(g, 17)
+}
+
+/// A 3×3 Conv 8→k (+ bias) of `src` into `out`, appended.
+fn conv_into(g: &mut GraphProto, src: &str, out: &str, k: i64, seed: usize) {
+    let (w, b) = (format!("{out}_w"), format!("{out}_b"));
+    g.initializer.push(TensorProto::from_floats(&w, vec![k, 8, 3, 3], &weights((k * 72) as usize, seed)));
+    g.initializer.push(TensorProto::from_floats(&b, vec![k], &weights(k as usize, seed + 1)));
+    g.node.push(node(
+        "Conv",
+        &[src, &w, &b],
+        &[out],
+        vec![AttributeProto::ints("kernel_shape", vec![3, 3]), AttributeProto::ints("pads", vec![1; 4])],
+    ));
+}
+
+/// Found by a review: each case ran, or ran wrongly, before its fix.
+#[test]
+fn tails_of_unusual_shapes_stay_exact() {
+    // Two stages, ×2 then ×3 (the outputs' unknown sizes once shared a name, and ONNX Runtime
+    // reused the first stage's buffer for the second).
+    let two_stages = {
+        let mut g = ModelProto::decode(
+            headed(
+                |g| {
+                    conv_into(g, "a0", "c1", 32, 3);
+                    g.node.push(node("Relu", &["c1"], &["a1"], vec![]));
+                    g.node.push(node("DepthToSpace", &["a1"], &["d1"], vec![AttributeProto::int("blocksize", 2)]));
+                    conv_into(g, "d1", "c2", 72, 5);
+                    g.node.push(node("Relu", &["c2"], &["a2"], vec![]));
+                    "a2".into()
+                },
+                3,
+                8,
+            )
+            .as_slice(),
+        )
+        .expect("decodes");
+        // A convolution after the last stage (its output is not the graph's).
+        let graph = g.graph.as_mut().expect("graph");
+        graph.node.last_mut().expect("DepthToSpace").output = vec!["d2".into()];
+        conv_into(graph, "d2", "c3", 8, 9);
+        graph.node.push(node("Relu", &["c3"], &["y"], vec![]));
+        g.encode_to_vec()
+    };
+    // Add(c, c): one value read twice (once taken for a single reader: the bias moved and
+    // added once).
+    let twice = headed(
+        |g| {
+            conv_into(g, "a0", "c1", 32, 3);
+            g.node.push(node("Add", &["c1", "c1"], &["sum"], vec![]));
+            "sum".into()
+        },
+        2,
+        8,
+    );
+    // An Add that broadcasts: a convolution of the frame's average (1 × 1) to a full one.
+    let broadcast = headed(
+        |g| {
+            conv_into(g, "a0", "c1", 32, 3);
+            g.node.push(node("GlobalAveragePool", &["a0"], &["avg"], vec![]));
+            conv_into(g, "avg", "c2", 32, 7);
+            g.node.push(node("Add", &["c1", "c2"], &["sum"], vec![]));
+            "sum".into()
+        },
+        2,
+        8,
+    );
+    for (what, original, add_folded) in
+        [("two stages", two_stages, None), ("Add(c, c)", twice, Some(true)), ("broadcast", broadcast, Some(false))]
+    {
+        let (_, tails) = both(&original);
+        assert!(tails.applied(), "{what}: {:?}", tails.skipped);
+        if let Some(folded) = add_folded {
+            assert_eq!(count(&tails.bytes, "Add"), usize::from(!folded), "{what}: {:?}", tails.changes);
+        }
+        for size in [[1, 8, 5, 6], [1, 8, 4, 7]] {
+            let d = compare(&original, &tails.bytes, &size);
+            eprintln!("{what} {size:?}: {d:?}");
+            assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
+        }
+    }
+}
+
+#[test]
+fn the_repeat_convolutions_weight_goes_with_it() {
+    let folded = crate::onnx::layout::fold_upsample_skip(&upscaler_with_resize(4, "CRD")).expect("folds");
+    let (fused, tails) = both(&folded.bytes);
+    let weights = |bytes: &[u8]| -> usize {
+        let g = ModelProto::decode(bytes).expect("decodes").graph.expect("graph");
+        g.initializer.iter().filter(|t| t.name().contains("repeat_weight")).count()
+    };
+    assert_eq!((weights(&fused.bytes), weights(&tails.bytes)), (1, 0));
 }
