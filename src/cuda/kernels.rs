@@ -1,6 +1,7 @@
 //! The pre and post passes as CUDA kernels (`src/cuda/passes.cu`, embedded
-//! as PTX that the driver compiles at load), and the surface objects through
-//! which they read and write imported images.
+//! as PTX that the driver compiles at load, once a process and device), the fused
+//! rewrite's DepthToSpace that ONNX Runtime runs from the same module, and the
+//! surface objects through which the passes read and write imported images.
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -47,7 +48,8 @@ pub unsafe fn depth_to_space(ordinal: i32, stream: *mut c_void, params: &Shuffle
     if total == 0 {
         return Ok(());
     }
-    let (ctx, f) = shuffle_kernel(ordinal)?;
+    let m = module(ordinal)?;
+    let (ctx, f) = (m.ctx(), m.function(m.shuffle));
     let mut p = *params;
     let mut args = [(&raw mut p).cast::<c_void>()];
     let blocks = total.div_ceil(u64::from(SHUFFLE_BLOCK)).min(1 << 20) as u32;
@@ -76,25 +78,44 @@ pub unsafe fn depth_to_space(ordinal: i32, stream: *mut c_void, params: &Shuffle
     launched.and(pop)
 }
 
-/// Device `ordinal`'s primary context and `nf_depth_to_space` in a module loaded into it for
-/// the process, loaded now if it was not. [`PassKernels::load`] calls it, so that a context's
-/// sessions find it loaded (not at a first run that ONNX Runtime may be capturing).
-pub fn shuffle_kernel(ordinal: i32) -> Result<(sys::CUcontext, sys::CUfunction)> {
-    /// (ordinal, its primary context, the kernel), as addresses: one entry a device.
-    static LOADED: Mutex<Vec<(i32, usize, usize)>> = Mutex::new(Vec::new());
-    crate::cuda::result::init()?;
-    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(&(_, ctx, f)) = loaded.iter().find(|e| e.0 == ordinal) {
-        return Ok((ctx as sys::CUcontext, f as sys::CUfunction));
-    }
-    let (ctx, f) = load_shuffle(ordinal)?;
-    loaded.push((ordinal, ctx as usize, f as usize));
-    Ok((ctx, f))
+/// The passes' module of one device, loaded into its primary context (retained) for the
+/// process: the contexts' pre and post passes and the ONNX Runtime operator's DepthToSpace use
+/// it, so the driver compiles the PTX once a process, not once a context. Handles as addresses.
+#[derive(Clone, Copy)]
+struct Module {
+    ctx: usize,
+    pre: usize,
+    post: usize,
+    post_image: usize,
+    shuffle: usize,
 }
 
-/// Device `ordinal`'s primary context (retained) with the passes' module loaded into it, and
-/// its `nf_depth_to_space`.
-fn load_shuffle(ordinal: i32) -> Result<(sys::CUcontext, sys::CUfunction)> {
+impl Module {
+    fn ctx(&self) -> sys::CUcontext {
+        self.ctx as sys::CUcontext
+    }
+
+    fn function(&self, f: usize) -> sys::CUfunction {
+        f as sys::CUfunction
+    }
+}
+
+/// Device `ordinal`'s [`Module`], loaded now if it was not.
+fn module(ordinal: i32) -> Result<Module> {
+    /// One entry a device; never unloaded.
+    static LOADED: Mutex<Vec<(i32, Module)>> = Mutex::new(Vec::new());
+    crate::cuda::result::init()?;
+    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&(_, m)) = loaded.iter().find(|e| e.0 == ordinal) {
+        return Ok(m);
+    }
+    let m = load_module(ordinal)?;
+    loaded.push((ordinal, m));
+    Ok(m)
+}
+
+/// Loads the passes' PTX into device `ordinal`'s primary context (retained for the process).
+fn load_module(ordinal: i32) -> Result<Module> {
     let mut dev: sys::CUdevice = 0;
     // SAFETY: a valid out pointer; a bad ordinal is an error.
     check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
@@ -108,80 +129,62 @@ fn load_shuffle(ordinal: i32) -> Result<(sys::CUcontext, sys::CUfunction)> {
         return Err(e);
     }
     let mut module: sys::CUmodule = std::ptr::null_mut();
-    let mut f: sys::CUfunction = std::ptr::null_mut();
     let loaded = check_ctx(
         "cuModuleLoadData",
         // SAFETY: PTX is a NUL-terminated PTX text.
         unsafe { sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) },
-        "the passes' PTX (src/cuda/passes.ptx, PTX ISA 9.0: needs a CUDA 13 driver)",
+        "the pre and post passes' PTX (src/cuda/passes.ptx, PTX ISA 9.0: needs a CUDA 13 driver)",
     )
     .and_then(|()| {
-        // SAFETY: the module is loaded; the name is NUL-terminated.
-        check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module, c"nf_depth_to_space".as_ptr()) })
+        let function = |name: &std::ffi::CStr| -> Result<usize> {
+            let mut f: sys::CUfunction = std::ptr::null_mut();
+            // SAFETY: module is loaded; name is NUL-terminated.
+            check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module, name.as_ptr()) })?;
+            Ok(f as usize)
+        };
+        Ok(Module {
+            ctx: ctx as usize,
+            pre: function(c"nf_pre")?,
+            post: function(c"nf_post")?,
+            post_image: function(c"nf_post_image")?,
+            shuffle: function(c"nf_depth_to_space")?,
+        })
     });
     let mut popped: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: pops the context pushed above.
     unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
-    match loaded {
-        Ok(()) => Ok((ctx, f)),
-        Err(e) => {
-            if !module.is_null() {
-                // SAFETY: loaded above and unused.
-                unsafe { sys::cuModuleUnload(module) };
-            }
-            // SAFETY: retained above.
-            unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) };
-            Err(e)
+    if loaded.is_err() {
+        if !module.is_null() {
+            // SAFETY: loaded above and unused.
+            unsafe { sys::cuModuleUnload(module) };
         }
+        // SAFETY: retained above, and not kept.
+        unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) };
     }
+    loaded
 }
 
-/// The loaded module and its kernels. Unloaded on drop.
+/// The pre and post kernels of the device's [`Module`] (loaded for the process).
 pub struct PassKernels {
-    module: sys::CUmodule,
     pre: sys::CUfunction,
     /// Any target, tiles.
     post: sys::CUfunction,
     /// An image through its surface, untiled: the common case, with fewer registers.
     post_image: sys::CUfunction,
-    device: Arc<CudaDevice>,
 }
 
-// SAFETY: module and function handles are usable from any thread with the context current.
+// SAFETY: function handles are usable from any thread with the context current.
 unsafe impl Send for PassKernels {}
 // SAFETY: as above; launches take the stream, not the module.
 unsafe impl Sync for PassKernels {}
 
 impl PassKernels {
-    /// Loads the embedded PTX (the driver compiles it for the device).
+    /// The device's module (the driver compiles the embedded PTX for the device at the
+    /// process's first load on it), with the ONNX Runtime operator's kernel too.
     pub fn load(device: &Arc<CudaDevice>) -> Result<Self> {
         device.bind()?;
-        let mut module: sys::CUmodule = std::ptr::null_mut();
-        check_ctx(
-            "cuModuleLoadData",
-            // SAFETY: PTX is a NUL-terminated PTX text.
-            unsafe { sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) },
-            "the pre and post passes' PTX (src/cuda/passes.ptx, PTX ISA 9.0: needs a CUDA 13 driver)",
-        )?;
-        let function = |name: &std::ffi::CStr| -> Result<sys::CUfunction> {
-            let mut f: sys::CUfunction = std::ptr::null_mut();
-            // SAFETY: module is loaded; name is NUL-terminated.
-            check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module, name.as_ptr()) })?;
-            Ok(f)
-        };
-        let kernels = function(c"nf_pre")
-            .and_then(|pre| Ok((pre, function(c"nf_post")?)))
-            .and_then(|(pre, post)| Ok((pre, post, function(c"nf_post_image")?)));
-        // The fused-convolution rewrite's DepthToSpace, for the sessions on this device.
-        let kernels = kernels.and_then(|k| shuffle_kernel(device.info().ordinal).map(|_| k));
-        match kernels {
-            Ok((pre, post, post_image)) => Ok(Self { module, pre, post, post_image, device: Arc::clone(device) }),
-            Err(e) => {
-                // SAFETY: the module is loaded and unused.
-                unsafe { sys::cuModuleUnload(module) };
-                Err(e)
-            }
-        }
+        let m = module(device.info().ordinal)?;
+        Ok(Self { pre: m.function(m.pre), post: m.function(m.post), post_image: m.function(m.post_image) })
     }
 
     /// Enqueues the pre pass on `stream`.
@@ -237,17 +240,6 @@ impl PassKernels {
                 )
             },
         )
-    }
-}
-
-impl Drop for PassKernels {
-    fn drop(&mut self) {
-        let _ = self.device.bind();
-        // SAFETY: the module is loaded; nothing enqueued with it is pending (the stream is drained first).
-        let r = unsafe { sys::cuModuleUnload(self.module) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            log::error!("cuModuleUnload failed: {r:?}");
-        }
     }
 }
 
