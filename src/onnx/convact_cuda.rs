@@ -378,14 +378,7 @@ impl Kernel for CudaKernel {
         }
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(ctx))) {
             Ok(r) => r,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("a panic");
-                Err(ort::Error::new(format!("{OP}: {what}")))
-            }
+            Err(panic) => Err(ort::Error::new(format!("{OP}: {}", super::panic_text(panic.as_ref())))),
         }
     }
 }

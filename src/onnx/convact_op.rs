@@ -288,6 +288,15 @@ impl CpuKernel {
     }
 }
 
+/// What a caught panic says (its message, where it has one).
+pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic")
+}
+
 /// A CPU kernel's input `i` as f32 (float16 when `half`, else float32), if given.
 pub(super) fn input_floats(ctx: &ComputeContext, i: usize, half: bool) -> ort::Result<Option<Vec<f32>>> {
     let Some(v) = ctx.input(i)? else { return Ok(None) };

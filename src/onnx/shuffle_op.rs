@@ -224,14 +224,7 @@ fn guarded(run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) if e.to_string().starts_with(&prefix) => Err(e),
         Ok(Err(e)) => Err(error(e)),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
-            Err(error(what))
-        }
+        Err(panic) => Err(error(super::convact_op::panic_text(panic.as_ref()))),
     }
 }
 
