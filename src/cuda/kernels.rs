@@ -133,7 +133,8 @@ fn load_module(ordinal: i32) -> Result<Module> {
         "cuModuleLoadData",
         // SAFETY: PTX is a NUL-terminated PTX text.
         unsafe { sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) },
-        "the pre and post passes' PTX (src/cuda/passes.ptx, PTX ISA 9.0: needs a CUDA 13 driver)",
+        "the passes' PTX (src/cuda/passes.ptx: the pre and post passes and the fused rewrite's DepthToSpace; \
+         PTX ISA 9.0: needs a CUDA 13 driver)",
     )
     .and_then(|()| {
         let function = |name: &std::ffi::CStr| -> Result<usize> {

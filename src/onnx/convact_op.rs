@@ -226,7 +226,10 @@ impl Operator for ConvAct {
         let name = |i: usize| names.get(i).map_or("", String::as_str);
         let window = |axis: usize, k: i64| {
             let (p, st, d) = (&a.pads, a.strides[axis], a.dilations[axis]);
-            format!("*conv{k}s{st}d{d}p{}.{}", p[axis], p[axis + 2])
+            // A window that keeps the size keeps the name (ONNX Runtime may then reuse buffers
+            // between such layers).
+            let keeps = k >= 1 && st == 1 && p[axis] + p[axis + 2] == d * (k - 1);
+            if keeps { String::new() } else { format!("*conv{k}s{st}d{d}p{}.{}", p[axis], p[axis + 2]) }
         };
         let how = [String::new(), window(0, ws[1]), window(1, ws[2]), String::new()];
         let symbols = dims.iter().enumerate().map(|(i, &d)| {

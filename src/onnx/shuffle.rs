@@ -60,45 +60,51 @@ fn keeps_size(kernel: [i64; 2], pads: &[i64], strides: Option<&[i64]>, dilations
             .all(|a| pads[a] + pads[a + 2] == dilations.map_or(1, |d| d.get(a).copied().unwrap_or(1)) * (kernel[a] - 1))
 }
 
-/// The value `value`'s height and width come from: followed back through nodes that keep them
-/// (activations, casts, the layout transposes, convolutions of stride 1 that pad to size). Two
-/// values with one root have one spatial size, so an Add of them does not broadcast there.
-fn spatial_root(g: &GraphProto, value: &str) -> String {
+/// Where an NCHW value's height and width come from: the value they are followed back to through
+/// nodes that keep them (activations, casts, convolutions of stride 1 that pad to size: `Conv`
+/// on NCHW values, the fused `ConvAct` on NHWC ones, and the transposes between the two
+/// layouts), with that value's layout (true: NHWC). Two NCHW values of one root and layout
+/// have one spatial size, so an Add of them does not broadcast there.
+fn spatial_root(g: &GraphProto, value: &str) -> (String, bool) {
     let mut v = value.to_string();
+    let mut nhwc = false;
     for _ in 0..g.node.len() {
         let Some(p) = producer(g, &v) else { break };
         let n = &g.node[p];
         let weight =
             |at: usize| g.initializer.iter().find(|t| Some(t.name()) == n.input_at(at)).map(|t| t.dims.clone());
-        let default_domain = n.domain.as_deref().is_none_or(str::is_empty);
-        let keeps = match (default_domain, n.op()) {
-            (true, "Relu" | "LeakyRelu" | "PRelu" | "Sigmoid" | "Tanh" | "Identity" | "Cast") => true,
-            (true, "Transpose") => matches!(n.ints("perm"), Some([0, 2, 3, 1] | [0, 3, 1, 2])),
-            (true, "Conv") => {
-                n.string("auto_pad").is_none_or(|a| a == "NOTSET")
-                    && weight(1).is_some_and(|w| {
-                        w.len() == 4
-                            && keeps_size(
-                                [w[2], w[3]],
-                                n.ints("pads").unwrap_or(&[]),
-                                n.ints("strides"),
-                                n.ints("dilations"),
-                            )
-                    })
-            }
-            (false, CONVACT) if n.domain.as_deref() == Some(DOMAIN) => weight(1).is_some_and(|w| {
-                // KRSC.
+        let window = |kernel: fn(&[i64]) -> [i64; 2]| {
+            weight(1).is_some_and(|w| {
                 w.len() == 4
-                    && keeps_size([w[1], w[2]], n.ints("pads").unwrap_or(&[]), n.ints("strides"), n.ints("dilations"))
-            }),
-            _ => false,
+                    && keeps_size(kernel(&w), n.ints("pads").unwrap_or(&[]), n.ints("strides"), n.ints("dilations"))
+            })
         };
-        if !keeps || n.input.is_empty() {
-            break;
+        let default_domain = n.domain.as_deref().is_none_or(str::is_empty);
+        // The layout of the node's first input, where the node keeps the spatial size.
+        let from = match (default_domain, n.op()) {
+            (true, "Relu" | "LeakyRelu" | "PRelu" | "Sigmoid" | "Tanh" | "Identity" | "Cast") => Some(nhwc),
+            // NHWC [0, 2, 3, 1] of an NCHW value; NCHW [0, 3, 1, 2] of an NHWC one.
+            (true, "Transpose") => match n.ints("perm") {
+                Some([0, 2, 3, 1]) if nhwc => Some(false),
+                Some([0, 3, 1, 2]) if !nhwc => Some(true),
+                _ => None,
+            },
+            (true, "Conv") if !nhwc && n.string("auto_pad").is_none_or(|a| a == "NOTSET") => {
+                window(|w| [w[2], w[3]]).then_some(false)
+            }
+            // KRSC.
+            (false, CONVACT) if nhwc && n.domain.as_deref() == Some(DOMAIN) => window(|w| [w[1], w[2]]).then_some(true),
+            _ => None,
+        };
+        match from {
+            Some(layout) if !n.input.is_empty() => {
+                nhwc = layout;
+                v = n.input[0].clone();
+            }
+            _ => break,
         }
-        v = n.input[0].clone();
     }
-    v
+    (v, nhwc)
 }
 
 /// A constant's first dim (a weight's output channels).
@@ -261,10 +267,12 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
             if let Some(f) = source(g, v).0 {
                 // The fused convolution's NHWC value itself; its transpose back goes if
                 // this node was its only reader.
-                let only = readers(g, v) == (1, false);
-                if only {
+                // (An Add of one value twice reads it twice: gone with the Add all the same.)
+                let uses = t.inputs.iter().filter(|i| *i == v).count();
+                if readers(g, v) == (uses, false) {
                     drop_nodes.insert(f.back);
                 }
+                let only = uses == 1 && readers(g, v) == (1, false);
                 // A last convolution with no activation: its bias is added here, so that
                 // cuDNN runs it alone (its precompiled engines; with the bias the H200 ran
                 // the upscaler's 64→48 convolution in 0.159 ms, torch's alone 0.079).

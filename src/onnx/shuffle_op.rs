@@ -218,7 +218,7 @@ fn output_dims(a: &Attrs, [n, h, w, cin]: [i64; 4]) -> Vec<i64> {
 /// A kernel's run with every error naming the operator (the fused model's fallback knows its
 /// own errors by that: `convact::owns_error`), and a panic turned into one (ort's kernel
 /// trampoline does not catch it).
-fn guarded(run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
+pub(crate) fn guarded(run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
     let prefix = format!("{DOMAIN}::{OP}:");
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(Ok(())) => Ok(()),

@@ -344,6 +344,12 @@ mod gpu_tests {
     use super::*;
     use crate::onnx::fp16::tests::run_in;
 
+    /// Held by each GPU test: they count the CUDA kernel's runs, which are process-wide.
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        GPU.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// A CUDA session; `strict`: every node on CUDA, or no session (the operators' CPU kernels
     /// must not stand in).
     fn on_cuda(bytes: &[u8], strict: bool) -> Session {
@@ -364,6 +370,7 @@ mod gpu_tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
     fn the_fp16_upscalers_rewrite_on_cuda_matches_the_cpu_run() {
+        let _gpu = one_at_a_time();
         let file = std::fs::read("models/upscale-fp16.onnx").expect("models/upscale-fp16.onnx");
         let (_, tails) = both(&file);
         assert!(tails.changes[0].contains("1 with the last convolution's bias"), "{:?}", tails.changes);
@@ -385,6 +392,7 @@ mod gpu_tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
     fn the_cuda_kernel_matches_the_cpu_kernel_bit_for_bit() {
+        let _gpu = one_at_a_time();
         for (block, mode, with, elem) in [
             (4, "CRD", ALL, data_type::FLOAT16),
             (3, "DCR", Optional { bias: false, ..ALL }, data_type::FLOAT),
@@ -525,4 +533,19 @@ fn the_repeat_convolutions_weight_goes_with_it() {
         g.initializer.iter().filter(|t| t.name().contains("repeat_weight")).count()
     };
     assert_eq!((weights(&fused.bytes), weights(&tails.bytes)), (1, 0));
+}
+
+#[test]
+fn the_operators_errors_name_it_and_the_fallback_knows_them() {
+    use crate::onnx::shuffle_op::guarded;
+    let plain = guarded(|| Err(ort::Error::new("Shape mismatch attempting to re-use buffer"))).expect_err("fails");
+    assert!(plain.to_string().starts_with(&format!("{DOMAIN}::{OP}: Shape mismatch")), "{plain}");
+    assert!(crate::onnx::convact::owns_error(&plain.to_string()));
+    // Named once, not twice.
+    let named = guarded(|| Err(plain)).expect_err("fails");
+    assert_eq!(named.to_string().matches(OP).count(), 1, "{named}");
+    let panicked = guarded(|| panic!("index out of bounds")).expect_err("a panic is an error");
+    assert!(panicked.to_string().ends_with("index out of bounds"), "{panicked}");
+    assert!(guarded(|| Ok(())).is_ok());
+    assert!(!crate::onnx::convact::owns_error("Non-zero status code returned while running Conv node"));
 }
