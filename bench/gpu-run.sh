@@ -29,21 +29,23 @@ nvrtc() {
     echo "libnvrtc: ${lib:-not found}" | tee -a "$log"
   fi
 }
-# The examples at 600×400 with their defaults, 3000 frames each, under the validation layer:
+# The examples with their defaults, FRAMES frames each, under the validation layer:
 # foreign_renderer in both --share modes (compared with infer), then the client's render
-# through a serve worker (its log into the step log).
-examples3000() {
+# through a serve worker (its log into the step log). Steps are named with TAG
+# ("example$TAG-fd", "serve-render$TAG"). Usage: examples FRAMES [TAG]
+examples() {
+  local frames=$1 tag=${2:-}
   for share in fd device; do
-    step "example-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
-      --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
+    step "example$tag-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+      --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames "$frames" --compare \
       --validation
   done
   sock="$OUT/serve.sock"
   .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
   worker=$!
   for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
-  NEURAL_FRAME_VALIDATION=1 step serve-render 120 .gpu-bin/render --socket "$sock" \
-    --input models/coffee.png --output "$OUT/served.png" --frames 3000
+  NEURAL_FRAME_VALIDATION=1 step "serve-render$tag" 120 .gpu-bin/render --socket "$sock" \
+    --input models/coffee.png --output "$OUT/served.png" --frames "$frames"
   kill "$worker"; wait "$worker"
   cat "$OUT/serve-worker.log" | tee -a "$log"
 }
@@ -218,19 +220,7 @@ for what in "$@"; do
         --frames 200 --json-file "$b/defaults-fp16-600x400.json"
       step serve-defaults-fp16 240 .gpu-bin/neural-frame bench --serve --model models/upscale-fp16.onnx \
         --size 960x540 --frames 200 --json-file "$b/serve-defaults-fp16.json"
-      for share in fd device; do
-        step "example-defaults-$share" 120 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
-          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 300 --compare \
-          --validation
-      done
-      sock="$OUT/serve.sock"
-      .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
-      worker=$!
-      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-      NEURAL_FRAME_VALIDATION=1 step serve-render-defaults 120 .gpu-bin/render --socket "$sock" \
-        --input models/coffee.png --output "$OUT/served.png" --frames 300
-      kill "$worker"; wait "$worker"
-      cat "$OUT/serve-worker.log" | tee -a "$log"
+      examples 300 -defaults
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
       ;;
@@ -399,7 +389,7 @@ for what in "$@"; do
       step serve-defaults 240 .gpu-bin/neural-frame bench --serve "${f16[@]}" --json-file "$b/serve-defaults.json"
       step in-process-600x400 240 .gpu-bin/neural-frame bench --model models/upscale-fp16.onnx --size 600x400 \
         --frames 1000 --json-file "$b/in-process-600x400.json"
-      examples3000
+      examples 3000
       step first-frames 120 .gpu-bin/first_frames --model models/upscale-fp16.onnx --size 960x540
       step first-frames-fp32-file 120 .gpu-bin/first_frames --model models/upscale.onnx --size 960x540
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
@@ -536,7 +526,7 @@ for what in "$@"; do
       step startup-floor 240 python3 bench/startup_floor.py .gpu-bin/upscale-weights.npz --size 960x540 --runs 3 \
         --json "$b/startup-floor.json"
       nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
-      examples3000
+      examples 3000
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       nb fp32-file-1 --size 960x540 --frames 200
       nb fp32-file-2 --size 960x540 --frames 200
@@ -562,7 +552,7 @@ for what in "$@"; do
       ;;
     fdgap)
       # Where foreign_renderer --share fd's 0.19 ms a frame at 600×400 goes (773 against 911 frames/s
-      # in-process, examples3000; run 3 of 2026-12-05: 767 without --validation, the ring's depth
+      # in-process, examples 3000; run 3 of 2026-12-05: 767 without --validation, the ring's depth
       # no matter). 3000 frames each, compared with infer, no --validation unless said (run 3's
       # reference): the example's defaults, then each of its differences from the bench's caller
       # frames (98.9 % on a transfer queue at 960×540) switched off alone: BGRA8 input images

@@ -102,6 +102,15 @@ struct Args {
     draw_ahead: bool,
 }
 
+/// A flag's value, one of two names, as what that name means.
+fn either(flag: &str, value: &str, [(a, x), (b, y)]: [(&str, bool); 2]) -> Result<bool> {
+    match value {
+        v if v == a => Ok(x),
+        v if v == b => Ok(y),
+        other => bail!("{flag} takes `{a}` or `{b}`, not `{other}`"),
+    }
+}
+
 fn args() -> Result<Args> {
     let mut a = Args {
         model: "models/upscale.onnx".into(),
@@ -129,13 +138,7 @@ fn args() -> Result<Args> {
             "--ring" => {
                 a.ring = value()?.parse().ok().filter(|n| (1..=16).contains(n)).context("--ring takes 1 to 16")?
             }
-            "--share" => {
-                a.share_fd = match value()?.as_str() {
-                    "device" => false,
-                    "fd" => true,
-                    other => bail!("--share takes `device` or `fd`, not `{other}`"),
-                }
-            }
+            "--share" => a.share_fd = either(&flag, &value()?, [("device", false), ("fd", true)])?,
             "--backend" => {
                 a.backend = match value()?.as_str() {
                     "auto" => Backend::Auto,
@@ -148,20 +151,8 @@ fn args() -> Result<Args> {
             "--compare" => a.compare = true,
             "--transfer-queue" => a.transfer_queue = Some(true),
             "--graphics-queue" => a.transfer_queue = Some(false),
-            "--input-format" => {
-                a.bgra = match value()?.as_str() {
-                    "bgra" => true,
-                    "rgba" => false,
-                    other => bail!("--input-format takes `bgra` or `rgba`, not `{other}`"),
-                }
-            }
-            "--readback" => {
-                a.readback_every = match value()?.as_str() {
-                    "every" => true,
-                    "last" => false,
-                    other => bail!("--readback takes `every` or `last`, not `{other}`"),
-                }
-            }
+            "--input-format" => a.bgra = either(&flag, &value()?, [("bgra", true), ("rgba", false)])?,
+            "--readback" => a.readback_every = either(&flag, &value()?, [("every", true), ("last", false)])?,
             "--draw-ahead" => a.draw_ahead = true,
             "--help" | "-h" => {
                 println!(

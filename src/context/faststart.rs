@@ -188,13 +188,10 @@ impl NeuralFrameContext {
         };
         let since_build = pending.started.elapsed().as_secs_f64() * 1e3;
         self.fused = None; // joins the finished thread
+        self.note_fused_build(&got);
         let ready = match got {
             Ok(r) => r,
             Err(e) => {
-                // Nor will it after a resize: the bias stays apart from here on.
-                self.restart = None;
-                // The report says what runs: fused convolutions the session failed with do not.
-                self.convact_not_in_effect(&e.to_string());
                 log::warn!(
                     "cuDNN did not take the model with the bias fused ({e}); frames keep NHWC kernels with the bias \
                      apart and the model as it is (ContextBuilder::fuse_conv_bias(false), --fuse-conv-bias false, and \
@@ -203,9 +200,6 @@ impl NeuralFrameContext {
                 return Ok(true);
             }
         };
-        if let Some(why) = &ready.convact_dropped {
-            self.convact_not_in_effect(why);
-        }
         self.retire_all()?;
         self.install_session(ready.session, ready.stream)?;
         // Fast start runs on the CUDA backend only: its options are in effect.
@@ -224,6 +218,24 @@ impl NeuralFrameContext {
             ready.times.1
         );
         Ok(true)
+    }
+
+    /// What an ended fused build says for the sessions after it: fused convolutions it ran
+    /// without are not in effect (and not built again); a build that failed leaves the bias
+    /// apart from here on, after a resize too (no fused session is built again), and the
+    /// fused convolutions it failed with are not in effect either.
+    fn note_fused_build(&mut self, got: &Result<Ready>) {
+        match got {
+            Ok(ready) => {
+                if let Some(why) = &ready.convact_dropped {
+                    self.convact_not_in_effect(why);
+                }
+            }
+            Err(e) => {
+                self.restart = None;
+                self.convact_not_in_effect(&e.to_string());
+            }
+        }
     }
 
     /// The report says that the fused convolutions do not run, and why; a resize's fused
@@ -283,19 +295,7 @@ impl NeuralFrameContext {
         if let Some(pending) = self.fused.take()
             && let Ok(got) = pending.rx.try_recv()
         {
-            match got {
-                Ok(ready) => {
-                    if let Some(why) = &ready.convact_dropped {
-                        self.convact_not_in_effect(why);
-                    }
-                }
-                Err(e) => {
-                    // As in adopt_fused: the bias stays apart from here on.
-                    self.convact_not_in_effect(&e.to_string());
-                    self.restart = None;
-                    return Ok(());
-                }
-            }
+            self.note_fused_build(&got);
         }
         let Some(restart) = &self.restart else {
             return Ok(());
