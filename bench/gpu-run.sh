@@ -551,18 +551,18 @@ for what in "$@"; do
         --size 960x540 --compile --json "$OUT/torch-compile-profile.json"
       ;;
     fdgap)
-      # Where foreign_renderer --share fd's 0.19 ms a frame at 600×400 goes (773 against 911 frames/s
-      # in-process, examples 3000; run 3 of 2026-12-05: 767 without --validation, the ring's depth
-      # no matter). 3000 frames each, compared with infer, no --validation unless said (run 3's
-      # reference): the example's defaults, then each of its differences from the bench's caller
-      # frames (98.9 % on a transfer queue at 960×540) switched off alone: BGRA8 input images
-      # (--input-format rgba), the result copied out after every frame (--readback last), each
-      # frame's drawing queued on the renderer's queue behind the previous frame's read back, which
-      # waits for that frame's result (--draw-ahead: the bench's order); then all three, all three
-      # under the validation layer (0 errors expected), and the defaults again (drift). Beside
-      # them the in-process bench the other groups run at 600×400 (pipelined), and the same bench
-      # with its caller frames on the transfer queue (the bench's own number at this size). About
-      # 70 s (s6b's steps: 9 s a bench, 5 s an example); a summary at the end.
+      # Where the examples' gap to the in-process ring goes at 600×400 (run 2 of 2026-12-05:
+      # foreign_renderer --share fd 773 against 911 frames/s, --share device 378, render via serve
+      # 396). The suspicion: each frame's drawing was queued on the renderer's queue behind the
+      # previous frame's copy out, which waits for that frame's result, and NVIDIA's queues run
+      # their submissions in order, so frame n+1 reached the model only once frame n was done.
+      # Both examples now draw ahead by default (--draw-order ahead); `behind` is the order before.
+      # 3000 frames each, compared with infer, no --validation unless said (s6b's examples run
+      # under it): each example with its defaults and behind; foreign_renderer --share fd also with
+      # RGBA8 input images (--input-format rgba), the result copied out for the last frame alone
+      # (--readback last), both, and both under the validation layer; then the defaults again
+      # (drift). Beside them the in-process bench (pipelined) and its caller frames on the
+      # transfer queue. About 100 s; a summary at the end.
       nvrtc
       mkdir -p "$OUT/fdgap"
       g="$OUT/fdgap"
@@ -570,14 +570,27 @@ for what in "$@"; do
       step fdgap-in-process-600x400 120 .gpu-bin/neural-frame bench "${f16[@]}" --size 600x400 --frames 1000 \
         --json-file "$g/in-process-600x400.json"
       fr() { local name=$1; shift; step "fdgap-$name" 60 .gpu-bin/foreign_renderer "${f16[@]}" \
-        --input models/coffee.png --output "$g/fd.png" --share fd --frames 3000 --compare "$@"; }
-      fr fd-defaults
-      fr fd-rgba --input-format rgba
-      fr fd-readback-last --readback last
-      fr fd-draw-ahead --draw-ahead
-      fr fd-all-off --input-format rgba --readback last --draw-ahead
-      fr fd-all-off-validation --input-format rgba --readback last --draw-ahead --validation
-      fr fd-defaults-again
+        --input models/coffee.png --output "$g/fd.png" --frames 3000 --compare "$@"; }
+      fr fd-defaults --share fd
+      fr fd-behind --share fd --draw-order behind
+      fr fd-rgba --share fd --input-format rgba
+      fr fd-readback-last --share fd --readback last
+      fr fd-rgba-last --share fd --input-format rgba --readback last
+      fr fd-rgba-last-validation --share fd --input-format rgba --readback last --validation
+      fr device-defaults --share device
+      fr device-behind --share device --draw-order behind
+      fr fd-graphics --share fd --graphics-queue
+      sock="$OUT/serve.sock"
+      .gpu-bin/neural-frame serve --socket "$sock" "${f16[@]}" >"$g/serve-worker.log" 2>&1 &
+      worker=$!
+      for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
+      for order in ahead behind; do
+        step "fdgap-render-$order" 60 .gpu-bin/render --socket "$sock" --input models/coffee.png \
+          --output "$g/served.png" --frames 3000 --draw-order "$order"
+      done
+      kill "$worker"; wait "$worker"
+      cat "$g/serve-worker.log" | tee -a "$log"
+      fr fd-defaults-again --share fd
       step fdgap-caller-transfer-600x400 120 .gpu-bin/neural-frame bench "${f16[@]}" --size 600x400 --frames 1000 \
         --caller-transfer-queue --json-file "$g/caller-transfer-600x400.json"
       # One line per result: the example's frames/s, settings and comparison; the benches' pipelined
@@ -590,11 +603,12 @@ for what in "$@"; do
           "zero-copy pipelined "* | "caller frames "* | "settings: "* | "equal to NeuralFrameContext::infer"* | \
             "validation errors: "*) [ -n "$name" ] && echo "$name: $line" ;;
           *" frames/s) through "*) [ -n "$name" ] && echo "$name: $(grep -o '([0-9.]* frames/s)' <<<"$line")" ;;
+          "render: draw order "* | "render: "*" frames/s, "*) [ -n "$name" ] && echo "$name: $line" ;;
         esac
       done <"$log")
       echo "=== fdgap summary" | tee -a "$log"
       echo "$summary" | tee -a "$log"
-      rm -f "$g/fd.png"
+      rm -f "$g/fd.png" "$g/served.png"
       tar -C "$OUT" -czf "$OUT/fdgap.tgz" fdgap && rm -rf "$g"
       ;;
     torch)

@@ -5,7 +5,7 @@
 //! ```sh
 //! cargo run --release --example foreign_renderer -- --model models/upscale.onnx \
 //!     --input models/coffee.png --output out.png [--frames N] [--share device|fd] [--graphics-queue] \
-//!     [--input-format bgra|rgba] [--readback every|last] [--draw-ahead]
+//!     [--input-format bgra|rgba] [--readback every|last] [--draw-order ahead|behind]
 //! ```
 //!
 //! The renderer keeps a ring of input and output images. The picture is put
@@ -14,7 +14,8 @@
 //! image on its own queue and signals `rendered = n`), submits the frame to the
 //! context with that wait, and queues a copy of the result into device-local
 //! memory of its own (what a compositor would sample) that waits on the GPU for
-//! the frame's "output ready". It renders frame n+1 while frame n is inferred;
+//! the frame's "output ready". It renders frame n+1 while frame n is inferred
+//! (queued before frame n's copy out: `--draw-order` below);
 //! before drawing into an input image again it waits, on its GPU, for the
 //! context's "input consumed" of the frame that last read it. The host waits
 //! once, at the end. Nothing crosses PCIe per frame: frames/s times the frames
@@ -43,8 +44,7 @@
 //!
 //! Three settings change what the renderer does per frame, to take apart where
 //! the frames' time goes against `neural-frame bench`'s caller frames (which
-//! draw RGBA8 one frame ahead). Each keeps today's behaviour unless given, and
-//! the run prints which ran (its `settings:` line):
+//! draw RGBA8 one frame ahead). The run prints which ran (its `settings:` line):
 //!
 //! - `--input-format bgra|rgba`: the input images' format, and the picture's
 //!   channel order in the renderer's memory. `bgra` (default): B8G8R8A8_UNORM, as
@@ -55,14 +55,15 @@
 //!   the final frame's (the one the PNG and `--compare` read): the other
 //!   frames' "read back" submissions carry no commands, only their wait for
 //!   "output ready" and their signal, so the hand-over stays as it was.
-//! - `--draw-ahead`: the renderer queues frame n+1's drawing before frame n's
-//!   read back, as the bench does. Without it (default) the drawing is queued
-//!   after it, on the same queue, behind the read back's wait for frame n's
-//!   result: where a driver runs a queue's submissions strictly in order (the
-//!   suspicion on NVIDIA, not measured), frame n+1 starts only once frame n and
-//!   its copy out are done. It needs a ring of 2 or more (the drawing must not
-//!   write the image frame n reads), and has no effect in host-signalled mode,
-//!   where the renderer's work completes on the host before each submit.
+//! - `--draw-order ahead|behind`: `ahead` (default with a ring of 2 or more)
+//!   queues frame n+1's drawing before frame n's read back, as the bench does;
+//!   `behind` (the default with a ring of 1, where the drawing would overwrite
+//!   the input frame n has not read yet) queues it after, on the same queue,
+//!   behind the read back's wait for frame n's result: where a driver runs a
+//!   queue's submissions strictly in order (the suspicion on NVIDIA), frame n+1
+//!   then starts only once frame n and its copy out are done. No effect in
+//!   host-signalled mode, where the renderer's work completes on the host
+//!   before each submit.
 //!
 //! Reading and writing the PNGs happen outside the timed frames.
 
@@ -98,7 +99,7 @@ struct Args {
     bgra: bool,
     /// `--readback`: each frame's result copied out (true, the default), or only the last frame's.
     readback_every: bool,
-    /// `--draw-ahead`: frame n+1 drawn before frame n's read back is queued (GPU sync).
+    /// `--draw-order`: frame n+1 drawn before frame n's read back is queued (GPU sync), or behind it.
     draw_ahead: bool,
 }
 
@@ -127,6 +128,7 @@ fn args() -> Result<Args> {
         readback_every: true,
         draw_ahead: false,
     };
+    let mut draw_order = None;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
@@ -153,24 +155,25 @@ fn args() -> Result<Args> {
             "--graphics-queue" => a.transfer_queue = Some(false),
             "--input-format" => a.bgra = either(&flag, &value()?, [("bgra", true), ("rgba", false)])?,
             "--readback" => a.readback_every = either(&flag, &value()?, [("every", true), ("last", false)])?,
-            "--draw-ahead" => a.draw_ahead = true,
+            "--draw-order" => draw_order = Some(either(&flag, &value()?, [("ahead", true), ("behind", false)])?),
             "--help" | "-h" => {
                 println!(
                     "foreign_renderer --model PATH --input IN.png --output OUT.png [--frames N] [--share device|fd] \
                      [--ring K] [--backend auto|cuda|cpu] [--validation] [--compare] [--transfer-queue|--graphics-queue] \
-                     [--input-format bgra|rgba] [--readback every|last] [--draw-ahead]"
+                     [--input-format bgra|rgba] [--readback every|last] [--draw-order ahead|behind]"
                 );
                 std::process::exit(0);
             }
             other => bail!("unknown argument `{other}` (see --help)"),
         }
     }
-    if a.draw_ahead && a.ring < 2 {
+    if draw_order == Some(true) && a.ring < 2 {
         bail!(
-            "--draw-ahead needs --ring 2 or more: with one image, frame n+1's drawing would overwrite the input \
-             frame n has not read yet"
+            "--draw-order ahead needs --ring 2 or more: with one image, frame n+1's drawing would overwrite the \
+             input frame n has not read yet"
         );
     }
+    a.draw_ahead = draw_order.unwrap_or(a.ring >= 2);
     Ok(a)
 }
 
@@ -264,16 +267,16 @@ fn main() -> Result<()> {
     );
     // What ran, in the flags' words (one line, for the logs of runs that compare them).
     println!(
-        "settings: --share {}, --ring {}, --input-format {}, --readback {}, --draw-ahead {}, --validation {}, \
+        "settings: --share {}, --ring {}, --input-format {}, --readback {}, --draw-order {}, --validation {}, \
          renderer queue {}",
         if a.share_fd { "fd" } else { "device" },
         a.ring,
         if a.bgra { "bgra" } else { "rgba" },
         if a.readback_every { "every" } else { "last" },
         match (a.draw_ahead, gpu_sync) {
-            (false, _) => "off",
-            (true, true) => "on",
-            (true, false) => "on (no effect: host-signalled mode completes each drawing before its submit)",
+            (false, _) => "behind",
+            (true, true) => "ahead",
+            (true, false) => "ahead (no effect: host-signalled mode completes each drawing before its submit)",
         },
         if a.validation { "on" } else { "off" },
         r.lane_name(lane),
@@ -396,9 +399,9 @@ fn main() -> Result<()> {
         let read: &[vk::CommandBuffer] = if a.readback_every || n == a.frames { &ring.read[i..=i] } else { &[] };
         match timelines {
             Some((rendered_id, read_id, consumed, ready)) => {
-                // By default frame n is drawn here, queued behind frame n-1's read back on the
-                // renderer's queue; with --draw-ahead frame 1 here and frame n+1 next, before frame
-                // n's read back is queued (the bench's order).
+                // Behind: frame n is drawn here, queued behind frame n-1's read back on the renderer's
+                // queue. Ahead (the default): frame 1 here and frame n+1 next, before frame n's read
+                // back is queued (the bench's order).
                 if !a.draw_ahead || n == 1 {
                     draw(n, &values, own_consumed, consumed)?;
                 }

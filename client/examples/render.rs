@@ -21,7 +21,11 @@
 //!   client's "rendered" timeline, the worker's GPU waits for it, and the
 //!   renderer's queue waits for the worker's "output ready" before copying the
 //!   output slot; the host waits only before reusing an output slot (normally
-//!   already finished) and at the end.
+//!   already finished) and at the end. The copy into frame n+1's input slot is
+//!   queued before frame n's copy out (`--draw-order ahead`, the default with 2 or
+//!   more slots): the copy out waits for frame n's result, and a queue that runs
+//!   its submissions in order would otherwise hold frame n+1 back until frame n
+//!   is done (`--draw-order behind`, the order before).
 //! - **Host mode** (`--sync host`, or a driver without semaphore fds such as
 //!   Mesa's lavapipe): the renderer waits for its own copy, submits, and waits
 //!   for the worker's `Done` on the host.
@@ -51,7 +55,7 @@ type Result<T, E = BoxError> = std::result::Result<T, E>;
 
 const USAGE: &str = "\
 usage: render --socket PATH --input IN.png --output OUT.png [--frames N] [--sync auto|host] [--slots N]
-              [--timeout SECONDS]
+              [--timeout SECONDS] [--draw-order ahead|behind]
 
   --socket PATH    the worker's socket (default: $XDG_RUNTIME_DIR/neural-frame.sock)
   --input IN.png   the picture to render (8-bit RGB or RGBA)
@@ -62,6 +66,10 @@ usage: render --socket PATH --input IN.png --output OUT.png [--frames N] [--sync
   --slots N        input and output slots, 1 to 16 (default 3)
   --timeout S      how long one frame may take on the worker before the client gives it up
                    (default 60: a CPU backend can take seconds a frame)
+  --draw-order O   GPU mode: ahead: frame n+1 is drawn (queued) before frame n's copy out, which
+                   waits on the GPU for frame n's result; behind: after it, so that on a queue that
+                   runs its submissions in order frame n+1 reaches the worker only once frame n is
+                   done and copied out (default ahead with 2 or more slots, else behind)
 
 NEURAL_FRAME_VALIDATION=1 enables the Khronos validation layer where it is installed.";
 
@@ -77,6 +85,8 @@ struct Args {
     sync: SyncPreference,
     slots: u16,
     timeout: Duration,
+    /// `--draw-order`: `Some(true)` ahead, `Some(false)` behind, `None` the default.
+    draw_ahead: Option<bool>,
 }
 
 /// Why the command line was not taken.
@@ -95,11 +105,12 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
     let mut sync = SyncPreference::Auto;
     let mut slots = 3u16;
     let mut timeout = Duration::from_secs(60);
+    let mut draw_ahead = None;
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Err(ArgsError::Help);
         }
-        let known = ["--socket", "--input", "--output", "--frames", "--sync", "--slots", "--timeout"];
+        let known = ["--socket", "--input", "--output", "--frames", "--sync", "--slots", "--timeout", "--draw-order"];
         if !known.contains(&flag.as_str()) {
             return Err(ArgsError::Bad(format!("unknown argument `{flag}`")));
         }
@@ -137,8 +148,24 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
                     _ => return Err(ArgsError::Bad(format!("--sync takes `auto` or `host`, not `{value}`"))),
                 }
             }
+            "--draw-order" => {
+                draw_ahead = match value.as_str() {
+                    "ahead" => Some(true),
+                    "behind" => Some(false),
+                    _ => {
+                        return Err(ArgsError::Bad(format!("--draw-order takes `ahead` or `behind`, not `{value}`")));
+                    }
+                }
+            }
             _ => return Err(ArgsError::Bad(format!("unknown argument `{flag}`"))),
         }
+    }
+    if draw_ahead == Some(true) && slots < 2 {
+        return Err(ArgsError::Bad(
+            "--draw-order ahead needs --slots 2 or more (frame n+1's copy in must not wait for a slot that frame n \
+             still uses)"
+                .into(),
+        ));
     }
     Ok(Args {
         socket: socket.unwrap_or_else(neural_frame_client::default_socket),
@@ -148,6 +175,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
         sync,
         slots,
         timeout,
+        draw_ahead,
     })
 }
 
@@ -982,6 +1010,33 @@ fn wait_output_fence(
     unsafe { dev.device.reset_fences(&[fence]) }.map_err(vk_err("vkResetFences"))
 }
 
+/// GPU mode: draws frame `n` (copies the picture into input slot (n-1) mod slots and signals
+/// "rendered" = n), once that slot's last copy out (and with it the slot's last input copy,
+/// earlier on the same queue) has finished on the renderer's side: its output slot is then free
+/// for frame n, and its command buffers can be recorded again. The copy waits on the GPU for
+/// the worker's "input consumed" of the frame that last read the input slot.
+#[allow(clippy::too_many_arguments)]
+fn draw(
+    dev: &Device,
+    cdev: &ClientDevice,
+    client: &mut Client,
+    ring: &mut Ring,
+    picture: (vk::Image, u32, u32),
+    n: u64,
+    pending: &mut VecDeque<FrameId>,
+    infer: &mut Vec<f64>,
+) -> Result<()> {
+    let k = ((n - 1) % ring.fences.len() as u64) as usize;
+    if ring.pending[k] {
+        wait_output_fence(dev, client, ring.fences[k], pending, infer)?;
+        ring.pending[k] = false;
+    }
+    let rendered = client.rendered_timeline().ok_or("GPU mode without a rendered timeline")?;
+    let waits: Vec<WaitPoint> = ring.consumed[k].into_iter().collect();
+    record_input(dev, cdev, ring.input_cmds[k], picture, client.input_slot(k), !waits.is_empty())?;
+    dev.submit(ring.input_cmds[k], &waits, &[(rendered, n)], vk::Fence::null())
+}
+
 /// Runs the frames, timed; each frame's output ends up in `shown` (output slot
 /// k's in `shown.0[k]`, `shown.1` bytes).
 fn frames(
@@ -991,6 +1046,7 @@ fn frames(
     picture: (vk::Image, u32, u32),
     shown: (&[vk::Buffer], u64),
     count: u64,
+    draw_ahead: bool,
     pending: &mut VecDeque<FrameId>,
 ) -> Result<Stats> {
     let cdev = dev.client_device();
@@ -1002,20 +1058,20 @@ fn frames(
         let shown = (shown.0[k], shown.1);
         match client.sync_mode() {
             SyncMode::Gpu => {
-                // Output slot k is read by the submission of frame n - slots; the worker writes it as soon as it
-                // runs frame n. This fence also covers input_cmds[k] (submitted earlier on the same queue).
-                if ring.pending[k] {
-                    wait_output_fence(dev, client, ring.fences[k], pending, &mut infer)?;
-                    ring.pending[k] = false;
+                // Behind: frame n is drawn here, queued behind frame n-1's copy out, which waits for
+                // frame n-1's result. Ahead: frame 1 here, and frame n+1 once frame n is handed over
+                // (drawing may wait on the host for a slot's last copy out: the worker has frame n
+                // meanwhile), before frame n's copy out is queued.
+                if !draw_ahead || n == 1 {
+                    draw(dev, &cdev, client, ring, picture, n, pending, &mut infer)?;
                 }
-                let rendered = client.rendered_timeline().ok_or("GPU mode without a rendered timeline")?;
-                let waits: Vec<WaitPoint> = ring.consumed[k].into_iter().collect();
-                record_input(dev, &cdev, ring.input_cmds[k], picture, client.input_slot(k), !waits.is_empty())?;
-                dev.submit(ring.input_cmds[k], &waits, &[(rendered, n)], vk::Fence::null())?;
                 let frame = client.submit(k, k, n, 0)?;
                 pending.push_back(frame);
                 let points = client.enqueued(frame)?;
                 ring.consumed[k] = Some(points.input_consumed);
+                if draw_ahead && n < count {
+                    draw(dev, &cdev, client, ring, picture, n + 1, pending, &mut infer)?;
+                }
                 record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), shown)?;
                 dev.submit(ring.output_cmds[k], &[points.output_ready], &[], ring.fences[k])?;
                 ring.pending[k] = true;
@@ -1079,6 +1135,10 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
     );
 
     let slots = args.slots as u32;
+    let draw_ahead = args.draw_ahead.unwrap_or(slots >= 2);
+    if client.sync_mode() == SyncMode::Gpu {
+        println!("render: draw order {}", if draw_ahead { "ahead" } else { "behind" });
+    }
     let result = (|| -> Result<(Stats, HostBuffer, u64)> {
         let format = vk::Format::from_raw(out.format as i32);
         if !matches!(format, vk::Format::R8G8B8A8_UNORM | vk::Format::R8G8B8A8_SRGB) {
@@ -1115,6 +1175,7 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
             (image, picture.width, picture.height),
             (&shown, bytes),
             args.frames,
+            draw_ahead,
             &mut pending,
         );
         if outcome.is_err() {
