@@ -954,6 +954,8 @@ struct Ring {
     consumed: Vec<Option<WaitPoint>>,
     /// Host mode: whether input slot k was handed to the worker before.
     used: Vec<bool>,
+    /// GPU mode: frame n+1 is drawn before frame n's copy out is queued (`--draw-order ahead`).
+    draw_ahead: bool,
 }
 
 /// What the run measured.
@@ -1015,10 +1017,8 @@ fn wait_output_fence(
 /// earlier on the same queue) has finished on the renderer's side: its output slot is then free
 /// for frame n, and its command buffers can be recorded again. The copy waits on the GPU for
 /// the worker's "input consumed" of the frame that last read the input slot.
-#[allow(clippy::too_many_arguments)]
 fn draw(
     dev: &Device,
-    cdev: &ClientDevice,
     client: &mut Client,
     ring: &mut Ring,
     picture: (vk::Image, u32, u32),
@@ -1033,7 +1033,7 @@ fn draw(
     }
     let rendered = client.rendered_timeline().ok_or("GPU mode without a rendered timeline")?;
     let waits: Vec<WaitPoint> = ring.consumed[k].into_iter().collect();
-    record_input(dev, cdev, ring.input_cmds[k], picture, client.input_slot(k), !waits.is_empty())?;
+    record_input(dev, &dev.client_device(), ring.input_cmds[k], picture, client.input_slot(k), !waits.is_empty())?;
     dev.submit(ring.input_cmds[k], &waits, &[(rendered, n)], vk::Fence::null())
 }
 
@@ -1046,7 +1046,6 @@ fn frames(
     picture: (vk::Image, u32, u32),
     shown: (&[vk::Buffer], u64),
     count: u64,
-    draw_ahead: bool,
     pending: &mut VecDeque<FrameId>,
 ) -> Result<Stats> {
     let cdev = dev.client_device();
@@ -1062,15 +1061,15 @@ fn frames(
                 // frame n-1's result. Ahead: frame 1 here, and frame n+1 once frame n is handed over
                 // (drawing may wait on the host for a slot's last copy out: the worker has frame n
                 // meanwhile), before frame n's copy out is queued.
-                if !draw_ahead || n == 1 {
-                    draw(dev, &cdev, client, ring, picture, n, pending, &mut infer)?;
+                if !ring.draw_ahead || n == 1 {
+                    draw(dev, client, ring, picture, n, pending, &mut infer)?;
                 }
                 let frame = client.submit(k, k, n, 0)?;
                 pending.push_back(frame);
                 let points = client.enqueued(frame)?;
                 ring.consumed[k] = Some(points.input_consumed);
-                if draw_ahead && n < count {
-                    draw(dev, &cdev, client, ring, picture, n + 1, pending, &mut infer)?;
+                if ring.draw_ahead && n < count {
+                    draw(dev, client, ring, picture, n + 1, pending, &mut infer)?;
                 }
                 record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), shown)?;
                 dev.submit(ring.output_cmds[k], &[points.output_ready], &[], ring.fences[k])?;
@@ -1166,6 +1165,7 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
             pending: vec![false; slots as usize],
             consumed: vec![None; slots as usize],
             used: vec![false; slots as usize],
+            draw_ahead,
         };
         let mut pending = VecDeque::new();
         let outcome = frames(
@@ -1175,7 +1175,6 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
             (image, picture.width, picture.height),
             (&shown, bytes),
             args.frames,
-            draw_ahead,
             &mut pending,
         );
         if outcome.is_err() {
