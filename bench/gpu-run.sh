@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -610,6 +610,43 @@ for what in "$@"; do
       echo "$summary" | tee -a "$log"
       rm -f "$g/fd.png" "$g/served.png"
       tar -C "$OUT" -czf "$OUT/fdgap.tgz" fdgap && rm -rf "$g"
+      ;;
+    s7)
+      # A short session after s6a: s6b's steps that issues 22 and 23 ask for (the fp16 file at 540p
+      # with no tuning flags, the best options forced, serve, time to first frame, the examples at
+      # 600×400 beside the in-process ring, the quick start, the fp32 file at 540p and 1080p,
+      # torch.compile at both, the kernel profile with the defaults), and foreign_renderer in both
+      # --share modes in the draw order before (--draw-order behind, without --validation; fdgap
+      # compares every setting). About 200 s.
+      nvrtc
+      mkdir -p "$OUT/bench"
+      b="$OUT/bench"
+      f16=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
+      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
+      nb() { local name=$1; shift; step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"; }
+      nb defaults-first -v "${f16[@]}"
+      nb defaults-1 "${f16[@]}"
+      nb best "${f16[@]}" "${best[@]}"
+      nb serve "${f16[@]}" --serve
+      nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
+      examples 3000
+      for share in fd device; do
+        step "example-$share-behind" 60 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
+          --draw-order behind
+      done
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      nb fp32-file-1 --size 960x540 --frames 200
+      nb fp32-file-1080p --size 1920x1080 --frames 100
+      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
+        --json "$b/torch-540p.json"
+      step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
+        --frames 100 --json "$b/torch-1080p.json"
+      export PYTHONUNBUFFERED=1
+      step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
+        --fuse-conv-act default --json "$b/nf-profile-default.json"
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
