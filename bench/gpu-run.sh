@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -647,6 +647,17 @@ for what in "$@"; do
       step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
         --fuse-conv-act default --json "$b/nf-profile-default.json"
       tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
+      ;;
+    quick23)
+      # The model's speed alone, for a session too short for s7: the fp16 file at 540p and the fp32
+      # file at 540p and 1080p, no tuning flags (torch.compile not run: no comparison in this group).
+      mkdir -p "$OUT/bench"
+      b="$OUT/bench"
+      nb() { local name=$1; shift; step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"; }
+      nb defaults-1 --model models/upscale-fp16.onnx --size 960x540 --frames 200
+      nb fp32-file-1 --size 960x540 --frames 200
+      nb fp32-file-1080p --size 1920x1080 --frames 100
+      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
