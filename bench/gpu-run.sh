@@ -49,6 +49,27 @@ examples() {
   kill "$worker"; wait "$worker"
   cat "$OUT/serve-worker.log" | tee -a "$log"
 }
+# Benches of s6b, s7 and quick23: nb NAME ARGS... runs `neural-frame bench ARGS` as step NAME, its
+# JSON into $OUT/bench (bench_tar packs that folder, and drops the pictures and the worker's log);
+# f16_540 is the fp16 file at 540p (a name no group sets), best the options forced by hand.
+# torch_both DIR runs torch.compile at 540p and 1080p, JSON into DIR.
+b="$OUT/bench"
+f16_540=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
+best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
+nb() {
+  local name=$1; shift
+  mkdir -p "$b"
+  step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"
+}
+bench_tar() {
+  tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
+}
+torch_both() {
+  step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
+    --json "$1/torch-540p.json"
+  step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
+    --frames 100 --json "$1/torch-1080p.json"
+}
 for what in "$@"; do
   case "$what" in
     info)
@@ -509,18 +530,13 @@ for what in "$@"; do
       # examples at 600×400 (3000 frames) beside an in-process bench there, the quick start;
       # then the fp32 file at 540p and 1080p, and torch.compile at both.
       nvrtc
-      mkdir -p "$OUT/bench"
-      b="$OUT/bench"
-      f16=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
-      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
-      nb() { local name=$1; shift; step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"; }
-      nb defaults-first -v "${f16[@]}"
-      nb defaults-1 "${f16[@]}"
-      nb defaults-2 "${f16[@]}"
-      nb best "${f16[@]}" "${best[@]}"
-      nb no-fused-conv "${f16[@]}" --fuse-conv-act false
-      nb caller-transfer "${f16[@]}" --caller-transfer-queue
-      nb serve "${f16[@]}" --serve
+      nb defaults-first -v "${f16_540[@]}"
+      nb defaults-1 "${f16_540[@]}"
+      nb defaults-2 "${f16_540[@]}"
+      nb best "${f16_540[@]}" "${best[@]}"
+      nb no-fused-conv "${f16_540[@]}" --fuse-conv-act false
+      nb caller-transfer "${f16_540[@]}" --caller-transfer-queue
+      nb serve "${f16_540[@]}" --serve
       nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       nb ttff-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       step startup-floor 240 python3 bench/startup_floor.py .gpu-bin/upscale-weights.npz --size 960x540 --runs 3 \
@@ -531,10 +547,7 @@ for what in "$@"; do
       nb fp32-file-1 --size 960x540 --frames 200
       nb fp32-file-2 --size 960x540 --frames 200
       nb fp32-file-1080p --size 1920x1080 --frames 100
-      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
-        --json "$b/torch-540p.json"
-      step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
-        --frames 100 --json "$b/torch-1080p.json"
+      torch_both "$b"
       # Where the fp32 file's 540p frame goes, kernel by kernel, as neural-frame runs it (its C
       # API in a profiled Python process; no CUDA graphs), with and without the fused convolutions.
       export PYTHONUNBUFFERED=1
@@ -542,7 +555,7 @@ for what in "$@"; do
         step "nf-profile-$fused" 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
           --fuse-conv-act "$fused" --json "$b/nf-profile-$fused.json"
       done
-      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
+      bench_tar
       ;;
     s6c)
       # torch.compile's kernels at 540p beside nf-profile's (bench/kernel_profile.py).
@@ -619,15 +632,10 @@ for what in "$@"; do
       # --share modes in the draw order before (--draw-order behind, without --validation; fdgap
       # compares every setting). About 200 s.
       nvrtc
-      mkdir -p "$OUT/bench"
-      b="$OUT/bench"
-      f16=(--model models/upscale-fp16.onnx --size 960x540 --frames 200)
-      best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host --spin-wait)
-      nb() { local name=$1; shift; step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"; }
-      nb defaults-first -v "${f16[@]}"
-      nb defaults-1 "${f16[@]}"
-      nb best "${f16[@]}" "${best[@]}"
-      nb serve "${f16[@]}" --serve
+      nb defaults-first -v "${f16_540[@]}"
+      nb defaults-1 "${f16_540[@]}"
+      nb best "${f16_540[@]}" "${best[@]}"
+      nb serve "${f16_540[@]}" --serve
       nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
       examples 3000
@@ -639,32 +647,23 @@ for what in "$@"; do
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       nb fp32-file-1 --size 960x540 --frames 200
       nb fp32-file-1080p --size 1920x1080 --frames 100
-      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
-        --json "$b/torch-540p.json"
-      step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
-        --frames 100 --json "$b/torch-1080p.json"
+      torch_both "$b"
       export PYTHONUNBUFFERED=1
       step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
         --fuse-conv-act default --json "$b/nf-profile-default.json"
-      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
+      bench_tar
       ;;
     quick23)
       # The model's speed alone, for a session too short for s7: the fp16 file at 540p and the fp32
       # file at 540p and 1080p, no tuning flags (torch.compile not run: no comparison in this group).
-      mkdir -p "$OUT/bench"
-      b="$OUT/bench"
-      nb() { local name=$1; shift; step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"; }
       nb defaults-1 --model models/upscale-fp16.onnx --size 960x540 --frames 200
       nb fp32-file-1 --size 960x540 --frames 200
       nb fp32-file-1080p --size 1920x1080 --frames 100
-      tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
+      bench_tar
       ;;
     torch)
       # The PyTorch side by side, on weights exported here (bench/torch_side.py export).
-      step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
-        --json "$OUT/torch-540p.json"
-      step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
-        --frames 100 --json "$OUT/torch-1080p.json"
+      torch_both "$OUT"
       ;;
   esac
 done

@@ -956,6 +956,8 @@ struct Ring {
     used: Vec<bool>,
     /// GPU mode: frame n+1 is drawn before frame n's copy out is queued (`--draw-order ahead`).
     draw_ahead: bool,
+    /// The picture every frame is drawn from: the renderer's image, its width and height.
+    picture: (vk::Image, u32, u32),
 }
 
 /// What the run measured.
@@ -1019,9 +1021,9 @@ fn wait_output_fence(
 /// the worker's "input consumed" of the frame that last read the input slot.
 fn draw(
     dev: &Device,
+    cdev: &ClientDevice,
     client: &mut Client,
     ring: &mut Ring,
-    picture: (vk::Image, u32, u32),
     n: u64,
     pending: &mut VecDeque<FrameId>,
     infer: &mut Vec<f64>,
@@ -1033,7 +1035,7 @@ fn draw(
     }
     let rendered = client.rendered_timeline().ok_or("GPU mode without a rendered timeline")?;
     let waits: Vec<WaitPoint> = ring.consumed[k].into_iter().collect();
-    record_input(dev, &dev.client_device(), ring.input_cmds[k], picture, client.input_slot(k), !waits.is_empty())?;
+    record_input(dev, cdev, ring.input_cmds[k], ring.picture, client.input_slot(k), !waits.is_empty())?;
     dev.submit(ring.input_cmds[k], &waits, &[(rendered, n)], vk::Fence::null())
 }
 
@@ -1043,7 +1045,6 @@ fn frames(
     dev: &Device,
     client: &mut Client,
     ring: &mut Ring,
-    picture: (vk::Image, u32, u32),
     shown: (&[vk::Buffer], u64),
     count: u64,
     pending: &mut VecDeque<FrameId>,
@@ -1062,14 +1063,14 @@ fn frames(
                 // (drawing may wait on the host for a slot's last copy out: the worker has frame n
                 // meanwhile), before frame n's copy out is queued.
                 if !ring.draw_ahead || n == 1 {
-                    draw(dev, client, ring, picture, n, pending, &mut infer)?;
+                    draw(dev, &cdev, client, ring, n, pending, &mut infer)?;
                 }
                 let frame = client.submit(k, k, n, 0)?;
                 pending.push_back(frame);
                 let points = client.enqueued(frame)?;
                 ring.consumed[k] = Some(points.input_consumed);
                 if ring.draw_ahead && n < count {
-                    draw(dev, client, ring, picture, n + 1, pending, &mut infer)?;
+                    draw(dev, &cdev, client, ring, n + 1, pending, &mut infer)?;
                 }
                 record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), shown)?;
                 dev.submit(ring.output_cmds[k], &[points.output_ready], &[], ring.fences[k])?;
@@ -1077,7 +1078,7 @@ fn frames(
                 collect_done(client, pending, &mut infer)?;
             }
             SyncMode::Host => {
-                record_input(dev, &cdev, ring.input_cmds[k], picture, client.input_slot(k), ring.used[k])?;
+                record_input(dev, &cdev, ring.input_cmds[k], ring.picture, client.input_slot(k), ring.used[k])?;
                 dev.submit(ring.input_cmds[k], &[], &[], ring.fences[k])?;
                 dev.wait_own(ring.fences[k])?;
                 let frame = client.submit(k, k, 0, 0)?;
@@ -1166,17 +1167,10 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
             consumed: vec![None; slots as usize],
             used: vec![false; slots as usize],
             draw_ahead,
+            picture: (image, picture.width, picture.height),
         };
         let mut pending = VecDeque::new();
-        let outcome = frames(
-            &dev,
-            &mut client,
-            &mut ring,
-            (image, picture.width, picture.height),
-            (&shown, bytes),
-            args.frames,
-            &mut pending,
-        );
+        let outcome = frames(&dev, &mut client, &mut ring, (&shown, bytes), args.frames, &mut pending);
         if outcome.is_err() {
             // Every worker value the queue waits for must become reachable before the device idles: the worker
             // finishes its frames, or the client gives it up (lost, timed out) and signals its copies of the
