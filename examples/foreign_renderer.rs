@@ -15,7 +15,7 @@
 //! context with that wait, and queues a copy of the result into device-local
 //! memory of its own (what a compositor would sample) that waits on the GPU for
 //! the frame's "output ready". It renders frame n+1 while frame n is inferred
-//! (queued before frame n's copy out: `--draw-order` below);
+//! (queued, and handed to the context, before frame n's copy out: `--draw-order` below);
 //! before drawing into an input image again it waits, on its GPU, for the
 //! context's "input consumed" of the frame that last read it. The host waits
 //! once, at the end. Nothing crosses PCIe per frame: frames/s times the frames
@@ -56,14 +56,19 @@
 //!   frames' "read back" submissions carry no commands, only their wait for
 //!   "output ready" and their signal, so the hand-over stays as it was.
 //! - `--draw-order ahead|behind`: `ahead` (default with a ring of 2 or more)
-//!   queues frame n+1's drawing before frame n's read back, as the bench does;
-//!   `behind` (the default with a ring of 1, where the drawing would overwrite
-//!   the input frame n has not read yet) queues it after, on the same queue,
-//!   behind the read back's wait for frame n's result: where a driver runs a
-//!   queue's submissions strictly in order (the suspicion on NVIDIA), frame n+1
-//!   then starts only once frame n and its copy out are done. No effect in
-//!   host-signalled mode, where the renderer's work completes on the host
-//!   before each submit.
+//!   queues frame n+1's drawing, and submits frame n+1 to the context, before
+//!   frame n's read back is queued; `behind` (the default with a ring of 1,
+//!   where the drawing would overwrite the input frame n has not read yet)
+//!   queues each frame's drawing and hand-over after the previous frame's read
+//!   back, on the same queue, behind that read back's wait for its result: on a
+//!   queue that runs its submissions in order (NVIDIA's), frame n+1 then starts
+//!   only once frame n and its copy out are done. With `--share device` the
+//!   context's own hand-over (a batch that waits for "rendered" and starts the
+//!   model) is on the renderer's queue too, so it also goes before frame n's read
+//!   back. On an H100, 600×400: `--share fd` 923 frames/s ahead against 771
+//!   behind; `--share device` 378 in both before the hand-over moved ahead of the
+//!   read back (bench/results/2026-12-05-h100-s8). No effect in host-signalled
+//!   mode, where the renderer's work completes on the host before each submit.
 //!
 //! Reading and writing the PNGs happen outside the timed frames.
 
@@ -391,12 +396,19 @@ fn main() -> Result<()> {
         let consumed_point = (earlier > 0).then_some((if a.share_fd { consumed } else { own_consumed }, earlier));
         r.submit_on(lane, &[ring.render[i]], consumed_point.as_slice(), &[(rendered, n)])
     };
+    // Queues frame n's read back behind its "output ready" (GPU sync) and signals "read back" = n.
+    // --readback last: the other frames' read-back submissions keep their waits and signals,
+    // without the copy.
+    let read_back = |n: u64, ready: &[(vk::Semaphore, u64)]| -> Result<()> {
+        let i = ((n - 1) % k as u64) as usize;
+        let read: &[vk::CommandBuffer] = if a.readback_every || n == a.frames { &ring.read[i..=i] } else { &[] };
+        r.submit_on(lane, read, ready, &[(read_done, n)])
+    };
+    // Ahead: frame n's read back, queued once frame n+1 is handed over (see below).
+    let mut deferred: Option<(u64, vk::Semaphore, u64)> = None;
     for n in 1..=a.frames {
         let i = ((n - 1) % k as u64) as usize;
         let (input, output) = ids[i];
-        // --readback last: the other frames' read-back submissions keep their waits and signals,
-        // without the copy.
-        let read: &[vk::CommandBuffer] = if a.readback_every || n == a.frames { &ring.read[i..=i] } else { &[] };
         match timelines {
             Some((rendered_id, read_id, consumed, ready)) => {
                 // Behind: frame n is drawn here, queued behind frame n-1's read back on the renderer's
@@ -419,7 +431,16 @@ fn main() -> Result<()> {
                 values[i] = ticket.value();
                 own_consumed = ticket.input_consumed().semaphore;
                 let ready_sem = if a.share_fd { ready } else { ticket.output_ready().semaphore };
-                r.submit_on(lane, read, &[(ready_sem, ticket.value())], &[(read_done, n)])?;
+                if a.draw_ahead {
+                    // Frame n-1's read back goes behind frame n's hand-over: on the renderer's device the
+                    // context's batch that hands frame n to CUDA is on the renderer's queue, and a queue
+                    // that runs in order would otherwise hold it until frame n-1 is done and read back.
+                    if let Some((m, sem, value)) = deferred.replace((n, ready_sem, ticket.value())) {
+                        read_back(m, &[(sem, value)])?;
+                    }
+                } else {
+                    read_back(n, &[(ready_sem, ticket.value())])?;
+                }
             }
             None => {
                 // Host-signalled: the renderer's work is complete before submit; completion is a host wait.
@@ -428,9 +449,12 @@ fn main() -> Result<()> {
                 let Submitted::Frame(ticket) = ctx.submit(Frame::new(input, output))? else { bail!("skipped") };
                 ctx.wait(&ticket)?;
                 values[i] = ticket.value();
-                r.submit_on(lane, read, &[], &[(read_done, n)])?;
+                read_back(n, &[])?;
             }
         }
+    }
+    if let Some((m, sem, value)) = deferred {
+        read_back(m, &[(sem, value)])?;
     }
     r.wait(read_done, a.frames)?;
     let secs = start.elapsed().as_secs_f64();
