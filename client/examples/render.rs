@@ -5,7 +5,7 @@
 //! neural-frame serve --socket /tmp/nf.sock --model models/upscale.onnx &
 //! cargo run --release -p neural-frame-client --example render -- \
 //!     --socket /tmp/nf.sock --input models/coffee.png --output out.png [--frames N] [--sync auto|host] [--slots N] \
-//!     [--timeout SECONDS]
+//!     [--timeout SECONDS] [--queue transfer|main]
 //! ```
 //!
 //! It creates its own Vulkan instance and device (as any renderer would), puts
@@ -26,6 +26,14 @@
 //!   more slots): the copy out waits for frame n's result, and a queue that runs
 //!   its submissions in order would otherwise hold frame n+1 back until frame n
 //!   is done (`--draw-order behind`, the order before).
+//! - **The renderer's queue**: all of its commands (the picture's upload, the
+//!   copies in and out, the PNG's read-back) go on one queue. `--queue transfer`
+//!   (the default) takes it from a transfer-only family (TRANSFER without GRAPHICS
+//!   or COMPUTE: NVIDIA's copy engines) where the device has one, else from a
+//!   graphics or compute family (`--queue main` always). A graphics queue's work
+//!   is time-sliced with the worker's CUDA work: on an H100 at 600×400 its copies
+//!   there ran 519 frames/s against 928 for the worker's ring alone
+//!   (bench/results/2026-12-05-h100-s8).
 //! - **Host mode** (`--sync host`, or a driver without semaphore fds such as
 //!   Mesa's lavapipe): the renderer waits for its own copy, submits, and waits
 //!   for the worker's `Done` on the host.
@@ -55,7 +63,7 @@ type Result<T, E = BoxError> = std::result::Result<T, E>;
 
 const USAGE: &str = "\
 usage: render --socket PATH --input IN.png --output OUT.png [--frames N] [--sync auto|host] [--slots N]
-              [--timeout SECONDS] [--draw-order ahead|behind]
+              [--timeout SECONDS] [--draw-order ahead|behind] [--queue transfer|main]
 
   --socket PATH    the worker's socket (default: $XDG_RUNTIME_DIR/neural-frame.sock)
   --input IN.png   the picture to render (8-bit RGB or RGBA)
@@ -70,6 +78,9 @@ usage: render --socket PATH --input IN.png --output OUT.png [--frames N] [--sync
                    waits on the GPU for frame n's result; behind: after it, so that on a queue that
                    runs its submissions in order frame n+1 reaches the worker only once frame n is
                    done and copied out (default ahead with 2 or more slots, else behind)
+  --queue Q        transfer: the renderer's commands on a queue of a transfer-only family where the
+                   device has one (its copy engines, beside the worker's CUDA work), else main;
+                   main: on a graphics or compute family (default transfer)
 
 NEURAL_FRAME_VALIDATION=1 enables the Khronos validation layer where it is installed.";
 
@@ -87,6 +98,8 @@ struct Args {
     timeout: Duration,
     /// `--draw-order`: `Some(true)` ahead, `Some(false)` behind, `None` the default.
     draw_ahead: Option<bool>,
+    /// `--queue transfer` (the default): a transfer-only family where the device has one.
+    transfer_queue: bool,
 }
 
 /// Why the command line was not taken.
@@ -106,11 +119,22 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
     let mut slots = 3u16;
     let mut timeout = Duration::from_secs(60);
     let mut draw_ahead = None;
+    let mut transfer_queue = true;
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Err(ArgsError::Help);
         }
-        let known = ["--socket", "--input", "--output", "--frames", "--sync", "--slots", "--timeout", "--draw-order"];
+        let known = [
+            "--socket",
+            "--input",
+            "--output",
+            "--frames",
+            "--sync",
+            "--slots",
+            "--timeout",
+            "--draw-order",
+            "--queue",
+        ];
         if !known.contains(&flag.as_str()) {
             return Err(ArgsError::Bad(format!("unknown argument `{flag}`")));
         }
@@ -157,6 +181,13 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
                     }
                 }
             }
+            "--queue" => {
+                transfer_queue = match value.as_str() {
+                    "transfer" => true,
+                    "main" => false,
+                    _ => return Err(ArgsError::Bad(format!("--queue takes `transfer` or `main`, not `{value}`"))),
+                }
+            }
             _ => return Err(ArgsError::Bad(format!("unknown argument `{flag}`"))),
         }
     }
@@ -176,6 +207,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
         slots,
         timeout,
         draw_ahead,
+        transfer_queue,
     })
 }
 
@@ -341,6 +373,8 @@ struct Device {
     physical: vk::PhysicalDevice,
     device: ash::Device,
     family: u32,
+    /// Whether `family` is transfer-only (TRANSFER without GRAPHICS or COMPUTE).
+    transfer_only: bool,
     queue: vk::Queue,
     external_semaphore_fd: bool,
     memory_properties: vk::PhysicalDeviceMemoryProperties,
@@ -362,8 +396,10 @@ impl Device {
     /// A device on the first physical device with a queue family that can do
     /// graphics or compute (and so transfers), with VK_KHR_external_memory_fd,
     /// VK_KHR_external_semaphore_fd where offered, and timeline semaphores
-    /// where supported.
-    fn new(instance: &Instance) -> Result<Device> {
+    /// where supported. Its one queue: with `prefer_transfer`, of a
+    /// transfer-only family where the device has one, else of that graphics or
+    /// compute family.
+    fn new(instance: &Instance, prefer_transfer: bool) -> Result<Device> {
         let vki = &instance.instance;
         // SAFETY: the instance is live.
         let physicals = unsafe { vki.enumerate_physical_devices() }.map_err(vk_err("vkEnumeratePhysicalDevices"))?;
@@ -380,6 +416,17 @@ impl Device {
                     .map(|i| (p, i as u32))
             })
             .ok_or("no Vulkan device has a queue family for graphics or compute (is a Vulkan driver installed?)")?;
+        // SAFETY: `physical` is a physical device of this instance.
+        let families = unsafe { vki.get_physical_device_queue_family_properties(physical) };
+        let transfer_family = families.iter().position(|f| {
+            f.queue_flags.contains(vk::QueueFlags::TRANSFER)
+                && !f.queue_flags.intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+                && f.queue_count > 0
+        });
+        let (family, transfer_only) = match transfer_family {
+            Some(t) if prefer_transfer => (t as u32, true),
+            _ => (family, false),
+        };
         // SAFETY: `physical` is a physical device of this instance.
         let properties = unsafe { vki.get_physical_device_properties(physical) };
         let name = properties.device_name_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -443,6 +490,7 @@ impl Device {
             physical,
             device,
             family,
+            transfer_only,
             queue,
             external_semaphore_fd,
             memory_properties,
@@ -1109,7 +1157,7 @@ fn frames(
 
 fn run(instance: &Instance, args: &Args) -> Result<()> {
     let picture = load_png(&args.input)?;
-    let mut dev = Device::new(instance)?;
+    let mut dev = Device::new(instance, args.transfer_queue)?;
     let image = upload(&mut dev, &picture)?;
 
     let mut options = Options::new(&args.socket, picture.width, picture.height, vk::Format::R8G8B8A8_UNORM);
@@ -1132,6 +1180,12 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
         vk::Format::from_raw(out.format as i32),
         out.row_pitch,
         dev.name
+    );
+    println!(
+        "render: its commands on a queue of family {} ({}{})",
+        dev.family,
+        if dev.transfer_only { "transfer-only" } else { "graphics or compute" },
+        if args.transfer_queue && !dev.transfer_only { "; the device has no transfer-only family" } else { "" }
     );
 
     let slots = args.slots as u32;
