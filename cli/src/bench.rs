@@ -643,7 +643,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
                 String::new()
             };
             let fallback = if *transfer_queue_asked && *renderer_queue != "transfer" {
-                " (--caller-transfer-queue: no transfer-only queue family here)"
+                " (no transfer-only queue family here)"
             } else {
                 ""
             };

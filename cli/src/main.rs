@@ -88,6 +88,13 @@ enum PassesArg {
     Cuda,
 }
 
+/// `bench --caller-queue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CallerQueueArg {
+    Transfer,
+    Main,
+}
+
 /// Options shared by `run` and `bench`.
 #[derive(Args, Clone)]
 struct ModelArgs {
@@ -534,11 +541,15 @@ enum Command {
         /// cost of its submissions beside CUDA, against the same ring with its work).
         #[arg(long)]
         caller_no_copies: bool,
-        /// `caller frames`: the renderer records and submits its per-frame work (copies, or with
-        /// `--caller-no-copies` its bare semaphore submissions) on a queue of a transfer-only family
-        /// (the copy engines, beside CUDA's compute), where the device has one; else on its main
-        /// queue, said so. The report names the queue used.
-        #[arg(long)]
+        /// `caller frames`: the renderer's queue for its per-frame work (copies, or with
+        /// `--caller-no-copies` its bare semaphore submissions). `transfer`: a queue of a
+        /// transfer-only family (the copy engines, beside CUDA's compute) where the device has one,
+        /// else its main queue, said so; `main`: its graphics (or compute) queue, whose work is
+        /// time-sliced with CUDA's. The report names the queue used.
+        #[arg(long, value_enum, default_value_t = CallerQueueArg::Transfer)]
+        caller_queue: CallerQueueArg,
+        /// The same as `--caller-queue transfer`, the default (kept for earlier scripts).
+        #[arg(long, hide = true, conflicts_with = "caller_queue")]
         caller_transfer_queue: bool,
         /// Measure `neural-frame serve` instead: the same frames in this process and
         /// through a worker process, from a renderer's device of this process (per-frame
@@ -763,6 +774,7 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             host_naive,
             diagnose,
             caller_no_copies,
+            caller_queue,
             caller_transfer_queue,
             serve,
             json_file,
@@ -784,7 +796,8 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             }
             #[cfg(not(feature = "diagnostics"))]
             {
-                let _ = (devices, host_naive, diagnose, caller_no_copies, caller_transfer_queue, json_file);
+                let _ =
+                    (devices, host_naive, diagnose, caller_no_copies, caller_queue, caller_transfer_queue, json_file);
                 anyhow::bail!(
                     "this neural-frame was built without its `diagnostics` feature, which `bench` needs (its probes): \
                      rebuild with the default features, or run `bench --serve`"
@@ -802,7 +815,7 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
                     host_naive,
                     diagnose,
                     caller_no_copies,
-                    caller_transfer_queue,
+                    caller_transfer_queue: caller_transfer_queue || caller_queue == CallerQueueArg::Transfer,
                 };
                 if let Some(list) = devices {
                     let selectors = if list == "all" {
