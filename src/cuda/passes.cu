@@ -461,6 +461,57 @@ __device__ __forceinline__ float shuffle_load(u64 data, u32 element, u64 e) {
     return reinterpret_cast<const float*>(data)[e];
 }
 
+// Eight halves from a 16-byte aligned address, as floats, into v[0..8].
+__device__ __forceinline__ void load8_half(u64 data, u64 e, float* v) {
+    uint4 q = *reinterpret_cast<const uint4*>(reinterpret_cast<const u16*>(data) + e);
+    u32 w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (u32 k = 0u; k < 4u; k++) {
+        v[2u * k] = half_to_float((u16)(w[k] & 0xffffu));
+        v[2u * k + 1u] = half_to_float((u16)(w[k] >> 16));
+    }
+}
+
+// The common case, the tail of an ×4 upscaler: fp16, CRD, 4 × 4 blocks, every pointer
+// 16-byte aligned. The thread's 16 values are contiguous (two 16-byte loads of x, and of y
+// and the bias where given) and each row of its block is 4 contiguous halves (one 8-byte
+// store); the sums are the general loop's, in its order, so the results are the same bits.
+__device__ __forceinline__ void depth_to_space_f16_crd4(const ShuffleParams& p, u64 src, u64 dst, u64 ow, u32 ch,
+                                                        bool has_u, float u) {
+    float v[16];
+    float t[16];
+    load8_half(p.x, src + ch * 16u, v);
+    load8_half(p.x, src + ch * 16u + 8u, v + 8);
+    if (p.y != 0ull) {
+        load8_half(p.y, src + ch * 16u, t);
+        load8_half(p.y, src + ch * 16u + 8u, t + 8);
+#pragma unroll
+        for (u32 k = 0u; k < 16u; k++) {
+            v[k] += t[k];
+        }
+    }
+    if (p.bias != 0ull) {
+        load8_half(p.bias, ch * 16u, t);
+        load8_half(p.bias, ch * 16u + 8u, t + 8);
+#pragma unroll
+        for (u32 k = 0u; k < 16u; k++) {
+            v[k] += t[k];
+        }
+    }
+#pragma unroll
+    for (u32 i = 0u; i < 4u; i++) {
+        float r[4];
+#pragma unroll
+        for (u32 j = 0u; j < 4u; j++) {
+            r[j] = has_u ? v[i * 4u + j] + u : v[i * 4u + j];
+        }
+        uint2 q;
+        q.x = (u32)float_to_half(r[0]) | ((u32)float_to_half(r[1]) << 16);
+        q.y = (u32)float_to_half(r[2]) | ((u32)float_to_half(r[3]) << 16);
+        *reinterpret_cast<uint2*>(reinterpret_cast<u16*>(p.out) + dst + (u64)i * ow) = q;
+    }
+}
+
 // One thread a source pixel and output channel (w fastest, so that a warp writes along
 // rows): it reads that channel's b² values and writes its b × b block. The launcher keeps
 // n·c·h·w below 2³² (the index arithmetic is 32-bit; offsets are 64-bit).
@@ -470,6 +521,8 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
     const u64 cin = (u64)p.c * b * b;
     const u64 ow = (u64)p.w * b;
     const u64 oh = (u64)p.h * b;
+    const bool fast = p.element == ELEMENT_F16 && p.crd != 0u && b == 4u &&
+                      ((p.x | p.y | p.bias | p.out) & 15ull) == 0ull;
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         u32 wi = t % p.w;
         u32 r = t / p.w;
@@ -484,6 +537,10 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
         bool has_u = p.up != 0ull;
         if (has_u) {
             u = shuffle_load(p.up, p.element, (((u64)ni * p.c + ch) * p.h + hi) * p.w + wi);
+        }
+        if (fast) {
+            depth_to_space_f16_crd4(p, src, dst, ow, ch, has_u, u);
+            continue;
         }
         for (u32 i = 0u; i < b; i++) {
             for (u32 j = 0u; j < b; j++) {

@@ -398,6 +398,10 @@ mod gpu_tests {
             (3, "DCR", Optional { bias: false, ..ALL }, data_type::FLOAT),
             (2, "DCR", Optional { z: false, up: false, ..ALL }, data_type::FLOAT16),
             (4, "CRD", Optional { z: false, bias: false, up: false }, data_type::FLOAT),
+            // The kernel's vectorised path (fp16, CRD, ×4): the upscaler's tail (bias and the
+            // upsampled input), and x alone.
+            (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16),
+            (4, "CRD", Optional { z: false, bias: false, up: false }, data_type::FLOAT16),
         ] {
             let what = format!("×{block} {mode}, {with:?}, element {elem}");
             let bytes = op_alone(block, mode, with, elem);
