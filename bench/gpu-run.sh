@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -40,12 +40,17 @@ examples() {
       --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames "$frames" --compare \
       --validation
   done
+  NEURAL_FRAME_VALIDATION=1 serve_render "serve-render$tag" "$frames"
+}
+# serve_render NAME FRAMES [ARGS...]: the client's render example through a worker of its own.
+serve_render() {
+  local name=$1 frames=$2; shift 2
   sock="$OUT/serve.sock"
   .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
   worker=$!
   for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
-  NEURAL_FRAME_VALIDATION=1 step "serve-render$tag" 120 .gpu-bin/render --socket "$sock" \
-    --input models/coffee.png --output "$OUT/served.png" --frames "$frames"
+  step "$name" 120 .gpu-bin/render --socket "$sock" --input models/coffee.png --output "$OUT/served.png" \
+    --frames "$frames" "$@"
   kill "$worker"; wait "$worker"
   cat "$OUT/serve-worker.log" | tee -a "$log"
 }
@@ -266,9 +271,9 @@ for what in "$@"; do
         --json-file "$b/caller-no-copies.json"
       # The renderer's per-frame work on a transfer-only queue (the copy engines) instead of its
       # graphics queue: does its Vulkan work stop costing the model time?
-      step caller-transfer 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-transfer-queue \
+      step caller-transfer 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-queue transfer \
         --json-file "$b/caller-transfer.json"
-      step caller-transfer-no-copies 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-transfer-queue \
+      step caller-transfer-no-copies 240 .gpu-bin/neural-frame bench "${f16[@]}" --caller-queue transfer \
         --caller-no-copies --json-file "$b/caller-transfer-no-copies.json"
       step defaults-fp32 240 .gpu-bin/neural-frame bench --size 960x540 --frames 200 --json-file "$b/defaults-fp32.json"
       step serve-defaults 240 .gpu-bin/neural-frame bench --serve "${f16[@]}" --json-file "$b/serve-defaults.json"
@@ -535,7 +540,7 @@ for what in "$@"; do
       nb defaults-2 "${f16_540[@]}"
       nb best "${f16_540[@]}" "${best[@]}"
       nb no-fused-conv "${f16_540[@]}" --fuse-conv-act false
-      nb caller-transfer "${f16_540[@]}" --caller-transfer-queue
+      nb caller-transfer "${f16_540[@]}" --caller-queue transfer
       nb serve "${f16_540[@]}" --serve
       nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       nb ttff-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
@@ -605,7 +610,7 @@ for what in "$@"; do
       cat "$g/serve-worker.log" | tee -a "$log"
       fr fd-defaults-again --share fd
       step fdgap-caller-transfer-600x400 120 .gpu-bin/neural-frame bench "${f16[@]}" --size 600x400 --frames 1000 \
-        --caller-transfer-queue --json-file "$g/caller-transfer-600x400.json"
+        --caller-queue transfer --json-file "$g/caller-transfer-600x400.json"
       # One line per result: the example's frames/s, settings and comparison; the benches' pipelined
       # and caller frames rows.
       summary=$(name=""; while IFS= read -r line; do
@@ -644,6 +649,39 @@ for what in "$@"; do
           --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
           --draw-order behind
       done
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      nb fp32-file-1 --size 960x540 --frames 200
+      nb fp32-file-1080p --size 1920x1080 --frames 100
+      torch_both "$b"
+      export PYTHONUNBUFFERED=1
+      step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
+        --fuse-conv-act default --json "$b/nf-profile-default.json"
+      bench_tar
+      ;;
+    s8)
+      # s7 for the closing session: the fp16 file at 540p with no tuning flags (twice after the first
+      # process, and the first frame twice), the best options forced, serve, caller frames on the
+      # renderer's graphics queue (--caller-queue main: the time-slicing the default transfer queue
+      # avoids), the examples at 600×400 beside the in-process ring (with validation), in the draw
+      # order before and, for render, on its main queue; the quick start, the fp32 file at 540p and
+      # 1080p, torch.compile at both, the kernel profile with the defaults. About 230 s.
+      nvrtc
+      nb defaults-first -v "${f16_540[@]}"
+      nb defaults-1 "${f16_540[@]}"
+      nb defaults-2 "${f16_540[@]}"
+      nb best "${f16_540[@]}" "${best[@]}"
+      nb serve "${f16_540[@]}" --serve
+      nb caller-main "${f16_540[@]}" --caller-queue main
+      nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      nb ttff-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
+      examples 3000
+      for share in fd device; do
+        step "example-$share-behind" 60 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
+          --draw-order behind
+      done
+      serve_render serve-render-main 3000 --queue main
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       nb fp32-file-1 --size 960x540 --frames 200
       nb fp32-file-1080p --size 1920x1080 --frames 100
