@@ -674,6 +674,16 @@ for what in "$@"; do
       nb caller-main "${f16_540[@]}" --caller-queue main
       nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       nb ttff-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      # The first frame while another process holds the GPU open (a CUDA context of PyTorch's), as
+      # the persistence daemon or a running renderer would: what driver start-up costs the first frame.
+      step persistence 20 nvidia-smi --query-gpu=persistence_mode --format=csv
+      python3 -c 'import time, torch; torch.zeros(1, device="cuda"); print("holder: CUDA up", flush=True); time.sleep(90)' \
+        >"$OUT/holder.log" 2>&1 &
+      holder=$!
+      for _ in $(seq 300); do grep -q 'CUDA up' "$OUT/holder.log" 2>/dev/null && break; sleep 0.1; done
+      nb ttff-held-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      nb ttff-held-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      kill "$holder"; wait "$holder"; cat "$OUT/holder.log" | tee -a "$log"; rm -f "$OUT/holder.log"
       nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
       examples 3000
       for share in fd device; do
