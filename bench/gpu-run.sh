@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -42,11 +42,15 @@ examples() {
   done
   NEURAL_FRAME_VALIDATION=1 serve_render "serve-render$tag" "$frames"
 }
-# serve_render NAME FRAMES [ARGS...]: the client's render example through a worker of its own.
+# serve_render NAME FRAMES [ARGS...]: the client's render example through a worker of its own
+# (WORKER_ARGS: more arguments for the worker).
 serve_render() {
   local name=$1 frames=$2; shift 2
   sock="$OUT/serve.sock"
-  .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx >"$OUT/serve-worker.log" 2>&1 &
+  rm -f "$sock"
+  # shellcheck disable=SC2086
+  .gpu-bin/neural-frame serve --socket "$sock" --model models/upscale-fp16.onnx ${WORKER_ARGS:-} \
+    >"$OUT/serve-worker.log" 2>&1 &
   worker=$!
   for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
   step "$name" 120 .gpu-bin/render --socket "$sock" --input models/coffee.png --output "$OUT/served.png" \
@@ -699,6 +703,18 @@ for what in "$@"; do
       export PYTHONUNBUFFERED=1
       step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
         --fuse-conv-act default --json "$b/nf-profile-default.json"
+      bench_tar
+      ;;
+    render9)
+      # Where render's last 9 % against the in-process ring goes (2026-12-05-h100-s8 run 2: 861 of
+      # 949 frames/s at 600×400): the in-process ring again, render as before, then deeper rings
+      # on the client and the worker, and render on its main queue beside them. About 40 s.
+      nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
+      nb in-process-600x400-6 --model models/upscale-fp16.onnx --size 600x400 --frames 1000 --slots 6
+      serve_render render-3 3000
+      WORKER_ARGS="--slots 6" serve_render render-6 3000 --slots 6
+      WORKER_ARGS="--slots 8" serve_render render-8 3000 --slots 8
+      serve_render render-3-behind 3000 --draw-order behind
       bench_tar
       ;;
     quick23)
