@@ -65,9 +65,10 @@
 //!   only once frame n and its copy out are done. With `--share device` the
 //!   context's own hand-over (a batch that waits for "rendered" and starts the
 //!   model) is on the renderer's queue too, so it also goes before frame n's read
-//!   back. On an H100, 600×400: `--share fd` 923 frames/s ahead against 771
-//!   behind; `--share device` 378 in both before the hand-over moved ahead of the
-//!   read back (bench/results/2026-12-05-h100-s8). No effect in host-signalled
+//!   back. On an H100, 600×400: `--share fd` 943 frames/s ahead against 786
+//!   behind; `--share device` 697 ahead against 378 behind, where the rest is its
+//!   graphics queue, time-sliced with CUDA (bench/results/2026-12-05-h100-s8,
+//!   run 2; the in-process ring: 949). No effect in host-signalled
 //!   mode, where the renderer's work completes on the host before each submit.
 //!
 //! Reading and writing the PNGs happen outside the timed frames.
