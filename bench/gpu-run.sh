@@ -73,6 +73,26 @@ nb() {
 bench_tar() {
   tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
 }
+# s7's and s8's foreign_renderer in both --share modes in the draw order before (no --validation).
+examples_behind() {
+  for share in fd device; do
+    step "example-$share-behind" 60 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+      --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
+      --draw-order behind
+  done
+}
+# s7's and s8's last steps: the quick start, the fp32 file at 540p and 1080p, torch.compile at
+# both, the kernel profile with the defaults; then the bench folder is packed.
+model_steps() {
+  step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+  nb fp32-file-1 --size 960x540 --frames 200
+  nb fp32-file-1080p --size 1920x1080 --frames 100
+  torch_both "$b"
+  export PYTHONUNBUFFERED=1
+  step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
+    --fuse-conv-act default --json "$b/nf-profile-default.json"
+  bench_tar
+}
 torch_both() {
   step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
     --json "$1/torch-540p.json"
@@ -648,19 +668,8 @@ for what in "$@"; do
       nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
       examples 3000
-      for share in fd device; do
-        step "example-$share-behind" 60 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
-          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
-          --draw-order behind
-      done
-      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
-      nb fp32-file-1 --size 960x540 --frames 200
-      nb fp32-file-1080p --size 1920x1080 --frames 100
-      torch_both "$b"
-      export PYTHONUNBUFFERED=1
-      step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
-        --fuse-conv-act default --json "$b/nf-profile-default.json"
-      bench_tar
+      examples_behind
+      model_steps
       ;;
     s8)
       # s7 for the closing session: the fp16 file at 540p with no tuning flags (twice after the first
@@ -690,20 +699,9 @@ for what in "$@"; do
       kill "$holder"; wait "$holder"; cat "$OUT/holder.log" | tee -a "$log"; rm -f "$OUT/holder.log"
       nb in-process-600x400 --model models/upscale-fp16.onnx --size 600x400 --frames 1000
       examples 3000
-      for share in fd device; do
-        step "example-$share-behind" 60 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
-          --input models/coffee.png --output "$OUT/foreign-$share.png" --share "$share" --frames 3000 --compare \
-          --draw-order behind
-      done
+      examples_behind
       serve_render serve-render-main 3000 --queue main
-      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
-      nb fp32-file-1 --size 960x540 --frames 200
-      nb fp32-file-1080p --size 1920x1080 --frames 100
-      torch_both "$b"
-      export PYTHONUNBUFFERED=1
-      step nf-profile-default 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
-        --fuse-conv-act default --json "$b/nf-profile-default.json"
-      bench_tar
+      model_steps
       ;;
     render9)
       # Where render's last 9 % against the in-process ring goes (2026-12-05-h100-s8 run 2: 861 of

@@ -457,4 +457,4 @@ pub(crate) fn fused_model(model: &std::path::Path) -> Result<Option<(std::path::
 
 #[cfg(test)]
 #[path = "convact_tests.rs"]
-mod tests;
+pub(crate) mod tests;

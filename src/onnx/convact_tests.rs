@@ -9,20 +9,29 @@ use crate::onnx::fp16::tests::{differences, model, node, pattern_inputs, run, te
 use crate::onnx::proto::{TensorProto, data_type};
 
 /// §4 of issue 23: a float32 rewrite is within 1e-4 of the original.
-const FP32_MAX_ERR: f32 = 1e-4;
+pub(crate) const FP32_MAX_ERR: f32 = 1e-4;
 /// §4 of issue 23: a float16 one keeps PSNR ≥ 50 dB (here on the values, peak 1).
-const FP16_MIN_PSNR: f64 = 50.0;
+pub(crate) const FP16_MIN_PSNR: f64 = 50.0;
 
 fn read(path: &str) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The original and the rewrite on the same pattern: (name, PSNR, max error) per output.
-fn compare(original: &[u8], rewritten: &[u8], sizes: &[i64]) -> Vec<(String, f64, f32)> {
+pub(crate) fn compare(original: &[u8], rewritten: &[u8], sizes: &[i64]) -> Vec<(String, f64, f32)> {
     let inputs = pattern_inputs(original, sizes);
     let expected = run(original, &inputs).expect("the original runs");
     let got = run(rewritten, &inputs).unwrap_or_else(|e| panic!("the rewrite does not run: {e}"));
     differences(&expected, &got)
+}
+
+/// The rewrite within [`FP32_MAX_ERR`] of the original at each input size.
+pub(crate) fn assert_exact(what: &str, original: &[u8], rewritten: &[u8], sizes: &[[i64; 4]]) {
+    for size in sizes {
+        let d = compare(original, rewritten, size);
+        eprintln!("{what} {size:?}: {d:?}");
+        assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
+    }
 }
 
 fn ops(bytes: &[u8]) -> Vec<String> {
@@ -191,11 +200,7 @@ fn every_activation_stride_padding_and_dilation_fuses_exactly() {
         if what.starts_with("an RGB") {
             assert!(r.skipped.iter().any(|s| s.contains("3 output channels, not a multiple of 8")), "{:?}", r.skipped);
         }
-        for size in [[1, 3, 17, 23], [1, 3, 8, 9]] {
-            let d = compare(&original, &r.bytes, &size);
-            eprintln!("{what} {size:?}: {d:?}");
-            assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
-        }
+        assert_exact(what, &original, &r.bytes, &[[1, 3, 17, 23], [1, 3, 8, 9]]);
     }
 }
 
@@ -327,9 +332,5 @@ fn two_upscaling_stages_fuse_exactly() {
     let original = model(graph, 17);
     let r = fuse_conv_act(&original).expect("rewrites");
     assert!(r.changes[0].starts_with("2 convolutions"), "{:?}", r.changes);
-    for size in [[1, 8, 5, 6], [1, 8, 9, 4]] {
-        let d = compare(&original, &r.bytes, &size);
-        eprintln!("two stages {size:?}: {d:?}");
-        assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{size:?}: {d:?}");
-    }
+    assert_exact("two stages", &original, &r.bytes, &[[1, 8, 5, 6], [1, 8, 9, 4]]);
 }

@@ -6,21 +6,10 @@ use prost::Message;
 
 use super::*;
 use crate::onnx::convact::fuse_conv_act;
-use crate::onnx::fp16::tests::{differences, model, node, pattern_inputs, run, tensor_vi};
+use crate::onnx::convact::tests::{FP16_MIN_PSNR, FP32_MAX_ERR, assert_exact, compare};
+use crate::onnx::fp16::tests::{model, node, pattern_inputs, run, tensor_vi};
 use crate::onnx::proto::{OperatorSetIdProto, TensorProto, data_type};
 use crate::onnx::shuffle_op::{Addends, Attrs, depth_to_space_reference};
-
-/// §4 of issue 23: a float32 rewrite is within 1e-4 of the original.
-const FP32_MAX_ERR: f32 = 1e-4;
-/// §4 of issue 23: a float16 one keeps PSNR ≥ 50 dB (here on the values, peak 1).
-const FP16_MIN_PSNR: f64 = 50.0;
-
-fn compare(original: &[u8], rewritten: &[u8], sizes: &[i64]) -> Vec<(String, f64, f32)> {
-    let inputs = pattern_inputs(original, sizes);
-    let expected = run(original, &inputs).expect("the original runs");
-    let got = run(rewritten, &inputs).unwrap_or_else(|e| panic!("the rewrite does not run: {e}"));
-    differences(&expected, &got)
-}
 
 fn nodes(bytes: &[u8]) -> Vec<NodeProto> {
     ModelProto::decode(bytes).expect("decodes").graph.expect("graph").node
@@ -124,11 +113,7 @@ fn a_folded_upsample_skip_is_read_as_it_is() {
         assert_eq!(count(&tails.bytes, "Conv"), count(&fused.bytes, "Conv") - 1, "{what}");
         let op = nodes(&tails.bytes).into_iter().find(|n| n.op() == OP && n.domain.as_deref() == Some(DOMAIN));
         assert_eq!(op.expect("the node").input.last().map(String::as_str), Some("x"), "{what}");
-        for size in [[1, 3, 13, 17], [1, 3, 6, 5]] {
-            let d = compare(&original, &tails.bytes, &size);
-            eprintln!("{what} {size:?}: {d:?}");
-            assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
-        }
+        assert_exact(&what, &original, &tails.bytes, &[[1, 3, 13, 17], [1, 3, 6, 5]]);
     }
 }
 
@@ -184,11 +169,7 @@ fn tails_with_and_without_their_add_go_nhwc_exactly() {
         let expected =
             count(&fused.bytes, "Transpose") - usize::from(aligned) + usize::from(skip) + usize::from(!aligned);
         assert_eq!(count(&tails.bytes, "Transpose"), expected, "{what}");
-        for size in [[1, 3, 13, 17], [1, 3, 6, 5]] {
-            let d = compare(&original, &tails.bytes, &size);
-            eprintln!("{what} {size:?}: {d:?}");
-            assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
-        }
+        assert_exact(&what, &original, &tails.bytes, &[[1, 3, 13, 17], [1, 3, 6, 5]]);
     }
 }
 
@@ -342,7 +323,7 @@ mod gpu_tests {
     use ort::session::Session;
 
     use super::*;
-    use crate::onnx::fp16::tests::run_in;
+    use crate::onnx::fp16::tests::{differences, run_in};
 
     /// Held by each GPU test: they count the CUDA kernel's runs, which are process-wide.
     fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
@@ -520,11 +501,7 @@ fn tails_of_unusual_shapes_stay_exact() {
         if let Some(folded) = add_folded {
             assert_eq!(count(&tails.bytes, "Add"), usize::from(!folded), "{what}: {:?}", tails.changes);
         }
-        for size in [[1, 8, 5, 6], [1, 8, 4, 7]] {
-            let d = compare(&original, &tails.bytes, &size);
-            eprintln!("{what} {size:?}: {d:?}");
-            assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{what} {size:?}: {d:?}");
-        }
+        assert_exact(what, &original, &tails.bytes, &[[1, 8, 5, 6], [1, 8, 4, 7]]);
     }
 }
 
