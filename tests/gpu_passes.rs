@@ -72,7 +72,14 @@ fn channels(format: vk::Format, bytes: &[u8]) -> Vec<f32> {
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn cuda_passes_equal_vulkan_passes_for_every_format() {
     gpu();
-    let (w, h) = (45, 29);
+    // 46 wide: the fp16 model's output rows are a multiple of 4 pixels, which the CUDA post
+    // pass converts four pixels a thread (nf_post_image4); 45: one a thread.
+    for (w, h) in [(45, 29), (46, 29)] {
+        passes_equal_for_every_format(w, h);
+    }
+}
+
+fn passes_equal_for_every_format(w: u32, h: u32) {
     let inputs = [
         vk::Format::R8G8B8A8_UNORM,
         vk::Format::R8G8B8A8_SRGB,
@@ -130,12 +137,12 @@ fn cuda_passes_equal_vulkan_passes_for_every_format() {
                     .fold((0f32, 1f32), |w, (d, l)| if d / l > w.0 / w.1 { (d, l) } else { w });
                 assert!(
                     worst.0 <= worst.1,
-                    "{model} {in_format:?} → {out_format:?}: CUDA passes differ from Vulkan passes by {} (allowed {})",
+                    "{model} {w}×{h} {in_format:?} → {out_format:?}: CUDA passes differ from Vulkan passes by {} (allowed {})",
                     worst.0,
                     worst.1
                 );
                 let worst = worst.0;
-                println!("{model} {in_format:?} → {out_format:?}: CUDA and Vulkan passes within {worst:.2e}");
+                println!("{model} {w}×{h} {in_format:?} → {out_format:?}: CUDA and Vulkan passes within {worst:.2e}");
             }
         }
     }
@@ -219,18 +226,21 @@ fn cuda_passes_run_tiles_and_extra_inputs_as_the_vulkan_passes_do() {
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn cuda_passes_tell_opaque_frames_from_translucent_ones() {
     gpu();
-    let (w, h) = (45, 29);
+    // The fp16 model 46 wide: its output rows are a multiple of 4 pixels (nf_post_image4 untiled).
+    for (model, w) in [("models/test/tiny-x2-f32.onnx", 45), ("models/test/tiny-x2-f16.onnx", 46)] {
+        opaque_and_translucent(model, w, 29);
+    }
+}
+
+fn opaque_and_translucent(model: &str, w: u32, h: u32) {
     let opaque: Vec<u8> = picture(w, h, 5).chunks(4).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
     let mut one_hole = opaque.clone();
     let hole = ((h / 2) * w + w / 3) as usize;
     one_hole[4 * hole + 3] = 0;
     for tiling in [None, Some(Tiling::new(24, 16, 2).expect("tiling"))] {
         let run = |cuda: bool| {
-            let mut b = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
-                .backend(Backend::Cuda)
-                .frame_size(w, h)
-                .slots(1)
-                .cuda_passes(cuda);
+            let mut b =
+                NeuralFrameContext::builder(model).backend(Backend::Cuda).frame_size(w, h).slots(1).cuda_passes(cuda);
             if let Some(t) = tiling {
                 b = b.tiling(t);
             }
@@ -252,14 +262,17 @@ fn cuda_passes_tell_opaque_frames_from_translucent_ones() {
         let (cuda, vulkan) = (run(true), run(false));
         for (k, (c, v)) in cuda.iter().zip(&vulkan).enumerate() {
             let worst = c.iter().zip(v).map(|(a, b)| a.abs_diff(*b)).max().unwrap_or(0);
-            assert!(worst <= 1, "{tiling:?} frame {k}: CUDA and Vulkan passes differ by {worst}");
+            assert!(worst <= 1, "{model} {tiling:?} frame {k}: CUDA and Vulkan passes differ by {worst}");
             let alpha_min = c.chunks(4).map(|p| p[3]).min().unwrap_or(0);
             if k == 1 {
-                assert!(alpha_min < 128, "{tiling:?}: the transparent pixel came back opaque (alpha ≥ {alpha_min})");
+                assert!(
+                    alpha_min < 128,
+                    "{model} {tiling:?}: the transparent pixel came back opaque (alpha ≥ {alpha_min})"
+                );
             } else {
-                assert_eq!(alpha_min, 255, "{tiling:?} frame {k}: an opaque frame came back translucent");
+                assert_eq!(alpha_min, 255, "{model} {tiling:?} frame {k}: an opaque frame came back translucent");
             }
         }
-        println!("{tiling:?}: opaque, one transparent pixel, opaque: CUDA within 1 of the Vulkan passes");
+        println!("{model} {tiling:?}: opaque, one transparent pixel, opaque: CUDA within 1 of the Vulkan passes");
     }
 }

@@ -276,9 +276,9 @@ impl NeuralFrameContext {
 fn tensor_params(kind: TensorKind, data: u64) -> TensorParams {
     let w = kind.pass_words();
     let element = match kind.element {
-        crate::onnx::Element::F32 => 0,
-        crate::onnx::Element::F16 => 1,
-        crate::onnx::Element::U8 => 2,
+        crate::onnx::Element::F32 => crate::cuda::params::ELEMENT_F32,
+        crate::onnx::Element::F16 => crate::cuda::params::ELEMENT_F16,
+        crate::onnx::Element::U8 => crate::cuda::params::ELEMENT_U8,
     };
     TensorParams {
         data,

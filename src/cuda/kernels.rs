@@ -10,7 +10,7 @@ use cudarc::driver::sys;
 
 use crate::cuda::device::CudaDevice;
 use crate::cuda::memory::MappedArray;
-use crate::cuda::params::{Access, PostParams, PreParams, ShuffleParams};
+use crate::cuda::params::{Access, ELEMENT_F16, PostParams, PreParams, ShuffleParams};
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
 use crate::error::Result;
@@ -87,6 +87,7 @@ struct Module {
     pre: usize,
     post: usize,
     post_image: usize,
+    post_image4: usize,
     shuffle: usize,
 }
 
@@ -148,6 +149,7 @@ fn load_module(ordinal: i32) -> Result<Module> {
             pre: function(c"nf_pre")?,
             post: function(c"nf_post")?,
             post_image: function(c"nf_post_image")?,
+            post_image4: function(c"nf_post_image4")?,
             shuffle: function(c"nf_depth_to_space")?,
         })
     });
@@ -172,6 +174,8 @@ pub struct PassKernels {
     post: sys::CUfunction,
     /// An image through its surface, untiled: the common case, with fewer registers.
     post_image: sys::CUfunction,
+    /// As `post_image`, four pixels a thread, from an fp16 NCHW tensor (an upscaler's output).
+    post_image4: sys::CUfunction,
 }
 
 // SAFETY: function handles are usable from any thread with the context current.
@@ -185,7 +189,12 @@ impl PassKernels {
     pub fn load(device: &Arc<CudaDevice>) -> Result<Self> {
         device.bind()?;
         let m = module(device.info().ordinal)?;
-        Ok(Self { pre: m.function(m.pre), post: m.function(m.post), post_image: m.function(m.post_image) })
+        Ok(Self {
+            pre: m.function(m.pre),
+            post: m.function(m.post),
+            post_image: m.function(m.post_image),
+            post_image4: m.function(m.post_image4),
+        })
     }
 
     /// Enqueues the pre pass on `stream`.
@@ -199,10 +208,14 @@ impl PassKernels {
     /// Enqueues the post pass on `stream`.
     pub fn post(&self, stream: &Stream, params: &PostParams) -> Result<()> {
         let mut p = *params;
-        let tiled = (p.blend_left | p.blend_top | p.blend_right | p.blend_bottom) != 0;
-        let f = if p.kind == Access::Surface as u32 && !tiled { self.post_image } else { self.post };
-        // SAFETY: as in `pre`, for nf_post / nf_post_image and PostParams.
-        unsafe { self.launch(f, stream, (params.out_width, params.out_height), (&raw mut p).cast()) }
+        let (f, width) = match PostKernel::of(&p) {
+            PostKernel::General => (self.post, p.out_width),
+            PostKernel::Image => (self.post_image, p.out_width),
+            PostKernel::Image4 => (self.post_image4, p.out_width / 4),
+        };
+        // SAFETY: as in `pre`, for nf_post / nf_post_image / nf_post_image4 and PostParams; the
+        // grid covers nf_post_image4's quads of pixels.
+        unsafe { self.launch(f, stream, (width, params.out_height), (&raw mut p).cast()) }
     }
 
     /// # Safety
@@ -241,6 +254,33 @@ impl PassKernels {
                 )
             },
         )
+    }
+}
+
+/// Which post kernel a launch takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PostKernel {
+    /// `nf_post`: any target, tiles.
+    General,
+    /// `nf_post_image`: an image through its surface, untiled.
+    Image,
+    /// `nf_post_image4`: as `Image`, from an fp16 NCHW tensor whose rows are a multiple of 4
+    /// pixels and whose data is 8-byte aligned (each channel's four values one load).
+    Image4,
+}
+
+impl PostKernel {
+    fn of(p: &PostParams) -> Self {
+        let tiled = (p.blend_left | p.blend_top | p.blend_right | p.blend_bottom) != 0;
+        if p.kind != Access::Surface as u32 || tiled {
+            return Self::General;
+        }
+        let t = &p.tensor;
+        if t.element == ELEMENT_F16 && t.nhwc == 0 && p.out_width.is_multiple_of(4) && t.data.is_multiple_of(8) {
+            Self::Image4
+        } else {
+            Self::Image
+        }
     }
 }
 
@@ -283,5 +323,36 @@ impl Drop for Surface {
         if r != sys::CUresult::CUDA_SUCCESS {
             log::error!("cuSurfObjectDestroy failed: {r:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PostKernel;
+    use crate::cuda::params::{Access, ELEMENT_F16, ELEMENT_F32, PostParams, TensorParams};
+
+    fn params(kind: Access, element: u32, nhwc: u32, out_width: u32, data: u64) -> PostParams {
+        PostParams {
+            kind: kind as u32,
+            out_width,
+            out_height: 7,
+            tensor: TensorParams { data, element, nhwc, channels: 3, ..TensorParams::default() },
+            ..PostParams::default()
+        }
+    }
+
+    #[test]
+    fn the_four_pixel_post_kernel_takes_only_what_it_can_read() {
+        let image = |element, nhwc, w, data| PostKernel::of(&params(Access::Surface, element, nhwc, w, data));
+        assert_eq!(image(ELEMENT_F16, 0, 3840, 0x1000), PostKernel::Image4);
+        // Rows not a multiple of 4 pixels, data not 8-byte aligned, NHWC or fp32: one pixel a thread.
+        assert_eq!(image(ELEMENT_F16, 0, 3842, 0x1000), PostKernel::Image);
+        assert_eq!(image(ELEMENT_F16, 0, 3840, 0x1004), PostKernel::Image);
+        assert_eq!(image(ELEMENT_F16, 1, 3840, 0x1000), PostKernel::Image);
+        assert_eq!(image(ELEMENT_F32, 0, 3840, 0x1000), PostKernel::Image);
+        // Buffers and tiles: the general kernel.
+        assert_eq!(PostKernel::of(&params(Access::Buffer, ELEMENT_F16, 0, 3840, 0x1000)), PostKernel::General);
+        let tile = PostParams { blend_right: 8, ..params(Access::Surface, ELEMENT_F16, 0, 3840, 0x1000) };
+        assert_eq!(PostKernel::of(&tile), PostKernel::General);
     }
 }

@@ -62,6 +62,13 @@ pub enum Access {
     Buffer = 1,
 }
 
+/// [`TensorParams::element`] (and [`ShuffleParams::element`]): `ELEMENT_*` in passes.cu.
+pub const ELEMENT_F32: u32 = 0;
+/// See [`ELEMENT_F32`].
+pub const ELEMENT_F16: u32 = 1;
+/// See [`ELEMENT_F32`].
+pub const ELEMENT_U8: u32 = 2;
+
 /// The tensor side of a pass (`struct Tensor` in passes.cu).
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
