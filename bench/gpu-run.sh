@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -702,6 +702,18 @@ for what in "$@"; do
       examples_behind
       serve_render serve-render-main 3000 --queue main
       model_steps
+      ;;
+    device9)
+      # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
+      # with infer, no --validation): the renderer's copies on its transfer queue and its timelines
+      # exportable (the defaults, in s8's examples), then each taken back, then both (the example as
+      # 2026-12-05-h100-s8 ran it). About 30 s.
+      for v in "plain --timelines plain" "graphics --graphics-queue" "plain-graphics --timelines plain --graphics-queue"; do
+        read -r -a w <<<"$v"
+        step "example-device-${w[0]}" 60 .gpu-bin/foreign_renderer --model models/upscale-fp16.onnx \
+          --input models/coffee.png --output "$OUT/foreign-device.png" --share device --frames 3000 --compare \
+          "${w[@]:1}"
+      done
       ;;
     render9)
       # Where render's last 9 % against the in-process ring goes (2026-12-05-h100-s8 run 2: 861 of

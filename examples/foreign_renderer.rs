@@ -5,7 +5,8 @@
 //! ```sh
 //! cargo run --release --example foreign_renderer -- --model models/upscale.onnx \
 //!     --input models/coffee.png --output out.png [--frames N] [--share device|fd] [--graphics-queue] \
-//!     [--input-format bgra|rgba] [--readback every|last] [--draw-order ahead|behind]
+//!     [--input-format bgra|rgba] [--readback every|last] [--draw-order ahead|behind] \
+//!     [--timelines exportable|plain]
 //! ```
 //!
 //! The renderer keeps a ring of input and output images. The picture is put
@@ -24,23 +25,30 @@
 //!
 //! - `--share device` (default): the context is built on the renderer's device
 //!   and queue (bring your own device) and uses its images and semaphores by handle.
+//!   Its timelines are created exportable and registered with
+//!   `register_exportable_timeline` where the device shares semaphores: on CUDA
+//!   the model's stream then waits for "rendered" itself, and no batch of the
+//!   context's goes on the renderer's queue. `--timelines plain` registers plain
+//!   ones with `register_timeline` (the context then hands each frame to CUDA
+//!   with a batch on the renderer's queue).
 //! - `--share fd`: the context keeps its own device on the same GPU and imports
 //!   the renderer's exported memory and timeline semaphores. Where the driver
 //!   cannot share semaphores (Mesa's lavapipe), frames are handed over in
 //!   host-signalled mode instead, announced: the renderer waits for its own work
 //!   before each submit, and for each frame on the host.
-//! - With `--share fd` the renderer records and submits its per-frame copies and
+//! - The renderer records and submits its per-frame copies and
 //!   signals on a queue of a transfer-only family (TRANSFER without GRAPHICS and
 //!   COMPUTE: NVIDIA's copy engines, beside CUDA's compute) where the device has
 //!   one: on the H200 its hand-over on the graphics queue preempted the model at
 //!   every submission (544 against 379 frames/s at 600×400; README, "Measured").
-//!   The images' acquires from and releases to `VK_QUEUE_FAMILY_EXTERNAL` name that
-//!   family, and the picture and the result buffers are handed between the
-//!   families once, outside the timed frames. `--graphics-queue` keeps them on the
-//!   main queue (`--transfer-queue` insists on the transfer queue, and says so
-//!   where it falls back). Without such a family (lavapipe), and with
-//!   `--share device` (the context uses the images on the renderer's main
-//!   family, with no ownership transfers), it runs on the main queue.
+//!   Shared by fd, the images' acquires from and releases to
+//!   `VK_QUEUE_FAMILY_EXTERNAL` name that family; on the renderer's device the
+//!   images are shared by it and the main family (`VK_SHARING_MODE_CONCURRENT`),
+//!   where a context without CUDA passes uses them, with no ownership transfers.
+//!   The picture and the result buffers are handed between the families once,
+//!   outside the timed frames. `--graphics-queue` keeps everything on the main
+//!   queue (`--transfer-queue` insists on the transfer queue, and says so where it
+//!   falls back). Without such a family (lavapipe) it runs on the main queue.
 //!
 //! Three settings change what the renderer does per frame, to take apart where
 //! the frames' time goes against `neural-frame bench`'s caller frames (which
@@ -107,6 +115,9 @@ struct Args {
     readback_every: bool,
     /// `--draw-order`: frame n+1 drawn before frame n's read back is queued (GPU sync), or behind it.
     draw_ahead: bool,
+    /// `--timelines`: on the renderer's device, its timelines created exportable and registered
+    /// so (true, the default), or plain.
+    exportable_timelines: bool,
 }
 
 /// A flag's value, one of two names, as what that name means.
@@ -133,6 +144,7 @@ fn args() -> Result<Args> {
         bgra: true,
         readback_every: true,
         draw_ahead: false,
+        exportable_timelines: true,
     };
     let mut draw_order = None;
     let mut it = std::env::args().skip(1);
@@ -162,11 +174,15 @@ fn args() -> Result<Args> {
             "--input-format" => a.bgra = either(&flag, &value()?, [("bgra", true), ("rgba", false)])?,
             "--readback" => a.readback_every = either(&flag, &value()?, [("every", true), ("last", false)])?,
             "--draw-order" => draw_order = Some(either(&flag, &value()?, [("ahead", true), ("behind", false)])?),
+            "--timelines" => {
+                a.exportable_timelines = either(&flag, &value()?, [("exportable", true), ("plain", false)])?
+            }
             "--help" | "-h" => {
                 println!(
                     "foreign_renderer --model PATH --input IN.png --output OUT.png [--frames N] [--share device|fd] \
                      [--ring K] [--backend auto|cuda|cpu] [--validation] [--compare] [--transfer-queue|--graphics-queue] \
-                     [--input-format bgra|rgba] [--readback every|last] [--draw-order ahead|behind]"
+                     [--input-format bgra|rgba] [--readback every|last] [--draw-order ahead|behind] \
+                     [--timelines exportable|plain]"
                 );
                 std::process::exit(0);
             }
@@ -253,14 +269,8 @@ fn main() -> Result<()> {
     }
 
     // The renderer's queue for its per-frame copies and signals.
-    let lane = if a.share_fd { r.lane_for(a.transfer_queue != Some(false)) } else { Lane::Main };
-    if a.transfer_queue == Some(true) && !a.share_fd {
-        println!(
-            "renderer: --transfer-queue needs --share fd (on the renderer's device the context uses its images on \
-             the renderer's queue family, with no ownership transfers between families): falling back to its {} queue",
-            r.lane_name(Lane::Main)
-        );
-    } else if a.transfer_queue == Some(true) && lane == Lane::Main {
+    let lane = r.lane_for(a.transfer_queue != Some(false));
+    if a.transfer_queue == Some(true) && lane == Lane::Main {
         println!(
             "renderer: the device has no transfer-only queue family: --transfer-queue falls back to its {} queue",
             r.lane_name(Lane::Main)
@@ -271,10 +281,13 @@ fn main() -> Result<()> {
         r.lane_name(lane),
         r.family_of(lane)?
     );
+    // On the renderer's device, its timelines exportable (where it shares semaphores): on CUDA the
+    // model's stream waits for them itself, with no batch of the context's on the renderer's queue.
+    let exportable_device = !a.share_fd && gpu_sync && a.exportable_timelines && r.has_semaphore_fd();
     // What ran, in the flags' words (one line, for the logs of runs that compare them).
     println!(
         "settings: --share {}, --ring {}, --input-format {}, --readback {}, --draw-order {}, --validation {}, \
-         renderer queue {}",
+         renderer queue {}, timelines {}",
         if a.share_fd { "fd" } else { "device" },
         a.ring,
         if a.bgra { "bgra" } else { "rgba" },
@@ -286,6 +299,11 @@ fn main() -> Result<()> {
         },
         if a.validation { "on" } else { "off" },
         r.lane_name(lane),
+        match (a.share_fd, exportable_device) {
+            (true, _) => "exported by fd",
+            (false, true) => "exportable, registered with register_exportable_timeline",
+            (false, false) => "registered with register_timeline",
+        },
     );
 
     // The ring: input images the renderer draws into (BGRA, as a swapchain-like
@@ -305,10 +323,14 @@ fn main() -> Result<()> {
     let mut ring = Ring { inputs: vec![], outputs: vec![], scene, shown: vec![], render: vec![], read: vec![] };
     let result_bytes = ow as usize * oh as usize * 4;
     // Exportable memory either way: shared by fd, or on the renderer's device handed over
-    // with the image (register_*_image_with_memory), so that CUDA reaches the frames.
+    // with the image (register_*_image_with_memory), so that CUDA reaches the frames. On the
+    // renderer's device with its copies on the transfer queue, the images are shared by that
+    // family and the main one (concurrent), where a context without CUDA passes uses them.
+    let concurrent =
+        if !a.share_fd && lane == Lane::Transfer { vec![r.family_of(Lane::Main)?, r.family_of(lane)?] } else { vec![] };
     for _ in 0..k {
-        ring.inputs.push(r.image(w, h, in_format, in_usage, true)?);
-        ring.outputs.push(r.image(ow, oh, vk::Format::R8G8B8A8_UNORM, out_usage, true)?);
+        ring.inputs.push(r.image_shared(w, h, in_format, in_usage, true, &concurrent)?);
+        ring.outputs.push(r.image_shared(ow, oh, vk::Format::R8G8B8A8_UNORM, out_usage, true, &concurrent)?);
         ring.shown.push(r.buffer(result_bytes as u64, both, false, false)?);
     }
     // Register the ring once; frames then name handles.
@@ -346,7 +368,7 @@ fn main() -> Result<()> {
     }
 
     // Timelines: the renderer's "rendered" and "read back", and the context's two.
-    let exportable = a.share_fd && gpu_sync;
+    let exportable = (a.share_fd && gpu_sync) || exportable_device;
     let rendered = r.semaphore(true, exportable)?;
     let read_done = r.semaphore(true, exportable)?;
     let register = |ctx: &mut NeuralFrameContext, s: vk::Semaphore| -> Result<TimelineId> {
@@ -356,6 +378,9 @@ fn main() -> Result<()> {
                 semaphore_type: vk::SemaphoreType::TIMELINE,
                 origin: r.identity,
             })?)
+        } else if exportable_device {
+            // SAFETY: an exportable timeline semaphore of the renderer's device, alive until after the context.
+            Ok(unsafe { ctx.register_exportable_timeline(s) }?)
         } else {
             // SAFETY: a timeline semaphore of the renderer's device, alive until after the context.
             Ok(unsafe { ctx.register_timeline(s) }?)

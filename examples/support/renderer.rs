@@ -299,6 +299,20 @@ impl Renderer {
         usage: vk::ImageUsageFlags,
         exportable: bool,
     ) -> Result<RImage> {
+        self.image_shared(width, height, format, usage, exportable, &[])
+    }
+
+    /// `image`, shared by the queue families `concurrent` (`VK_SHARING_MODE_CONCURRENT`, with no
+    /// ownership transfers between them) where it names two or more; exclusive otherwise.
+    pub fn image_shared(
+        &self,
+        width: u32,
+        height: u32,
+        format: vk::Format,
+        usage: vk::ImageUsageFlags,
+        exportable: bool,
+        concurrent: &[u32],
+    ) -> Result<RImage> {
         let mut external =
             vk::ExternalMemoryImageCreateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let mut info = vk::ImageCreateInfo::default()
@@ -311,6 +325,9 @@ impl Renderer {
             .tiling(vk::ImageTiling::OPTIMAL)
             .usage(usage)
             .initial_layout(vk::ImageLayout::UNDEFINED);
+        if concurrent.len() >= 2 {
+            info = info.sharing_mode(vk::SharingMode::CONCURRENT).queue_family_indices(concurrent);
+        }
         if exportable {
             info = info.push_next(&mut external);
         }

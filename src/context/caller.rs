@@ -349,6 +349,54 @@ impl NeuralFrameContext {
         Ok(TimelineId(self.res.registry.insert(Entry::Timeline(interop::SharedTimeline::vulkan_only(t)))))
     }
 
+    /// As [`register_timeline`](Self::register_timeline), for a timeline semaphore the caller
+    /// created exportable: on the CUDA backend the context exports it once and imports it into
+    /// CUDA, whose stream then waits for (and signals) its values itself, as for a timeline
+    /// shared by descriptor ([`import_timeline`](Self::import_timeline)). No batch of the
+    /// context's goes on your queue to hand a frame to CUDA: it would queue there behind your
+    /// own work (on NVIDIA, in order), and a graphics queue's submissions are time-sliced with
+    /// CUDA's kernels. On the CPU backend it is registered as `register_timeline` does.
+    ///
+    /// Create it with `VkExportSemaphoreCreateInfo` (`OPAQUE_FD` on Linux, `OPAQUE_WIN32` on
+    /// Windows) chained to its `VkSemaphoreTypeCreateInfo`, on a device with the matching
+    /// external semaphore extension enabled.
+    ///
+    /// # Safety
+    /// As `register_timeline`, and `semaphore` was created with that export info.
+    ///
+    /// ```no_run
+    /// use ash::vk;
+    /// use neural_frame::{Error, NeuralFrameContext};
+    ///
+    /// # fn renderer(ctx: &mut NeuralFrameContext, device: &ash::Device) -> neural_frame::Result<()> {
+    /// let mut export =
+    ///     vk::ExportSemaphoreCreateInfo::default().handle_types(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+    /// let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+    /// let create = vk::SemaphoreCreateInfo::default().push_next(&mut type_info).push_next(&mut export);
+    /// // SAFETY: `device` is the renderer's device, which the context is built on.
+    /// let rendered = unsafe { device.create_semaphore(&create, None) }
+    ///     .map_err(|result| Error::Vulkan { call: "vkCreateSemaphore", result })?;
+    /// // SAFETY: an exportable timeline semaphore of the context's device, destroyed only after
+    /// // it is unregistered and the frames that wait on it are done.
+    /// let rendered = unsafe { ctx.register_exportable_timeline(rendered) }?;
+    /// # let _ = rendered;
+    /// # Ok(()) }
+    /// ```
+    pub unsafe fn register_exportable_timeline(&mut self, semaphore: vk::Semaphore) -> Result<TimelineId> {
+        let Some(cuda) = self.res.engine.cuda_device() else {
+            // SAFETY: the caller's contract, as register_timeline's.
+            return unsafe { self.register_timeline(semaphore) };
+        };
+        self.need_caller_device()?;
+        if semaphore == vk::Semaphore::null() {
+            return Err(Error::InvalidArgument("a null semaphore cannot be registered".into()));
+        }
+        // SAFETY: an exportable timeline semaphore of this device that outlives its registration (contract).
+        let t = unsafe { TimelineSemaphore::borrowed_exportable(&self.res.device, semaphore) }?;
+        let shared = interop::SharedTimeline::caller_exportable(t, Some(cuda))?;
+        Ok(TimelineId(self.res.registry.insert(Entry::Timeline(shared))))
+    }
+
     fn need_caller_device(&self) -> Result<()> {
         if self.res.device.is_owned() {
             return Err(Error::InvalidArgument(

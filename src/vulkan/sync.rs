@@ -70,6 +70,17 @@ impl TimelineSemaphore {
         Self { raw, exportable: false, owned: false, device: Arc::clone(device) }
     }
 
+    /// As [`borrowed`](Self::borrowed), for a semaphore its owner created exportable
+    /// (`VkExportSemaphoreCreateInfo` with this platform's handle type), which
+    /// [`export`](Self::export) then may export.
+    ///
+    /// # Safety
+    /// As `borrowed`; and `raw` was created with that export info.
+    pub(crate) unsafe fn borrowed_exportable(device: &Arc<Device>, raw: vk::Semaphore) -> Result<Self> {
+        timeline_export_support(device)?;
+        Ok(Self { raw, exportable: true, owned: false, device: Arc::clone(device) })
+    }
+
     /// Exports the semaphore as a new `OPAQUE_FD` (`OPAQUE_WIN32` on Windows).
     pub(crate) fn export(&self) -> Result<ExternalHandle> {
         let loader = match (&self.device.semaphore_ext, self.exportable) {

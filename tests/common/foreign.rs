@@ -116,8 +116,19 @@ pub fn bgra(rgba: &[u8]) -> Vec<u8> {
 pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Backend) {
     let _serial = serial();
     let r = renderer();
+    byo_ring(&r, backend, false);
+    // The renderer's timelines created exportable and registered so (where its device shares
+    // semaphores): on CUDA the model's stream waits for them itself, no batch of the context's
+    // on the renderer's queue.
+    if r.has_semaphore_fd() {
+        byo_ring(&r, backend, true);
+    }
+}
+
+fn byo_ring(r: &Renderer, backend: Backend, exportable_timelines: bool) {
+    println!("bring your own device, exportable timelines: {exportable_timelines}");
     let (w, h) = (37, 21);
-    let mut ctx = byo(&r, backend, F32, w, h);
+    let mut ctx = byo(r, backend, F32, w, h);
     assert_eq!(ctx.sync_mode(), SyncMode::Gpu, "on the caller's device, semaphores are shared by nature");
     assert!(ctx.report().caller_device);
     let (ow, oh) = ctx.output_size();
@@ -135,15 +146,23 @@ pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Ba
         r.write(&staging, &bgra(&rgba));
         let readback =
             r.buffer((ow * oh * 4) as u64, vk::BufferUsageFlags::TRANSFER_DST, true, false).expect("readback");
-        readback_poison(&r, &readback);
+        readback_poison(r, &readback);
         ring.push((input, output, staging, readback, rgba));
     }
-    prepare(&r, &ring.iter().flat_map(|e| [&e.0, &e.1]).collect::<Vec<_>>(), false);
-    let rendered = r.semaphore(true, false).expect("timeline");
-    let read_done = r.semaphore(true, false).expect("timeline");
-    // SAFETY: the renderer's own timeline semaphores, alive until the end of the test.
+    prepare(r, &ring.iter().flat_map(|e| [&e.0, &e.1]).collect::<Vec<_>>(), false);
+    let rendered = r.semaphore(true, exportable_timelines).expect("timeline");
+    let read_done = r.semaphore(true, exportable_timelines).expect("timeline");
+    // SAFETY: the renderer's own timeline semaphores (exportable where registered so), alive
+    // until the end of the test.
     let (rendered_id, read_id) = unsafe {
-        (ctx.register_timeline(rendered).expect("timeline"), ctx.register_timeline(read_done).expect("timeline"))
+        if exportable_timelines {
+            (
+                ctx.register_exportable_timeline(rendered).expect("timeline"),
+                ctx.register_exportable_timeline(read_done).expect("timeline"),
+            )
+        } else {
+            (ctx.register_timeline(rendered).expect("timeline"), ctx.register_timeline(read_done).expect("timeline"))
+        }
     };
     let mut ids = Vec::new();
     let mut cmds = Vec::new();
@@ -167,7 +186,7 @@ pub fn bring_your_own_device_ring_with_gpu_sync_matches_onnx_runtime(backend: Ba
             }
         };
         ids.push((i, o));
-        cmds.push(commands(&r, input, staging, output, readback, false));
+        cmds.push(commands(r, input, staging, output, readback, false));
     }
     let frames = 3 * k as u64 + 1;
     let mut tickets = Vec::new();
