@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -59,7 +59,7 @@ serve_render() {
   cat "$OUT/serve-worker.log" | tee -a "$log"
 }
 # Benches of s6b, s7 and quick23: nb NAME ARGS... runs `neural-frame bench ARGS` as step NAME, its
-# JSON into $OUT/bench (bench_tar packs that folder, and drops the pictures and the worker's log);
+# JSON into $OUT/bench (bench_tar packs that folder into bench.tgz, or bench-N.tgz after the first, and drops the pictures and the worker's log);
 # f16_540 is the fp16 file at 540p (a name no group sets), best the options forced by hand.
 # torch_both DIR runs torch.compile at 540p and 1080p, JSON into DIR.
 b="$OUT/bench"
@@ -71,7 +71,9 @@ nb() {
   step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"
 }
 bench_tar() {
-  tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
+  local f="$OUT/bench.tgz" n=2
+  while [ -e "$f" ]; do f="$OUT/bench-$n.tgz"; n=$((n + 1)); done
+  tar -C "$OUT" -czf "$f" bench && rm -rf "$OUT/bench" "$OUT"/*.png "$OUT/serve-worker.log"
 }
 # s7's and s8's foreign_renderer in both --share modes in the draw order before (no --validation).
 examples_behind() {
@@ -702,6 +704,21 @@ for what in "$@"; do
       examples_behind
       serve_render serve-render-main 3000 --queue main
       model_steps
+      ;;
+    post10)
+      # The post kernel of four pixels a thread (nf_post_image4, the default) against one a thread
+      # (NEURAL_FRAME_POST_PIXELS=1, nf_post_image), alternated: the fp16 file at 540p with no tuning
+      # flags, then the kernel profile of each. About 110 s.
+      for r in 1 2; do
+        nb post4-$r "${f16_540[@]}"
+        NEURAL_FRAME_POST_PIXELS=1 nb post1-$r "${f16_540[@]}"
+      done
+      export PYTHONUNBUFFERED=1
+      step profile-post4 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
+        --fuse-conv-act default --json "$b/profile-post4.json"
+      NEURAL_FRAME_POST_PIXELS=1 step profile-post1 240 python3 bench/kernel_profile.py nf-profile \
+        models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-post1.json"
+      bench_tar
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared

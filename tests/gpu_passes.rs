@@ -72,8 +72,8 @@ fn channels(format: vk::Format, bytes: &[u8]) -> Vec<f32> {
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn cuda_passes_equal_vulkan_passes_for_every_format() {
     gpu();
-    // 46 wide: the fp16 model's output rows are a multiple of 4 pixels, which the CUDA post
-    // pass converts four pixels a thread (nf_post_image4); 45: one a thread.
+    // Two widths: the CUDA post pass takes four pixels a thread, a block's width apart, and a
+    // row's last block is partly past the row's end (90 and 92 output pixels of 128).
     for (w, h) in [(45, 29), (46, 29)] {
         passes_equal_for_every_format(w, h);
     }
@@ -226,7 +226,7 @@ fn cuda_passes_run_tiles_and_extra_inputs_as_the_vulkan_passes_do() {
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored"]
 fn cuda_passes_tell_opaque_frames_from_translucent_ones() {
     gpu();
-    // The fp16 model 46 wide: its output rows are a multiple of 4 pixels (nf_post_image4 untiled).
+    // The fp16 model too (fp16 tensors: another instance of the post kernel).
     for (model, w) in [("models/test/tiny-x2-f32.onnx", 45), ("models/test/tiny-x2-f16.onnx", 46)] {
         opaque_and_translucent(model, w, 29);
     }

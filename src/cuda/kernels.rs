@@ -10,7 +10,7 @@ use cudarc::driver::sys;
 
 use crate::cuda::device::CudaDevice;
 use crate::cuda::memory::MappedArray;
-use crate::cuda::params::{Access, ELEMENT_F16, PostParams, PreParams, ShuffleParams};
+use crate::cuda::params::{Access, PostParams, PreParams, ShuffleParams};
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
 use crate::error::Result;
@@ -174,7 +174,7 @@ pub struct PassKernels {
     post: sys::CUfunction,
     /// An image through its surface, untiled: the common case, with fewer registers.
     post_image: sys::CUfunction,
-    /// As `post_image`, four pixels a thread, from an fp16 NCHW tensor (an upscaler's output).
+    /// As `post_image`, four pixels a thread (a block's width apart along a row).
     post_image4: sys::CUfunction,
 }
 
@@ -208,13 +208,13 @@ impl PassKernels {
     /// Enqueues the post pass on `stream`.
     pub fn post(&self, stream: &Stream, params: &PostParams) -> Result<()> {
         let mut p = *params;
-        let (f, width) = match PostKernel::of(&p) {
+        let (f, width) = match PostKernel::of(&p, wide_post()) {
             PostKernel::General => (self.post, p.out_width),
             PostKernel::Image => (self.post_image, p.out_width),
-            PostKernel::Image4 => (self.post_image4, p.out_width / 4),
+            PostKernel::Image4 => (self.post_image4, p.out_width.div_ceil(4)),
         };
         // SAFETY: as in `pre`, for nf_post / nf_post_image / nf_post_image4 and PostParams; the
-        // grid covers nf_post_image4's quads of pixels.
+        // grid covers the pixels (nf_post_image4's four a thread) and each kernel loops over any left.
         unsafe { self.launch(f, stream, (width, params.out_height), (&raw mut p).cast()) }
     }
 
@@ -262,26 +262,29 @@ impl PassKernels {
 enum PostKernel {
     /// `nf_post`: any target, tiles.
     General,
-    /// `nf_post_image`: an image through its surface, untiled.
+    /// `nf_post_image`: an image through its surface, untiled, one pixel a thread.
     Image,
-    /// `nf_post_image4`: as `Image`, from an fp16 NCHW tensor whose rows are a multiple of 4
-    /// pixels and whose data is 8-byte aligned (each channel's four values one load).
+    /// `nf_post_image4`: as `Image`, four pixels a thread (the default for images).
     Image4,
 }
 
 impl PostKernel {
-    fn of(p: &PostParams) -> Self {
+    /// The kernel for `p`; `wide`: images take `nf_post_image4`.
+    fn of(p: &PostParams, wide: bool) -> Self {
         let tiled = (p.blend_left | p.blend_top | p.blend_right | p.blend_bottom) != 0;
-        if p.kind != Access::Surface as u32 || tiled {
-            return Self::General;
-        }
-        let t = &p.tensor;
-        if t.element == ELEMENT_F16 && t.nhwc == 0 && p.out_width.is_multiple_of(4) && t.data.is_multiple_of(8) {
-            Self::Image4
-        } else {
-            Self::Image
+        match (p.kind == Access::Surface as u32 && !tiled, wide) {
+            (false, _) => Self::General,
+            (true, true) => Self::Image4,
+            (true, false) => Self::Image,
         }
     }
+}
+
+/// Whether images take the post kernel of four pixels a thread: yes unless
+/// `NEURAL_FRAME_POST_PIXELS=1` (one a thread, the kernel before it; to compare the two).
+fn wide_post() -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| std::env::var("NEURAL_FRAME_POST_PIXELS").as_deref() != Ok("1"))
 }
 
 /// A surface object over an imported image's array. Destroys the surface, then the array.
@@ -329,30 +332,17 @@ impl Drop for Surface {
 #[cfg(test)]
 mod tests {
     use super::PostKernel;
-    use crate::cuda::params::{Access, ELEMENT_F16, ELEMENT_F32, PostParams, TensorParams};
-
-    fn params(kind: Access, element: u32, nhwc: u32, out_width: u32, data: u64) -> PostParams {
-        PostParams {
-            kind: kind as u32,
-            out_width,
-            out_height: 7,
-            tensor: TensorParams { data, element, nhwc, channels: 3, ..TensorParams::default() },
-            ..PostParams::default()
-        }
-    }
+    use crate::cuda::params::{Access, PostParams};
 
     #[test]
-    fn the_four_pixel_post_kernel_takes_only_what_it_can_read() {
-        let image = |element, nhwc, w, data| PostKernel::of(&params(Access::Surface, element, nhwc, w, data));
-        assert_eq!(image(ELEMENT_F16, 0, 3840, 0x1000), PostKernel::Image4);
-        // Rows not a multiple of 4 pixels, data not 8-byte aligned, NHWC or fp32: one pixel a thread.
-        assert_eq!(image(ELEMENT_F16, 0, 3842, 0x1000), PostKernel::Image);
-        assert_eq!(image(ELEMENT_F16, 0, 3840, 0x1004), PostKernel::Image);
-        assert_eq!(image(ELEMENT_F16, 1, 3840, 0x1000), PostKernel::Image);
-        assert_eq!(image(ELEMENT_F32, 0, 3840, 0x1000), PostKernel::Image);
+    fn images_untiled_take_the_four_pixel_post_kernel_unless_asked_not_to() {
+        let image = PostParams { kind: Access::Surface as u32, out_width: 3842, ..PostParams::default() };
+        assert_eq!(PostKernel::of(&image, true), PostKernel::Image4);
+        assert_eq!(PostKernel::of(&image, false), PostKernel::Image);
         // Buffers and tiles: the general kernel.
-        assert_eq!(PostKernel::of(&params(Access::Buffer, ELEMENT_F16, 0, 3840, 0x1000)), PostKernel::General);
-        let tile = PostParams { blend_right: 8, ..params(Access::Surface, ELEMENT_F16, 0, 3840, 0x1000) };
-        assert_eq!(PostKernel::of(&tile), PostKernel::General);
+        let buffer = PostParams { kind: Access::Buffer as u32, ..image };
+        assert_eq!(PostKernel::of(&buffer, true), PostKernel::General);
+        let tile = PostParams { blend_right: 8, ..image };
+        assert_eq!(PostKernel::of(&tile, true), PostKernel::General);
     }
 }

@@ -445,35 +445,66 @@ extern "C" __global__ void nf_post_image(PostParams p) {
     post<false>(p);
 }
 
-// nf_post_image for the common case, an upscaler's fp16 NCHW output: four pixels of a row a
-// thread, each channel's four values one 8-byte load (a quarter of the threads and loads, so
-// more of the frame in flight at once). The launcher checks what it needs: an untiled image,
-// an fp16 NCHW tensor 8-byte aligned, the width a multiple of 4. The values and stores are
-// nf_post_image's, so the texels are the same bits.
+__device__ __forceinline__ float element_value(u16 v) {
+    return half_to_float(v);
+}
+
+__device__ __forceinline__ float element_value(float v) {
+    return v;
+}
+
+__device__ __forceinline__ float element_value(u8 v) {
+    return (float)v;
+}
+
+// Four pixels of row y, a block's width apart from x0, from a tensor of T: every load is
+// issued before the first value is used (indices clamped into the tensor, so that no load
+// waits on a branch; what a clamped load read is then dropped), then each pixel is written.
+template <typename T>
+__device__ __forceinline__ void post4(const PostParams& p, u32 x0, u32 y, u32 plane, bool known_opaque) {
+    const T* data = reinterpret_cast<const T*>(p.t.data);
+    T raw[4][4];
+#pragma unroll
+    for (u32 k = 0u; k < 4u; k++) {
+        const u32 px = y * p.out_width + min(x0 + blockDim.x * k, p.out_width - 1u);
+#pragma unroll
+        for (u32 ch = 0u; ch < 4u; ch++) {
+            raw[k][ch] = data[element_index(p.t, px, min(ch, p.t.channels - 1u), plane)];
+        }
+    }
+#pragma unroll
+    for (u32 k = 0u; k < 4u; k++) {
+        const u32 x = x0 + blockDim.x * k;
+        float t[4];
+#pragma unroll
+        for (u32 ch = 0u; ch < 4u; ch++) {
+            t[ch] = ch < p.t.channels ? element_value(raw[k][ch]) : 0.0f;
+        }
+        if (x < p.out_width) {
+            post_values<false>(p, x, y, t, known_opaque);
+        }
+    }
+}
+
+// nf_post_image with four pixels a thread, a block's width apart along a row (with the
+// launcher's 32-wide blocks a warp's 32 threads take 128 neighbouring pixels): each thread
+// issues the loads of all four pixels before its first store, so that four times the frame's
+// bytes are in flight at once (nf_post_image waits for each load before the next), while each
+// load and each store of a warp still covers 32 neighbouring pixels (one texel a thread: a
+// warp's store fills whole sectors of the image). The values and stores are nf_post_image's,
+// so the texels are the same bits.
 extern "C" __global__ void nf_post_image4(PostParams p) {
     const bool known_opaque = opaque(p);
     const u32 plane = p.out_width * p.out_height;
-    const u32 quads = p.out_width / 4u;
     for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < p.out_height; y += gridDim.y * blockDim.y) {
-        for (u32 q = blockIdx.x * blockDim.x + threadIdx.x; q < quads; q += gridDim.x * blockDim.x) {
-            const u32 x = 4u * q;
-            const u32 px = y * p.out_width + x;
-            float t[4][4];
-#pragma unroll
-            for (u32 ch = 0u; ch < 4u; ch++) {
-                uint2 w = make_uint2(0u, 0u);
-                if (ch < p.t.channels) {
-                    w = *reinterpret_cast<const uint2*>(reinterpret_cast<const u16*>(p.t.data) + ch * plane + px);
-                }
-                const bool have = ch < p.t.channels;
-                t[0][ch] = have ? half_to_float((u16)(w.x & 0xffffu)) : 0.0f;
-                t[1][ch] = have ? half_to_float((u16)(w.x >> 16)) : 0.0f;
-                t[2][ch] = have ? half_to_float((u16)(w.y & 0xffffu)) : 0.0f;
-                t[3][ch] = have ? half_to_float((u16)(w.y >> 16)) : 0.0f;
-            }
-#pragma unroll
-            for (u32 k = 0u; k < 4u; k++) {
-                post_values<false>(p, x + k, y, t[k], known_opaque);
+        for (u32 x0 = blockIdx.x * blockDim.x * 4u + threadIdx.x; x0 < p.out_width;
+             x0 += gridDim.x * blockDim.x * 4u) {
+            if (p.t.element == ELEMENT_F16) {
+                post4<u16>(p, x0, y, plane, known_opaque);
+            } else if (p.t.element == ELEMENT_F32) {
+                post4<float>(p, x0, y, plane, known_opaque);
+            } else {
+                post4<u8>(p, x0, y, plane, known_opaque);
             }
         }
     }
