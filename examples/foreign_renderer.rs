@@ -70,13 +70,13 @@
 //!   queues each frame's drawing and hand-over after the previous frame's read
 //!   back, on the same queue, behind that read back's wait for its result: on a
 //!   queue that runs its submissions in order (NVIDIA's), frame n+1 then starts
-//!   only once frame n and its copy out are done. With `--share device` the
-//!   context's own hand-over (a batch that waits for "rendered" and starts the
-//!   model) is on the renderer's queue too, so it also goes before frame n's read
-//!   back. On an H100, 600×400: `--share fd` 943 frames/s ahead against 786
-//!   behind; `--share device` 697 ahead against 378 behind, where the rest is its
-//!   graphics queue, time-sliced with CUDA (bench/results/2026-12-05-h100-s8,
-//!   run 2; the in-process ring: 949). No effect in host-signalled
+//!   only once frame n and its copy out are done. With `--share device --timelines
+//!   plain` the context's own hand-over (a batch that waits for "rendered" and
+//!   starts the model) is on the renderer's queue too, so it also goes before
+//!   frame n's read back. On an H100, 600×400, against 933.6 frames/s for the
+//!   in-process ring (bench/results/2026-12-05-h100-s9, run 1): `--share fd` 928
+//!   ahead against 774 behind; `--share device` 927 (783 with `--timelines plain`,
+//!   674 with `--graphics-queue`, 539 with both). No effect in host-signalled
 //!   mode, where the renderer's work completes on the host before each submit.
 //!
 //! Reading and writing the PNGs happen outside the timed frames.
