@@ -1251,6 +1251,19 @@ enum nf_status nf_context_register_timeline(struct nf_context *c,
                                             uint64_t semaphore,
                                             nf_timeline *out);
 
+// As `nf_context_register_timeline`, for a timeline semaphore the caller created exportable
+// (`VkExportSemaphoreCreateInfo` with `VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT`, on a
+// device with `VK_KHR_external_semaphore_fd`): on the CUDA backend the context exports it once
+// and CUDA waits for its values itself, with no batch of the context's on the caller's queue
+// to hand a frame over. On the CPU backend it is registered as `nf_context_register_timeline`
+// does.
+//
+// # Safety
+// As `nf_context_register_timeline`, and `semaphore` was created with that export info.
+enum nf_status nf_context_register_exportable_timeline(struct nf_context *c,
+                                                       uint64_t semaphore,
+                                                       nf_timeline *out);
+
 // Creates an image of the context's own as an input of the frame size, in `format` (a
 // `VkFormat` of the input formats), for tools: fill it with `nf_context_upload`.
 //

@@ -318,6 +318,33 @@ pub unsafe extern "C" fn nf_context_register_timeline(
     })
 }
 
+/// As `nf_context_register_timeline`, for a timeline semaphore the caller created exportable
+/// (`VkExportSemaphoreCreateInfo` with `VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT`, on a
+/// device with `VK_KHR_external_semaphore_fd`): on the CUDA backend the context exports it once
+/// and CUDA waits for its values itself, with no batch of the context's on the caller's queue
+/// to hand a frame over. On the CPU backend it is registered as `nf_context_register_timeline`
+/// does.
+///
+/// # Safety
+/// As `nf_context_register_timeline`, and `semaphore` was created with that export info.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nf_context_register_exportable_timeline(
+    c: *mut nf_context,
+    semaphore: u64,
+    out: *mut nf_timeline,
+) -> nf_status {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { context(c) }?;
+        non_null(out, "out")?;
+        // SAFETY: the caller's contract (above).
+        let id = unsafe { c.ctx.register_exportable_timeline(vk::Semaphore::from_raw(semaphore)) }?;
+        let n = c.ids.add_timeline(id);
+        // SAFETY: the caller's contract.
+        unsafe { put(out, n, "out") }
+    })
+}
+
 /// Creates an image of the context's own as an input of the frame size, in `format` (a
 /// `VkFormat` of the input formats), for tools: fill it with `nf_context_upload`.
 ///

@@ -217,6 +217,8 @@ fn frames_through_submit_equal_infer() {
         assert_eq!(nf_context_register_input_image(ctx, &image, &mut id), invalid);
         assert!(message().contains("build_on"), "{}", message());
         assert_eq!(nf_context_register_timeline(ctx, 1, &mut id), invalid);
+        assert_eq!(nf_context_register_exportable_timeline(ctx, 1, &mut id), invalid);
+        assert!(message().contains("build_on"), "{}", message());
         nf_context_free(ctx);
     }
 }
