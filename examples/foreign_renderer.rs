@@ -71,13 +71,15 @@
 //!   back, on the same queue, behind that read back's wait for its result: on a
 //!   queue that runs its submissions in order (NVIDIA's), frame n+1 then starts
 //!   only once frame n and its copy out are done. With `--share device --timelines
-//!   plain` the context's own hand-over (a batch that waits for "rendered" and
-//!   starts the model) is on the renderer's queue too, so it also goes before
-//!   frame n's read back. On an H100, 600×400, against 933.6 frames/s for the
-//!   in-process ring (bench/results/2026-12-05-h100-s9, run 1): `--share fd` 928
-//!   ahead against 774 behind; `--share device` 927 (783 with `--timelines plain`,
-//!   674 with `--graphics-queue`, 539 with both). No effect in host-signalled
-//!   mode, where the renderer's work completes on the host before each submit.
+//!   plain` the context hands each frame to CUDA with a batch of its own (it waits
+//!   for "rendered" and starts the model) on the renderer's main queue; with
+//!   `--graphics-queue` too, that is the queue of the renderer's copies, and the
+//!   batch also goes before frame n's read back. On an H100, 600×400, against
+//!   933.6 frames/s for the in-process ring (bench/results/2026-12-05-h100-s9,
+//!   run 1): `--share fd` 928 ahead against 774 behind; `--share device` 927 (783
+//!   with `--timelines plain`, 674 with `--graphics-queue`, 539 with both). No
+//!   effect in host-signalled mode, where the renderer's work completes on the
+//!   host before each submit.
 //!
 //! Reading and writing the PNGs happen outside the timed frames.
 
@@ -458,9 +460,10 @@ fn main() -> Result<()> {
                 own_consumed = ticket.input_consumed().semaphore;
                 let ready_sem = if a.share_fd { ready } else { ticket.output_ready().semaphore };
                 if a.draw_ahead {
-                    // Frame n-1's read back goes behind frame n's hand-over: on the renderer's device the
-                    // context's batch that hands frame n to CUDA is on the renderer's queue, and a queue
-                    // that runs in order would otherwise hold it until frame n-1 is done and read back.
+                    // Frame n-1's read back goes behind frame n's drawing and hand-over: on a queue that
+                    // runs in order, queued before them it would hold them until frame n-1 is done and
+                    // read back (with --share device --timelines plain --graphics-queue the context's
+                    // batch that hands frame n to CUDA is on that queue too).
                     if let Some((m, sem, value)) = deferred.replace((n, ready_sem, ticket.value())) {
                         read_back(m, &[(sem, value)])?;
                     }

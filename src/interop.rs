@@ -62,7 +62,7 @@ impl SharedTimeline {
 
     /// One of the caller's timelines on the context's own device, created exportable: imported
     /// into CUDA as well when `cuda` is given (from a descriptor exported now), so that a CUDA
-    /// stream waits for and signals the caller's values itself.
+    /// stream waits for the caller's values itself.
     pub(crate) fn caller_exportable(vulkan: TimelineSemaphore, cuda: Option<&Arc<CudaDevice>>) -> Result<Self> {
         let cuda = match cuda {
             Some(c) => Some(cuda::ExternalSemaphore::import_timeline(c, vulkan.export()?)?),

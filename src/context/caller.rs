@@ -351,15 +351,16 @@ impl NeuralFrameContext {
 
     /// As [`register_timeline`](Self::register_timeline), for a timeline semaphore the caller
     /// created exportable: on the CUDA backend the context exports it once and imports it into
-    /// CUDA, whose stream then waits for (and signals) its values itself, as for a timeline
-    /// shared by descriptor ([`import_timeline`](Self::import_timeline)). No batch of the
+    /// CUDA, whose stream then waits for its values itself, as for a timeline shared by
+    /// descriptor ([`import_timeline`](Self::import_timeline)). No batch of the
     /// context's goes on your queue to hand a frame to CUDA: it would queue there behind your
     /// own work (on NVIDIA, in order), and a graphics queue's submissions are time-sliced with
     /// CUDA's kernels. On the CPU backend it is registered as `register_timeline` does.
     ///
     /// Create it with `VkExportSemaphoreCreateInfo` (`OPAQUE_FD` on Linux, `OPAQUE_WIN32` on
     /// Windows) chained to its `VkSemaphoreTypeCreateInfo`, on a device with the matching
-    /// external semaphore extension enabled.
+    /// external semaphore extension enabled and named in the [`CallerDevice`](crate::CallerDevice)'s
+    /// extensions (without it the context says so and registers nothing).
     ///
     /// # Safety
     /// As `register_timeline`, and `semaphore` was created with that export info.
