@@ -306,16 +306,8 @@ pub unsafe extern "C" fn nf_context_register_timeline(
     semaphore: u64,
     out: *mut nf_timeline,
 ) -> nf_status {
-    guard(|| {
-        // SAFETY: the caller's contract.
-        let c = unsafe { context(c) }?;
-        non_null(out, "out")?;
-        // SAFETY: the caller's contract (above).
-        let id = unsafe { c.ctx.register_timeline(vk::Semaphore::from_raw(semaphore)) }?;
-        let n = c.ids.add_timeline(id);
-        // SAFETY: the caller's contract.
-        unsafe { put(out, n, "out") }
-    })
+    // SAFETY: the caller's contract, passed on.
+    unsafe { register_timeline_as(c, semaphore, out, false) }
 }
 
 /// As `nf_context_register_timeline`, for a timeline semaphore the caller created exportable
@@ -333,12 +325,30 @@ pub unsafe extern "C" fn nf_context_register_exportable_timeline(
     semaphore: u64,
     out: *mut nf_timeline,
 ) -> nf_status {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { register_timeline_as(c, semaphore, out, true) }
+}
+
+/// Both timeline registrations: `exportable` takes `register_exportable_timeline`.
+///
+/// # Safety
+/// As `nf_context_register_timeline`, and as `nf_context_register_exportable_timeline` when
+/// `exportable`.
+unsafe fn register_timeline_as(
+    c: *mut nf_context,
+    semaphore: u64,
+    out: *mut nf_timeline,
+    exportable: bool,
+) -> nf_status {
     guard(|| {
         // SAFETY: the caller's contract.
         let c = unsafe { context(c) }?;
         non_null(out, "out")?;
+        let semaphore = vk::Semaphore::from_raw(semaphore);
         // SAFETY: the caller's contract (above).
-        let id = unsafe { c.ctx.register_exportable_timeline(vk::Semaphore::from_raw(semaphore)) }?;
+        let id = unsafe {
+            if exportable { c.ctx.register_exportable_timeline(semaphore) } else { c.ctx.register_timeline(semaphore) }
+        }?;
         let n = c.ids.add_timeline(id);
         // SAFETY: the caller's contract.
         unsafe { put(out, n, "out") }
