@@ -1,6 +1,7 @@
 //! The pre and post passes as CUDA kernels (`src/cuda/passes.cu`, embedded
 //! as PTX that the driver compiles at load, once a process and device), the fused
-//! rewrite's DepthToSpace that ONNX Runtime runs from the same module, and the
+//! rewrite's DepthToSpace and direct convolution that ONNX Runtime runs from the same
+//! module, and the
 //! surface objects through which the passes read and write imported images.
 
 use std::ffi::c_void;
@@ -10,7 +11,7 @@ use cudarc::driver::sys;
 
 use crate::cuda::device::CudaDevice;
 use crate::cuda::memory::MappedArray;
-use crate::cuda::params::{Access, PostParams, PreParams, ShuffleParams};
+use crate::cuda::params::{Access, CONV_CHUNK, CONV_MAX_TAPS, ConvParams, PostParams, PreParams, ShuffleParams};
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
 use crate::error::Result;
@@ -49,21 +50,80 @@ pub unsafe fn depth_to_space(ordinal: i32, stream: *mut c_void, params: &Shuffle
         return Ok(());
     }
     let m = module(ordinal)?;
-    let (ctx, f) = (m.ctx(), m.function(m.shuffle));
     let mut p = *params;
-    let mut args = [(&raw mut p).cast::<c_void>()];
     let blocks = total.div_ceil(u64::from(SHUFFLE_BLOCK)).min(1 << 20) as u32;
-    // SAFETY: ctx is the device's retained primary context.
-    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) })?;
-    // SAFETY: f is nf_depth_to_space of a module of ctx, taking one ShuffleParams; the
-    // caller's contract covers the stream and the memory; the kernel covers any grid.
+    // SAFETY: nf_depth_to_space takes one ShuffleParams; the caller's contract covers the
+    // stream and the memory; the kernel covers any grid.
+    unsafe { launch_in(m, m.shuffle, stream, (blocks, 1), SHUFFLE_BLOCK, (&raw mut p).cast()) }
+}
+
+/// Threads a block of [`conv_nchw`].
+const CONV_BLOCK: u32 = 128;
+
+/// Why `nf_conv_nchw` cannot run `params`, if it cannot: more than [`CONV_MAX_TAPS`] taps
+/// (r·s·c), output channels not a multiple of 8, or an output not 16-byte aligned.
+pub fn conv_nchw_unfit(params: &ConvParams) -> Option<String> {
+    let taps = u64::from(params.r) * u64::from(params.s) * u64::from(params.c);
+    if taps == 0 || taps > u64::from(CONV_MAX_TAPS) {
+        return Some(format!("{taps} taps (r·s·c), where the direct kernel holds 1 to {CONV_MAX_TAPS}"));
+    }
+    if params.k == 0 || !params.k.is_multiple_of(8) {
+        return Some(format!("{} output channels, not a multiple of 8", params.k));
+    }
+    if !params.y.is_multiple_of(16) {
+        return Some("an output that is not 16-byte aligned".into());
+    }
+    None
+}
+
+/// The fused rewrite's `ConvAct` over an NCHW input with few channels (`nf_conv_nchw`;
+/// `input_layout` "nchw" in `src/onnx/convact.rs`) on `stream`, as [`depth_to_space`]: a
+/// stream of device `ordinal`'s primary context.
+///
+/// # Safety
+/// As [`depth_to_space`]; `params` names device memory of its shapes and
+/// [`conv_nchw_unfit`] finds nothing wrong with it.
+pub unsafe fn conv_nchw(ordinal: i32, stream: *mut c_void, params: &ConvParams) -> Result<()> {
+    debug_assert!(conv_nchw_unfit(params).is_none(), "the caller checks conv_nchw_unfit");
+    let total = u64::from(params.n) * u64::from(params.oh) * u64::from(params.ow);
+    if total == 0 {
+        return Ok(());
+    }
+    let m = module(ordinal)?;
+    let mut p = *params;
+    let blocks = total.div_ceil(u64::from(CONV_BLOCK)).min(1 << 20) as u32;
+    // SAFETY: nf_conv_nchw takes one ConvParams; the caller's contract covers the stream and
+    // the memory; the kernel loops over any pixels the grid leaves, and blockIdx.y is the chunk
+    // of output channels.
+    unsafe {
+        launch_in(m, m.conv_nchw, stream, (blocks, params.k.div_ceil(CONV_CHUNK)), CONV_BLOCK, (&raw mut p).cast())
+    }
+}
+
+/// Launches `f` of module `m` on `stream` with its context current (pushed and popped).
+///
+/// # Safety
+/// `f` is a function of `m` taking the one by-value parameter `param` points to; `stream` is a
+/// live stream of `m`'s context; the memory the parameter names outlives the launch.
+unsafe fn launch_in(
+    m: Module,
+    f: usize,
+    stream: *mut c_void,
+    (gx, gy): (u32, u32),
+    block: u32,
+    param: *mut c_void,
+) -> Result<()> {
+    let mut args = [param];
+    // SAFETY: m's context is the device's retained primary context.
+    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(m.ctx()) })?;
+    // SAFETY: the caller's contract.
     let launched = check("cuLaunchKernel", unsafe {
         sys::cuLaunchKernel(
-            f,
-            blocks,
+            m.function(f),
+            gx,
+            gy,
             1,
-            1,
-            SHUFFLE_BLOCK,
+            block,
             1,
             1,
             0,
@@ -89,6 +149,7 @@ struct Module {
     post_image: usize,
     post_image4: usize,
     shuffle: usize,
+    conv_nchw: usize,
 }
 
 impl Module {
@@ -134,7 +195,7 @@ fn load_module(ordinal: i32) -> Result<Module> {
         "cuModuleLoadData",
         // SAFETY: PTX is a NUL-terminated PTX text.
         unsafe { sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) },
-        "the passes' PTX (src/cuda/passes.ptx: the pre and post passes and the fused rewrite's DepthToSpace; \
+        "the passes' PTX (src/cuda/passes.ptx: the pre and post passes and the fused rewrite's DepthToSpace and direct convolution; \
          PTX ISA 9.0: needs a CUDA 13 driver)",
     )
     .and_then(|()| {
@@ -151,6 +212,7 @@ fn load_module(ordinal: i32) -> Result<Module> {
             post_image: function(c"nf_post_image")?,
             post_image4: function(c"nf_post_image4")?,
             shuffle: function(c"nf_depth_to_space")?,
+            conv_nchw: function(c"nf_conv_nchw")?,
         })
     });
     let mut popped: sys::CUcontext = std::ptr::null_mut();

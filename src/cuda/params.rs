@@ -197,7 +197,80 @@ pub struct ShuffleParams {
     pub element: u32,
 }
 
+/// `struct ConvParams` in passes.cu: the fused rewrite's `ConvAct` reading an NCHW input
+/// directly (`nf_conv_nchw`; `input_layout` "nchw" in `src/onnx/convact.rs`).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+pub struct ConvParams {
+    /// Device pointer to the NCHW input `[n, c, h, w]`.
+    pub x: u64,
+    /// Device pointer to the KRSC weight `[k, r, s, c]`.
+    pub w: u64,
+    /// Device pointer to `k` bias values; 0 for none.
+    pub bias: u64,
+    /// Device pointer to `k` PReLU slopes; 0 for none.
+    pub slope: u64,
+    /// Device pointer to the NHWC output `[n, oh, ow, k]`, 16-byte aligned.
+    pub y: u64,
+    /// Batch.
+    pub n: u32,
+    /// Input channels.
+    pub c: u32,
+    /// The input's height.
+    pub h: u32,
+    /// The input's width.
+    pub w_: u32,
+    /// Output channels, a multiple of 8.
+    pub k: u32,
+    /// The window's height.
+    pub r: u32,
+    /// The window's width.
+    pub s: u32,
+    /// The output's height.
+    pub oh: u32,
+    /// The output's width.
+    pub ow: u32,
+    /// Padding above.
+    pub pad_top: i32,
+    /// Padding to the left.
+    pub pad_left: i32,
+    /// Vertical stride.
+    pub stride_h: u32,
+    /// Horizontal stride.
+    pub stride_w: u32,
+    /// Vertical dilation.
+    pub dil_h: u32,
+    /// Horizontal dilation.
+    pub dil_w: u32,
+    /// `CONV_ACT_*` in passes.cu: 0 none, 1 ReLU, 2 LeakyReLU (`alpha`), 3 PReLU (`slope`).
+    pub act: u32,
+    /// LeakyReLU's slope.
+    pub alpha: f32,
+    /// 0 f32, 1 f16 (as [`TensorParams::element`]).
+    pub element: u32,
+}
+
+/// [`ConvParams::act`]: no activation.
+#[cfg(feature = "cuda")]
+pub const CONV_ACT_NONE: u32 = 0;
+/// See [`CONV_ACT_NONE`].
+#[cfg(feature = "cuda")]
+pub const CONV_ACT_RELU: u32 = 1;
+/// See [`CONV_ACT_NONE`].
+#[cfg(feature = "cuda")]
+pub const CONV_ACT_LEAKY: u32 = 2;
+/// See [`CONV_ACT_NONE`].
+#[cfg(feature = "cuda")]
+pub const CONV_ACT_PRELU: u32 = 3;
+/// The most taps (r·s·c) `nf_conv_nchw` holds (`CONV_MAX_TAPS` in passes.cu).
+#[cfg(feature = "cuda")]
+pub const CONV_MAX_TAPS: u32 = 64;
+/// Output channels a block of `nf_conv_nchw` computes (`CONV_CHUNK` in passes.cu).
+#[cfg(feature = "cuda")]
+pub const CONV_CHUNK: u32 = 32;
+
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
 const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 40 + 28 + 4);
+const _: () = assert!(std::mem::size_of::<ConvParams>() == 40 + 18 * 4);

@@ -641,3 +641,135 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
         }
     }
 }
+
+// The fused rewrite's ConvAct whose input is NCHW with few channels (`input_layout` "nchw",
+// src/onnx/convact.rs): the first convolution of an image model, which cuDNN's fused engines
+// take only with its channels padded to 8 and the input transposed to NHWC. Direct: one
+// thread an output pixel and CONV_CHUNK output channels (blockIdx.y picks the chunk), the
+// chunk's weights in shared memory as [tap][channel] (a tap: one r, s, c), summed in f32 in
+// tap order (r, then s, then c), bias first; then the activation and one rounding. Writes
+// NHWC [n, oh, ow, k]; k is a multiple of 8 (the launcher checks), so that each group of 8
+// halves (or 4 floats) is one 16-byte store.
+#define CONV_CHUNK 32u
+#define CONV_MAX_TAPS 64u
+#define CONV_ACT_NONE 0u
+#define CONV_ACT_RELU 1u
+#define CONV_ACT_LEAKY 2u
+#define CONV_ACT_PRELU 3u
+
+struct ConvParams {
+    u64 x;        // NCHW [n, c, h, w]
+    u64 w;        // KRSC [k, r, s, c]
+    u64 bias;     // [k], or 0
+    u64 slope;    // [k] (CONV_ACT_PRELU), or 0
+    u64 y;        // NHWC [n, oh, ow, k], 16-byte aligned
+    u32 n;
+    u32 c;
+    u32 h;
+    u32 w_;       // the input's width
+    u32 k;
+    u32 r;
+    u32 s;
+    u32 oh;
+    u32 ow;
+    int pad_top;
+    int pad_left;
+    u32 stride_h;
+    u32 stride_w;
+    u32 dil_h;
+    u32 dil_w;
+    u32 act;      // CONV_ACT_*
+    float alpha;  // CONV_ACT_LEAKY's slope
+    u32 element;  // ELEMENT_F32 or ELEMENT_F16
+};
+
+extern "C" __global__ void nf_conv_nchw(ConvParams p) {
+    __shared__ float4 wsh[CONV_MAX_TAPS * CONV_CHUNK / 4u];
+    __shared__ float bsh[CONV_CHUNK];
+    __shared__ float ssh[CONV_CHUNK];
+    const u32 k0 = blockIdx.y * CONV_CHUNK;
+    const u32 taps = p.r * p.s * p.c;
+    float* wf = reinterpret_cast<float*>(wsh);
+    for (u32 i = threadIdx.x; i < taps * CONV_CHUNK; i += blockDim.x) {
+        const u32 kk = i % CONV_CHUNK;
+        const u32 tap = i / CONV_CHUNK;
+        wf[i] = k0 + kk < p.k ? shuffle_load(p.w, p.element, (u64)(k0 + kk) * taps + tap) : 0.0f;
+    }
+    if (threadIdx.x < CONV_CHUNK) {
+        const u32 k = k0 + threadIdx.x;
+        const bool in = k < p.k;
+        bsh[threadIdx.x] = in && p.bias != 0ull ? shuffle_load(p.bias, p.element, k) : 0.0f;
+        ssh[threadIdx.x] = in && p.slope != 0ull ? shuffle_load(p.slope, p.element, k) : p.alpha;
+    }
+    __syncthreads();
+    const u64 total = (u64)p.n * p.oh * p.ow;
+    const u64 plane = (u64)p.h * p.w_;
+    for (u64 px = (u64)blockIdx.x * blockDim.x + threadIdx.x; px < total; px += (u64)gridDim.x * blockDim.x) {
+        const u32 ox = (u32)(px % p.ow);
+        const u64 rest = px / p.ow;
+        const u32 oy = (u32)(rest % p.oh);
+        const u32 ni = (u32)(rest / p.oh);
+        float acc[CONV_CHUNK];
+#pragma unroll
+        for (u32 j = 0u; j < CONV_CHUNK; j++) {
+            acc[j] = bsh[j];
+        }
+        u32 tap = 0u;
+        for (u32 ri = 0u; ri < p.r; ri++) {
+            const int iy = (int)(oy * p.stride_h) - p.pad_top + (int)(ri * p.dil_h);
+            for (u32 si = 0u; si < p.s; si++) {
+                const int ix = (int)(ox * p.stride_w) - p.pad_left + (int)(si * p.dil_w);
+                const bool inside = iy >= 0 && iy < (int)p.h && ix >= 0 && ix < (int)p.w_;
+                const u64 at = (u64)ni * p.c * plane + (u64)(inside ? iy : 0) * p.w_ + (u64)(inside ? ix : 0);
+                for (u32 ci = 0u; ci < p.c; ci++, tap++) {
+                    if (!inside) {
+                        continue;
+                    }
+                    const float xv = shuffle_load(p.x, p.element, at + ci * plane);
+                    const float4* wt = wsh + tap * (CONV_CHUNK / 4u);
+#pragma unroll
+                    for (u32 q = 0u; q < CONV_CHUNK / 4u; q++) {
+                        const float4 w4 = wt[q];
+                        acc[4u * q] = fmaf(xv, w4.x, acc[4u * q]);
+                        acc[4u * q + 1u] = fmaf(xv, w4.y, acc[4u * q + 1u]);
+                        acc[4u * q + 2u] = fmaf(xv, w4.z, acc[4u * q + 2u]);
+                        acc[4u * q + 3u] = fmaf(xv, w4.w, acc[4u * q + 3u]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (u32 j = 0u; j < CONV_CHUNK; j++) {
+            const float v = acc[j];
+            if (p.act == CONV_ACT_RELU) {
+                acc[j] = fmaxf(v, 0.0f);
+            } else if (p.act != CONV_ACT_NONE) {
+                acc[j] = v < 0.0f ? v * ssh[j] : v;
+            }
+        }
+        const u64 base = px * p.k + k0;
+        if (p.element == ELEMENT_F16) {
+#pragma unroll
+            for (u32 g = 0u; g < CONV_CHUNK / 8u; g++) {
+                if (k0 + 8u * g < p.k) {
+                    u32 word[4];
+#pragma unroll
+                    for (u32 i = 0u; i < 4u; i++) {
+                        word[i] = (u32)float_to_half(acc[8u * g + 2u * i]) |
+                                  ((u32)float_to_half(acc[8u * g + 2u * i + 1u]) << 16);
+                    }
+                    *reinterpret_cast<uint4*>(reinterpret_cast<u16*>(p.y) + base + 8u * g) =
+                        make_uint4(word[0], word[1], word[2], word[3]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (u32 g = 0u; g < CONV_CHUNK / 4u; g++) {
+                if (k0 + 4u * g < p.k) {
+                    *reinterpret_cast<float4*>(reinterpret_cast<float*>(p.y) + base + 4u * g) =
+                        make_float4(acc[4u * g], acc[4u * g + 1u], acc[4u * g + 2u], acc[4u * g + 3u]);
+                }
+            }
+        }
+    }
+}

@@ -8,7 +8,10 @@
 //! transposed here once), `B` `[K]` (zeros where the Conv has none) and, for PReLU, the slope
 //! `[K]`; it writes `Y` NHWC `[N, H', W', K]`. Attributes: `pads` (top, left, bottom, right),
 //! `strides`, `dilations`, `activation` (`none`, `relu`, `leaky_relu`, `prelu`) and `alpha`.
-//! A Transpose to NHWC goes before the first fused node that reads an NCHW value, and one
+//! A fused node that reads an NCHW value of unaligned channels with a small window (a
+//! model's RGB input) reads it as it is (`input_layout` "nchw", X `[N, C, H, W]`, the weight
+//! unpadded). Otherwise a Transpose to NHWC goes before the first fused node that reads an
+//! NCHW value (its channels padded to [`CHANNEL_ALIGN`] first where they are not), and one
 //! back to NCHW after each fused node whose result something else reads (or that is an
 //! output), under the value's own name: the rest of the graph is untouched.
 //!
@@ -31,6 +34,11 @@ use crate::onnx::proto::{
 /// channels on the way in (its weight too, so the result is the same); an output with a
 /// count that is not a multiple keeps its Conv as it was.
 pub(crate) const CHANNEL_ALIGN: i64 = 8;
+
+/// A fused node whose input is an NCHW value with unaligned channels reads it as it is
+/// (attribute `input_layout` "nchw"; neural-frame's direct kernel on CUDA) where its window
+/// has at most this many taps (r·s·c): `nf_conv_nchw` keeps them in shared memory.
+pub(crate) const DIRECT_MAX_TAPS: i64 = 64;
 
 /// The custom operators' domain.
 pub(crate) const DOMAIN: &str = "ai.neural_frame";
@@ -276,7 +284,7 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     let mut nodes = Vec::with_capacity(g.node.len() + 4);
     let mut new_inits = Vec::new();
     let (mut transposes, mut counts) = (0usize, HashMap::<&'static str, usize>::new());
-    let mut padded_inputs = 0usize;
+    let (mut padded_inputs, mut direct_inputs) = (0usize, 0usize);
     let old = std::mem::take(&mut g.node);
     for (i, n) in old.iter().enumerate() {
         if folded.contains(&i) {
@@ -288,9 +296,18 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
         };
         let c = &candidates[k];
         let base = if n.name().is_empty() { c.y.clone() } else { n.name().to_string() };
-        let padded = (c.dims[1] + CHANNEL_ALIGN - 1) / CHANNEL_ALIGN * CHANNEL_ALIGN;
+        let [kk, cin, r, s] = c.dims;
+        let aligned = (cin + CHANNEL_ALIGN - 1) / CHANNEL_ALIGN * CHANNEL_ALIGN;
+        // An NCHW value with unaligned channels and a small window (a model's RGB input) is read
+        // as it is, by the direct kernel: no padding, no transpose.
+        let direct = !nhwc.contains_key(&c.x) && aligned != cin && cin * r * s <= DIRECT_MAX_TAPS;
+        let padded = if direct { cin } else { aligned };
         let x = match nhwc.get(&c.x) {
             Some(x) => x.clone(),
+            None if direct => {
+                direct_inputs += 1;
+                c.x.clone()
+            }
             None => {
                 let mut source = c.x.clone();
                 if padded != c.dims[1] {
@@ -324,7 +341,6 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
                 x
             }
         };
-        let [kk, _, r, s] = c.dims;
         let w = fresh(&mut used, &format!("{base}_weight_krsc"));
         new_inits.push(raw_tensor(&w, vec![kk, r, s, padded], c.dtype, krsc(&c.weight, c.dims, padded, c.elem)));
         let b = fresh(&mut used, &format!("{base}_bias"));
@@ -351,6 +367,9 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
                 ..Default::default()
             },
         ];
+        if direct {
+            node.attribute.push(AttributeProto::string("input_layout", "nchw"));
+        }
         nodes.push(node);
         *counts.entry(c.act.name()).or_default() += 1;
         nhwc.insert(c.y.clone(), y.clone());
@@ -378,11 +397,14 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     }
     let mut kinds: Vec<String> = counts.iter().map(|(a, n)| format!("{n} with {a}")).collect();
     kinds.sort();
-    let padding = if padded_inputs > 0 {
+    let mut padding = if padded_inputs > 0 {
         format!(", {padded_inputs} input(s) padded to {CHANNEL_ALIGN}-channel multiples")
     } else {
         String::new()
     };
+    if direct_inputs > 0 {
+        padding.push_str(&format!(", {direct_inputs} reading an NCHW input of few channels directly"));
+    }
     let changes = vec![format!(
         "{} convolutions with their bias and activation → fused {OP} nodes running NHWC ({}), {transposes} layout transposes{padding}",
         candidates.len(),
@@ -413,8 +435,8 @@ pub(crate) fn owns_error(message: &str) -> bool {
 }
 
 /// Version of the rewrite in its cache file's name: a change to what it writes bumps it
-/// (3: the DepthToSpace tails).
-const REWRITE_VERSION: u32 = 3;
+/// (3: the DepthToSpace tails; 4: NCHW inputs of few channels read directly).
+const REWRITE_VERSION: u32 = 4;
 
 /// The model at `model` with [`fuse_conv_act`] applied, from the cache or made and cached
 /// now: its path and what changed, or `None` where nothing applied or there is no cache to

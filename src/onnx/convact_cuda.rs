@@ -1,7 +1,8 @@
 //! `ConvAct`'s CUDA kernel: a cuDNN fused plan per shape, chosen at the shape's first run
 //! (outside graph capture) and kept for the process: rebuilt from the plan cache file when an
 //! earlier process chose one for this cuDNN, GPU and shape, else by timing the first
-//! [`cudnn::MAX_CANDIDATES`] plans cuDNN offers (and recorded in the file).
+//! [`cudnn::MAX_CANDIDATES`] plans cuDNN offers (and recorded in the file). A node that
+//! reads an NCHW input (`input_layout` "nchw") runs neural-frame's direct kernel instead.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -14,9 +15,10 @@ use ort::ep::cuda::resource::{CuDNNHandle, DeviceId};
 use ort::operator::{ComputeContext, Kernel};
 use ort::value::DynTensorValueType;
 
-use super::{ActKind, Attrs, OP, dims4, output_hw};
+use super::{ActKind, Attrs, OP, dims4, output_hw, x_dims};
 use crate::cuda::cudnn::{self, Activation, ConvActPtrs, ConvActShape, ConvDtype, FusedPlan};
 use crate::cuda::cudnn_cache;
+use crate::cuda::params::{ELEMENT_F16, ELEMENT_F32};
 
 /// Timed runs per plan when choosing.
 const TUNE_RUNS: usize = 5;
@@ -298,6 +300,9 @@ impl CudaKernel {
     }
 
     fn run(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        if self.a.nchw_in {
+            return self.run_direct(ctx);
+        }
         let err = |m: String| ort::Error::new(format!("{OP}: {m}"));
         let [n, h, w, c] = dims4(ctx, 0, "input X")?;
         let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
@@ -330,20 +335,7 @@ impl CudaKernel {
             // The DepthToSpace tails take a last convolution's bias (shuffle.rs): B omitted.
             bias: ctx.input(2)?.is_some(),
         };
-        // Each input's device pointer, and its element count.
-        let input = |i: usize| -> ort::Result<(*const c_void, i64)> {
-            match ctx.input(i)? {
-                Some(v) => {
-                    let v = v.downcast::<DynTensorValueType>()?;
-                    let count = match v.dtype() {
-                        ort::value::ValueType::Tensor { shape, .. } => shape.iter().product(),
-                        _ => 0,
-                    };
-                    Ok((v.data_ptr().cast(), count))
-                }
-                None => Ok((std::ptr::null(), 0)),
-            }
-        };
+        let input = |i: usize| input_ptr(ctx, i);
         let ((x, _), (wt, _), (b, nb), (slope, ns)) = (input(0)?, input(1)?, input(2)?, input(3)?);
         if (!b.is_null() && nb != k) || (!slope.is_null() && ns != k) {
             return Err(err(format!("the bias ({nb} values) and slope ({ns}) must hold {k} values")));
@@ -368,6 +360,99 @@ impl CudaKernel {
         unsafe { plan.execute(handle, &ptrs, ws) }.map_err(err)
     }
 }
+
+/// Input `i`'s device pointer and element count (null and 0 where it is omitted).
+fn input_ptr(ctx: &ComputeContext, i: usize) -> ort::Result<(*const c_void, i64)> {
+    match ctx.input(i)? {
+        Some(v) => {
+            let v = v.downcast::<DynTensorValueType>()?;
+            let count = match v.dtype() {
+                ort::value::ValueType::Tensor { shape, .. } => shape.iter().product(),
+                _ => 0,
+            };
+            Ok((v.data_ptr().cast(), count))
+        }
+        None => Ok((std::ptr::null(), 0)),
+    }
+}
+
+impl CudaKernel {
+    /// `input_layout` "nchw": neural-frame's direct convolution (`nf_conv_nchw`), which reads
+    /// the NCHW input as it is; cuDNN's fused engines would need its channels padded to 8 and
+    /// the input transposed first (three kernels, 0.20 ms at 540p on the H100, for the
+    /// upscaler's first convolution).
+    fn run_direct(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
+        use crate::cuda::kernels::{conv_nchw, conv_nchw_unfit};
+        use crate::cuda::params::{CONV_ACT_LEAKY, CONV_ACT_NONE, CONV_ACT_PRELU, CONV_ACT_RELU, ConvParams};
+        let err = |m: String| ort::Error::new(format!("{OP}: {m}"));
+        let [n, h, w, c] = x_dims(ctx, &self.a)?;
+        let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
+        if wc != c {
+            return Err(err(format!("the input has {c} channels, the weight {wc}")));
+        }
+        let (oh, ow) =
+            output_hw(&self.a, h, w, r, s).ok_or_else(|| err(format!("a {r}×{s} window does not fit {h}×{w}")))?;
+        let stream = ctx.stream()?.ok_or_else(|| err("no CUDA stream".into()))?.as_ptr().cast::<c_void>();
+        let device = ctx.resource(DeviceId)?;
+        let ordinal = i32::try_from(device).map_err(|_| err(format!("CUDA device {device}")))?;
+        let ((x, _), (wt, _), (b, nb), (slope, ns)) =
+            (input_ptr(ctx, 0)?, input_ptr(ctx, 1)?, input_ptr(ctx, 2)?, input_ptr(ctx, 3)?);
+        if (!b.is_null() && nb != k) || (!slope.is_null() && ns != k) {
+            return Err(err(format!("the bias ({nb} values) and slope ({ns}) must hold {k} values")));
+        }
+        let (act, alpha) = match self.a.act {
+            ActKind::None => (CONV_ACT_NONE, 0.0),
+            ActKind::Relu => (CONV_ACT_RELU, 0.0),
+            ActKind::Leaky(al) => (CONV_ACT_LEAKY, al),
+            ActKind::PRelu if slope.is_null() => return Err(err("no slope for prelu".into())),
+            ActKind::PRelu => (CONV_ACT_PRELU, 0.0),
+        };
+        let out = ctx.output(0, vec![n, oh, ow, k])?.ok_or_else(|| err("no output".into()))?;
+        let out = out.downcast::<DynTensorValueType>()?;
+        let y = out.data_ptr() as u64;
+        let u =
+            |v: i64| u32::try_from(v).map_err(|_| err(format!("a size of {v} (the direct convolution takes 32 bits)")));
+        let i = |v: i64| i32::try_from(v).map_err(|_| err(format!("a padding of {v}")));
+        let p = ConvParams {
+            x: x as u64,
+            w: wt as u64,
+            bias: b as u64,
+            slope: slope as u64,
+            y,
+            n: u(n)?,
+            c: u(c)?,
+            h: u(h)?,
+            w_: u(w)?,
+            k: u(k)?,
+            r: u(r)?,
+            s: u(s)?,
+            oh: u(oh)?,
+            ow: u(ow)?,
+            pad_top: i(self.a.pads[0])?,
+            pad_left: i(self.a.pads[1])?,
+            stride_h: u(self.a.strides[0])?,
+            stride_w: u(self.a.strides[1])?,
+            dil_h: u(self.a.dilations[0])?,
+            dil_w: u(self.a.dilations[1])?,
+            act,
+            alpha,
+            element: if self.half { ELEMENT_F16 } else { ELEMENT_F32 },
+        };
+        if let Some(why) = conv_nchw_unfit(&p) {
+            return Err(err(format!("the direct convolution (input_layout nchw) cannot run {k}×{r}×{s}×{c}: {why}")));
+        }
+        DIRECT_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the pointers are this run's tensors on the provider's device (x NCHW, the weight
+        // KRSC, y NHWC of the sizes above); the stream is the provider's, of the device's primary
+        // context; conv_nchw_unfit found nothing wrong.
+        unsafe { conv_nchw(ordinal, stream, &p) }.map_err(|e| err(e.to_string()))
+    }
+}
+
+const _: () = assert!(crate::onnx::convact::DIRECT_MAX_TAPS == crate::cuda::params::CONV_MAX_TAPS as i64);
+
+/// Runs of the direct convolution in this process (the GPU tests check that it ran).
+pub(crate) static DIRECT_RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Kernel for CudaKernel {
     /// No panic crosses into ONNX Runtime (ort's kernel trampoline does not catch one): it

@@ -7,7 +7,10 @@
 //!   handle, so it stays inside the provider's CUDA graph. At the first run of a shape every
 //!   engine configuration cuDNN offers is timed and the fastest kept for the process
 //!   (`src/cuda/cudnn.rs`). Where cuDNN offers none the run fails with a message that
-//!   names the shape and the option that turns the rewrite off.
+//!   names the shape and the option that turns the rewrite off. A node with `input_layout`
+//!   "nchw" (a model's input of few channels, read as it is) runs neural-frame's direct
+//!   kernel (`nf_conv_nchw` in `src/cuda/passes.cu`) instead: cuDNN's fused engines would
+//!   need the input's channels padded and transposed first.
 //! - **CPU** (float16 and float32): a direct convolution in f32, the same formula; it is how
 //!   the rewrite is proven against the original model on ONNX Runtime's CPU provider in CI.
 
@@ -36,6 +39,9 @@ pub(crate) struct Attrs {
     pub(crate) strides: [i64; 2],
     pub(crate) dilations: [i64; 2],
     pub(crate) act: ActKind,
+    /// `input_layout` "nchw": X is NCHW `[N, C, H, W]` (a model's input with few channels, read
+    /// as it is; the CUDA kernel is neural-frame's direct convolution, not cuDNN's).
+    pub(crate) nchw_in: bool,
 }
 
 /// The activation after the bias.
@@ -62,11 +68,17 @@ fn attrs(k: &KernelContext<'_>) -> ort::Result<Attrs> {
         Some("prelu") => ActKind::PRelu,
         _ => return Err(bad("activation")),
     };
+    let nchw_in = match k.get::<String>("input_layout").as_deref() {
+        None | Some("nhwc") => false,
+        Some("nchw") => true,
+        Some(_) => return Err(bad("input_layout")),
+    };
     Ok(Attrs {
         pads: [four[0], four[1], four[2], four[3]],
         strides: two("strides")?,
         dilations: two("dilations")?,
         act,
+        nchw_in,
     })
 }
 
@@ -188,8 +200,8 @@ impl Operator for ConvAct {
         [OperatorOutput::required(self.element)]
     }
 
-    /// `[N, H', W', K]` from X `[N, H, W, C]`, W `[K, R, S, C]` and the attributes; a size
-    /// that is not known stays unknown (-1).
+    /// `[N, H', W', K]` from X `[N, H, W, C]` (`[N, C, H, W]` with `input_layout` "nchw"),
+    /// W `[K, R, S, C]` and the attributes; a size that is not known stays unknown (-1).
     fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
         let inputs = ctx.inputs();
         // ONNX Runtime keeps one inference function for the four operators of this name (the
@@ -209,13 +221,17 @@ impl Operator for ConvAct {
         if pads.len() != 4 || strides.len() != 2 || dilations.len() != 2 {
             return Err(ort::Error::new(format!("{OP}: pads, strides or dilations of the wrong length")));
         }
+        let nchw_in = ctx.attr::<String>("input_layout").is_ok_and(|l| l == "nchw");
         let a = Attrs {
             pads: [pads[0], pads[1], pads[2], pads[3]],
             strides: [strides[0], strides[1]],
             dilations: [dilations[0], dilations[1]],
             act: ActKind::None,
+            nchw_in,
         };
-        let (oh, ow) = match (xs[1], xs[2], ws[1], ws[2]) {
+        // X's height and width axes.
+        let (hx, wx) = if nchw_in { (2, 3) } else { (1, 2) };
+        let (oh, ow) = match (xs[hx], xs[wx], ws[1], ws[2]) {
             (h, w, r, s) if h >= 0 && w >= 0 && r >= 0 && s >= 0 => output_hw(&a, h, w, r, s).unwrap_or((-1, -1)),
             _ => (-1, -1),
         };
@@ -223,7 +239,7 @@ impl Operator for ConvAct {
         // of the nodes after as a value (DepthToSpace ×4 made it -4). The name follows from the
         // input's and the window (derived_symbol).
         let dims = [xs[0], oh, ow, ws[0]];
-        let name = |i: usize| names.get(i).map_or("", String::as_str);
+        let name = |i: usize| names.get([0, hx, wx, 3][i]).map_or("", String::as_str);
         let window = |axis: usize, k: i64| {
             let (p, st, d) = (&a.pads, a.strides[axis], a.dilations[axis]);
             // A window that keeps the size keeps the name (ONNX Runtime may then reuse buffers
@@ -279,6 +295,25 @@ fn dims4(ctx: &ComputeContext, i: usize, what: &str) -> ort::Result<[i64; 4]> {
     }
 }
 
+/// X's dims as `[N, H, W, C]`, whatever its layout.
+pub(super) fn x_dims(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
+    let d = dims4(ctx, 0, "input X")?;
+    Ok(if a.nchw_in { [d[0], d[2], d[3], d[1]] } else { d })
+}
+
+/// NCHW values as NHWC, `[n, h, w, c]` being the NHWC dims.
+pub(crate) fn nchw_to_nhwc(x: &[f32], [n, h, w, c]: [usize; 4]) -> Vec<f32> {
+    let mut out = vec![0f32; x.len()];
+    for ni in 0..n {
+        for ci in 0..c {
+            for p in 0..h * w {
+                out[(ni * h * w + p) * c + ci] = x[(ni * c + ci) * h * w + p];
+            }
+        }
+    }
+    out
+}
+
 /// The CPU kernel.
 struct CpuKernel {
     a: Attrs,
@@ -326,7 +361,7 @@ pub(super) fn write_output(ctx: &ComputeContext, dims: Vec<i64>, half: bool, y: 
 impl Kernel for CpuKernel {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         let missing = |what: &str| ort::Error::new(format!("{OP}: no {what}"));
-        let [n, h, w, c] = dims4(ctx, 0, "input X")?;
+        let [n, h, w, c] = x_dims(ctx, &self.a)?;
         let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
         if wc != c {
             return Err(ort::Error::new(format!("{OP}: the input has {c} channels, the weight {wc}")));
@@ -334,6 +369,7 @@ impl Kernel for CpuKernel {
         let (oh, ow) = output_hw(&self.a, h, w, r, s)
             .ok_or_else(|| ort::Error::new(format!("{OP}: a {r}×{s} window does not fit {h}×{w}")))?;
         let x = self.floats(ctx, 0)?.ok_or_else(|| missing("input X"))?;
+        let x = if self.a.nchw_in { nchw_to_nhwc(&x, [n, h, w, c].map(|v| v as usize)) } else { x };
         let wt = self.floats(ctx, 1)?.ok_or_else(|| missing("weight W"))?;
         // No B (omitted where the DepthToSpace tails took it): zeros.
         let b = self.floats(ctx, 2)?.unwrap_or_else(|| vec![0.0; k as usize]);
@@ -377,3 +413,6 @@ pub(crate) fn domain() -> ort::Result<OperatorDomain> {
 #[cfg(feature = "cuda")]
 #[path = "convact_cuda.rs"]
 mod cuda;
+
+#[cfg(all(test, feature = "cuda"))]
+pub(crate) use cuda::DIRECT_RUNS;

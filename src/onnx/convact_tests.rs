@@ -44,7 +44,7 @@ fn the_upscalers_and_test_models_fuse_exactly() {
     let cases: [(&str, usize, &str); 5] = [
         ("models/upscale.onnx", 18, "17 with prelu"),
         // The tiny models' second Conv (12 channels, not aligned) stays. The NHWC model's
-        // Transposes at the boundary meet the rewrite's, which ONNX Runtime cancels.
+        // Transpose at its input stays: the first fused node reads its NCHW result directly.
         ("models/test/tiny-x2-f32-nhwc.onnx", 1, "1 with prelu"),
         ("models/test/tiny-x2-f32.onnx", 1, "1 with prelu"),
         ("models/test/tiny-x2-f32-two-outputs.onnx", 1, "1 with prelu"),
@@ -179,9 +179,12 @@ fn every_activation_stride_padding_and_dilation_fuses_exactly() {
     let strided = Layer { strides: [2, 2], pads: [1, 0, 1, 0], ..layer(24, 3, "PReluScalar") };
     let last = Layer { bias: false, ..layer(8, 1, "") };
     let rgb = Layer { bias: true, ..layer(3, 3, "") };
+    let first = Layer { strides: [2, 1], dilations: [1, 2], pads: [0, 2, 1, 1], ..layer(16, 3, "LeakyRelu") };
     let cases: Vec<(&str, Vec<Layer>, bool, usize)> = vec![
         ("prelu, leaky, relu, scalar prelu, plain", vec![layer(8, 3, "PRelu"), odd, dilated, strided, last], false, 5),
         ("a fused result read by a plain Add too", vec![layer(8, 3, "PRelu"), layer(16, 3, "Relu")], true, 2),
+        ("a strided, dilated, unevenly padded first layer", vec![first, layer(8, 3, "PRelu")], false, 2),
+        // 75 taps (5·5·3): past the direct kernel's 64, so padded and transposed for cuDNN.
         ("a 5×5 kernel", vec![layer(8, 5, "LeakyRelu"), layer(8, 3, "PRelu")], false, 2),
         // Three output channels are not aligned: that Conv stays, reading the fused result NCHW.
         ("an RGB output Conv after them", vec![layer(8, 3, "PRelu"), layer(16, 3, "Relu"), rgb], false, 2),
@@ -191,12 +194,27 @@ fn every_activation_stride_padding_and_dilation_fuses_exactly() {
         let r = fuse_conv_act(&original).expect("rewrites");
         let o = ops(&r.bytes);
         assert_eq!(o.iter().filter(|op| *op == OP).count(), fused, "{what}: {o:?} {:?}", r.skipped);
-        // The transposes: one in, one out, and one more where a plain node reads a fused result.
+        // The three input channels: read NCHW as they are by the first fused node, or (a window
+        // of more than DIRECT_MAX_TAPS taps) padded to eight by a 1×1 Conv and transposed.
+        let direct = layers[0].kernel * layers[0].kernel * 3 <= DIRECT_MAX_TAPS;
+        let m = ModelProto::decode(&r.bytes[..]).expect("decodes");
+        let first_fused = m.graph.as_ref().expect("graph").node.iter().find(|n| n.op() == OP).expect("a fused node");
+        assert_eq!(first_fused.string("input_layout").as_deref() == Some("nchw"), direct, "{what}");
+        assert_eq!(first_fused.input[0] == "x", direct, "{what}: {:?}", first_fused.input);
+        assert_eq!(
+            r.changes[0].contains("1 reading an NCHW input of few channels directly"),
+            direct,
+            "{:?}",
+            r.changes
+        );
+        assert_eq!(r.changes[0].contains("1 input(s) padded"), !direct, "{:?}", r.changes);
+        // The transposes: one out, one more where a plain node reads a fused result, and one in
+        // unless the first node reads the input directly.
         let transposes = o.iter().filter(|op| *op == "Transpose").count();
-        assert_eq!(transposes, 2 + side as usize, "{what}: {o:?}");
-        // The three input channels are padded to eight on the way in (a 1×1 Conv of 3 to 8).
+        assert_eq!(transposes, 1 + side as usize + !direct as usize, "{what}: {o:?}");
         assert!(!o.iter().any(|op| op == "Pad"), "{what}: {o:?}");
-        assert_eq!(o.iter().filter(|op| *op == "Conv").count(), 1 + (layers.len() - fused), "{what}: {o:?}");
+        let convs = o.iter().filter(|op| *op == "Conv").count();
+        assert_eq!(convs, !direct as usize + (layers.len() - fused), "{what}: {o:?}");
         if what.starts_with("an RGB") {
             assert!(r.skipped.iter().any(|s| s.contains("3 output channels, not a multiple of 8")), "{:?}", r.skipped);
         }
@@ -249,6 +267,7 @@ fn the_reference_kernel_matches_a_hand_computed_convolution() {
         strides: [1, 1],
         dilations: [1, 1],
         act: crate::onnx::convact_op::ActKind::PRelu,
+        nchw_in: false,
     };
     let y = crate::onnx::convact_op::conv_act_reference(
         &a,
@@ -333,4 +352,87 @@ fn two_upscaling_stages_fuse_exactly() {
     let r = fuse_conv_act(&original).expect("rewrites");
     assert!(r.changes[0].starts_with("2 convolutions"), "{:?}", r.changes);
     assert_exact("two stages", &original, &r.bytes, &[[1, 8, 5, 6], [1, 8, 9, 4]]);
+}
+
+/// On the GPU (`gpu-run.sh`'s `lib-gpu` step runs the lib's `gpu_tests`).
+#[cfg(feature = "cuda")]
+mod gpu_tests {
+    use super::*;
+    use crate::onnx::fp16::tests::run_in;
+    use crate::onnx::shuffle::tests::gpu_tests::{on_cuda, one_at_a_time};
+
+    /// The direct kernel (`nf_conv_nchw`, a first fused node reading the NCHW input) on CUDA
+    /// against the operator's CPU kernel on the same rewritten model (both sum in f32 and round
+    /// once): every activation, strides, dilations, uneven padding, 1 to 7 input channels,
+    /// output channels past one chunk of 32 and not a multiple of it, fp32 and fp16. The CUDA
+    /// run before each wrote NaN everywhere (NaN inputs), so an output the kernel skipped shows.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
+    fn the_direct_kernel_matches_the_cpu_kernel() {
+        let _gpu = one_at_a_time();
+        let odd = Layer { strides: [2, 1], dilations: [1, 2], pads: [0, 2, 1, 1], ..layer(40, 3, "LeakyRelu") };
+        let cases: Vec<(&str, i64, Layer)> = vec![
+            ("3 → 64, 3×3, prelu", 3, layer(64, 3, "PRelu")),
+            ("3 → 40, strided, dilated, uneven pads, leaky", 3, odd),
+            ("1 → 8, 7×7, relu, no bias", 1, Layer { bias: false, ..layer(8, 7, "Relu") }),
+            ("7 → 16, 3×3, scalar prelu", 7, layer(16, 3, "PReluScalar")),
+            ("2 → 72, 5×5, prelu", 2, layer(72, 5, "PRelu")),
+        ];
+        for (what, channels, l) in cases {
+            let float = single(channels, &l);
+            let half =
+                crate::onnx::fp16::to_fp16(&float, &crate::onnx::fp16::Fp16Options::default()).expect("converts").bytes;
+            for (precision, original) in [("fp32", float.clone()), ("fp16", half)] {
+                let what = format!("{what} ({precision})");
+                let r = fuse_conv_act(&original).expect("rewrites");
+                assert!(
+                    r.changes[0].contains("reading an NCHW input of few channels directly"),
+                    "{what}: {:?}",
+                    r.changes
+                );
+                let inputs = pattern_inputs(&r.bytes, &[1, channels, 37, 53]);
+                let nans: Vec<_> =
+                    inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
+                let expected = run(&r.bytes, &inputs).expect("the CPU kernel runs");
+                let mut cuda = on_cuda(&r.bytes, true);
+                let before = crate::onnx::convact_op::DIRECT_RUNS.load(std::sync::atomic::Ordering::Relaxed);
+                let poisoned = run_in(&mut cuda, &nans).expect("the CUDA kernel runs");
+                assert!(poisoned[0].data.iter().all(|v| v.is_nan()), "{what}: NaN in, NaN out");
+                let got = run_in(&mut cuda, &inputs).expect("the CUDA kernel runs");
+                let runs = crate::onnx::convact_op::DIRECT_RUNS.load(std::sync::atomic::Ordering::Relaxed) - before;
+                assert_eq!(runs, 2, "{what}: the direct kernel did not run");
+                assert_eq!(got[0].shape, expected[0].shape, "{what}");
+                assert!(expected[0].data.iter().filter(|v| **v != 0.0).count() > expected[0].data.len() / 4, "{what}");
+                // fp32: the sums' order differs (fma per tap against a sum per window position),
+                // within 1e-5; fp16: one rounding each, so one half-float step at most.
+                let worst = got[0]
+                    .data
+                    .iter()
+                    .zip(&expected[0].data)
+                    .map(|(a, b)| {
+                        let step =
+                            if precision == "fp16" { (b.abs().max(6.1e-5) * 2f32.powi(-10)).max(1e-7) } else { 1e-5 };
+                        (a - b).abs() / step
+                    })
+                    .fold(0f32, f32::max);
+                eprintln!("{what}: largest difference {worst:.2} steps");
+                assert!(worst <= 1.0 + 1e-3, "{what}: {worst} steps apart");
+            }
+        }
+    }
+
+    /// x [1, channels, h, w] → one Conv of `l` and its activation: a fused node that reads the
+    /// input directly, and a Transpose back to NCHW.
+    fn single(channels: i64, l: &Layer) -> Vec<u8> {
+        let mut bytes = chain(std::slice::from_ref(l), false);
+        let mut m = ModelProto::decode(&bytes[..]).expect("decodes");
+        let g = m.graph.as_mut().expect("graph");
+        for t in g.initializer.iter_mut().filter(|t| t.name() == "w0") {
+            let n = (l.out * channels * l.kernel * l.kernel) as usize;
+            *t = TensorProto::from_floats("w0", vec![l.out, channels, l.kernel, l.kernel], &weights(n, 0));
+        }
+        g.input[0] = tensor_vi("x", data_type::FLOAT, &["1", &channels.to_string(), "h", "w"]);
+        bytes = prost::Message::encode_to_vec(&m);
+        bytes
+    }
 }

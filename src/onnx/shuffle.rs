@@ -62,7 +62,7 @@ fn keeps_size(kernel: [i64; 2], pads: &[i64], strides: Option<&[i64]>, dilations
 
 /// Where an NCHW value's height and width come from: the value they are followed back to through
 /// nodes that keep them (activations, casts, convolutions of stride 1 that pad to size: `Conv`
-/// on NCHW values, the fused `ConvAct` on NHWC ones, and the transposes between the two
+/// on NCHW values, the fused `ConvAct` on NHWC ones (or NCHW ones it reads directly), and the transposes between the two
 /// layouts), with that value's layout (true: NHWC). Two NCHW values of one root and layout
 /// have one spatial size, so an Add of them does not broadcast there.
 fn spatial_root(g: &GraphProto, value: &str) -> (String, bool) {
@@ -92,8 +92,10 @@ fn spatial_root(g: &GraphProto, value: &str) -> (String, bool) {
             (true, "Conv") if !nhwc && n.string("auto_pad").is_none_or(|a| a == "NOTSET") => {
                 window(|w| [w[2], w[3]]).then_some(false)
             }
-            // KRSC.
-            (false, CONVACT) if nhwc && n.domain.as_deref() == Some(DOMAIN) => window(|w| [w[1], w[2]]).then_some(true),
+            // KRSC; its input NHWC, or NCHW where it reads it directly (`input_layout`).
+            (false, CONVACT) if nhwc && n.domain.as_deref() == Some(DOMAIN) => {
+                window(|w| [w[1], w[2]]).then_some(n.string("input_layout").as_deref() != Some("nchw"))
+            }
             _ => None,
         };
         match from {
@@ -356,4 +358,4 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
 
 #[cfg(test)]
 #[path = "shuffle_tests.rs"]
-mod tests;
+pub(crate) mod tests;

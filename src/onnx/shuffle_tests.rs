@@ -319,21 +319,21 @@ fn the_operator_alone_runs_the_reference_on_the_cpu_provider() {
 
 /// On the GPU (`gpu-run.sh`'s `lib-gpu` step runs the lib's `gpu_tests`).
 #[cfg(feature = "cuda")]
-mod gpu_tests {
+pub(crate) mod gpu_tests {
     use ort::session::Session;
 
     use super::*;
     use crate::onnx::fp16::tests::{differences, run_in};
 
     /// Held by each GPU test: they count the CUDA kernel's runs, which are process-wide.
-    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
         static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
         GPU.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A CUDA session; `strict`: every node on CUDA, or no session (the operators' CPU kernels
     /// must not stand in).
-    fn on_cuda(bytes: &[u8], strict: bool) -> Session {
+    pub(crate) fn on_cuda(bytes: &[u8], strict: bool) -> Session {
         let env = crate::onnx::runtime::environment().expect("ONNX Runtime");
         let cuda = ort::ep::CUDA::default().build().error_on_failure();
         let domain = crate::onnx::convact_op::domain().expect("the operators");
