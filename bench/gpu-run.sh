@@ -720,6 +720,30 @@ for what in "$@"; do
         models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-post1.json"
       bench_tar
       ;;
+    s10)
+      # The first convolution read directly (nf_conv_nchw, rewrite v4, the default) against padded
+      # and transposed for cuDNN (NEURAL_FRAME_CONV_DIRECT=0, v3's graph), alternated: the fp16 file
+      # and the fp32 file (issue 23's) at 540p, the fp32 file at 1080p, with no tuning flags; then
+      # the first frame twice, torch.compile at both sizes, and the kernel profile of each. About 200 s.
+      nvrtc
+      for r in 1 2; do
+        nb direct-f16-$r "${f16_540[@]}"
+        NEURAL_FRAME_CONV_DIRECT=0 nb padded-f16-$r "${f16_540[@]}"
+      done
+      nb direct-fp32-file --size 960x540 --frames 200
+      NEURAL_FRAME_CONV_DIRECT=0 nb padded-fp32-file --size 960x540 --frames 200
+      nb direct-fp32-file-1080p --size 1920x1080 --frames 100
+      NEURAL_FRAME_CONV_DIRECT=0 nb padded-fp32-file-1080p --size 1920x1080 --frames 100
+      nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      nb ttff-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
+      torch_both "$b"
+      export PYTHONUNBUFFERED=1
+      step profile-direct 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
+        --fuse-conv-act default --json "$b/profile-direct.json"
+      NEURAL_FRAME_CONV_DIRECT=0 step profile-padded 240 python3 bench/kernel_profile.py nf-profile \
+        models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-padded.json"
+      bench_tar
+      ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
       # with infer, no --validation): the renderer's copies on its transfer queue and its timelines
