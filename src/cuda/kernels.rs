@@ -11,7 +11,9 @@ use cudarc::driver::sys;
 
 use crate::cuda::device::CudaDevice;
 use crate::cuda::memory::MappedArray;
-use crate::cuda::params::{Access, CONV_CHUNK, CONV_MAX_TAPS, ConvParams, PostParams, PreParams, ShuffleParams};
+use crate::cuda::params::{
+    Access, CONV_CHUNK, CONV_MAX_TAPS, CONV_PIXELS, ConvParams, PostParams, PreParams, ShuffleParams,
+};
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
 use crate::error::Result;
@@ -91,7 +93,7 @@ pub unsafe fn conv_nchw(ordinal: i32, stream: *mut c_void, params: &ConvParams) 
     }
     let m = module(ordinal)?;
     let mut p = *params;
-    let blocks = total.div_ceil(u64::from(CONV_BLOCK)).min(1 << 20) as u32;
+    let blocks = total.div_ceil(u64::from(CONV_BLOCK * CONV_PIXELS)).min(1 << 20) as u32;
     // SAFETY: nf_conv_nchw takes one ConvParams; the caller's contract covers the stream and
     // the memory; the kernel loops over any pixels the grid leaves, and blockIdx.y is the chunk
     // of output channels.

@@ -267,7 +267,10 @@ pub const CONV_ACT_PRELU: u32 = 3;
 pub const CONV_MAX_TAPS: u32 = 64;
 /// Output channels a block of `nf_conv_nchw` computes (`CONV_CHUNK` in passes.cu).
 #[cfg(feature = "cuda")]
-pub const CONV_CHUNK: u32 = 32;
+pub const CONV_CHUNK: u32 = 16;
+/// Output pixels a thread of `nf_conv_nchw` computes (`CONV_PIXELS` in passes.cu).
+#[cfg(feature = "cuda")]
+pub const CONV_PIXELS: u32 = 4;
 
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);

@@ -645,12 +645,15 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
 // The fused rewrite's ConvAct whose input is NCHW with few channels (`input_layout` "nchw",
 // src/onnx/convact.rs): the first convolution of an image model, which cuDNN's fused engines
 // take only with its channels padded to 8 and the input transposed to NHWC. Direct: one
-// thread an output pixel and CONV_CHUNK output channels (blockIdx.y picks the chunk), the
-// chunk's weights in shared memory as [tap][channel] (a tap: one r, s, c), summed in f32 in
-// tap order (r, then s, then c), bias first; then the activation and one rounding. Writes
-// NHWC [n, oh, ow, k]; k is a multiple of 8 (the launcher checks), so that each group of 8
-// halves (or 4 floats) is one 16-byte store.
-#define CONV_CHUNK 32u
+// thread CONV_PIXELS output pixels (a block's width apart, so that each load and store of a
+// warp is one run of neighbouring pixels) and CONV_CHUNK output channels (blockIdx.y picks
+// the chunk); the chunk's weights in shared memory as [tap][channel] (a tap: one r, s, c), so
+// that one 16-byte broadcast load serves four channels of four pixels. Sums in f32 in tap
+// order (r, then s, then c), bias first; then the activation and one rounding. Writes NHWC
+// [n, oh, ow, k]; k is a multiple of 8 (the launcher checks), so that each group of 8 halves
+// (or 4 floats) is one 16-byte store.
+#define CONV_CHUNK 16u
+#define CONV_PIXELS 4u
 #define CONV_MAX_TAPS 64u
 #define CONV_ACT_NONE 0u
 #define CONV_ACT_RELU 1u
@@ -683,6 +686,16 @@ struct ConvParams {
     u32 element;  // ELEMENT_F32 or ELEMENT_F16
 };
 
+__device__ __forceinline__ float conv_act(const ConvParams& p, float v, float slope) {
+    if (p.act == CONV_ACT_RELU) {
+        return fmaxf(v, 0.0f);
+    }
+    if (p.act != CONV_ACT_NONE) {
+        return v < 0.0f ? v * slope : v;
+    }
+    return v;
+}
+
 extern "C" __global__ void nf_conv_nchw(ConvParams p) {
     __shared__ float4 wsh[CONV_MAX_TAPS * CONV_CHUNK / 4u];
     __shared__ float bsh[CONV_CHUNK];
@@ -690,10 +703,11 @@ extern "C" __global__ void nf_conv_nchw(ConvParams p) {
     const u32 k0 = blockIdx.y * CONV_CHUNK;
     const u32 taps = p.r * p.s * p.c;
     float* wf = reinterpret_cast<float*>(wsh);
+    // The chunk's KRSC rows, read in order (i: channel kk's tap), stored [tap][kk].
     for (u32 i = threadIdx.x; i < taps * CONV_CHUNK; i += blockDim.x) {
-        const u32 kk = i % CONV_CHUNK;
-        const u32 tap = i / CONV_CHUNK;
-        wf[i] = k0 + kk < p.k ? shuffle_load(p.w, p.element, (u64)(k0 + kk) * taps + tap) : 0.0f;
+        const u32 kk = i / taps;
+        const u32 tap = i - kk * taps;
+        wf[tap * CONV_CHUNK + kk] = k0 + kk < p.k ? shuffle_load(p.w, p.element, (u64)k0 * taps + i) : 0.0f;
     }
     if (threadIdx.x < CONV_CHUNK) {
         const u32 k = k0 + threadIdx.x;
@@ -704,70 +718,91 @@ extern "C" __global__ void nf_conv_nchw(ConvParams p) {
     __syncthreads();
     const u64 total = (u64)p.n * p.oh * p.ow;
     const u64 plane = (u64)p.h * p.w_;
-    for (u64 px = (u64)blockIdx.x * blockDim.x + threadIdx.x; px < total; px += (u64)gridDim.x * blockDim.x) {
-        const u32 ox = (u32)(px % p.ow);
-        const u64 rest = px / p.ow;
-        const u32 oy = (u32)(rest % p.oh);
-        const u32 ni = (u32)(rest / p.oh);
-        float acc[CONV_CHUNK];
+    const u64 span = (u64)blockDim.x * CONV_PIXELS;
+    for (u64 first = (u64)blockIdx.x * span + threadIdx.x; first < total; first += (u64)gridDim.x * span) {
+        u32 oy[CONV_PIXELS];
+        u32 ox[CONV_PIXELS];
+        u64 image[CONV_PIXELS];
+        bool valid[CONV_PIXELS];
+        float acc[CONV_PIXELS][CONV_CHUNK];
 #pragma unroll
-        for (u32 j = 0u; j < CONV_CHUNK; j++) {
-            acc[j] = bsh[j];
+        for (u32 j = 0u; j < CONV_PIXELS; j++) {
+            const u64 px = first + (u64)j * blockDim.x;
+            valid[j] = px < total;
+            const u64 at = valid[j] ? px : first;
+            ox[j] = (u32)(at % p.ow);
+            const u64 rest = at / p.ow;
+            oy[j] = (u32)(rest % p.oh);
+            image[j] = (rest / p.oh) * p.c * plane;
+#pragma unroll
+            for (u32 kk = 0u; kk < CONV_CHUNK; kk++) {
+                acc[j][kk] = bsh[kk];
+            }
         }
         u32 tap = 0u;
         for (u32 ri = 0u; ri < p.r; ri++) {
-            const int iy = (int)(oy * p.stride_h) - p.pad_top + (int)(ri * p.dil_h);
             for (u32 si = 0u; si < p.s; si++) {
-                const int ix = (int)(ox * p.stride_w) - p.pad_left + (int)(si * p.dil_w);
-                const bool inside = iy >= 0 && iy < (int)p.h && ix >= 0 && ix < (int)p.w_;
-                const u64 at = (u64)ni * p.c * plane + (u64)(inside ? iy : 0) * p.w_ + (u64)(inside ? ix : 0);
+                u64 src[CONV_PIXELS];
+                bool inside[CONV_PIXELS];
+#pragma unroll
+                for (u32 j = 0u; j < CONV_PIXELS; j++) {
+                    const int iy = (int)(oy[j] * p.stride_h) - p.pad_top + (int)(ri * p.dil_h);
+                    const int ix = (int)(ox[j] * p.stride_w) - p.pad_left + (int)(si * p.dil_w);
+                    inside[j] = iy >= 0 && iy < (int)p.h && ix >= 0 && ix < (int)p.w_;
+                    src[j] = image[j] + (inside[j] ? (u64)iy * p.w_ + (u64)ix : 0ull);
+                }
                 for (u32 ci = 0u; ci < p.c; ci++, tap++) {
-                    if (!inside) {
-                        continue;
+                    float xv[CONV_PIXELS];
+#pragma unroll
+                    for (u32 j = 0u; j < CONV_PIXELS; j++) {
+                        xv[j] = inside[j] ? shuffle_load(p.x, p.element, src[j] + ci * plane) : 0.0f;
                     }
-                    const float xv = shuffle_load(p.x, p.element, at + ci * plane);
                     const float4* wt = wsh + tap * (CONV_CHUNK / 4u);
 #pragma unroll
                     for (u32 q = 0u; q < CONV_CHUNK / 4u; q++) {
                         const float4 w4 = wt[q];
-                        acc[4u * q] = fmaf(xv, w4.x, acc[4u * q]);
-                        acc[4u * q + 1u] = fmaf(xv, w4.y, acc[4u * q + 1u]);
-                        acc[4u * q + 2u] = fmaf(xv, w4.z, acc[4u * q + 2u]);
-                        acc[4u * q + 3u] = fmaf(xv, w4.w, acc[4u * q + 3u]);
+#pragma unroll
+                        for (u32 j = 0u; j < CONV_PIXELS; j++) {
+                            acc[j][4u * q] = fmaf(xv[j], w4.x, acc[j][4u * q]);
+                            acc[j][4u * q + 1u] = fmaf(xv[j], w4.y, acc[j][4u * q + 1u]);
+                            acc[j][4u * q + 2u] = fmaf(xv[j], w4.z, acc[j][4u * q + 2u]);
+                            acc[j][4u * q + 3u] = fmaf(xv[j], w4.w, acc[j][4u * q + 3u]);
+                        }
                     }
                 }
             }
         }
 #pragma unroll
-        for (u32 j = 0u; j < CONV_CHUNK; j++) {
-            const float v = acc[j];
-            if (p.act == CONV_ACT_RELU) {
-                acc[j] = fmaxf(v, 0.0f);
-            } else if (p.act != CONV_ACT_NONE) {
-                acc[j] = v < 0.0f ? v * ssh[j] : v;
+        for (u32 j = 0u; j < CONV_PIXELS; j++) {
+            if (!valid[j]) {
+                continue;
             }
-        }
-        const u64 base = px * p.k + k0;
-        if (p.element == ELEMENT_F16) {
+            const u64 base = (first + (u64)j * blockDim.x) * p.k + k0;
+            if (p.element == ELEMENT_F16) {
 #pragma unroll
-            for (u32 g = 0u; g < CONV_CHUNK / 8u; g++) {
-                if (k0 + 8u * g < p.k) {
-                    u32 word[4];
+                for (u32 g = 0u; g < CONV_CHUNK / 8u; g++) {
+                    if (k0 + 8u * g < p.k) {
+                        u32 word[4];
 #pragma unroll
-                    for (u32 i = 0u; i < 4u; i++) {
-                        word[i] = (u32)float_to_half(acc[8u * g + 2u * i]) |
-                                  ((u32)float_to_half(acc[8u * g + 2u * i + 1u]) << 16);
+                        for (u32 i = 0u; i < 4u; i++) {
+                            const u32 kk = 8u * g + 2u * i;
+                            word[i] = (u32)float_to_half(conv_act(p, acc[j][kk], ssh[kk])) |
+                                      ((u32)float_to_half(conv_act(p, acc[j][kk + 1u], ssh[kk + 1u])) << 16);
+                        }
+                        *reinterpret_cast<uint4*>(reinterpret_cast<u16*>(p.y) + base + 8u * g) =
+                            make_uint4(word[0], word[1], word[2], word[3]);
                     }
-                    *reinterpret_cast<uint4*>(reinterpret_cast<u16*>(p.y) + base + 8u * g) =
-                        make_uint4(word[0], word[1], word[2], word[3]);
                 }
-            }
-        } else {
+            } else {
 #pragma unroll
-            for (u32 g = 0u; g < CONV_CHUNK / 4u; g++) {
-                if (k0 + 4u * g < p.k) {
-                    *reinterpret_cast<float4*>(reinterpret_cast<float*>(p.y) + base + 4u * g) =
-                        make_float4(acc[4u * g], acc[4u * g + 1u], acc[4u * g + 2u], acc[4u * g + 3u]);
+                for (u32 g = 0u; g < CONV_CHUNK / 4u; g++) {
+                    if (k0 + 4u * g < p.k) {
+                        const u32 kk = 4u * g;
+                        *reinterpret_cast<float4*>(reinterpret_cast<float*>(p.y) + base + kk) =
+                            make_float4(conv_act(p, acc[j][kk], ssh[kk]), conv_act(p, acc[j][kk + 1u], ssh[kk + 1u]),
+                                        conv_act(p, acc[j][kk + 2u], ssh[kk + 2u]),
+                                        conv_act(p, acc[j][kk + 3u], ssh[kk + 3u]));
+                    }
                 }
             }
         }

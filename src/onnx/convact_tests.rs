@@ -364,7 +364,7 @@ mod gpu_tests {
     /// The direct kernel (`nf_conv_nchw`, a first fused node reading the NCHW input) on CUDA
     /// against the operator's CPU kernel on the same rewritten model (both sum in f32 and round
     /// once): every activation, strides, dilations, uneven padding, 1 to 7 input channels,
-    /// output channels past one chunk of 32 and not a multiple of it, fp32 and fp16. The CUDA
+    /// output channels past one chunk of 16 and not a multiple of it, pixels not a multiple of a block's, fp32 and fp16. The CUDA
     /// run before each wrote NaN everywhere (NaN inputs; 0 under ReLU), so an output the kernel
     /// skipped shows.
     #[test]
