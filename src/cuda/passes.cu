@@ -648,8 +648,7 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
 // thread CONV_PIXELS output pixels (a block's width apart, so that each load and store of a
 // warp is one run of neighbouring pixels) and CONV_CHUNK output channels (blockIdx.y picks
 // the chunk); the chunk's weights in shared memory as [tap][channel] (a tap: one r, s, c), so
-// that one 16-byte broadcast load serves four channels of four pixels; the inputs of the next
-// window position loaded while this one's are summed. Sums in f32 in tap
+// that one 16-byte broadcast load serves four channels of four pixels. Sums in f32 in tap
 // order (r, then s, then c), bias first; then the activation and one rounding. Writes NHWC
 // [n, oh, ow, k]; k is a multiple of 8 (the launcher checks), so that each group of 8 halves
 // (or 4 floats) is one 16-byte store.
@@ -697,28 +696,6 @@ __device__ __forceinline__ float conv_act(const ConvParams& p, float v, float sl
     return v;
 }
 
-// Unit u's inputs (window position u / groups, channels from 4·(u % groups), as nf_conv_nchw
-// walks them) for each of the thread's pixels: 0 outside the image or past the channels.
-__device__ __forceinline__ void conv_load_unit(const ConvParams& p, u32 u, u32 groups, const u32* oy, const u32* ox,
-                                               const u64* image, u64 plane, float (*xv)[CONV_PIXELS]) {
-    const u32 pos = u / groups;
-    const u32 c0 = (u - pos * groups) * 4u;
-    const u32 ri = pos / p.s;
-    const u32 si = pos - ri * p.s;
-#pragma unroll
-    for (u32 j = 0u; j < CONV_PIXELS; j++) {
-        const int iy = (int)(oy[j] * p.stride_h) - p.pad_top + (int)(ri * p.dil_h);
-        const int ix = (int)(ox[j] * p.stride_w) - p.pad_left + (int)(si * p.dil_w);
-        const bool inside = iy >= 0 && iy < (int)p.h && ix >= 0 && ix < (int)p.w_;
-        const u64 src = image[j] + (inside ? (u64)iy * p.w_ + (u64)ix : 0ull);
-#pragma unroll
-        for (u32 cc = 0u; cc < 4u; cc++) {
-            const bool load = inside && c0 + cc < p.c;
-            xv[cc][j] = load ? shuffle_load(p.x, p.element, src + (u64)(c0 + cc) * plane) : 0.0f;
-        }
-    }
-}
-
 extern "C" __global__ void nf_conv_nchw(ConvParams p) {
     __shared__ float4 wsh[CONV_MAX_TAPS * CONV_CHUNK / 4u];
     __shared__ float bsh[CONV_CHUNK];
@@ -762,42 +739,36 @@ extern "C" __global__ void nf_conv_nchw(ConvParams p) {
                 acc[j][kk] = bsh[kk];
             }
         }
-        // Units of work: a window position (ri, si) and four of its input channels from c0. The
-        // next unit's loads are issued before this one's sums (software pipelining), so that the
-        // loads' latency hides behind the arithmetic.
-        const u32 groups = (p.c + 3u) / 4u;
-        const u32 units = p.r * p.s * groups;
-        float xv[4][CONV_PIXELS];
-        conv_load_unit(p, 0u, groups, oy, ox, image, plane, xv);
-        for (u32 u = 0u; u < units; u++) {
-            float next[4][CONV_PIXELS];
-            // (The last unit loads itself again: no branch around the loads.)
-            conv_load_unit(p, u + 1u < units ? u + 1u : u, groups, oy, ox, image, plane, next);
-            const u32 pos = u / groups;
-            const u32 c0 = (u - pos * groups) * 4u;
-#pragma unroll
-            for (u32 cc = 0u; cc < 4u; cc++) {
-                if (c0 + cc >= p.c) {
-                    break;
-                }
-                const float4* wt = wsh + (pos * p.c + c0 + cc) * (CONV_CHUNK / 4u);
-#pragma unroll
-                for (u32 q = 0u; q < CONV_CHUNK / 4u; q++) {
-                    const float4 w4 = wt[q];
-#pragma unroll
-                    for (u32 j = 0u; j < CONV_PIXELS; j++) {
-                        acc[j][4u * q] = fmaf(xv[cc][j], w4.x, acc[j][4u * q]);
-                        acc[j][4u * q + 1u] = fmaf(xv[cc][j], w4.y, acc[j][4u * q + 1u]);
-                        acc[j][4u * q + 2u] = fmaf(xv[cc][j], w4.z, acc[j][4u * q + 2u]);
-                        acc[j][4u * q + 3u] = fmaf(xv[cc][j], w4.w, acc[j][4u * q + 3u]);
-                    }
-                }
-            }
-#pragma unroll
-            for (u32 cc = 0u; cc < 4u; cc++) {
+        u32 tap = 0u;
+        for (u32 ri = 0u; ri < p.r; ri++) {
+            for (u32 si = 0u; si < p.s; si++) {
+                u64 src[CONV_PIXELS];
+                bool inside[CONV_PIXELS];
 #pragma unroll
                 for (u32 j = 0u; j < CONV_PIXELS; j++) {
-                    xv[cc][j] = next[cc][j];
+                    const int iy = (int)(oy[j] * p.stride_h) - p.pad_top + (int)(ri * p.dil_h);
+                    const int ix = (int)(ox[j] * p.stride_w) - p.pad_left + (int)(si * p.dil_w);
+                    inside[j] = iy >= 0 && iy < (int)p.h && ix >= 0 && ix < (int)p.w_;
+                    src[j] = image[j] + (inside[j] ? (u64)iy * p.w_ + (u64)ix : 0ull);
+                }
+                for (u32 ci = 0u; ci < p.c; ci++, tap++) {
+                    float xv[CONV_PIXELS];
+#pragma unroll
+                    for (u32 j = 0u; j < CONV_PIXELS; j++) {
+                        xv[j] = inside[j] ? shuffle_load(p.x, p.element, src[j] + ci * plane) : 0.0f;
+                    }
+                    const float4* wt = wsh + tap * (CONV_CHUNK / 4u);
+#pragma unroll
+                    for (u32 q = 0u; q < CONV_CHUNK / 4u; q++) {
+                        const float4 w4 = wt[q];
+#pragma unroll
+                        for (u32 j = 0u; j < CONV_PIXELS; j++) {
+                            acc[j][4u * q] = fmaf(xv[j], w4.x, acc[j][4u * q]);
+                            acc[j][4u * q + 1u] = fmaf(xv[j], w4.y, acc[j][4u * q + 1u]);
+                            acc[j][4u * q + 2u] = fmaf(xv[j], w4.z, acc[j][4u * q + 2u]);
+                            acc[j][4u * q + 3u] = fmaf(xv[j], w4.w, acc[j][4u * q + 3u]);
+                        }
+                    }
                 }
             }
         }
