@@ -744,6 +744,31 @@ for what in "$@"; do
         models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-padded.json"
       bench_tar
       ;;
+    s11)
+      # nf_conv3_c3 (the weights in its parameters; the default for the upscaler's first
+      # convolution) against nf_conv_nchw (NEURAL_FRAME_CONV3=0) and the padded path
+      # (NEURAL_FRAME_CONV_DIRECT=0), alternated, no tuning flags: the fp16 file at 540p; the fp32
+      # file (issue 23's) at 540p and 1080p; the kernel profile of the first two; torch.compile at
+      # both sizes. About 150 s.
+      nvrtc
+      nb conv3-f16-1 "${f16_540[@]}"
+      NEURAL_FRAME_CONV3=0 nb nchw-f16-1 "${f16_540[@]}"
+      NEURAL_FRAME_CONV_DIRECT=0 nb padded-f16-1 "${f16_540[@]}"
+      nb conv3-f16-2 "${f16_540[@]}"
+      NEURAL_FRAME_CONV3=0 nb nchw-f16-2 "${f16_540[@]}"
+      nb conv3-fp32-file --size 960x540 --frames 200
+      nb conv3-fp32-file-2 --size 960x540 --frames 200
+      nb conv3-fp32-file-1080p --size 1920x1080 --frames 100
+      NEURAL_FRAME_CONV3=0 nb nchw-fp32-file-1080p --size 1920x1080 --frames 100
+      nb conv3-fp32-file-1080p-2 --size 1920x1080 --frames 100
+      export PYTHONUNBUFFERED=1
+      step profile-conv3 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
+        --fuse-conv-act default --json "$b/profile-conv3.json"
+      NEURAL_FRAME_CONV3=0 step profile-nchw 240 python3 bench/kernel_profile.py nf-profile \
+        models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-nchw.json"
+      torch_both "$b"
+      bench_tar
+      ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
       # with infer, no --validation): the renderer's copies on its transfer queue and its timelines

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compiles src/cuda/passes.cu (the pre and post passes as CUDA kernels) to
+"""Compiles src/cuda/passes.cu (the pre and post passes as CUDA kernels) and
+src/cuda/conv.cu (the fused rewrite's direct convolutions), as one program, to
 src/cuda/passes.ptx with NVRTC, which the library embeds and the driver
 compiles for the GPU at run time. No GPU is needed, only NVRTC's library,
 from PyPI:
@@ -22,7 +23,9 @@ import tempfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE = os.path.join(ROOT, "src", "cuda", "passes.cu")
+# One program: passes.cu, then conv.cu (which uses passes.cu's helpers).
+SOURCES = [os.path.join(ROOT, "src", "cuda", name) for name in ("passes.cu", "conv.cu")]
+SOURCE = " + ".join(os.path.relpath(s, ROOT) for s in SOURCES)
 PTX = os.path.join(ROOT, "src", "cuda", "passes.ptx")
 NVRTC_VERSION = "13.0.88"
 OPTIONS = [b"--gpu-architecture=compute_75", b"--std=c++17", b"-default-device", b"--fmad=false"]
@@ -79,8 +82,10 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare with the committed PTX instead of writing it")
     ap.add_argument("--wheel-dir", default="/tmp/nvrtc", help="where the NVRTC wheel is (default /tmp/nvrtc)")
     args = ap.parse_args()
-    with open(SOURCE, "rb") as f:
-        source = f.read()
+    source = b""
+    for path in SOURCES:
+        with open(path, "rb") as f:
+            source += f.read() + b"\n"
     ptx = compile_ptx(load_nvrtc(args.wheel_dir), source)
     if args.check:
         with open(PTX) as f:

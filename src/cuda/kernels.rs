@@ -1,8 +1,7 @@
-//! The pre and post passes as CUDA kernels (`src/cuda/passes.cu`, embedded
-//! as PTX that the driver compiles at load, once a process and device), the fused
-//! rewrite's DepthToSpace and direct convolution that ONNX Runtime runs from the same
-//! module, and the
-//! surface objects through which the passes read and write imported images.
+//! The pre and post passes as CUDA kernels (`src/cuda/passes.cu`, embedded as PTX that the
+//! driver compiles at load, once a process and device), the fused rewrite's DepthToSpace and
+//! direct convolutions (`src/cuda/conv.cu`, in the same module) that ONNX Runtime's operators
+//! run, and the surface objects through which the passes read and write imported images.
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,7 +11,7 @@ use cudarc::driver::sys;
 use crate::cuda::device::CudaDevice;
 use crate::cuda::memory::MappedArray;
 use crate::cuda::params::{
-    Access, CONV_CHUNK, CONV_MAX_TAPS, CONV_PIXELS, ConvParams, PostParams, PreParams, ShuffleParams,
+    Access, CONV_CHUNK, CONV_MAX_TAPS, CONV_PIXELS, CONV3_PIXELS, ConvParams, PostParams, PreParams, ShuffleParams,
 };
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
@@ -75,6 +74,20 @@ pub fn conv_nchw_unfit(params: &ConvParams) -> Option<String> {
     if !params.y.is_multiple_of(16) {
         return Some("an output that is not 16-byte aligned".into());
     }
+    if params.k.div_ceil(CONV_CHUNK) > 65_535 {
+        return Some(format!("{} output channels (a grid row a chunk of {CONV_CHUNK}: at most 65535)", params.k));
+    }
+    // The kernels index rows and columns as 32-bit signed values.
+    let reach =
+        |size: u32, stride: u32, dil: u32, k: u32| u64::from(size) * u64::from(stride) + u64::from(dil) * u64::from(k);
+    let limit = u64::from(i32::MAX as u32);
+    if u64::from(params.h) > limit
+        || u64::from(params.width) > limit
+        || reach(params.oh, params.stride_h, params.dil_h, params.r) > limit
+        || reach(params.ow, params.stride_w, params.dil_w, params.s) > limit
+    {
+        return Some("a size past 2³¹".into());
+    }
     None
 }
 
@@ -100,6 +113,49 @@ pub unsafe fn conv_nchw(ordinal: i32, stream: *mut c_void, params: &ConvParams) 
     unsafe {
         launch_in(m, m.conv_nchw, stream, (blocks, params.k.div_ceil(CONV_CHUNK)), CONV_BLOCK, (&raw mut p).cast())
     }
+}
+
+/// `nf_conv3_c3` (a 3×3 window over 3 channels, the weights in its parameter) on `stream`
+/// for `pixels` output pixels, one launch a chunk of `CONV3_KL` output channels: `chunks`
+/// holds each launch's parameter bytes ([`crate::cuda::params::conv3_params`]).
+///
+/// # Safety
+/// As [`conv_nchw`]; each chunk's parameter names this run's tensors.
+pub unsafe fn conv3(ordinal: i32, stream: *mut c_void, chunks: &mut [Vec<u8>], pixels: u64) -> Result<()> {
+    if pixels == 0 {
+        return Ok(());
+    }
+    let m = module(ordinal)?;
+    let blocks = pixels.div_ceil(u64::from(CONV_BLOCK * CONV3_PIXELS)).min(1 << 20) as u32;
+    for chunk in chunks {
+        // SAFETY: nf_conv3_c3 takes one Conv3Params<3, 32> by value, whose bytes the chunk holds
+        // (its size checked against the PTX in the tests); the caller's contract covers the rest.
+        unsafe { launch_in(m, m.conv3_c3, stream, (blocks, 1), CONV_BLOCK, chunk.as_mut_ptr().cast()) }?;
+    }
+    Ok(())
+}
+
+/// `bytes` bytes of device memory at `src`, read in stream order on `stream` (a stream of device
+/// `ordinal`'s primary context) and waited for.
+///
+/// # Safety
+/// `src` is device memory of at least `bytes` bytes that stays alive until this returns;
+/// `stream` is live and not being captured.
+pub unsafe fn read_device(ordinal: i32, stream: *mut c_void, src: u64, bytes: usize) -> Result<Vec<u8>> {
+    let m = module(ordinal)?;
+    let mut out = vec![0u8; bytes];
+    // SAFETY: m's context is the device's retained primary context.
+    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(m.ctx()) })?;
+    // SAFETY: out holds `bytes` bytes; the caller's contract covers src and the stream.
+    let copied = check("cuMemcpyDtoHAsync", unsafe {
+        sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), src, bytes, stream as sys::CUstream)
+    })
+    // SAFETY: as above.
+    .and_then(|()| check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream as sys::CUstream) }));
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops the context pushed above.
+    let pop = check("cuCtxPopCurrent", unsafe { sys::cuCtxPopCurrent_v2(&mut popped) });
+    copied.and(pop).map(|()| out)
 }
 
 /// Launches `f` of module `m` on `stream` with its context current (pushed and popped).
@@ -141,8 +197,9 @@ unsafe fn launch_in(
 }
 
 /// The passes' module of one device, loaded into its primary context (retained) for the
-/// process: the contexts' pre and post passes and the ONNX Runtime operator's DepthToSpace use
-/// it, so the driver compiles the PTX once a process, not once a context. Handles as addresses.
+/// process: the contexts' pre and post passes and the ONNX Runtime operators' DepthToSpace and
+/// direct convolutions use it, so the driver compiles the PTX once a process, not once a
+/// context. Handles as addresses.
 #[derive(Clone, Copy)]
 struct Module {
     ctx: usize,
@@ -152,6 +209,7 @@ struct Module {
     post_image4: usize,
     shuffle: usize,
     conv_nchw: usize,
+    conv3_c3: usize,
 }
 
 impl Module {
@@ -197,8 +255,8 @@ fn load_module(ordinal: i32) -> Result<Module> {
         "cuModuleLoadData",
         // SAFETY: PTX is a NUL-terminated PTX text.
         unsafe { sys::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) },
-        "the passes' PTX (src/cuda/passes.ptx: the pre and post passes and the fused rewrite's DepthToSpace and direct convolution; \
-         PTX ISA 9.0: needs a CUDA 13 driver)",
+        "the passes' PTX (src/cuda/passes.ptx: the pre and post passes and the fused rewrite's DepthToSpace and direct \
+         convolutions; PTX ISA 9.0: needs a CUDA 13 driver)",
     )
     .and_then(|()| {
         let function = |name: &std::ffi::CStr| -> Result<usize> {
@@ -215,6 +273,7 @@ fn load_module(ordinal: i32) -> Result<Module> {
             post_image4: function(c"nf_post_image4")?,
             shuffle: function(c"nf_depth_to_space")?,
             conv_nchw: function(c"nf_conv_nchw")?,
+            conv3_c3: function(c"nf_conv3_c3")?,
         })
     });
     let mut popped: sys::CUcontext = std::ptr::null_mut();
@@ -397,6 +456,25 @@ impl Drop for Surface {
 mod tests {
     use super::PostKernel;
     use crate::cuda::params::{Access, PostParams};
+
+    #[test]
+    fn conv3_parameters_are_the_size_the_ptx_declares() {
+        use crate::cuda::params::{CONV3_KL, Conv3Head, conv3_params};
+        let head = Conv3Head { x: 1, k0: 32, element: 7, ..Default::default() };
+        let mut w = [[0f32; CONV3_KL]; 27];
+        w[0][0] = 2.5;
+        w[26][31] = -1.0;
+        let bytes = conv3_params(&head, &[0.5; 64][..40], &[], &w);
+        let declared = format!("nf_conv3_c3_param_0[{}]", bytes.len());
+        assert!(super::PTX.contains(&declared), "{declared} is not in passes.ptx");
+        let f = |at: usize| f32::from_ne_bytes(bytes[at..at + 4].try_into().expect("four bytes"));
+        // The head's last field (element) ends at 76; the bias follows, then the slopes, then w.
+        assert_eq!(u32::from_ne_bytes(bytes[72..76].try_into().expect("four bytes")), 7);
+        assert_eq!((f(76), f(76 + 4 * 31)), (0.5, 0.5));
+        assert_eq!(f(76 + 4 * 32), 0.0, "no slopes: zeros");
+        let w0 = 76 + 4 * 64;
+        assert_eq!((f(w0), f(w0 + 4 * (27 * 32 - 1))), (2.5, -1.0));
+    }
 
     #[test]
     fn images_untiled_take_the_four_pixel_post_kernel_unless_asked_not_to() {

@@ -9,7 +9,7 @@
 //!   (`src/cuda/cudnn.rs`). Where cuDNN offers none the run fails with a message that
 //!   names the shape and the option that turns the rewrite off. A node with `input_layout`
 //!   "nchw" (a model's input of few channels, read as it is) runs neural-frame's direct
-//!   kernel (`nf_conv_nchw` in `src/cuda/passes.cu`) instead: cuDNN's fused engines would
+//!   kernel (`nf_conv_nchw` in `src/cuda/conv.cu`) instead: cuDNN's fused engines would
 //!   need the input's channels padded and transposed first.
 //! - **CPU** (float16 and float32): a direct convolution in f32, the same formula; it is how
 //!   the rewrite is proven against the original model on ONNX Runtime's CPU provider in CI.
@@ -68,11 +68,7 @@ fn attrs(k: &KernelContext<'_>) -> ort::Result<Attrs> {
         Some("prelu") => ActKind::PRelu,
         _ => return Err(bad("activation")),
     };
-    let nchw_in = match k.get::<String>("input_layout").as_deref() {
-        None | Some("nhwc") => false,
-        Some("nchw") => true,
-        Some(_) => return Err(bad("input_layout")),
-    };
+    let nchw_in = nchw_input(k.get::<String>("input_layout").as_deref()).ok_or_else(|| bad("input_layout"))?;
     Ok(Attrs {
         pads: [four[0], four[1], four[2], four[3]],
         strides: two("strides")?,
@@ -80,6 +76,15 @@ fn attrs(k: &KernelContext<'_>) -> ort::Result<Attrs> {
         act,
         nchw_in,
     })
+}
+
+/// Whether `input_layout` says NCHW: absent or "nhwc" false, "nchw" true, anything else None.
+fn nchw_input(layout: Option<&str>) -> Option<bool> {
+    match layout {
+        None | Some("nhwc") => Some(false),
+        Some("nchw") => Some(true),
+        Some(_) => None,
+    }
 }
 
 /// The output's spatial size, or None where the window does not fit.
@@ -221,7 +226,9 @@ impl Operator for ConvAct {
         if pads.len() != 4 || strides.len() != 2 || dilations.len() != 2 {
             return Err(ort::Error::new(format!("{OP}: pads, strides or dilations of the wrong length")));
         }
-        let nchw_in = ctx.attr::<String>("input_layout").is_ok_and(|l| l == "nchw");
+        let layout = ctx.attr::<String>("input_layout").ok();
+        let nchw_in = nchw_input(layout.as_deref())
+            .ok_or_else(|| ort::Error::new(format!("{OP}: attribute input_layout is {layout:?}")))?;
         let a = Attrs {
             pads: [pads[0], pads[1], pads[2], pads[3]],
             strides: [strides[0], strides[1]],
@@ -239,7 +246,8 @@ impl Operator for ConvAct {
         // of the nodes after as a value (DepthToSpace ×4 made it -4). The name follows from the
         // input's and the window (derived_symbol).
         let dims = [xs[0], oh, ow, ws[0]];
-        let name = |i: usize| names.get([0, hx, wx, 3][i]).map_or("", String::as_str);
+        // The output's axes 0 to 2 (N, H', W') come from X's N, H, W (axis 3, K, has no name here).
+        let name = |i: usize| [0, hx, wx].get(i).and_then(|&a| names.get(a)).map_or("", String::as_str);
         let window = |axis: usize, k: i64| {
             let (p, st, d) = (&a.pads, a.strides[axis], a.dilations[axis]);
             // A window that keeps the size keeps the name (ONNX Runtime may then reuse buffers
@@ -302,7 +310,7 @@ pub(super) fn x_dims(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
 }
 
 /// NCHW values as NHWC, `[n, h, w, c]` being the NHWC dims.
-pub(crate) fn nchw_to_nhwc(x: &[f32], [n, h, w, c]: [usize; 4]) -> Vec<f32> {
+fn nchw_to_nhwc(x: &[f32], [n, h, w, c]: [usize; 4]) -> Vec<f32> {
     let mut out = vec![0f32; x.len()];
     for ni in 0..n {
         for ci in 0..c {

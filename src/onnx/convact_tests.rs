@@ -361,19 +361,23 @@ mod gpu_tests {
     use crate::onnx::fp16::tests::run_in;
     use crate::onnx::shuffle::tests::gpu_tests::{on_cuda, one_at_a_time};
 
-    /// The direct kernel (`nf_conv_nchw`, a first fused node reading the NCHW input) on CUDA
-    /// against the operator's CPU kernel on the same rewritten model (both sum in f32 and round
-    /// once): every activation, strides, dilations, uneven padding, 1 to 7 input channels,
-    /// output channels past one chunk of 16 and not a multiple of it, pixels not a multiple of a block's, fp32 and fp16. The CUDA
-    /// run before each wrote NaN everywhere (NaN inputs; 0 under ReLU), so an output the kernel
-    /// skipped shows.
+    /// The direct kernels (`nf_conv3_c3` for 3×3 over 3 channels, `nf_conv_nchw` for the rest; a
+    /// first fused node reading the NCHW input) on CUDA against the operator's CPU kernel on the
+    /// same rewritten model (both sum in f32 and round once): every activation, strides,
+    /// dilations, uneven padding, 1 to 7 input channels, partial chunks of output channels,
+    /// pixels not a multiple of a block's, a batch of two, fp32 and fp16. The CUDA run before
+    /// each wrote NaN everywhere (NaN inputs), so an output the kernel skipped shows (not under
+    /// ReLU, whose NaN gives 0: the other cases cover the same stores).
     #[test]
     #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
     fn the_direct_kernel_matches_the_cpu_kernel() {
         let _gpu = one_at_a_time();
         let odd = Layer { strides: [2, 1], dilations: [1, 2], pads: [0, 2, 1, 1], ..layer(40, 3, "LeakyRelu") };
         let cases: Vec<(&str, i64, Layer)> = vec![
+            // 3×3 over 3 channels: nf_conv3_c3 (the weights in its parameters), in chunks of 32
+            // output channels (40 and 24: a partial chunk); the rest: nf_conv_nchw.
             ("3 → 64, 3×3, prelu", 3, layer(64, 3, "PRelu")),
+            ("3 → 24, 3×3, relu, no bias", 3, Layer { bias: false, ..layer(24, 3, "Relu") }),
             ("3 → 40, strided, dilated, uneven pads, leaky", 3, odd),
             ("1 → 8, 7×7, relu, no bias", 1, Layer { bias: false, ..layer(8, 7, "Relu") }),
             ("7 → 16, 3×3, scalar prelu", 7, layer(16, 3, "PReluScalar")),
@@ -391,7 +395,9 @@ mod gpu_tests {
                     "{what}: {:?}",
                     r.changes
                 );
-                let inputs = pattern_inputs(&r.bytes, &[1, channels, 37, 53]);
+                // Two images: the batch's offset is used.
+                let dims = vec![2, channels, 37, 53];
+                let inputs = vec![("x".to_string(), dims.clone(), crate::onnx::fp16::tests::pattern(&dims, 7))];
                 let nans: Vec<_> =
                     inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
                 let expected = run(&r.bytes, &inputs).expect("the CPU kernel runs");
@@ -414,8 +420,12 @@ mod gpu_tests {
                     .iter()
                     .zip(&expected[0].data)
                     .map(|(a, b)| {
-                        let step =
-                            if precision == "fp16" { (b.abs().max(6.1e-5) * 2f32.powi(-10)).max(1e-7) } else { 1e-5 };
+                        // One half-float step at b: 2^(its exponent − 10); subnormals' 2^−24.
+                        let step = if precision == "fp16" {
+                            2f32.powi((b.abs().max(6.1e-5).log2().floor() as i32 - 10).max(-24))
+                        } else {
+                            1e-5
+                        };
                         (a - b).abs() / step
                     })
                     .fold(0f32, f32::max);
@@ -425,7 +435,7 @@ mod gpu_tests {
         }
     }
 
-    /// x [1, channels, h, w] → one Conv of `l` and its activation: a fused node that reads the
+    /// x [n, channels, h, w] → one Conv of `l` and its activation: a fused node that reads the
     /// input directly, and a Transpose back to NCHW.
     fn single(channels: i64, l: &Layer) -> Vec<u8> {
         let mut bytes = chain(std::slice::from_ref(l), false);
@@ -435,7 +445,7 @@ mod gpu_tests {
             let n = (l.out * channels * l.kernel * l.kernel) as usize;
             *t = TensorProto::from_floats("w0", vec![l.out, channels, l.kernel, l.kernel], &weights(n, 0));
         }
-        g.input[0] = tensor_vi("x", data_type::FLOAT, &["1", &channels.to_string(), "h", "w"]);
+        g.input[0] = tensor_vi("x", data_type::FLOAT, &["n", &channels.to_string(), "h", "w"]);
         bytes = prost::Message::encode_to_vec(&m);
         bytes
     }

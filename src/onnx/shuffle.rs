@@ -62,9 +62,9 @@ fn keeps_size(kernel: [i64; 2], pads: &[i64], strides: Option<&[i64]>, dilations
 
 /// Where an NCHW value's height and width come from: the value they are followed back to through
 /// nodes that keep them (activations, casts, convolutions of stride 1 that pad to size: `Conv`
-/// on NCHW values, the fused `ConvAct` on NHWC ones (or NCHW ones it reads directly), and the transposes between the two
-/// layouts), with that value's layout (true: NHWC). Two NCHW values of one root and layout
-/// have one spatial size, so an Add of them does not broadcast there.
+/// on NCHW values, the fused `ConvAct` on NHWC ones (or NCHW ones it reads directly), and the
+/// transposes between the two layouts), with that value's layout (true: NHWC). Two NCHW values
+/// of one root and layout have one spatial size, so an Add of them does not broadcast there.
 fn spatial_root(g: &GraphProto, value: &str) -> (String, bool) {
     let mut v = value.to_string();
     let mut nhwc = false;
