@@ -95,6 +95,13 @@ model_steps() {
     --fuse-conv-act default --json "$b/nf-profile-default.json"
   bench_tar
 }
+# nf_profile NAME [VAR=VALUE...]: the kernel profile of the fp32 file at 540p with the defaults
+# (the variables set for it), into $b/NAME.json.
+nf_profile() {
+  local name=$1; shift
+  PYTHONUNBUFFERED=1 step "$name" 240 env "$@" python3 bench/kernel_profile.py nf-profile models/upscale.onnx \
+    --size 960x540 --fuse-conv-act default --json "$b/$name.json"
+}
 torch_both() {
   step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
     --json "$1/torch-540p.json"
@@ -713,11 +720,8 @@ for what in "$@"; do
         nb post4-$r "${f16_540[@]}"
         NEURAL_FRAME_POST_PIXELS=1 nb post1-$r "${f16_540[@]}"
       done
-      export PYTHONUNBUFFERED=1
-      step profile-post4 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
-        --fuse-conv-act default --json "$b/profile-post4.json"
-      NEURAL_FRAME_POST_PIXELS=1 step profile-post1 240 python3 bench/kernel_profile.py nf-profile \
-        models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-post1.json"
+      nf_profile profile-post4
+      nf_profile profile-post1 NEURAL_FRAME_POST_PIXELS=1
       bench_tar
       ;;
     s10)
@@ -737,36 +741,8 @@ for what in "$@"; do
       nb ttff-1 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       nb ttff-2 --model models/upscale-fp16.onnx --size 960x540 --frames 30
       torch_both "$b"
-      export PYTHONUNBUFFERED=1
-      step profile-direct 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
-        --fuse-conv-act default --json "$b/profile-direct.json"
-      NEURAL_FRAME_CONV_DIRECT=0 step profile-padded 240 python3 bench/kernel_profile.py nf-profile \
-        models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-padded.json"
-      bench_tar
-      ;;
-    s11)
-      # nf_conv3_c3 (the weights in its parameters; the default for the upscaler's first
-      # convolution) against nf_conv_nchw (NEURAL_FRAME_CONV3=0) and the padded path
-      # (NEURAL_FRAME_CONV_DIRECT=0), alternated, no tuning flags: the fp16 file at 540p; the fp32
-      # file (issue 23's) at 540p and 1080p; the kernel profile of the first two; torch.compile at
-      # both sizes. About 150 s.
-      nvrtc
-      nb conv3-f16-1 "${f16_540[@]}"
-      NEURAL_FRAME_CONV3=0 nb nchw-f16-1 "${f16_540[@]}"
-      NEURAL_FRAME_CONV_DIRECT=0 nb padded-f16-1 "${f16_540[@]}"
-      nb conv3-f16-2 "${f16_540[@]}"
-      NEURAL_FRAME_CONV3=0 nb nchw-f16-2 "${f16_540[@]}"
-      nb conv3-fp32-file --size 960x540 --frames 200
-      nb conv3-fp32-file-2 --size 960x540 --frames 200
-      nb conv3-fp32-file-1080p --size 1920x1080 --frames 100
-      NEURAL_FRAME_CONV3=0 nb nchw-fp32-file-1080p --size 1920x1080 --frames 100
-      nb conv3-fp32-file-1080p-2 --size 1920x1080 --frames 100
-      export PYTHONUNBUFFERED=1
-      step profile-conv3 240 python3 bench/kernel_profile.py nf-profile models/upscale.onnx --size 960x540 \
-        --fuse-conv-act default --json "$b/profile-conv3.json"
-      NEURAL_FRAME_CONV3=0 step profile-nchw 240 python3 bench/kernel_profile.py nf-profile \
-        models/upscale.onnx --size 960x540 --fuse-conv-act default --json "$b/profile-nchw.json"
-      torch_both "$b"
+      nf_profile profile-direct
+      nf_profile profile-padded NEURAL_FRAME_CONV_DIRECT=0
       bench_tar
       ;;
     device9)

@@ -11,7 +11,7 @@ use cudarc::driver::sys;
 use crate::cuda::device::CudaDevice;
 use crate::cuda::memory::MappedArray;
 use crate::cuda::params::{
-    Access, CONV_CHUNK, CONV_MAX_TAPS, CONV_PIXELS, CONV3_PIXELS, ConvParams, PostParams, PreParams, ShuffleParams,
+    Access, CONV_CHUNK, CONV_MAX_TAPS, CONV_PIXELS, ConvParams, PostParams, PreParams, ShuffleParams,
 };
 use crate::cuda::result::{check, check_ctx};
 use crate::cuda::stream::Stream;
@@ -115,49 +115,6 @@ pub unsafe fn conv_nchw(ordinal: i32, stream: *mut c_void, params: &ConvParams) 
     }
 }
 
-/// `nf_conv3_c3` (a 3×3 window over 3 channels, the weights in its parameter) on `stream`
-/// for `pixels` output pixels, one launch a chunk of `CONV3_KL` output channels: `chunks`
-/// holds each launch's parameter bytes ([`crate::cuda::params::conv3_params`]).
-///
-/// # Safety
-/// As [`conv_nchw`]; each chunk's parameter names this run's tensors.
-pub unsafe fn conv3(ordinal: i32, stream: *mut c_void, chunks: &mut [Vec<u8>], pixels: u64) -> Result<()> {
-    if pixels == 0 {
-        return Ok(());
-    }
-    let m = module(ordinal)?;
-    let blocks = pixels.div_ceil(u64::from(CONV_BLOCK * CONV3_PIXELS)).min(1 << 20) as u32;
-    for chunk in chunks {
-        // SAFETY: nf_conv3_c3 takes one Conv3Params<3, 32> by value, whose bytes the chunk holds
-        // (its size checked against the PTX in the tests); the caller's contract covers the rest.
-        unsafe { launch_in(m, m.conv3_c3, stream, (blocks, 1), CONV_BLOCK, chunk.as_mut_ptr().cast()) }?;
-    }
-    Ok(())
-}
-
-/// `bytes` bytes of device memory at `src`, read in stream order on `stream` (a stream of device
-/// `ordinal`'s primary context) and waited for.
-///
-/// # Safety
-/// `src` is device memory of at least `bytes` bytes that stays alive until this returns;
-/// `stream` is live and not being captured.
-pub unsafe fn read_device(ordinal: i32, stream: *mut c_void, src: u64, bytes: usize) -> Result<Vec<u8>> {
-    let m = module(ordinal)?;
-    let mut out = vec![0u8; bytes];
-    // SAFETY: m's context is the device's retained primary context.
-    check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(m.ctx()) })?;
-    // SAFETY: out holds `bytes` bytes; the caller's contract covers src and the stream.
-    let copied = check("cuMemcpyDtoHAsync", unsafe {
-        sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), src, bytes, stream as sys::CUstream)
-    })
-    // SAFETY: as above.
-    .and_then(|()| check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream as sys::CUstream) }));
-    let mut popped: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: pops the context pushed above.
-    let pop = check("cuCtxPopCurrent", unsafe { sys::cuCtxPopCurrent_v2(&mut popped) });
-    copied.and(pop).map(|()| out)
-}
-
 /// Launches `f` of module `m` on `stream` with its context current (pushed and popped).
 ///
 /// # Safety
@@ -209,7 +166,6 @@ struct Module {
     post_image4: usize,
     shuffle: usize,
     conv_nchw: usize,
-    conv3_c3: usize,
 }
 
 impl Module {
@@ -273,7 +229,6 @@ fn load_module(ordinal: i32) -> Result<Module> {
             post_image4: function(c"nf_post_image4")?,
             shuffle: function(c"nf_depth_to_space")?,
             conv_nchw: function(c"nf_conv_nchw")?,
-            conv3_c3: function(c"nf_conv3_c3")?,
         })
     });
     let mut popped: sys::CUcontext = std::ptr::null_mut();
@@ -456,25 +411,6 @@ impl Drop for Surface {
 mod tests {
     use super::PostKernel;
     use crate::cuda::params::{Access, PostParams};
-
-    #[test]
-    fn conv3_parameters_are_the_size_the_ptx_declares() {
-        use crate::cuda::params::{CONV3_KL, Conv3Head, conv3_params};
-        let head = Conv3Head { x: 1, k0: 32, element: 7, ..Default::default() };
-        let mut w = [[0f32; CONV3_KL]; 27];
-        w[0][0] = 2.5;
-        w[26][31] = -1.0;
-        let bytes = conv3_params(&head, &[0.5; 64][..40], &[], &w);
-        let declared = format!("nf_conv3_c3_param_0[{}]", bytes.len());
-        assert!(super::PTX.contains(&declared), "{declared} is not in passes.ptx");
-        let f = |at: usize| f32::from_ne_bytes(bytes[at..at + 4].try_into().expect("four bytes"));
-        // The head's last field (element) ends at 76; the bias follows, then the slopes, then w.
-        assert_eq!(u32::from_ne_bytes(bytes[72..76].try_into().expect("four bytes")), 7);
-        assert_eq!((f(76), f(76 + 4 * 31)), (0.5, 0.5));
-        assert_eq!(f(76 + 4 * 32), 0.0, "no slopes: zeros");
-        let w0 = 76 + 4 * 64;
-        assert_eq!((f(w0), f(w0 + 4 * (27 * 32 - 1))), (2.5, -1.0));
-    }
 
     #[test]
     fn images_untiled_take_the_four_pixel_post_kernel_unless_asked_not_to() {

@@ -272,87 +272,8 @@ pub const CONV_CHUNK: u32 = 16;
 #[cfg(feature = "cuda")]
 pub const CONV_PIXELS: u32 = 4;
 
-/// The head of `struct Conv3Params<3, CONV3_KL>` in conv.cu (`nf_conv3_c3`: a 3×3 window
-/// over 3 channels, every weight in the parameters); [`conv3_params`] appends the rest.
-#[derive(Debug, Clone, Copy, Default)]
-#[repr(C)]
-pub struct Conv3Head {
-    /// Device pointer to the NCHW input `[n, 3, h, w]`.
-    pub x: u64,
-    /// Device pointer to the NHWC output `[n, oh, ow, k]`, 16-byte aligned.
-    pub y: u64,
-    /// Batch.
-    pub n: u32,
-    /// The input's height.
-    pub h: u32,
-    /// The input's width.
-    pub width: u32,
-    /// The output's height.
-    pub oh: u32,
-    /// The output's width.
-    pub ow: u32,
-    /// The output's channels, a multiple of 8.
-    pub k: u32,
-    /// The launch's first output channel.
-    pub k0: u32,
-    /// Padding above.
-    pub pad_top: i32,
-    /// Padding to the left.
-    pub pad_left: i32,
-    /// Vertical stride.
-    pub stride_h: u32,
-    /// Horizontal stride.
-    pub stride_w: u32,
-    /// Vertical dilation.
-    pub dil_h: u32,
-    /// Horizontal dilation.
-    pub dil_w: u32,
-    /// As [`ConvParams::act`].
-    pub act: u32,
-    /// 0 f32, 1 f16.
-    pub element: u32,
-}
-
-/// The bytes of [`Conv3Head`]'s fields, where the C struct's arrays begin.
-#[cfg(feature = "cuda")]
-const CONV3_HEAD_BYTES: usize = std::mem::offset_of!(Conv3Head, element) + 4;
-
-/// Output channels a launch of `nf_conv3_c3` computes (`CONV3_KL` in conv.cu).
-#[cfg(feature = "cuda")]
-pub const CONV3_KL: usize = 32;
-/// Output pixels a thread of `nf_conv3_c3` computes (64 / `CONV3_KL`).
-#[cfg(feature = "cuda")]
-pub const CONV3_PIXELS: u32 = 2;
-
-/// The bytes of one `nf_conv3_c3` launch's parameter: `head`, then the chunk's bias, slopes
-/// and weights (`[tap][channel]`, tap = (r·3 + s)·3 + c), zero past the output's channels;
-/// sized as the C struct (8-byte aligned: 3792 bytes, as the PTX declares).
-#[cfg(feature = "cuda")]
-pub fn conv3_params(head: &Conv3Head, bias: &[f32], slope: &[f32], w: &[[f32; CONV3_KL]; 27]) -> Vec<u8> {
-    let floats = 2 * CONV3_KL + 27 * CONV3_KL;
-    let size = (CONV3_HEAD_BYTES + 4 * floats).next_multiple_of(8);
-    let mut out = vec![0u8; CONV3_HEAD_BYTES];
-    conv3_set_head(&mut out, head);
-    let mut put = |v: f32| out.extend_from_slice(&v.to_ne_bytes());
-    (0..CONV3_KL).for_each(|i| put(bias.get(i).copied().unwrap_or(0.0)));
-    (0..CONV3_KL).for_each(|i| put(slope.get(i).copied().unwrap_or(0.0)));
-    w.iter().flatten().for_each(|&v| put(v));
-    out.resize(size, 0);
-    out
-}
-
-/// Writes `head` over the first bytes of a [`conv3_params`] parameter (a run's tensors and sizes).
-#[cfg(feature = "cuda")]
-pub fn conv3_set_head(params: &mut [u8], head: &Conv3Head) {
-    // SAFETY: Conv3Head is repr(C), plain integers; its first CONV3_HEAD_BYTES bytes are its
-    // fields (the C struct's floats follow there, not after Rust's padding to 8).
-    let bytes = unsafe { std::slice::from_raw_parts((head as *const Conv3Head).cast::<u8>(), CONV3_HEAD_BYTES) };
-    params[..CONV3_HEAD_BYTES].copy_from_slice(bytes);
-}
-
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
 const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 40 + 28 + 4);
 const _: () = assert!(std::mem::size_of::<ConvParams>() == 40 + 18 * 4);
-const _: () = assert!(std::mem::offset_of!(Conv3Head, element) + 4 == 16 + 15 * 4);

@@ -83,20 +83,6 @@ pub(super) struct CudaKernel {
     /// The workspace in use (the last), and the ones it outgrew: never freed while the kernel
     /// lives, since a captured graph holds their addresses.
     workspaces: Vec<Workspace>,
-    /// `nf_conv3_c3`'s parameters, a launch's bytes per chunk of output channels, with the
-    /// weights read from the device once; and what they were made from.
-    conv3: Option<(Conv3Key, Vec<Vec<u8>>)>,
-}
-
-/// What [`CudaKernel::conv3`]'s weights came from: the weight, bias and slope pointers, K and
-/// the activation.
-type Conv3Key = (u64, u64, u64, u32, u32);
-
-/// Whether a 3×3 direct node over 3 channels runs `nf_conv3_c3` (its weights in the kernel's
-/// parameters; the default) or `nf_conv_nchw` (`NEURAL_FRAME_CONV3=0`, to compare).
-fn conv3_on() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("NEURAL_FRAME_CONV3").is_none_or(|v| v != "0"))
 }
 
 impl Drop for CudaKernel {
@@ -121,7 +107,7 @@ impl Drop for CudaKernel {
 
 impl CudaKernel {
     pub(super) fn new(a: Attrs, half: bool) -> Self {
-        Self { a, half, current: None, used: HashMap::new(), workspaces: Vec::new(), conv3: None }
+        Self { a, half, current: None, used: HashMap::new(), workspaces: Vec::new() }
     }
 
     /// A workspace of at least `bytes` (null for 0). Allocated outside graph capture only: a
@@ -456,9 +442,6 @@ impl CudaKernel {
             return Err(err(format!("the direct convolution (input_layout nchw) cannot run {k}×{r}×{s}×{c}: {why}")));
         }
         DIRECT_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if (p.c, p.r, p.s) == (3, 3, 3) && conv3_on() {
-            return self.run_conv3(ordinal, stream, &p).map_err(err);
-        }
         // SAFETY: the pointers are this run's tensors on the provider's device (x NCHW, the weight
         // KRSC, y NHWC of the sizes above); the stream is the provider's, of the device's primary
         // context; conv_nchw_unfit found nothing wrong.
@@ -467,89 +450,6 @@ impl CudaKernel {
 }
 
 const _: () = assert!(crate::onnx::convact::DIRECT_MAX_TAPS == crate::cuda::params::CONV_MAX_TAPS as i64);
-
-impl CudaKernel {
-    /// `nf_conv3_c3` for `p` (a 3×3 window over 3 channels): its parameters made at the first
-    /// run (the weights, bias and slopes read from the device, outside graph capture), then a
-    /// launch a chunk of output channels with this run's tensors and sizes.
-    fn run_conv3(
-        &mut self,
-        ordinal: i32,
-        stream: *mut c_void,
-        p: &crate::cuda::params::ConvParams,
-    ) -> Result<(), String> {
-        use crate::cuda::params::{CONV3_KL, Conv3Head, conv3_params, conv3_set_head};
-        let key: Conv3Key = (p.w, p.bias, p.slope, p.k, p.act);
-        if self.conv3.as_ref().is_none_or(|(k, _)| *k != key) {
-            if capturing(stream)? {
-                return Err("the direct convolution's first run began inside CUDA graph capture; run the model once \
-                            before capture"
-                    .into());
-            }
-            let elem = if self.half { 2 } else { 4 };
-            let k = p.k as usize;
-            let read = |ptr: u64, count: usize| -> Result<Vec<f32>, String> {
-                if ptr == 0 {
-                    return Ok(Vec::new());
-                }
-                // SAFETY: ptr is one of this run's input tensors of `count` elements on the
-                // provider's device; the stream is the provider's and not capturing.
-                let bytes = unsafe { crate::cuda::kernels::read_device(ordinal, stream, ptr, count * elem) }
-                    .map_err(|e| e.to_string())?;
-                Ok(if self.half {
-                    bytes.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
-                } else {
-                    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-                })
-            };
-            let (w, bias) = (read(p.w, k * 27)?, read(p.bias, k)?);
-            // LeakyReLU's alpha goes in each slope (the kernel multiplies by slope[k] either way).
-            let slope = if p.slope != 0 { read(p.slope, k)? } else { vec![p.alpha; k] };
-            let chunks = (0..k.div_ceil(CONV3_KL))
-                .map(|chunk| {
-                    let k0 = chunk * CONV3_KL;
-                    let end = (k0 + CONV3_KL).min(k);
-                    let mut taps = [[0f32; CONV3_KL]; 27];
-                    for (kk, ki) in (k0..end).enumerate() {
-                        for (tap, row) in taps.iter_mut().enumerate() {
-                            row[kk] = w[ki * 27 + tap];
-                        }
-                    }
-                    let part = |v: &[f32]| v.get(k0..end).map(<[f32]>::to_vec).unwrap_or_default();
-                    conv3_params(&Conv3Head::default(), &part(&bias), &part(&slope), &taps)
-                })
-                .collect();
-            self.conv3 = Some((key, chunks));
-        }
-        let chunks = &mut self.conv3.as_mut().ok_or("no parameters")?.1;
-        for (i, chunk) in chunks.iter_mut().enumerate() {
-            let head = Conv3Head {
-                x: p.x,
-                y: p.y,
-                n: p.n,
-                h: p.h,
-                width: p.width,
-                oh: p.oh,
-                ow: p.ow,
-                k: p.k,
-                k0: (i * CONV3_KL) as u32,
-                pad_top: p.pad_top,
-                pad_left: p.pad_left,
-                stride_h: p.stride_h,
-                stride_w: p.stride_w,
-                dil_h: p.dil_h,
-                dil_w: p.dil_w,
-                act: p.act,
-                element: p.element,
-            };
-            conv3_set_head(chunk, &head);
-        }
-        let pixels = u64::from(p.n) * u64::from(p.oh) * u64::from(p.ow);
-        // SAFETY: each chunk names this run's tensors (x NCHW of 3 channels, y NHWC of p.k, checked
-        // by conv_nchw_unfit), the stream is the provider's, of the device's primary context.
-        unsafe { crate::cuda::kernels::conv3(ordinal, stream, chunks, pixels) }.map_err(|e| e.to_string())
-    }
-}
 
 /// Runs of the direct convolution in this process (the GPU tests check that it ran).
 pub(crate) static DIRECT_RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -361,9 +361,9 @@ mod gpu_tests {
     use crate::onnx::fp16::tests::run_in;
     use crate::onnx::shuffle::tests::gpu_tests::{on_cuda, one_at_a_time};
 
-    /// The direct kernels (`nf_conv3_c3` for 3×3 over 3 channels, `nf_conv_nchw` for the rest; a
-    /// first fused node reading the NCHW input) on CUDA against the operator's CPU kernel on the
-    /// same rewritten model (both sum in f32 and round once): every activation, strides,
+    /// The direct kernel (`nf_conv_nchw`, a first fused node reading the NCHW input) on CUDA
+    /// against the operator's CPU kernel on the same rewritten model (both sum in f32 and round
+    /// once): every activation, strides,
     /// dilations, uneven padding, 1 to 7 input channels, partial chunks of output channels,
     /// pixels not a multiple of a block's, a batch of two, fp32 and fp16. The CUDA run before
     /// each wrote NaN everywhere (NaN inputs), so an output the kernel skipped shows (not under
@@ -374,8 +374,7 @@ mod gpu_tests {
         let _gpu = one_at_a_time();
         let odd = Layer { strides: [2, 1], dilations: [1, 2], pads: [0, 2, 1, 1], ..layer(40, 3, "LeakyRelu") };
         let cases: Vec<(&str, i64, Layer)> = vec![
-            // 3×3 over 3 channels: nf_conv3_c3 (the weights in its parameters), in chunks of 32
-            // output channels (40 and 24: a partial chunk); the rest: nf_conv_nchw.
+            // Chunks of 16 output channels: 40 and 24 end with a partial one.
             ("3 → 64, 3×3, prelu", 3, layer(64, 3, "PRelu")),
             ("3 → 24, 3×3, relu, no bias", 3, Layer { bias: false, ..layer(24, 3, "Relu") }),
             ("3 → 40, strided, dilated, uneven pads, leaky", 3, odd),
@@ -413,8 +412,9 @@ mod gpu_tests {
                 assert_eq!(runs, 2, "{what}: the direct kernel did not run");
                 assert_eq!(got[0].shape, expected[0].shape, "{what}");
                 assert!(expected[0].data.iter().filter(|v| **v != 0.0).count() > expected[0].data.len() / 4, "{what}");
-                // fp32: the sums' order differs (fma per tap against a sum per window position),
-                // within 1e-5; fp16: one rounding each, so one half-float step at most.
+                // The f32 sums' order differs (fma per tap against a sum per window position):
+                // within 1e-5 (fp32); fp16 rounds that once more, so within one half-float step
+                // of it (a cancelling sum near 0 can land two steps apart: 7 → 16 on the H100).
                 let worst = got[0]
                     .data
                     .iter()
@@ -422,15 +422,15 @@ mod gpu_tests {
                     .map(|(a, b)| {
                         // One half-float step at b: 2^(its exponent − 10); subnormals' 2^−24.
                         let step = if precision == "fp16" {
-                            2f32.powi((b.abs().max(6.1e-5).log2().floor() as i32 - 10).max(-24))
+                            2f32.powi((b.abs().max(6.1e-5).log2().floor() as i32 - 10).max(-24)) + 1e-5
                         } else {
                             1e-5
                         };
                         (a - b).abs() / step
                     })
                     .fold(0f32, f32::max);
-                eprintln!("{what}: largest difference {worst:.2} steps");
-                assert!(worst <= 1.0 + 1e-3, "{what}: {worst} steps apart");
+                eprintln!("{what}: largest difference {worst:.2} of the tolerance");
+                assert!(worst <= 1.0 + 1e-3, "{what}: {worst} times the tolerance");
             }
         }
     }
