@@ -307,7 +307,8 @@ pub(crate) fn fuse_conv_act_with(model: &[u8], allow_direct: bool) -> Result<Rew
         // An NCHW value with unaligned channels and a small window (a model's RGB input) is read
         // as it is, by the direct kernel: no padding, no transpose.
         let direct = allow_direct && !nhwc.contains_key(&c.x) && aligned != cin && cin * r * s <= DIRECT_MAX_TAPS;
-        let padded = if direct { cin } else { aligned };
+        // The fused node's weight's channels: the input's as they are, or padded to aligned.
+        let weight_c = if direct { cin } else { aligned };
         let x = match nhwc.get(&c.x) {
             Some(x) => x.clone(),
             None if direct => {
@@ -316,7 +317,7 @@ pub(crate) fn fuse_conv_act_with(model: &[u8], allow_direct: bool) -> Result<Rew
             }
             None => {
                 let mut source = c.x.clone();
-                if padded != c.dims[1] {
+                if weight_c != c.dims[1] {
                     // Zero channels up to the alignment (a fused result's channels are aligned
                     // already), by a 1×1 convolution with an identity-and-zeros weight on the NCHW
                     // value: exact for finite x (x·1 and sums of x·0; fp32 on CUDA may round x to
@@ -327,13 +328,13 @@ pub(crate) fn fuse_conv_act_with(model: &[u8], allow_direct: bool) -> Result<Rew
                     let name = fresh(&mut used, &format!("{}_pad_channels", c.x));
                     let w = fresh(&mut used, &format!("{name}_weight"));
                     let one: &[u8] = if c.elem == 2 { &[0x00, 0x3c] } else { &[0x00, 0x00, 0x80, 0x3f] };
-                    let (cin, cout) = (c.dims[1] as usize, padded as usize);
+                    let (cin, cout) = (c.dims[1] as usize, weight_c as usize);
                     let mut weight = vec![0u8; cout * cin * c.elem];
                     for ch in 0..cin {
                         let at = (ch * cin + ch) * c.elem;
                         weight[at..at + c.elem].copy_from_slice(one);
                     }
-                    new_inits.push(raw_tensor(&w, vec![padded, c.dims[1], 1, 1], c.dtype, weight));
+                    new_inits.push(raw_tensor(&w, vec![weight_c, c.dims[1], 1, 1], c.dtype, weight));
                     let mut conv = NodeProto::new("Conv", name, vec![c.x.clone(), w], vec![wide.clone()]);
                     conv.attribute.push(AttributeProto::ints("kernel_shape", vec![1, 1]));
                     nodes.push(conv);
@@ -348,7 +349,7 @@ pub(crate) fn fuse_conv_act_with(model: &[u8], allow_direct: bool) -> Result<Rew
             }
         };
         let w = fresh(&mut used, &format!("{base}_weight_krsc"));
-        new_inits.push(raw_tensor(&w, vec![kk, r, s, padded], c.dtype, krsc(&c.weight, c.dims, padded, c.elem)));
+        new_inits.push(raw_tensor(&w, vec![kk, r, s, weight_c], c.dtype, krsc(&c.weight, c.dims, weight_c, c.elem)));
         let b = fresh(&mut used, &format!("{base}_bias"));
         let bias = c.bias.clone().unwrap_or_else(|| vec![0u8; kk as usize * c.elem]);
         new_inits.push(raw_tensor(&b, vec![kk], c.dtype, bias));
@@ -403,16 +404,16 @@ pub(crate) fn fuse_conv_act_with(model: &[u8], allow_direct: bool) -> Result<Rew
     }
     let mut kinds: Vec<String> = counts.iter().map(|(a, n)| format!("{n} with {a}")).collect();
     kinds.sort();
-    let mut padding = if padded_inputs > 0 {
+    let mut input_notes = if padded_inputs > 0 {
         format!(", {padded_inputs} input(s) padded to {CHANNEL_ALIGN}-channel multiples")
     } else {
         String::new()
     };
     if direct_inputs > 0 {
-        padding.push_str(&format!(", {direct_inputs} reading an NCHW input of few channels directly"));
+        input_notes.push_str(&format!(", {direct_inputs} reading an NCHW input of few channels directly"));
     }
     let changes = vec![format!(
-        "{} convolutions with their bias and activation → fused {OP} nodes running NHWC ({}), {transposes} layout transposes{padding}",
+        "{} convolutions with their bias and activation → fused {OP} nodes running NHWC ({}), {transposes} layout transposes{input_notes}",
         candidates.len(),
         kinds.join(", ")
     )];
