@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -743,6 +743,24 @@ for what in "$@"; do
       torch_both "$b"
       nf_profile profile-direct
       nf_profile profile-padded NEURAL_FRAME_CONV_DIRECT=0
+      bench_tar
+      ;;
+    s11)
+      # The fused tail (NEURAL_FRAME_FUSED_TAIL=1: the model's DepthToSpace writes the output image
+      # itself, no post kernel): its GPU test first, then the bench alternated off (the default)
+      # and on, the fp16 file at 540p twice each and the fp32 file (issue 23's) at 540p and 1080p,
+      # no tuning flags; then the examples with it on, compared with infer under the validation
+      # layer. About 220 s.
+      step fused-tail-test 240 .gpu-bin/gpu_ring fused_tail_equals_the_post_kernels "${tests[@]}"
+      for r in 1 2; do
+        nb tail-off-f16-$r "${f16_540[@]}"
+        NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-f16-$r "${f16_540[@]}"
+      done
+      nb tail-off-fp32-file --size 960x540 --frames 200
+      NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file --size 960x540 --frames 200
+      nb tail-off-fp32-file-1080p --size 1920x1080 --frames 100
+      NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file-1080p --size 1920x1080 --frames 100
+      NEURAL_FRAME_FUSED_TAIL=1 examples 3000 -tail
       bench_tar
       ;;
     device9)

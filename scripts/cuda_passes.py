@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Compiles src/cuda/passes.cu (the pre and post passes as CUDA kernels) and
-src/cuda/conv.cu (the fused rewrite's direct convolutions), as one program, to
+"""Compiles src/cuda/passes.cu (the pre and post passes as CUDA kernels),
+src/cuda/conv.cu (the fused rewrite's direct convolutions) and src/cuda/tail.cu
+(its DepthToSpace, with the fused tail), as one program, to
 src/cuda/passes.ptx with NVRTC, which the library embeds and the driver
 compiles for the GPU at run time. No GPU is needed, only NVRTC's library,
 from PyPI:
@@ -23,8 +24,8 @@ import tempfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# One program: passes.cu, then conv.cu (which uses passes.cu's helpers).
-SOURCES = [os.path.join(ROOT, "src", "cuda", name) for name in ("passes.cu", "conv.cu")]
+# One program: passes.cu, then conv.cu and tail.cu (which use passes.cu's helpers).
+SOURCES = [os.path.join(ROOT, "src", "cuda", name) for name in ("passes.cu", "conv.cu", "tail.cu")]
 SOURCE = " + ".join(os.path.relpath(s, ROOT) for s in SOURCES)
 PTX = os.path.join(ROOT, "src", "cuda", "passes.ptx")
 NVRTC_VERSION = "13.0.88"

@@ -94,3 +94,87 @@ fn dropping_with_frames_in_flight_neither_hangs_nor_leaks() {
         assert!(free_after + (64 << 20) >= free, "{name}: device memory leaked: {} MiB", (free - free_after) >> 20);
     }
 }
+
+/// Pictures through a context of `model` at `size` made now: `frames` through the ring (3
+/// slots, up to 3 in flight, each output image poisoned before its frame), then 3 through
+/// `infer`. The outputs in frame order, and the frames the fused tail wrote.
+fn outputs_of(model: &str, (w, h): (u32, u32), frames: u32) -> (Vec<Vec<u8>>, u64) {
+    use neural_frame::{Frame, Submitted};
+    let mut ctx = NeuralFrameContext::builder(model)
+        .backend(Backend::Cuda)
+        .frame_size(w, h)
+        .slots(3)
+        .build()
+        .unwrap_or_else(|e| panic!("{model}: {e}"));
+    // Every frame on fast start's fused session, the one whose last kernel can write the output.
+    assert!(ctx.wait_settled(std::time::Duration::from_secs(300)).expect("settled"), "{model}: not settled");
+    let (ow, oh) = ctx.output_size();
+    let poison = vec![0x5a; (ow * oh * 4) as usize];
+    let lanes = 4;
+    let inputs: Vec<_> =
+        (0..lanes).map(|_| ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM).expect("in")).collect();
+    let outputs: Vec<_> =
+        (0..lanes).map(|_| ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM).expect("out")).collect();
+    let mut got = Vec::new();
+    let mut pending = std::collections::VecDeque::new();
+    for frame in 0..frames {
+        let lane = frame as usize % lanes;
+        if pending.len() == lanes - 1 {
+            let (t, l) = pending.pop_front().expect("pending");
+            ctx.wait(&t).expect("wait");
+            got.push(ctx.readback(outputs[l]).expect("readback"));
+        }
+        ctx.upload(inputs[lane], &common::pipeline::picture(w, h, 500 + frame)).expect("upload");
+        ctx.upload_output(outputs[lane], &poison).expect("poison");
+        match ctx.submit(Frame::new(inputs[lane], outputs[lane])).expect("submit") {
+            Submitted::Frame(t) => pending.push_back((t, lane)),
+            Submitted::Skipped => panic!("the blocking policy never skips"),
+        }
+    }
+    while let Some((t, l)) = pending.pop_front() {
+        ctx.wait(&t).expect("wait");
+        got.push(ctx.readback(outputs[l]).expect("readback"));
+    }
+    for k in 0..3 {
+        ctx.upload(inputs[0], &common::pipeline::picture(w, h, 900 + k)).expect("upload");
+        ctx.upload_output(outputs[0], &poison).expect("poison");
+        ctx.infer(inputs[0], outputs[0]).expect("infer");
+        got.push(ctx.readback(outputs[0]).expect("readback"));
+    }
+    (got, ctx.fused_tail_frames())
+}
+
+/// The fused tail (`NEURAL_FRAME_FUSED_TAIL`, src/cuda/tail.rs): the model's last kernel, the
+/// fused rewrite's DepthToSpace, converts and writes the output image itself, with no post
+/// kernel. For the fp16 file and the fp32 file (run in fp16 by default), at an odd size and
+/// an even one: forced off, then on, the same pictures through the ring and `infer`, every
+/// output image poisoned first. On, it must take every frame; and every output must equal
+/// the same frame's with it off byte for byte (the post kernel's conversion of the tensor
+/// the kernel would have written). The hook is process-wide: `--test-threads=1`.
+#[test]
+#[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored --test-threads=1"]
+fn fused_tail_equals_the_post_kernels() {
+    use neural_frame::diagnostics::force_fused_tail;
+    gpu();
+    let frames = 12;
+    for model in ["models/upscale-fp16.onnx", "models/upscale.onnx"] {
+        for size in [(61, 37), (96, 54)] {
+            let mut runs = Vec::new();
+            for on in [false, true] {
+                force_fused_tail(Some(on));
+                let run = std::panic::catch_unwind(|| outputs_of(model, size, frames));
+                force_fused_tail(None);
+                runs.push(run.unwrap_or_else(|_| panic!("{model} at {size:?}, fused tail {on}: failed (above)")));
+            }
+            let ((off, off_frames), (on, on_frames)) = (&runs[0], &runs[1]);
+            println!("{model} at {size:?}: fused tail took {on_frames} of {} frames (off: {off_frames})", on.len());
+            assert_eq!(*off_frames, 0, "{model}: the fused tail ran while off");
+            assert_eq!(*on_frames, on.len() as u64, "{model}: the fused tail did not take every frame");
+            let ow = size.0 * 4;
+            for (k, (a, b)) in off.iter().zip(on).enumerate() {
+                let (d, x, y, c) = common::pipeline::max_diff(a, b, ow);
+                assert_eq!(d, 0, "{model} at {size:?}, frame {k}: the fused tail differs at ({x}, {y}) ch {c} by {d}");
+            }
+        }
+    }
+}

@@ -165,7 +165,7 @@ pub struct PostParams {
     pub tensor: TensorParams,
 }
 
-/// `struct ShuffleParams` in passes.cu: the fused-convolution rewrite's DepthToSpace
+/// `struct ShuffleParams` in tail.cu: the fused-convolution rewrite's DepthToSpace
 /// (`src/onnx/shuffle.rs`), NHWC `[n, h, w, c·b²]` (plus `y` and `bias`) to NCHW `[n, c, h·b, w·b]`.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
@@ -181,6 +181,8 @@ pub struct ShuffleParams {
     /// Device pointer to NCHW `[n, c, h, w]`, each value added to its pixel's block (a nearest
     /// upsample); 0 for none.
     pub up: u64,
+    /// Device pointer to a [`TailPost`] (the fused tail, `src/cuda/tail.rs`); 0 for none.
+    pub post: u64,
     /// Batch.
     pub n: u32,
     /// The input's height.
@@ -195,6 +197,29 @@ pub struct ShuffleParams {
     pub crd: u32,
     /// 0 f32, 1 f16 (as [`TensorParams::element`]).
     pub element: u32,
+}
+
+/// `struct TailPost` in tail.cu: what a context writes into a slot's descriptor before a run
+/// whose output the model's DepthToSpace converts itself (the fused tail, `src/cuda/tail.rs`).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+pub struct TailPost {
+    /// 1: the kernel writes the frame's output through `post` instead of the tensor.
+    pub active: u32,
+    /// Padding (the C struct's).
+    pub pad: u32,
+    /// The post pass the kernel does.
+    pub post: PostParams,
+}
+
+impl TailPost {
+    /// The descriptor as the bytes the kernel reads.
+    pub fn bytes(&self) -> Vec<u8> {
+        let len = std::mem::size_of::<Self>();
+        // SAFETY: a repr(C) struct of u32, u64 and f32 fields with no padding (asserted at the
+        // end of this file), read as its bytes.
+        unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), len) }.to_vec()
+    }
 }
 
 /// `struct ConvParams` in conv.cu: the fused rewrite's `ConvAct` reading an NCHW input
@@ -275,5 +300,7 @@ pub const CONV_PIXELS: u32 = 4;
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
-const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 40 + 28 + 4);
+const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 48 + 28 + 4);
+// No padding in a TailPost (its bytes are all fields): two words, then a PostParams.
+const _: () = assert!(std::mem::size_of::<TailPost>() == 8 + 80 + 56);
 const _: () = assert!(std::mem::size_of::<ConvParams>() == 40 + 18 * 4);

@@ -7,7 +7,7 @@
 //! ONNX Runtime's CUDA provider runs a DepthToSpace as a 6-D transpose, and an NCHW output
 //! after NHWC convolutions costs one more: on the H200 the fp16 upscaler's tail at 540p was
 //! two 90 µs transposes and a 45 µs Add (`bench/results/2026-12-05-h200-s6/`). The node
-//! does the three in one pass over the memory (`nf_depth_to_space` in `src/cuda/passes.cu`).
+//! does the three in one pass over the memory (`nf_depth_to_space` in `src/cuda/tail.cu`).
 //!
 //! The node reads `X` NHWC `[N, H, W, C·b²]`, optionally `Z` of the same shape and `B`
 //! `[C·b²]`, added to `X` (B by channel); it writes `Y` NCHW `[N, C, H·b, W·b]` in ONNX's

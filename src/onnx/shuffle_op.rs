@@ -4,8 +4,10 @@
 //! block) where given, to Y NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
 //! session. Two kernels, float16 and float32:
 //!
-//! - **CUDA**: `nf_depth_to_space` (`src/cuda/passes.cu`), one pass over the memory on the
-//!   provider's compute stream (so inside its CUDA graph too).
+//! - **CUDA**: `nf_depth_to_space` (`src/cuda/tail.cu`), one pass over the memory on the
+//!   provider's compute stream (so inside its CUDA graph too). Where its output is a context's
+//!   slot tensor registered for the fused tail (`crate::cuda::tail`), it also does the
+//!   frame's post pass in the runs the context activates.
 //! - **CPU**: the same index map in f32; it is how the rewrite is proven against the original
 //!   model on ONNX Runtime's CPU provider in CI.
 
@@ -294,12 +296,13 @@ impl CudaKernel {
         let out = ctx.output(0, output_dims(&self.a, [n, h, w, cin]))?.ok_or_else(|| error("no output"))?;
         let out = out.downcast::<DynTensorValueType>()?.data_ptr() as u64;
         let fits = |v: i64| u32::try_from(v).map_err(|_| error(format!("a dimension of {v} is out of range")));
-        let p = ShuffleParams {
+        let mut p = ShuffleParams {
             x,
             y: z,
             out,
             bias,
             up,
+            post: 0,
             n: fits(n)?,
             h: fits(h)?,
             w: fits(w)?,
@@ -311,6 +314,9 @@ impl CudaKernel {
         if shuffle_threads(&p) >= SHUFFLE_MAX {
             return Err(error(format!("{n}×{h}×{w}×{cin} is too large for one launch")));
         }
+        // Where the output is a context's slot tensor registered for the fused tail, the kernel
+        // gets its descriptor (and writes the frame itself in the runs that activate it).
+        p.post = crate::cuda::tail::claim(out, &output_dims(&self.a, [n, h, w, cin]), p.element);
         let stream = ctx.stream()?.ok_or_else(|| error("no CUDA stream"))?.as_ptr().cast::<std::ffi::c_void>();
         let device = ctx.resource(ort::ep::cuda::resource::DeviceId)?;
         let ordinal = i32::try_from(device).map_err(|_| error(format!("CUDA device {device}")))?;

@@ -1,0 +1,258 @@
+// The fused rewrite's DepthToSpace (src/onnx/shuffle.rs, src/onnx/shuffle_op.rs), and the
+// fused tail: where the context asks (src/cuda/tail.rs), the same kernel also does the
+// frame's post pass, so that the model's last kernel writes the caller's output itself and
+// no post kernel reads the output tensor again. Compiled by scripts/cuda_passes.py as one
+// program with passes.cu and conv.cu, after them (this file uses passes.cu's types and
+// helpers: PostParams, post_values, opaque, shuffle_load, load8_half), into the one module
+// src/cuda/passes.ptx.
+
+// The DepthToSpace operator of the fused-convolution rewrite: x, plus y, a per-channel bias
+// and the nearest-upsampled `up` where they are not 0, NHWC [n, h, w, c·b²] → out NCHW
+// [n, c, h·b, w·b] in ONNX's order (CRD: channel c·b² + i·b + j of pixel (h, w) goes to
+// (c, h·b + i, w·b + j); DCR: channel (i·b + j)·c + ch). Sums in f32, one rounding to the
+// element type (ONNX Runtime's fp16 Add rounds the same sum once).
+struct ShuffleParams {
+    u64 x;
+    u64 y;        // device pointer of the same shape as x, or 0
+    u64 out;
+    u64 bias;     // device pointer to c·b² values added by input channel, or 0
+    u64 up;       // device pointer to NCHW [n, c, h, w] added to each pixel's b × b block, or 0
+    u64 post;     // device pointer to a TailPost (the fused tail), or 0
+    u32 n;
+    u32 h;
+    u32 w;
+    u32 c;        // output channels
+    u32 block;    // b
+    u32 crd;      // 1: CRD, 0: DCR
+    u32 element;  // ELEMENT_F32 or ELEMENT_F16
+};
+
+// What the context writes before a run whose output the kernel converts itself (TailPost in
+// params.rs). The context sets `active` on its stream before the model and clears it after,
+// so that every other run of the same captured graph or session writes the tensor as always.
+struct TailPost {
+    u32 active;  // 1: write the frame's output through `post` instead of the tensor
+    u32 pad;
+    PostParams post;
+};
+
+// The common case, the tail of an ×4 upscaler: fp16, CRD, 4 × 4 blocks, every pointer
+// 16-byte aligned. The thread's 16 values are contiguous (two 16-byte loads of x, and of y
+// and the bias where given) and each row of its block is 4 contiguous halves (one 8-byte
+// store); the sums are the general loop's, in its order, so the results are the same bits.
+__device__ __forceinline__ void depth_to_space_f16_crd4(const ShuffleParams& p, u64 src, u64 dst, u64 ow, u32 ch,
+                                                        bool has_u, float u) {
+    float v[16];
+    float t[16];
+    load8_half(p.x, src + ch * 16u, v);
+    load8_half(p.x, src + ch * 16u + 8u, v + 8);
+    if (p.y != 0ull) {
+        load8_half(p.y, src + ch * 16u, t);
+        load8_half(p.y, src + ch * 16u + 8u, t + 8);
+#pragma unroll
+        for (u32 k = 0u; k < 16u; k++) {
+            v[k] += t[k];
+        }
+    }
+    if (p.bias != 0ull) {
+        load8_half(p.bias, ch * 16u, t);
+        load8_half(p.bias, ch * 16u + 8u, t + 8);
+#pragma unroll
+        for (u32 k = 0u; k < 16u; k++) {
+            v[k] += t[k];
+        }
+    }
+#pragma unroll
+    for (u32 i = 0u; i < 4u; i++) {
+        float r[4];
+#pragma unroll
+        for (u32 j = 0u; j < 4u; j++) {
+            r[j] = has_u ? v[i * 4u + j] + u : v[i * 4u + j];
+        }
+        uint2 q;
+        q.x = (u32)float_to_half(r[0]) | ((u32)float_to_half(r[1]) << 16);
+        q.y = (u32)float_to_half(r[2]) | ((u32)float_to_half(r[3]) << 16);
+        *reinterpret_cast<uint2*>(reinterpret_cast<u16*>(p.out) + dst + (u64)i * ow) = q;
+    }
+}
+
+// A sum as the output tensor would hold it: rounded once to the element type, then read back
+// as the post pass reads it (so that the fused tail's texels are the unfused route's bits).
+__device__ __forceinline__ float as_element(float v, u32 element) {
+    return element == ELEMENT_F16 ? half_to_float(float_to_half(v)) : v;
+}
+
+// One output pixel of the fused tail: the post pass's conversion and store of nf_post_image
+// (images) or nf_post (buffers), untiled. A call, not inlined: the conversion and store are
+// long (alpha, formats), and the fast path below has 16 pixels a thread.
+__device__ __noinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, float t0, float t1, float t2, float t3,
+                                        bool known_opaque) {
+    const float t[4] = {t0, t1, t2, t3};
+    if (q.kind == ACCESS_SURFACE) {
+        post_values<false>(q, x, y, t, known_opaque);
+    } else {
+        post_values<true>(q, x, y, t, known_opaque);
+    }
+}
+
+// The fused tail: one thread a source pixel (n is 1: the context claims no batch), all of its
+// c ≤ 4 channels, so that it holds every channel of its b × b output pixels; each value is
+// the unfused kernel's sum in its order, rounded as the tensor holds it, then converted and
+// stored as the post pass does. The fp16 CRD ×4 case loads its 16 values a channel as two
+// 16-byte loads, as depth_to_space_f16_crd4 does.
+__device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q) {
+    const bool known_opaque = opaque(q);
+    const u32 b = p.block;
+    const u32 c = min(p.c, 4u);
+    const u64 cin = (u64)p.c * b * b;
+    const u32 total = p.h * p.w;
+    const bool has_u = p.up != 0ull;
+    const bool fast = p.element == ELEMENT_F16 && p.crd != 0u && b == 4u && ((p.x | p.y | p.bias) & 15ull) == 0ull;
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        const u32 wi = t % p.w;
+        const u32 hi = t / p.w;
+        const u64 src = (u64)t * cin;
+        float u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (u32 ch = 0u; ch < 4u; ch++) {
+            if (has_u && ch < c) {
+                u[ch] = shuffle_load(p.up, p.element, ((u64)ch * p.h + hi) * p.w + wi);
+            }
+        }
+        if (fast) {
+            float v[4][16];
+            float s[16];
+#pragma unroll
+            for (u32 ch = 0u; ch < 4u; ch++) {
+                if (ch >= c) {
+                    continue;
+                }
+                load8_half(p.x, src + ch * 16u, v[ch]);
+                load8_half(p.x, src + ch * 16u + 8u, v[ch] + 8);
+                if (p.y != 0ull) {
+                    load8_half(p.y, src + ch * 16u, s);
+                    load8_half(p.y, src + ch * 16u + 8u, s + 8);
+#pragma unroll
+                    for (u32 k = 0u; k < 16u; k++) {
+                        v[ch][k] += s[k];
+                    }
+                }
+                if (p.bias != 0ull) {
+                    load8_half(p.bias, ch * 16u, s);
+                    load8_half(p.bias, ch * 16u + 8u, s + 8);
+#pragma unroll
+                    for (u32 k = 0u; k < 16u; k++) {
+                        v[ch][k] += s[k];
+                    }
+                }
+            }
+#pragma unroll
+            for (u32 k = 0u; k < 16u; k++) {
+                float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                for (u32 ch = 0u; ch < 4u; ch++) {
+                    if (ch < c) {
+                        tv[ch] = as_element(has_u ? v[ch][k] + u[ch] : v[ch][k], ELEMENT_F16);
+                    }
+                }
+                tail_pixel(q, wi * 4u + (k & 3u), hi * 4u + (k >> 2), tv[0], tv[1], tv[2], tv[3], known_opaque);
+            }
+            continue;
+        }
+        for (u32 i = 0u; i < b; i++) {
+            for (u32 j = 0u; j < b; j++) {
+                float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                for (u32 ch = 0u; ch < 4u; ch++) {
+                    if (ch >= c) {
+                        continue;
+                    }
+                    u64 k = p.crd != 0u ? (u64)(ch * b * b + i * b + j) : (u64)((i * b + j) * p.c + ch);
+                    float v = shuffle_load(p.x, p.element, src + k);
+                    if (p.y != 0ull) {
+                        v += shuffle_load(p.y, p.element, src + k);
+                    }
+                    if (p.bias != 0ull) {
+                        v += shuffle_load(p.bias, p.element, k);
+                    }
+                    if (has_u) {
+                        v += u[ch];
+                    }
+                    tv[ch] = as_element(v, p.element);
+                }
+                tail_pixel(q, wi * b + j, hi * b + i, tv[0], tv[1], tv[2], tv[3], known_opaque);
+            }
+        }
+    }
+}
+
+// One thread a source pixel and output channel (w fastest, so that a warp writes along
+// rows): it reads that channel's b² values and writes its b × b block. The launcher keeps
+// n·c·h·w below 2³² (the index arithmetic is 32-bit; offsets are 64-bit).
+extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
+    if (p.post != 0ull) {
+        // The fused tail, where this run's TailPost is active (the same for every thread).
+        __shared__ PostParams q;
+        __shared__ u32 active;
+        if (threadIdx.x == 0u) {
+            const TailPost* d = reinterpret_cast<const TailPost*>(p.post);
+            active = d->active;
+            if (active != 0u) {
+                q = d->post;
+            }
+        }
+        __syncthreads();
+        if (active != 0u) {
+            depth_to_space_post(p, q);
+            return;
+        }
+    }
+    const u32 total = p.n * p.c * p.h * p.w;
+    const u32 b = p.block;
+    const u64 cin = (u64)p.c * b * b;
+    const u64 ow = (u64)p.w * b;
+    const u64 oh = (u64)p.h * b;
+    const bool fast = p.element == ELEMENT_F16 && p.crd != 0u && b == 4u &&
+                      ((p.x | p.y | p.bias | p.out) & 15ull) == 0ull;
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        u32 wi = t % p.w;
+        u32 r = t / p.w;
+        u32 hi = r % p.h;
+        r /= p.h;
+        u32 ch = r % p.c;
+        u32 ni = r / p.c;
+        u64 src = (((u64)ni * p.h + hi) * p.w + wi) * cin;
+        u64 dst = (((u64)ni * p.c + ch) * oh + (u64)hi * b) * ow + (u64)wi * b;
+        // The upsampled input (nearest): one value for the whole block.
+        float u = 0.0f;
+        bool has_u = p.up != 0ull;
+        if (has_u) {
+            u = shuffle_load(p.up, p.element, (((u64)ni * p.c + ch) * p.h + hi) * p.w + wi);
+        }
+        if (fast) {
+            depth_to_space_f16_crd4(p, src, dst, ow, ch, has_u, u);
+            continue;
+        }
+        for (u32 i = 0u; i < b; i++) {
+            for (u32 j = 0u; j < b; j++) {
+                u64 k = p.crd != 0u ? (u64)(ch * b * b + i * b + j) : (u64)((i * b + j) * p.c + ch);
+                float v = shuffle_load(p.x, p.element, src + k);
+                if (p.y != 0ull) {
+                    v += shuffle_load(p.y, p.element, src + k);
+                }
+                if (p.bias != 0ull) {
+                    v += shuffle_load(p.bias, p.element, k);
+                }
+                if (has_u) {
+                    v += u;
+                }
+                u64 e = dst + (u64)i * ow + j;
+                if (p.element == ELEMENT_F16) {
+                    reinterpret_cast<u16*>(p.out)[e] = float_to_half(v);
+                } else {
+                    reinterpret_cast<float*>(p.out)[e] = v;
+                }
+            }
+        }
+    }
+}
