@@ -414,6 +414,7 @@ impl CudaEngine {
     }
 
     /// Frames whose model wrote the output itself (the fused tail).
+    #[cfg_attr(not(feature = "diagnostics"), allow(dead_code))]
     pub(crate) fn tail_frames(&self) -> u64 {
         self.tail_frames
     }
