@@ -83,11 +83,8 @@ __device__ __forceinline__ float as_element(float v, u32 element) {
 }
 
 // One output pixel of the fused tail: the post pass's conversion and store of nf_post_image
-// (images) or nf_post (buffers), untiled. A call, not inlined: the conversion and store are
-// long (alpha, formats), and the fast path below has 16 pixels a thread.
-__device__ __noinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, float t0, float t1, float t2, float t3,
-                                        bool known_opaque) {
-    const float t[4] = {t0, t1, t2, t3};
+// (images) or nf_post (buffers), untiled.
+__device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, const float* t, bool known_opaque) {
     if (q.kind == ACCESS_SURFACE) {
         post_values<false>(q, x, y, t, known_opaque);
     } else {
@@ -95,93 +92,53 @@ __device__ __noinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, float
     }
 }
 
-// The fused tail: one thread a source pixel (n is 1: the context claims no batch), all of its
-// c ≤ 4 channels, so that it holds every channel of its b × b output pixels; each value is
-// the unfused kernel's sum in its order, rounded as the tensor holds it, then converted and
-// stored as the post pass does. The fp16 CRD ×4 case loads its 16 values a channel as two
-// 16-byte loads, as depth_to_space_f16_crd4 does.
+// The fused tail: one thread a source pixel and output column j of its b × b block (n is 1:
+// the context claims no batch), with every one of the pixel's c ≤ 4 channels, so that it
+// holds whole output pixels; consecutive threads take consecutive output columns, so that a
+// warp's store of a row is one run of neighbouring pixels, as the post kernel's. Each value is
+// the unfused kernel's sum in its order (x, then y, then the bias, then the upsampled input),
+// rounded as the tensor holds it, then converted and stored by the post pass's own code.
+// The launcher gives at least h·w·b threads; t stays below 2³¹ (the operator claims no more).
 __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q) {
     const bool known_opaque = opaque(q);
     const u32 b = p.block;
     const u32 c = min(p.c, 4u);
     const u64 cin = (u64)p.c * b * b;
-    const u32 total = p.h * p.w;
-    const bool has_u = p.up != 0ull;
-    const bool fast = p.element == ELEMENT_F16 && p.crd != 0u && b == 4u && ((p.x | p.y | p.bias) & 15ull) == 0ull;
+    const u32 total = p.h * p.w * b;
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const u32 wi = t % p.w;
-        const u32 hi = t / p.w;
-        const u64 src = (u64)t * cin;
+        const u32 j = t % b;
+        const u32 px = t / b;
+        const u32 wi = px % p.w;
+        const u32 hi = px / p.w;
+        const u64 src = (u64)px * cin;
         float u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (u32 ch = 0u; ch < 4u; ch++) {
-            if (has_u && ch < c) {
+            if (p.up != 0ull && ch < c) {
                 u[ch] = shuffle_load(p.up, p.element, ((u64)ch * p.h + hi) * p.w + wi);
             }
         }
-        if (fast) {
-            float v[4][16];
-            float s[16];
+        for (u32 i = 0u; i < b; i++) {
+            float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (u32 ch = 0u; ch < 4u; ch++) {
                 if (ch >= c) {
                     continue;
                 }
-                load8_half(p.x, src + ch * 16u, v[ch]);
-                load8_half(p.x, src + ch * 16u + 8u, v[ch] + 8);
+                const u64 k = p.crd != 0u ? (u64)(ch * b * b + i * b + j) : (u64)((i * b + j) * p.c + ch);
+                float v = shuffle_load(p.x, p.element, src + k);
                 if (p.y != 0ull) {
-                    load8_half(p.y, src + ch * 16u, s);
-                    load8_half(p.y, src + ch * 16u + 8u, s + 8);
-#pragma unroll
-                    for (u32 k = 0u; k < 16u; k++) {
-                        v[ch][k] += s[k];
-                    }
+                    v += shuffle_load(p.y, p.element, src + k);
                 }
                 if (p.bias != 0ull) {
-                    load8_half(p.bias, ch * 16u, s);
-                    load8_half(p.bias, ch * 16u + 8u, s + 8);
-#pragma unroll
-                    for (u32 k = 0u; k < 16u; k++) {
-                        v[ch][k] += s[k];
-                    }
+                    v += shuffle_load(p.bias, p.element, k);
                 }
-            }
-#pragma unroll
-            for (u32 k = 0u; k < 16u; k++) {
-                float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-                for (u32 ch = 0u; ch < 4u; ch++) {
-                    if (ch < c) {
-                        tv[ch] = as_element(has_u ? v[ch][k] + u[ch] : v[ch][k], ELEMENT_F16);
-                    }
+                if (p.up != 0ull) {
+                    v += u[ch];
                 }
-                tail_pixel(q, wi * 4u + (k & 3u), hi * 4u + (k >> 2), tv[0], tv[1], tv[2], tv[3], known_opaque);
+                tv[ch] = as_element(v, p.element);
             }
-            continue;
-        }
-        for (u32 i = 0u; i < b; i++) {
-            for (u32 j = 0u; j < b; j++) {
-                float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-                for (u32 ch = 0u; ch < 4u; ch++) {
-                    if (ch >= c) {
-                        continue;
-                    }
-                    u64 k = p.crd != 0u ? (u64)(ch * b * b + i * b + j) : (u64)((i * b + j) * p.c + ch);
-                    float v = shuffle_load(p.x, p.element, src + k);
-                    if (p.y != 0ull) {
-                        v += shuffle_load(p.y, p.element, src + k);
-                    }
-                    if (p.bias != 0ull) {
-                        v += shuffle_load(p.bias, p.element, k);
-                    }
-                    if (has_u) {
-                        v += u[ch];
-                    }
-                    tv[ch] = as_element(v, p.element);
-                }
-                tail_pixel(q, wi * b + j, hi * b + i, tv[0], tv[1], tv[2], tv[3], known_opaque);
-            }
+            tail_pixel(q, wi * b + j, hi * b + i, tv, known_opaque);
         }
     }
 }

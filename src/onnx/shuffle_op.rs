@@ -315,8 +315,12 @@ impl CudaKernel {
             return Err(error(format!("{n}×{h}×{w}×{cin} is too large for one launch")));
         }
         // Where the output is a context's slot tensor registered for the fused tail, the kernel
-        // gets its descriptor (and writes the frame itself in the runs that activate it).
-        p.post = crate::cuda::tail::claim(out, &output_dims(&self.a, [n, h, w, cin]), p.element);
+        // gets its descriptor (and writes the frame itself in the runs that activate it); not
+        // where its threads would pass the kernel's 32-bit index.
+        let fits_tail = u64::from(p.h) * u64::from(p.w) * u64::from(p.block.max(p.c)) < SHUFFLE_MAX;
+        if fits_tail {
+            p.post = crate::cuda::tail::claim(out, &output_dims(&self.a, [n, h, w, cin]), p.element);
+        }
         let stream = ctx.stream()?.ok_or_else(|| error("no CUDA stream"))?.as_ptr().cast::<std::ffi::c_void>();
         let device = ctx.resource(ort::ep::cuda::resource::DeviceId)?;
         let ordinal = i32::try_from(device).map_err(|_| error(format!("CUDA device {device}")))?;
