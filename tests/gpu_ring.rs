@@ -95,34 +95,43 @@ fn dropping_with_frames_in_flight_neither_hangs_nor_leaks() {
     }
 }
 
-/// Pictures through a context of `model` at `size` made now: `frames` through the ring (3
-/// slots, up to 3 in flight, each output image poisoned before its frame), then 3 through
-/// `infer`. The outputs in frame order, and the frames the fused tail wrote.
-fn outputs_of(model: &str, (w, h): (u32, u32), frames: u32) -> (Vec<Vec<u8>>, u64) {
+/// What a context's frames gave, for `fused_tail_equals_the_post_kernels`.
+struct TailRun {
+    /// The output images in frame order.
+    images: Vec<Vec<u8>>,
+    /// The output tensor after the last frame.
+    tensor: Vec<u8>,
+    /// Frames the fused tail wrote.
+    fused: u64,
+    /// After the frames, the model alone (`run_model_only`) left the output image as it was
+    /// (poisoned) and wrote the tensor (poisoned before).
+    model_alone_ok: bool,
+    /// The context's graph rewrites, for the messages.
+    rewrites: Vec<String>,
+}
+
+/// Pictures through a context of `b` at `size` made now: `frames` through the ring (3 slots,
+/// up to 3 in flight, each output image poisoned before its frame), then 3 through `infer`,
+/// then the model alone.
+fn tail_run(b: ContextBuilder, (w, h): (u32, u32), frames: u32) -> TailRun {
     use neural_frame::{Frame, Submitted};
-    let mut ctx = NeuralFrameContext::builder(model)
-        .backend(Backend::Cuda)
-        .frame_size(w, h)
-        .slots(3)
-        .build()
-        .unwrap_or_else(|e| panic!("{model}: {e}"));
+    let mut ctx = b.backend(Backend::Cuda).frame_size(w, h).slots(3).build().expect("context");
     // Every frame on fast start's fused session, the one whose last kernel can write the output.
-    assert!(ctx.wait_settled(std::time::Duration::from_secs(300)).expect("settled"), "{model}: not settled");
+    assert!(ctx.wait_settled(std::time::Duration::from_secs(300)).expect("settled"), "not settled");
     let (ow, oh) = ctx.output_size();
     let poison = vec![0x5a; (ow * oh * 4) as usize];
     let lanes = 4;
-    let inputs: Vec<_> =
-        (0..lanes).map(|_| ctx.create_input_image(ash::vk::Format::R8G8B8A8_UNORM).expect("in")).collect();
-    let outputs: Vec<_> =
-        (0..lanes).map(|_| ctx.create_output_image(ash::vk::Format::R8G8B8A8_UNORM).expect("out")).collect();
-    let mut got = Vec::new();
+    let format = ash::vk::Format::R8G8B8A8_UNORM;
+    let inputs: Vec<_> = (0..lanes).map(|_| ctx.create_input_image(format).expect("input")).collect();
+    let outputs: Vec<_> = (0..lanes).map(|_| ctx.create_output_image(format).expect("output")).collect();
+    let mut images = Vec::new();
     let mut pending = std::collections::VecDeque::new();
     for frame in 0..frames {
         let lane = frame as usize % lanes;
         if pending.len() == lanes - 1 {
             let (t, l) = pending.pop_front().expect("pending");
             ctx.wait(&t).expect("wait");
-            got.push(ctx.readback(outputs[l]).expect("readback"));
+            images.push(ctx.readback(outputs[l]).expect("readback"));
         }
         ctx.upload(inputs[lane], &common::pipeline::picture(w, h, 500 + frame)).expect("upload");
         ctx.upload_output(outputs[lane], &poison).expect("poison");
@@ -133,48 +142,93 @@ fn outputs_of(model: &str, (w, h): (u32, u32), frames: u32) -> (Vec<Vec<u8>>, u6
     }
     while let Some((t, l)) = pending.pop_front() {
         ctx.wait(&t).expect("wait");
-        got.push(ctx.readback(outputs[l]).expect("readback"));
+        images.push(ctx.readback(outputs[l]).expect("readback"));
     }
     for k in 0..3 {
         ctx.upload(inputs[0], &common::pipeline::picture(w, h, 900 + k)).expect("upload");
         ctx.upload_output(outputs[0], &poison).expect("poison");
+        ctx.poison_output_tensor(common::pipeline::POISON).expect("poison tensor");
         ctx.infer(inputs[0], outputs[0]).expect("infer");
-        got.push(ctx.readback(outputs[0]).expect("readback"));
+        images.push(ctx.readback(outputs[0]).expect("readback"));
     }
-    (got, ctx.fused_tail_frames())
+    let tensor = ctx.read_output_tensor().expect("output tensor");
+    let fused = ctx.fused_tail_frames();
+    // The descriptor is inactive after each frame: the model alone writes the tensor only.
+    ctx.upload_output(outputs[0], &poison).expect("poison");
+    ctx.poison_output_tensor(common::pipeline::POISON).expect("poison tensor");
+    ctx.run_model_only().expect("the model alone");
+    let image_kept = ctx.readback(outputs[0]).expect("readback") == poison;
+    let written = ctx.read_output_tensor().expect("output tensor");
+    let tensor_written =
+        written.chunks_exact(4).any(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != common::pipeline::POISON);
+    TailRun {
+        images,
+        tensor,
+        fused,
+        model_alone_ok: image_kept && tensor_written,
+        rewrites: ctx.precision().rewrites.clone(),
+    }
 }
 
 /// The fused tail (`NEURAL_FRAME_FUSED_TAIL`, src/cuda/tail.rs): the model's last kernel, the
 /// fused rewrite's DepthToSpace, converts and writes the output image itself, with no post
-/// kernel. For the fp16 file and the fp32 file (run in fp16 by default), at an odd size and
-/// an even one: forced off, then on, the same pictures through the ring and `infer`, every
-/// output image poisoned first. On, it must take every frame; and every output must equal
-/// the same frame's with it off byte for byte (the post kernel's conversion of the tensor
-/// the kernel would have written). The hook is process-wide: `--test-threads=1`.
+/// kernel. For the fp16 file and the fp32 file (run in fp16 by default) at an odd size and an
+/// even one, and the fp32 file run in fp32 with the fused convolutions asked for (the kernel's
+/// float path): forced off, then on, the same pictures through the ring and `infer`, every
+/// output image and tensor poisoned first. On, it must take every frame; every output image
+/// and the last output tensor must equal the ones with it off byte for byte; and the model
+/// alone afterwards must write the tensor and leave the image alone (the descriptor cleared).
+/// The hook is process-wide: `--test-threads=1`.
 #[test]
 #[ignore = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored --test-threads=1"]
 fn fused_tail_equals_the_post_kernels() {
+    use neural_frame::Precision;
     use neural_frame::diagnostics::force_fused_tail;
     gpu();
     let frames = 12;
-    for model in ["models/upscale-fp16.onnx", "models/upscale.onnx"] {
-        for size in [(61, 37), (96, 54)] {
-            let mut runs = Vec::new();
-            for on in [false, true] {
-                force_fused_tail(Some(on));
-                let run = std::panic::catch_unwind(|| outputs_of(model, size, frames));
-                force_fused_tail(None);
-                runs.push(run.unwrap_or_else(|_| panic!("{model} at {size:?}, fused tail {on}: failed (above)")));
-            }
-            let ((off, off_frames), (on, on_frames)) = (&runs[0], &runs[1]);
-            println!("{model} at {size:?}: fused tail took {on_frames} of {} frames (off: {off_frames})", on.len());
-            assert_eq!(*off_frames, 0, "{model}: the fused tail ran while off");
-            assert_eq!(*on_frames, on.len() as u64, "{model}: the fused tail did not take every frame");
-            let ow = size.0 * 4;
-            for (k, (a, b)) in off.iter().zip(on).enumerate() {
-                let (d, x, y, c) = common::pipeline::max_diff(a, b, ow);
-                assert_eq!(d, 0, "{model} at {size:?}, frame {k}: the fused tail differs at ({x}, {y}) ch {c} by {d}");
-            }
+    fn in_fp32(b: ContextBuilder) -> ContextBuilder {
+        b.precision(Precision::Fp32).fuse_conv_act(true)
+    }
+    let (f16, f32) = ("models/upscale-fp16.onnx", "models/upscale.onnx");
+    let cases: [(&str, &str, Tune, (u32, u32)); 5] = [
+        ("fp16 file", f16, plain, (61, 37)),
+        ("fp16 file", f16, plain, (96, 54)),
+        ("fp32 file", f32, plain, (61, 37)),
+        ("fp32 file", f32, plain, (96, 54)),
+        ("fp32 file in fp32", f32, in_fp32, (61, 37)),
+    ];
+    for (what, model, tune, size) in cases {
+        let mut runs = Vec::new();
+        for on in [false, true] {
+            force_fused_tail(Some(on));
+            let run = std::panic::catch_unwind(|| tail_run(tune(NeuralFrameContext::builder(model)), size, frames));
+            force_fused_tail(None);
+            runs.push(run.unwrap_or_else(|_| panic!("{what} at {size:?}, fused tail {on}: failed (above)")));
         }
+        let (off, on) = (&runs[0], &runs[1]);
+        println!(
+            "{what} at {size:?}: fused tail took {} of {} frames (off: {}); the model alone afterwards as it \
+             should: {} / {}; {:?}",
+            on.fused,
+            on.images.len(),
+            off.fused,
+            off.model_alone_ok,
+            on.model_alone_ok,
+            on.rewrites
+        );
+        assert_eq!(off.fused, 0, "{what}: the fused tail ran while off");
+        assert_eq!(
+            on.fused,
+            on.images.len() as u64,
+            "{what}: the fused tail did not take every frame ({:?})",
+            on.rewrites
+        );
+        assert!(off.model_alone_ok && on.model_alone_ok, "{what}: the model alone wrote the image or not the tensor");
+        let ow = size.0 * 4;
+        for (k, (a, b)) in off.images.iter().zip(&on.images).enumerate() {
+            let (d, x, y, c) = common::pipeline::max_diff(a, b, ow);
+            assert_eq!(d, 0, "{what} at {size:?}, frame {k}: the fused tail differs at ({x}, {y}) ch {c} by {d}");
+        }
+        assert!(off.tensor == on.tensor, "{what} at {size:?}: the output tensor differs with the fused tail");
     }
 }

@@ -582,6 +582,11 @@ impl Drop for NeuralFrameContext {
         for entry in entries {
             self.free_entry(entry);
         }
+        // The slots' graphs and fused-tail registrations go before the tensors they name
+        // (another context may get those addresses next).
+        for i in 0..self.res.slots.len() {
+            self.res.engine.reset_slot(i);
+        }
         // SAFETY: dropped once, here; nothing of it is used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.res) };
         log::debug!("context {} released in {:.0} ms", self.id, t.elapsed().as_secs_f64() * 1e3);

@@ -204,7 +204,7 @@ pub struct ShuffleParams {
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
 pub struct TailPost {
-    /// 1: the kernel writes the frame's output through `post` instead of the tensor.
+    /// 1: the kernel writes the frame's output through `post` (and the tensor, as always).
     pub active: u32,
     /// Padding (the C struct's).
     pub pad: u32,

@@ -1,7 +1,7 @@
 // The fused rewrite's DepthToSpace (src/onnx/shuffle.rs, src/onnx/shuffle_op.rs), and the
 // fused tail: where the context asks (src/cuda/tail.rs), the same kernel also does the
 // frame's post pass, so that the model's last kernel writes the caller's output itself and
-// no post kernel reads the output tensor again. Compiled by scripts/cuda_passes.py as one
+// no post kernel reads the output tensor again (the tensor is still written). Compiled by scripts/cuda_passes.py as one
 // program with passes.cu and conv.cu, after them (this file uses passes.cu's types and
 // helpers: PostParams, post_values, opaque, shuffle_load, load8_half), into the one module
 // src/cuda/passes.ptx.
@@ -29,9 +29,9 @@ struct ShuffleParams {
 
 // What the context writes before a run whose output the kernel converts itself (TailPost in
 // params.rs). The context sets `active` on its stream before the model and clears it after,
-// so that every other run of the same captured graph or session writes the tensor as always.
+// so that every other run of the same captured graph or session writes the tensor only.
 struct TailPost {
-    u32 active;  // 1: write the frame's output through `post` instead of the tensor
+    u32 active;  // 1: write the frame's output through `post` too
     u32 pad;
     PostParams post;
 };
@@ -76,12 +76,6 @@ __device__ __forceinline__ void depth_to_space_f16_crd4(const ShuffleParams& p, 
     }
 }
 
-// A sum as the output tensor would hold it: rounded once to the element type, then read back
-// as the post pass reads it (so that the fused tail's texels are the unfused route's bits).
-__device__ __forceinline__ float as_element(float v, u32 element) {
-    return element == ELEMENT_F16 ? half_to_float(float_to_half(v)) : v;
-}
-
 // One output pixel of the fused tail: the post pass's conversion and store of nf_post_image
 // (images) or nf_post (buffers), untiled.
 __device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, const float* t, bool known_opaque) {
@@ -97,7 +91,8 @@ __device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, co
 // holds whole output pixels; consecutive threads take consecutive output columns, so that a
 // warp's store of a row is one run of neighbouring pixels, as the post kernel's. Each value is
 // the unfused kernel's sum in its order (x, then y, then the bias, then the upsampled input),
-// rounded as the tensor holds it, then converted and stored by the post pass's own code.
+// rounded once to the element type and written to the tensor as the unfused kernel writes it,
+// then converted and stored by the post pass's own code.
 // The launcher gives at least h·w·b threads; t stays below 2³¹ (the operator claims no more).
 __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q) {
     const bool known_opaque = opaque(q);
@@ -136,7 +131,17 @@ __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q)
                 if (p.up != 0ull) {
                     v += u[ch];
                 }
-                tv[ch] = as_element(v, p.element);
+                // The tensor too (what reads it after the frame finds what the unfused kernel
+                // writes), and the value as the post pass would read it back.
+                const u64 e = ((u64)ch * p.h * b + (u64)hi * b + i) * p.w * b + (u64)wi * b + j;
+                if (p.element == ELEMENT_F16) {
+                    const u16 h = float_to_half(v);
+                    reinterpret_cast<u16*>(p.out)[e] = h;
+                    tv[ch] = half_to_float(h);
+                } else {
+                    reinterpret_cast<float*>(p.out)[e] = v;
+                    tv[ch] = v;
+                }
             }
             tail_pixel(q, wi * b + j, hi * b + i, tv, known_opaque);
         }

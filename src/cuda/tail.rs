@@ -5,7 +5,8 @@
 //! tensor once more after the model wrote it (about 50 MB of fp16 for a 4K frame,
 //! then 33 MB of RGBA8 written). With the fused tail the DepthToSpace kernel
 //! (`nf_depth_to_space` in `src/cuda/tail.cu`) converts and stores the frame's
-//! pixels itself, and the tensor is not written at all.
+//! pixels itself, beside the tensor it writes as always (so that whatever reads the
+//! tensor after the frame still finds it), and no post kernel runs.
 //!
 //! The operator cannot know which frame it runs for, and a captured CUDA graph
 //! replays its launch without asking. So the hand-over goes through device memory:
@@ -17,8 +18,8 @@
 //!   the claim, which tells the engine that the run's kernel reads the descriptor.
 //! - Before each run that should write the frame itself, the engine writes the
 //!   descriptor (the post pass's parameters, active) on the model's stream, and
-//!   clears it after the run. Every other run (another frame's route, the model
-//!   alone) finds it inactive and writes the tensor as always.
+//!   clears it after the run (also when the run fails). Every other run (another
+//!   frame's route, the model alone) finds it inactive and writes the tensor only.
 //!
 //! Off unless `NEURAL_FRAME_FUSED_TAIL=1` (not yet measured on a GPU).
 

@@ -185,14 +185,9 @@ impl CudaEngine {
             _ => false,
         };
         // What the model's stream waits for: the first batch's `to_model`, and the caller's
-        // own semaphores where the engine waits for them itself ("output free" before the
-        // model where the model writes the output).
+        // own semaphores where the engine waits for them itself.
         let to_model = if steps.wait_to_model { Some((timelines.to_model.cuda()?, n)) } else { None };
-        let free_first = run.caller.output_free.filter(|_| match steps.wait_output_free {
-            Some(FreeWait::BeforeModel) => true,
-            Some(FreeWait::BeforePost) => tail,
-            None => false,
-        });
+        let free_first = run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforeModel));
         let waits = [to_model, run.caller.input, free_first];
         match &self.side {
             _ if waits.iter().all(Option::is_none) => {}
@@ -251,6 +246,13 @@ impl CudaEngine {
         }
         // The fused tail: the descriptor written (active) before the model; its claims so far.
         let claims = if tail {
+            // The model writes the caller's output: "output free" (the post kernels' wait) comes
+            // first, after the pre kernels and "input consumed", which do not depend on it.
+            if let Some((semaphore, value)) =
+                run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforePost))
+            {
+                semaphore.wait(&self.stream, value)?;
+            }
             if self.posts_behind {
                 // Post kernels of earlier frames may still write the same output: the model follows them.
                 let (_, post_stream) =
@@ -265,61 +267,73 @@ impl CudaEngine {
         } else {
             None
         };
-        slot.events.0.record(&self.stream)?;
-        let use_graph = self.graphs && run.slot_tensors && !slot.graph_failed;
-        if use_graph && slot.graph.is_none() && slot.runs >= 1 {
-            // ONNX Runtime has run once on these buffers (its memory and algorithm
-            // choices are settled): capture its next run, then replay that.
-            let t = Instant::now();
-            let (session, options, binding) = (&self.session, &slot.run_options, &mut *run.binding);
-            let before = slot.tail.as_ref().map(|t| t.registration.claims());
-            // SAFETY: the binding holds the slot's own buffers, alive while the graph is.
-            match cuda::Graph::capture(&self.stream, || unsafe { binding.run(session, Some(options)) }) {
-                Ok(graph) => {
-                    if let (Some(t), Some(before)) = (slot.tail.as_mut(), before) {
-                        t.in_graph = t.registration.claims() > before;
+        let model = (|| -> Result<bool> {
+            slot.events.0.record(&self.stream)?;
+            let use_graph = self.graphs && run.slot_tensors && !slot.graph_failed;
+            if use_graph && slot.graph.is_none() && slot.runs >= 1 {
+                // ONNX Runtime has run once on these buffers (its memory and algorithm
+                // choices are settled): capture its next run, then replay that.
+                let t = Instant::now();
+                let (session, options, binding) = (&self.session, &slot.run_options, &mut *run.binding);
+                let before = slot.tail.as_ref().map(|t| t.registration.claims());
+                // SAFETY: the binding holds the slot's own buffers, alive while the graph is.
+                match cuda::Graph::capture(&self.stream, || unsafe { binding.run(session, Some(options)) }) {
+                    Ok(graph) => {
+                        if let (Some(t), Some(before)) = (slot.tail.as_mut(), before) {
+                            t.in_graph = t.registration.claims() > before;
+                        }
+                        log::debug!(
+                            "slot {}: model captured as a CUDA graph of {} nodes in {:.3} ms",
+                            run.slot,
+                            graph.nodes(),
+                            t.elapsed().as_secs_f64() * 1e3
+                        );
+                        slot.graph = Some(graph);
                     }
-                    log::debug!(
-                        "slot {}: model captured as a CUDA graph of {} nodes in {:.3} ms",
-                        run.slot,
-                        graph.nodes(),
-                        t.elapsed().as_secs_f64() * 1e3
-                    );
-                    slot.graph = Some(graph);
-                }
-                Err(e) => {
-                    // Nothing of the captured run executed: the model runs as it is, this
-                    // frame and after (the tuning's cuda_graph asks, the model refuses).
-                    log::warn!(
-                        "slot {}: the model cannot be captured as a CUDA graph ({e}); it runs without one \
-                         (ContextBuilder::cuda_graph(false), --cuda-graph false, says so up front)",
-                        run.slot
-                    );
-                    slot.graph_failed = true;
+                    Err(e) => {
+                        // Nothing of the captured run executed: the model runs as it is, this
+                        // frame and after (the tuning's cuda_graph asks, the model refuses).
+                        log::warn!(
+                            "slot {}: the model cannot be captured as a CUDA graph ({e}); it runs without one \
+                             (ContextBuilder::cuda_graph(false), --cuda-graph false, says so up front)",
+                            run.slot
+                        );
+                        slot.graph_failed = true;
+                    }
                 }
             }
-        }
-        let replayed = match (&slot.graph, use_graph && !slot.graph_failed) {
-            (Some(graph), true) => {
-                graph.launch(&self.stream)?;
-                true
-            }
-            _ => {
-                // SAFETY: the bound memory (slot buffers or the caller's imported buffer) stays mapped
-                // while the frame is in flight; to_model = n orders the run after the input's writes.
-                unsafe { run.binding.run(&self.session, Some(&slot.run_options)) }?;
-                false
-            }
+            let replayed = match (&slot.graph, use_graph && !slot.graph_failed) {
+                (Some(graph), true) => {
+                    graph.launch(&self.stream)?;
+                    true
+                }
+                _ => {
+                    // SAFETY: the bound memory (slot buffers or the caller's imported buffer) stays mapped
+                    // while the frame is in flight; to_model = n orders the run after the input's writes.
+                    unsafe { run.binding.run(&self.session, Some(&slot.run_options)) }?;
+                    false
+                }
+            };
+            Ok(replayed)
+        })();
+        // Inactive again, for every other run of the graph or the session: also when the run
+        // failed (the clear goes on the stream after whatever of it was enqueued).
+        let cleared = match (claims, slot.tail.as_ref()) {
+            (Some(_), Some(t)) => t.descriptor.fill(0, &self.stream),
+            _ => Ok(()),
         };
+        let replayed = model?;
+        cleared?;
         if run.slot_tensors {
             slot.runs = slot.runs.saturating_add(1);
         }
         let fused = match (claims, slot.tail.as_ref()) {
             (Some(before), Some(t)) => {
-                let fused = if replayed { t.in_graph } else { t.registration.claims() > before };
-                // Inactive again, for every other run of the graph or the session.
-                t.descriptor.fill(0, &self.stream)?;
-                fused
+                if replayed {
+                    t.in_graph
+                } else {
+                    t.registration.claims() > before
+                }
             }
             _ => false,
         };
