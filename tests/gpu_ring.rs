@@ -153,19 +153,22 @@ fn tail_run(b: ContextBuilder, (w, h): (u32, u32), frames: u32) -> TailRun {
     }
     let tensor = ctx.read_output_tensor().expect("output tensor");
     let fused = ctx.fused_tail_frames();
-    // The descriptor is inactive after each frame: the model alone writes the tensor only.
-    ctx.upload_output(outputs[0], &poison).expect("poison");
+    // The descriptors are inactive after each frame: the model alone (slot 0's graph or run)
+    // writes slot 0's tensor and no image.
+    for &o in &outputs {
+        ctx.upload_output(o, &poison).expect("poison");
+    }
     ctx.poison_output_tensor(common::pipeline::POISON).expect("poison tensor");
     ctx.run_model_only().expect("the model alone");
-    let image_kept = ctx.readback(outputs[0]).expect("readback") == poison;
-    let written = ctx.read_output_tensor().expect("output tensor");
-    let tensor_written =
-        written.chunks_exact(4).any(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != common::pipeline::POISON);
+    let images_kept = outputs.iter().all(|&o| ctx.readback(o).expect("readback") == poison);
+    let slot0 = ctx.slot_tensors().expect("slot tensors").swap_remove(0).1;
+    let poisoned = common::pipeline::POISON.to_le_bytes();
+    let tensor_written = slot0.chunks_exact(4).any(|w| w != poisoned);
     TailRun {
         images,
         tensor,
         fused,
-        model_alone_ok: image_kept && tensor_written,
+        model_alone_ok: images_kept && tensor_written,
         rewrites: ctx.precision().rewrites.clone(),
     }
 }
