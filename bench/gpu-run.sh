@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -762,6 +762,12 @@ for what in "$@"; do
       NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file-1080p --size 1920x1080 --frames 100
       NEURAL_FRAME_FUSED_TAIL=1 examples 3000 -tail
       bench_tar
+      ;;
+    s12)
+      # Every GPU test and the C++ example with the fused tail on (NEURAL_FRAME_FUSED_TAIL=1): what
+      # turning it on by default needs beside s11 (s6a runs them with it off). About 200 s.
+      nvrtc
+      NEURAL_FRAME_FUSED_TAIL=1 bash "$0" alltests capi
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
