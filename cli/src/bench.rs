@@ -153,6 +153,9 @@ pub(crate) struct BenchReport {
     pub(crate) host_pinned_max_difference: u8,
     /// Where the pipelined mode's time goes.
     pub(crate) pipelined: PipelineDiagnostics,
+    /// Frames of the context (every mode, caller frames included) whose output the model's last
+    /// kernel wrote itself, with no post kernel (the fused tail, `NEURAL_FRAME_FUSED_TAIL=1`).
+    pub(crate) fused_tail_frames: u64,
     /// The renderer's own frames imported by fd: how they ran, or why they did not.
     pub(crate) caller_frames: CallerFramesReport,
     /// From starting to build the context to the first frame retired (ms).
@@ -484,6 +487,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
             }
         }),
         pipelined,
+        fused_tail_frames: ctx.fused_tail_frames(),
         caller_frames,
         time_to_first_frame_ms,
         setup_ms,
@@ -659,6 +663,13 @@ pub(crate) fn render(r: &BenchReport) -> String {
         CallerFramesReport::Skipped { reason } => {
             let _ = writeln!(s, "caller frames: skipped: {reason}");
         }
+    }
+    if r.fused_tail_frames > 0 {
+        let _ = writeln!(
+            s,
+            "fused tail: the model's last kernel wrote the output of {} frames itself (no post kernel)",
+            r.fused_tail_frames
+        );
     }
     let t = &r.backend.startup;
     let _ = writeln!(
