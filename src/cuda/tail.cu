@@ -86,6 +86,84 @@ __device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, co
     }
 }
 
+// Four halves from an 8-byte aligned address, as floats, into v[0..4].
+__device__ __forceinline__ void load4_half(u64 data, u64 e, float* v) {
+    uint2 w = *reinterpret_cast<const uint2*>(reinterpret_cast<const u16*>(data) + e);
+    v[0] = half_to_float((u16)(w.x & 0xffffu));
+    v[1] = half_to_float((u16)(w.x >> 16));
+    v[2] = half_to_float((u16)(w.y & 0xffffu));
+    v[3] = half_to_float((u16)(w.y >> 16));
+}
+
+// The fused tail's common case, the ×4 upscaler's into an image: fp16, CRD, 4 × 4 blocks,
+// every pointer 8-byte aligned. One thread four neighbouring output pixels of one row (a source pixel's
+// block row i), threads in the output's row order, so that a warp reads each channel's 4
+// values with one 8-byte load a thread, writes each tensor row with one 8-byte store a thread
+// (as the unfused kernel), and stores 128 neighbouring texels in four stores. The sums are
+// the general loop's, in its order.
+__device__ void depth_to_space_post_f16_crd4(const ShuffleParams& p, const PostParams& q, bool known_opaque) {
+    const u32 c = min(p.c, 4u);
+    const u64 cin = (u64)p.c * 16u;
+    const u64 ow = (u64)p.w * 4u;
+    const u64 oh = (u64)p.h * 4u;
+    const u32 total = p.h * p.w * 4u;
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        const u32 wi = t % p.w;
+        const u32 r = t / p.w;
+        const u32 i = r % 4u;
+        const u32 hi = r / 4u;
+        const u64 src = ((u64)hi * p.w + wi) * cin;
+        float v[4][4];
+        float s[4];
+#pragma unroll
+        for (u32 ch = 0u; ch < 4u; ch++) {
+            if (ch >= c) {
+                v[ch][0] = v[ch][1] = v[ch][2] = v[ch][3] = 0.0f;
+                continue;
+            }
+            const u64 k = ch * 16u + i * 4u;
+            load4_half(p.x, src + k, v[ch]);
+            if (p.y != 0ull) {
+                load4_half(p.y, src + k, s);
+#pragma unroll
+                for (u32 j = 0u; j < 4u; j++) {
+                    v[ch][j] += s[j];
+                }
+            }
+            if (p.bias != 0ull) {
+                load4_half(p.bias, k, s);
+#pragma unroll
+                for (u32 j = 0u; j < 4u; j++) {
+                    v[ch][j] += s[j];
+                }
+            }
+            if (p.up != 0ull) {
+                const float u = half_to_float(reinterpret_cast<const u16*>(p.up)[((u64)ch * p.h + hi) * p.w + wi]);
+#pragma unroll
+                for (u32 j = 0u; j < 4u; j++) {
+                    v[ch][j] += u;
+                }
+            }
+            u16 h[4];
+#pragma unroll
+            for (u32 j = 0u; j < 4u; j++) {
+                h[j] = float_to_half(v[ch][j]);
+                v[ch][j] = half_to_float(h[j]);
+            }
+            uint2 w;
+            w.x = (u32)h[0] | ((u32)h[1] << 16);
+            w.y = (u32)h[2] | ((u32)h[3] << 16);
+            *reinterpret_cast<uint2*>(reinterpret_cast<u16*>(p.out) + ((u64)ch * oh + (u64)hi * 4u + i) * ow +
+                                      (u64)wi * 4u) = w;
+        }
+#pragma unroll
+        for (u32 j = 0u; j < 4u; j++) {
+            const float tv[4] = {v[0][j], v[1][j], v[2][j], v[3][j]};
+            post_values<false>(q, wi * 4u + j, hi * 4u + i, tv, known_opaque);
+        }
+    }
+}
+
 // The fused tail: one thread a source pixel and output column j of its b × b block (n is 1:
 // the context claims no batch), with every one of the pixel's c ≤ 4 channels, so that it
 // holds whole output pixels; consecutive threads take consecutive output columns, so that a
@@ -100,6 +178,11 @@ __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q)
     const u32 c = min(p.c, 4u);
     const u64 cin = (u64)p.c * b * b;
     const u32 total = p.h * p.w * b;
+    if (p.element == ELEMENT_F16 && p.crd != 0u && b == 4u && q.kind == ACCESS_SURFACE &&
+        ((p.x | p.y | p.bias | p.out) & 7ull) == 0ull) {
+        depth_to_space_post_f16_crd4(p, q, known_opaque);
+        return;
+    }
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         const u32 j = t % b;
         const u32 px = t / b;
