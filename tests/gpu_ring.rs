@@ -84,14 +84,23 @@ fn dropping_with_frames_in_flight_neither_hangs_nor_leaks() {
     let free_memory = || probe.cuda_memory().expect("memory info").expect("CUDA backend").0;
     for (name, tune) in TUNINGS {
         common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, tune, 1); // first use loads kernels
-        let free = free_memory();
         let fds = open_fds();
-        let (_, _) = common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, tune, 20);
+        let mut before = free_memory();
+        let mut used_mib = Vec::new();
+        for _ in 0..2 {
+            let (_, _) = common::pipeline::drop_in_flight("models/upscale.onnx", Backend::Cuda, tune, 20);
+            let after = free_memory();
+            used_mib.push(before.saturating_sub(after) >> 20);
+            before = after;
+        }
         let fds_after = open_fds();
-        let free_after = free_memory();
-        println!("{name}: fds {fds} → {fds_after}; free device memory {free} → {free_after}");
+        println!("{name}: fds {fds} → {fds_after}; device memory kept by each round of 20 contexts: {used_mib:?} MiB");
         assert_eq!(fds_after, fds, "{name}: file descriptors leaked");
-        assert!(free_after + (64 << 20) >= free, "{name}: device memory leaked: {} MiB", (free - free_after) >> 20);
+        // A leak grows with every round. What the process keeps once does not: cuDNN's kernels
+        // for a plan searched again when a cached one timed slow on a busy GPU (560 MiB in one
+        // round of 2026-12-05-h100-s11 run 2, the same in 2026-12-05-h200-s6 run 1).
+        let least = used_mib.iter().copied().min().unwrap_or(0);
+        assert!(least <= 64, "{name}: device memory leaked: {used_mib:?} MiB kept by each round of 20 contexts");
     }
 }
 
