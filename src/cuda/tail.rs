@@ -21,7 +21,8 @@
 //!   clears it after the run (also when the run fails). Every other run (another
 //!   frame's route, the model alone) finds it inactive and writes the tensor only.
 //!
-//! Off unless `NEURAL_FRAME_FUSED_TAIL=1` (not yet measured on a GPU).
+//! Off unless `NEURAL_FRAME_FUSED_TAIL=1`: correct on the H100, but slower there than the
+//! two kernels it replaces (`bench/results/2026-12-05-h100-s11`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
