@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -768,6 +768,45 @@ for what in "$@"; do
       # turning it on by default needs beside s11 (s6a runs them with it off). About 200 s.
       nvrtc
       NEURAL_FRAME_FUSED_TAIL=1 bash "$0" alltests capi
+      ;;
+    s13)
+      # The tiled fused tail (571f5e4) against the post kernels, NEURAL_FRAME_FUSED_TAIL set to 0
+      # or 1 for every run (whatever the binaries' default): its GPU test, then the bench
+      # alternated, the fp16 file at 540p twice each and the fp32 file (issue 23's) at 540p and
+      # 1080p, no tuning flags; then the kernel profile of each. Writes /var/tmp/nf-choice: `on`
+      # where the test passed and the tail's pipelined frames/s (mean of its two fp16 runs) beat
+      # the post kernels', else `off` (the next calls run the binaries built with that default).
+      # About 150 s.
+      step fused-tail-test 240 .gpu-bin/gpu_ring fused_tail_equals_the_post_kernels "${tests[@]}"
+      for r in 1 2; do
+        NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-f16-$r "${f16_540[@]}"
+        NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-f16-$r "${f16_540[@]}"
+      done
+      NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-fp32-file --size 960x540 --frames 200
+      NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file --size 960x540 --frames 200
+      NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-fp32-file-1080p --size 1920x1080 --frames 100
+      NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file-1080p --size 1920x1080 --frames 100
+      nf_profile profile-tail-off NEURAL_FRAME_FUSED_TAIL=0
+      nf_profile profile-tail-on NEURAL_FRAME_FUSED_TAIL=1
+      passed=no
+      grep -q '^=== fused-tail-test: rc=0' "$log" && passed=yes
+      verdict=$(python3 - "$b" "$passed" <<'PY'
+import json, sys
+def fps(name):
+    d = json.load(open(f"{sys.argv[1]}/{name}.json"))
+    return next(m["fps"] for m in d["modes"] if m["mode"] == "zero-copy pipelined")
+off = [fps(f"tail-off-f16-{r}") for r in (1, 2)]
+on = [fps(f"tail-on-f16-{r}") for r in (1, 2)]
+print(f"pipelined frames/s off {off}, on {on}, test passed: {sys.argv[2]}")
+print("on" if sys.argv[2] == "yes" and sum(on) > sum(off) else "off")
+PY
+      )
+      echo "$verdict" | tee -a "$log"
+      choice=$(tail -1 <<<"$verdict")
+      [ "$choice" = on ] || choice=off
+      echo "$choice" >/var/tmp/nf-choice
+      echo "=== s13 choice: $(cat /var/tmp/nf-choice)" | tee -a "$log"
+      bench_tar
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
