@@ -777,6 +777,7 @@ for what in "$@"; do
       # where the test passed and the tail's pipelined frames/s (mean of its two fp16 runs) beat
       # the post kernels', else `off` (the next calls run the binaries built with that default).
       # About 150 s.
+      nvrtc
       step fused-tail-test 240 .gpu-bin/gpu_ring fused_tail_equals_the_post_kernels "${tests[@]}"
       for r in 1 2; do
         NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-f16-$r "${f16_540[@]}"
