@@ -30,13 +30,13 @@ const SHUFFLE_BLOCK: u32 = 256;
 /// [`depth_to_space`]'s threads (n·c·h·w) must stay below this: its index arithmetic is 32-bit.
 pub const SHUFFLE_MAX: u64 = 1 << 31;
 
-/// The threads [`depth_to_space`] runs for `params`: one a source pixel and output channel or
-/// output column of its block, whichever is more (the general loop takes a thread a pixel and
-/// channel, the fused tail's a pixel and column; the tiled kernel of the ×4 case a block a tile
-/// of 64 pixels, so that with 4 columns the grid has a block a tile).
+/// The threads [`depth_to_space`] runs for `params`: one a source pixel and output channel,
+/// and with a fused tail's descriptor (`params.post`) at least one a source pixel and output
+/// column of its block.
 pub fn shuffle_threads(params: &ShuffleParams) -> u64 {
     let pixels = u64::from(params.n) * u64::from(params.h) * u64::from(params.w);
-    pixels * u64::from(params.c.max(params.block))
+    let per_pixel = if params.post != 0 { params.c.max(params.block) } else { params.c };
+    pixels * u64::from(per_pixel)
 }
 
 /// The fused-convolution rewrite's DepthToSpace (`nf_depth_to_space`; `src/onnx/shuffle.rs`)

@@ -36,6 +36,46 @@ struct TailPost {
     PostParams post;
 };
 
+// The common case, the tail of an ×4 upscaler: fp16, CRD, 4 × 4 blocks, every pointer
+// 16-byte aligned. The thread's 16 values are contiguous (two 16-byte loads of x, and of y
+// and the bias where given) and each row of its block is 4 contiguous halves (one 8-byte
+// store); the sums are the general loop's, in its order, so the results are the same bits.
+__device__ __forceinline__ void depth_to_space_f16_crd4(const ShuffleParams& p, u64 src, u64 dst, u64 ow, u32 ch,
+                                                        bool has_u, float u) {
+    float v[16];
+    float t[16];
+    load8_half(p.x, src + ch * 16u, v);
+    load8_half(p.x, src + ch * 16u + 8u, v + 8);
+    if (p.y != 0ull) {
+        load8_half(p.y, src + ch * 16u, t);
+        load8_half(p.y, src + ch * 16u + 8u, t + 8);
+#pragma unroll
+        for (u32 k = 0u; k < 16u; k++) {
+            v[k] += t[k];
+        }
+    }
+    if (p.bias != 0ull) {
+        load8_half(p.bias, ch * 16u, t);
+        load8_half(p.bias, ch * 16u + 8u, t + 8);
+#pragma unroll
+        for (u32 k = 0u; k < 16u; k++) {
+            v[k] += t[k];
+        }
+    }
+#pragma unroll
+    for (u32 i = 0u; i < 4u; i++) {
+        float r[4];
+#pragma unroll
+        for (u32 j = 0u; j < 4u; j++) {
+            r[j] = has_u ? v[i * 4u + j] + u : v[i * 4u + j];
+        }
+        uint2 q;
+        q.x = (u32)float_to_half(r[0]) | ((u32)float_to_half(r[1]) << 16);
+        q.y = (u32)float_to_half(r[2]) | ((u32)float_to_half(r[3]) << 16);
+        *reinterpret_cast<uint2*>(reinterpret_cast<u16*>(p.out) + dst + (u64)i * ow) = q;
+    }
+}
+
 // One output pixel of the fused tail: the post pass's conversion and store of nf_post_image
 // (images) or nf_post (buffers), untiled.
 __device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, const float* t, bool known_opaque) {
@@ -46,21 +86,21 @@ __device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, co
     }
 }
 
-// The common case, the tail of an ×4 upscaler: fp16, CRD, 4 × 4 blocks, x, y and the bias
-// 16-byte aligned, the output 8-byte aligned, at most TAIL_HALVES / 16 channels. A block takes
-// a tile of a source row's pixels (blockDim.x / 4 of them where the channels fit: 64 with the
-// launcher's 256 threads, 256 output columns) in steps that each give a warp neighbouring
-// memory:
+// The fused tail's common case, an ×4 upscaler's: fp16, CRD, 4 × 4 blocks, x, y and the bias
+// 16-byte aligned, the tensor 8-byte aligned, 1 to 4 channels. A block takes a tile of a source
+// row's pixels (blockDim.x / 4 of them: 64 with the launcher's 256 threads, 256 output columns)
+// in steps that each give a warp neighbouring memory:
 // 1. the tile's source (contiguous in NHWC) in 16-byte loads, summed as the general loop does
 //    (x, then y, then the bias, then the upsampled input, in f32) and rounded once, into shared
 //    memory;
 // 2. the tensor's rows of the tile, a source pixel's block row (8 bytes) a store;
-// 3. with a fused tail's post pass (q not null), the texels, one a thread along an output row,
-//    through the post pass's own code.
+// 3. the texels through the post pass's own code: into an RGBA8 image a source pixel's block
+//    row (4 neighbouring texels) a thread in one 16-byte store, otherwise a texel a thread.
 // The first fused-tail kernel gave each thread a pixel's block row and channels instead: its
 // loads were 8 bytes a pixel's stride (96 bytes) apart and its texel stores 4 pixels apart,
-// and it ran 0.13 ms on the H100 against 0.053 + 0.059 for the unfused kernel of then (a
-// thread a pixel and channel, its loads 32 bytes a pixel's stride apart) and the post kernel.
+// and it ran 0.13 ms on the H100 against 0.053 + 0.059 for the unfused kernel and the post
+// kernel. This one without step 3's 16-byte stores ran 0.108 ms (2026-12-06-h100-s13), its
+// steps 1 and 2 alone (as the unfused kernel) 0.061.
 constexpr u32 TAIL_HALVES = 4096u;  // shared memory a tile: 64 pixels of 64 channels
 
 __device__ __forceinline__ bool tiled_fits(const ShuffleParams& p) {
@@ -68,7 +108,7 @@ __device__ __forceinline__ bool tiled_fits(const ShuffleParams& p) {
            ((p.x | p.y | p.bias) & 15ull) == 0ull && (p.out & 7ull) == 0ull;
 }
 
-__device__ void depth_to_space_f16_tiled(const ShuffleParams& p, const PostParams* q, bool known_opaque) {
+__device__ void depth_to_space_post_tiled(const ShuffleParams& p, const PostParams& q, bool known_opaque) {
     __shared__ uint4 tile4[TAIL_HALVES / 8u];
     u16* tile = reinterpret_cast<u16*>(tile4);
     const u32 cin = p.c * 16u;
@@ -131,9 +171,28 @@ __device__ void depth_to_space_f16_tiled(const ShuffleParams& p, const PostParam
             *reinterpret_cast<uint2*>(reinterpret_cast<u16*>(p.out) +
                                       (((u64)ni * p.c + ch) * oh + (u64)hi * 4u + i) * ow + (u64)(w0 + px) * 4u) = w;
         }
-        // 3. Output row i: one texel a thread (the tail claims no batch: ni is 0).
-        if (q != nullptr) {
-            const u32 c = min(p.c, 4u);
+        // 3. The texels: into an RGBA8 image 4 neighbouring ones a thread (a source pixel's
+        // block row i), in one store; otherwise one a thread along output row i.
+        const u32 c = min(p.c, 4u);
+        if (q.kind == ACCESS_SURFACE && q.format == FORMAT_RGBA8) {
+            for (u32 e = threadIdx.x; e < 4u * np; e += blockDim.x) {
+                const u32 i = e / np;
+                const u32 px = e % np;
+                float4 colors[4];
+#pragma unroll
+                for (u32 j = 0u; j < 4u; j++) {
+                    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                    for (u32 ch = 0u; ch < 4u; ch++) {
+                        if (ch < c) {
+                            t[ch] = half_to_float(tile[px * cin + ch * 16u + i * 4u + j]);
+                        }
+                    }
+                    colors[j] = post_color(q, (w0 + px) * 4u + j, hi * 4u + i, t, known_opaque);
+                }
+                store_surface4_rgba8(q, (w0 + px) * 4u, hi * 4u + i, colors);
+            }
+        } else {
             for (u32 e = threadIdx.x; e < 16u * np; e += blockDim.x) {
                 const u32 i = e / (4u * np);
                 const u32 x = e % (4u * np);
@@ -146,7 +205,7 @@ __device__ void depth_to_space_f16_tiled(const ShuffleParams& p, const PostParam
                         t[ch] = half_to_float(tile[px * cin + ch * 16u + i * 4u + j]);
                     }
                 }
-                tail_pixel(*q, w0 * 4u + x, hi * 4u + i, t, known_opaque);
+                tail_pixel(q, w0 * 4u + x, hi * 4u + i, t, known_opaque);
             }
         }
         __syncthreads();
@@ -168,7 +227,7 @@ __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q)
     const u64 cin = (u64)p.c * b * b;
     const u32 total = p.h * p.w * b;
     if (tiled_fits(p) && p.n == 1u && p.c <= 4u) {
-        depth_to_space_f16_tiled(p, &q, known_opaque);
+        depth_to_space_post_tiled(p, q, known_opaque);
         return;
     }
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
@@ -219,10 +278,9 @@ __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q)
     }
 }
 
-// The tiled kernel where it fits (above); otherwise one thread a source pixel and output
-// channel (w fastest, so that a warp writes along rows): it reads that channel's b² values and
-// writes its b × b block. The launcher keeps n·c·h·w below 2³² (the index arithmetic is
-// 32-bit; offsets are 64-bit).
+// One thread a source pixel and output channel (w fastest, so that a warp writes along
+// rows): it reads that channel's b² values and writes its b × b block. The launcher keeps
+// n·c·h·w below 2³² (the index arithmetic is 32-bit; offsets are 64-bit).
 extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
     if (p.post != 0ull) {
         // The fused tail, where this run's TailPost is active (the same for every thread).
@@ -241,15 +299,13 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
             return;
         }
     }
-    if (tiled_fits(p)) {
-        depth_to_space_f16_tiled(p, nullptr, false);
-        return;
-    }
     const u32 total = p.n * p.c * p.h * p.w;
     const u32 b = p.block;
     const u64 cin = (u64)p.c * b * b;
     const u64 ow = (u64)p.w * b;
     const u64 oh = (u64)p.h * b;
+    const bool fast = p.element == ELEMENT_F16 && p.crd != 0u && b == 4u &&
+                      ((p.x | p.y | p.bias | p.out) & 15ull) == 0ull;
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         u32 wi = t % p.w;
         u32 r = t / p.w;
@@ -264,6 +320,10 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
         bool has_u = p.up != 0ull;
         if (has_u) {
             u = shuffle_load(p.up, p.element, (((u64)ni * p.c + ch) * p.h + hi) * p.w + wi);
+        }
+        if (fast) {
+            depth_to_space_f16_crd4(p, src, dst, ow, ch, has_u, u);
+            continue;
         }
         for (u32 i = 0u; i < b; i++) {
             for (u32 j = 0u; j < b; j++) {
