@@ -772,7 +772,7 @@ for what in "$@"; do
       NEURAL_FRAME_FUSED_TAIL=1 bash "$0" alltests capi
       ;;
     s13)
-      # The tiled fused tail against the post kernels, NEURAL_FRAME_FUSED_TAIL set to 0
+      # The fused tail against the post kernels, NEURAL_FRAME_FUSED_TAIL set to 0
       # or 1 for every run (whatever the binaries' default): its GPU test, then the bench
       # alternated, the fp16 file at 540p twice each, no tuning flags, and the kernel profile of
       # each (the fp32 file). Writes /var/tmp/nf-choice: `on`
