@@ -756,8 +756,6 @@ for what in "$@"; do
         nb tail-off-f16-$r "${f16_540[@]}"
         NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-f16-$r "${f16_540[@]}"
       done
-      nf_profile profile-tail-off NEURAL_FRAME_FUSED_TAIL=0
-      nf_profile profile-tail-on NEURAL_FRAME_FUSED_TAIL=1
       nb tail-off-fp32-file --size 960x540 --frames 200
       NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file --size 960x540 --frames 200
       nb tail-off-fp32-file-1080p --size 1920x1080 --frames 100
@@ -772,11 +770,10 @@ for what in "$@"; do
       NEURAL_FRAME_FUSED_TAIL=1 bash "$0" alltests capi
       ;;
     s13)
-      # The fused tail against the post kernels, NEURAL_FRAME_FUSED_TAIL set to 0
-      # or 1 for every run (whatever the binaries' default): its GPU test, then the bench
-      # alternated, the fp16 file at 540p twice each, no tuning flags, and the kernel profile of
-      # each (the fp32 file). Writes /var/tmp/nf-choice: `on`
-      # where the test passed and the tail's pipelined frames/s (mean of its two fp16 runs) beat
+      # The fused tail against the post kernels, NEURAL_FRAME_FUSED_TAIL set to 0 or 1 for every
+      # run (whatever the binaries' default): its GPU test, then the bench alternated, the fp16
+      # file at 540p twice each, no tuning flags, and the kernel profile of each (the fp32 file).
+      # Writes /var/tmp/nf-choice: `on` where the test passed and the tail's pipelined frames/s (mean of its two fp16 runs) beat
       # the post kernels', else `off` (the next calls run the binaries built with that default).
       # About 80 s.
       nvrtc
