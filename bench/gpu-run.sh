@@ -102,6 +102,16 @@ nf_profile() {
   PYTHONUNBUFFERED=1 step "$name" 240 env "$@" python3 bench/kernel_profile.py nf-profile models/upscale.onnx \
     --size 960x540 --fuse-conv-act default --json "$b/$name.json"
 }
+# s11's and s13's first half: the fused tail's GPU test, then the bench alternated with
+# NEURAL_FRAME_FUSED_TAIL set to 0 and 1 (whatever the binaries' default), the fp16 file at 540p
+# with no tuning flags, twice each (tail-off-f16-N, tail-on-f16-N).
+tail_pairs() {
+  step fused-tail-test 240 .gpu-bin/gpu_ring fused_tail_equals_the_post_kernels "${tests[@]}"
+  for r in 1 2; do
+    NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-f16-$r "${f16_540[@]}"
+    NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-f16-$r "${f16_540[@]}"
+  done
+}
 torch_both() {
   step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
     --json "$1/torch-540p.json"
@@ -747,18 +757,14 @@ for what in "$@"; do
       ;;
     s11)
       # The fused tail (NEURAL_FRAME_FUSED_TAIL=1: the model's DepthToSpace writes the output image
-      # itself, no post kernel): its GPU test first, then the bench alternated off (the default)
-      # and on, the fp16 file at 540p twice each and the fp32 file (issue 23's) at 540p and 1080p,
-      # no tuning flags; then the examples with it on, compared with infer under the validation
-      # layer. About 220 s.
-      step fused-tail-test 240 .gpu-bin/gpu_ring fused_tail_equals_the_post_kernels "${tests[@]}"
-      for r in 1 2; do
-        nb tail-off-f16-$r "${f16_540[@]}"
-        NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-f16-$r "${f16_540[@]}"
-      done
-      nb tail-off-fp32-file --size 960x540 --frames 200
+      # itself, no post kernel): tail_pairs (its GPU test, then the fp16 file at 540p alternated
+      # off and on), then the fp32 file (issue 23's) at 540p and 1080p off and on, no tuning
+      # flags; then the examples with it on, compared with infer under the validation layer.
+      # About 220 s.
+      tail_pairs
+      NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-fp32-file --size 960x540 --frames 200
       NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file --size 960x540 --frames 200
-      nb tail-off-fp32-file-1080p --size 1920x1080 --frames 100
+      NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-fp32-file-1080p --size 1920x1080 --frames 100
       NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-fp32-file-1080p --size 1920x1080 --frames 100
       NEURAL_FRAME_FUSED_TAIL=1 examples 3000 -tail
       bench_tar
@@ -770,22 +776,16 @@ for what in "$@"; do
       NEURAL_FRAME_FUSED_TAIL=1 bash "$0" alltests capi
       ;;
     s13)
-      # The fused tail against the post kernels, NEURAL_FRAME_FUSED_TAIL set to 0 or 1 for every
-      # run (whatever the binaries' default): its GPU test, then the bench alternated, the fp16
-      # file at 540p twice each, no tuning flags, and the kernel profile of each (the fp32 file).
-      # Writes /var/tmp/nf-choice: `on` where the test passed and the tail's pipelined frames/s (mean of its two fp16 runs) beat
-      # the post kernels', else `off` (the next calls run the binaries built with that default).
-      # About 80 s.
+      # s11's first half (tail_pairs), then the kernel profile of each (the fp32 file). Writes
+      # /var/tmp/nf-choice: `on` where the test passed and the tail's pipelined frames/s (mean of
+      # its two fp16 runs) beat the post kernels', else `off` (the next calls run the binaries
+      # built with that default). About 80 s.
       nvrtc
-      step fused-tail-test 240 .gpu-bin/gpu_ring fused_tail_equals_the_post_kernels "${tests[@]}"
-      for r in 1 2; do
-        NEURAL_FRAME_FUSED_TAIL=0 nb tail-off-f16-$r "${f16_540[@]}"
-        NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-f16-$r "${f16_540[@]}"
-      done
+      tail_pairs
       nf_profile profile-tail-off NEURAL_FRAME_FUSED_TAIL=0
       nf_profile profile-tail-on NEURAL_FRAME_FUSED_TAIL=1
       passed=no
-      grep -q '^=== fused-tail-test: rc=0' "$log" && passed=yes
+      [ "$(grep '^=== fused-tail-test: rc=' "$log" | tail -1)" = "=== fused-tail-test: rc=0" ] && passed=yes
       verdict=$(python3 - "$b" "$passed" <<'PY'
 import json, sys
 def fps(name):
