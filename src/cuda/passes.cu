@@ -370,13 +370,11 @@ __device__ __forceinline__ void put(const PostParams& p, u32 x, u32 y, float4 c)
     }
 }
 
-// The post pass for one output pixel from its tensor values t[ch] (0 for a channel the tensor
-// lacks). GENERAL: any target and tiles; otherwise an image through its surface, untiled (the
-// common case, with fewer registers).
-template <bool GENERAL>
-__device__ __forceinline__ void post_values(const PostParams& p, u32 x, u32 y, const float* t, bool known_opaque) {
-    // As pixel() in post_common.wgsl: a channel the tensor lacks has t = 0 and still
-    // maps through its (t − add) / mul (with 2 channels, blue is −add[2] / mul[2]).
+// The colour of one output pixel from its tensor values t[ch] (0 for a channel the tensor
+// lacks), as pixel() in post_common.wgsl.
+__device__ __forceinline__ float4 post_color(const PostParams& p, u32 x, u32 y, const float* t, bool known_opaque) {
+    // A channel the tensor lacks has t = 0 and still maps through its (t − add) / mul (with 2
+    // channels, blue is −add[2] / mul[2]).
     float v[4];
 #pragma unroll
     for (u32 ch = 0u; ch < 4u; ch++) {
@@ -394,11 +392,35 @@ __device__ __forceinline__ void post_values(const PostParams& p, u32 x, u32 y, c
     if (p.t.channels < 4u) {
         c.w = known_opaque ? 1.0f : alpha_at(p, x, y);
     }
+    return c;
+}
+
+// The post pass for one output pixel from its tensor values t[ch]. GENERAL: any target and
+// tiles; otherwise an image through its surface, untiled (the common case, with fewer
+// registers).
+template <bool GENERAL>
+__device__ __forceinline__ void post_values(const PostParams& p, u32 x, u32 y, const float* t, bool known_opaque) {
+    float4 c = post_color(p, x, y, t, known_opaque);
     if (GENERAL) {
         put(p, x, y, c);
     } else {
         store_surface(p, x, y, c);
     }
+}
+
+// Texels x .. x + 3 of row y of an RGBA8 image (x a multiple of 4, x + 3 inside) in one 16-byte
+// store (sust.b's x is a byte offset, and its size the operand's): each as store_surface
+// writes it.
+__device__ __forceinline__ void store_surface4_rgba8(const PostParams& p, u32 x, u32 y, const float4* c) {
+    u32 w[4];
+#pragma unroll
+    for (u32 k = 0u; k < 4u; k++) {
+        w[k] = to_code(c[k].x) | (to_code(c[k].y) << 8) | (to_code(c[k].z) << 16) | (to_code(c[k].w) << 24);
+    }
+    asm volatile("sust.b.2d.v4.b32.clamp [%0, {%1, %2}], {%3, %4, %5, %6};"
+                 :
+                 : "l"(p.target), "r"(x * 4u), "r"(y), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+                 : "memory");
 }
 
 // The post pass for one output pixel, its tensor values read one by one.
@@ -486,16 +508,70 @@ __device__ __forceinline__ void post4(const PostParams& p, u32 x0, u32 y, u32 pl
     }
 }
 
-// nf_post_image with four pixels a thread, a block's width apart along a row (with the
-// launcher's 32-wide blocks a warp's 32 threads take 128 neighbouring pixels): each thread
-// issues the loads of all four pixels before its first store, so that four times the frame's
-// bytes are in flight at once (nf_post_image waits for each load before the next), while each
-// load and each store of a warp still covers 32 neighbouring pixels (one texel a thread: a
-// warp's store fills whole sectors of the image). The values and stores are nf_post_image's,
-// so the texels are the same bits.
+// Four neighbouring pixels x0 .. x0 + 3 of row y into an RGBA8 image, from a tensor of T: the
+// loads first (indices clamped as post4's), then one 16-byte store where all four are inside
+// (a texel a store at the row's end).
+template <typename T>
+__device__ __forceinline__ void post4_rgba8(const PostParams& p, u32 x0, u32 y, u32 plane, bool known_opaque) {
+    const T* data = reinterpret_cast<const T*>(p.t.data);
+    T raw[4][4];
+#pragma unroll
+    for (u32 k = 0u; k < 4u; k++) {
+        const u32 px = y * p.out_width + min(x0 + k, p.out_width - 1u);
+#pragma unroll
+        for (u32 ch = 0u; ch < 4u; ch++) {
+            raw[k][ch] = data[element_index(p.t, px, min(ch, p.t.channels - 1u), plane)];
+        }
+    }
+    float4 c[4];
+#pragma unroll
+    for (u32 k = 0u; k < 4u; k++) {
+        float t[4];
+#pragma unroll
+        for (u32 ch = 0u; ch < 4u; ch++) {
+            t[ch] = ch < p.t.channels ? element_value(raw[k][ch]) : 0.0f;
+        }
+        c[k] = post_color(p, x0 + k, y, t, known_opaque);
+    }
+    if (x0 + 3u < p.out_width) {
+        store_surface4_rgba8(p, x0, y, c);
+        return;
+    }
+#pragma unroll
+    for (u32 k = 0u; k < 4u; k++) {
+        if (x0 + k < p.out_width) {
+            store_surface(p, x0 + k, y, c[k]);
+        }
+    }
+}
+
+// nf_post_image with four pixels a thread. Into an RGBA8 image the four are neighbours, stored
+// in one 16-byte store (a warp's store covers 128 neighbouring texels): with a texel a store the
+// surface stores, not the memory, bounded the kernel (the fused tail's texels alone added
+// 0.047 ms at 540p ×4 on the H100, 0.7 TB/s; 2026-12-06-h100-s13). Otherwise they are a
+// block's width apart along a row (with the launcher's 32-wide blocks a warp's 32 threads take
+// 128 neighbouring pixels, a texel a thread a store). Each thread issues the loads of all four
+// pixels before its first store, so that four times the frame's bytes are in flight at once
+// (nf_post_image waits for each load before the next). The values are nf_post_image's, so the
+// texels are the same bits.
 extern "C" __global__ void nf_post_image4(PostParams p) {
     const bool known_opaque = opaque(p);
     const u32 plane = p.out_width * p.out_height;
+    if (p.format == FORMAT_RGBA8) {
+        for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < p.out_height; y += gridDim.y * blockDim.y) {
+            for (u32 x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; x0 < p.out_width;
+                 x0 += gridDim.x * blockDim.x * 4u) {
+                if (p.t.element == ELEMENT_F16) {
+                    post4_rgba8<u16>(p, x0, y, plane, known_opaque);
+                } else if (p.t.element == ELEMENT_F32) {
+                    post4_rgba8<float>(p, x0, y, plane, known_opaque);
+                } else {
+                    post4_rgba8<u8>(p, x0, y, plane, known_opaque);
+                }
+            }
+        }
+        return;
+    }
     for (u32 y = blockIdx.y * blockDim.y + threadIdx.y; y < p.out_height; y += gridDim.y * blockDim.y) {
         for (u32 x0 = blockIdx.x * blockDim.x * 4u + threadIdx.x; x0 < p.out_width;
              x0 += gridDim.x * blockDim.x * 4u) {

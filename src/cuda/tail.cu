@@ -1,10 +1,10 @@
 // The fused rewrite's DepthToSpace (src/onnx/shuffle.rs, src/onnx/shuffle_op.rs), and the
 // fused tail: where the context asks (src/cuda/tail.rs), the same kernel also does the
 // frame's post pass, so that the model's last kernel writes the caller's output itself and
-// no post kernel reads the output tensor again (the tensor is still written). Compiled by scripts/cuda_passes.py as one
-// program with passes.cu and conv.cu, after them (this file uses passes.cu's types and
-// helpers: PostParams, post_values, opaque, shuffle_load, load8_half), into the one module
-// src/cuda/passes.ptx.
+// no post kernel reads the output tensor again (the tensor is still written). Compiled by
+// scripts/cuda_passes.py as one program with passes.cu and conv.cu, after them (this file
+// uses passes.cu's types and helpers: PostParams, post_values, opaque, shuffle_load,
+// load8_half), into the one module src/cuda/passes.ptx.
 
 // The DepthToSpace operator of the fused-convolution rewrite: x, plus y, a per-channel bias
 // and the nearest-upsampled `up` where they are not 0, NHWC [n, h, w, c·b²] → out NCHW
@@ -86,81 +86,129 @@ __device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, co
     }
 }
 
-// Four halves from an 8-byte aligned address, as floats, into v[0..4].
-__device__ __forceinline__ void load4_half(u64 data, u64 e, float* v) {
-    uint2 w = *reinterpret_cast<const uint2*>(reinterpret_cast<const u16*>(data) + e);
-    v[0] = half_to_float((u16)(w.x & 0xffffu));
-    v[1] = half_to_float((u16)(w.x >> 16));
-    v[2] = half_to_float((u16)(w.y & 0xffffu));
-    v[3] = half_to_float((u16)(w.y >> 16));
+// The fused tail's common case, an ×4 upscaler's: fp16, CRD, 4 × 4 blocks, x, y and the bias
+// 16-byte aligned, the tensor 8-byte aligned, 1 to 4 channels. A block takes a tile of a source
+// row's pixels (blockDim.x / 4 of them: 64 with the launcher's 256 threads, 256 output columns)
+// in steps that each give a warp neighbouring memory:
+// 1. the tile's source (contiguous in NHWC) in 16-byte loads, summed as the general loop does
+//    (x, then y, then the bias, then the upsampled input, in f32) and rounded once, into shared
+//    memory;
+// 2. the tensor's rows of the tile, a source pixel's block row (8 bytes) a store;
+// 3. the texels through the post pass's own code: into an RGBA8 image a source pixel's block
+//    row (4 neighbouring texels) a thread in one 16-byte store, otherwise a texel a thread.
+// The first fused-tail kernel gave each thread a pixel's block row and channels instead: its
+// loads were 8 bytes a pixel's stride (96 bytes) apart and its texel stores 4 pixels apart,
+// and it ran 0.13 ms on the H100 against 0.053 + 0.059 for the unfused kernel and the post
+// kernel. This one without step 3's 16-byte stores ran 0.108 ms (2026-12-06-h100-s13), its
+// steps 1 and 2 alone (as the unfused kernel) 0.061.
+constexpr u32 TAIL_HALVES = 4096u;  // shared memory a tile: 64 pixels of 64 channels
+
+__device__ __forceinline__ bool tiled_fits(const ShuffleParams& p) {
+    return p.element == ELEMENT_F16 && p.crd != 0u && p.block == 4u && p.c >= 1u && p.c * 16u <= TAIL_HALVES &&
+           ((p.x | p.y | p.bias) & 15ull) == 0ull && (p.out & 7ull) == 0ull;
 }
 
-// The fused tail's common case, the ×4 upscaler's into an image: fp16, CRD, 4 × 4 blocks,
-// every pointer 8-byte aligned. One thread four neighbouring output pixels of one row (a source pixel's
-// block row i), threads in the output's row order, so that a warp reads each channel's 4
-// values with one 8-byte load a thread, writes each tensor row with one 8-byte store a thread
-// (as the unfused kernel), and stores 128 neighbouring texels in four stores. The sums are
-// the general loop's, in its order.
-__device__ void depth_to_space_post_f16_crd4(const ShuffleParams& p, const PostParams& q, bool known_opaque) {
-    const u32 c = min(p.c, 4u);
-    const u64 cin = (u64)p.c * 16u;
+__device__ void depth_to_space_post_tiled(const ShuffleParams& p, const PostParams& q, bool known_opaque) {
+    __shared__ uint4 tile4[TAIL_HALVES / 8u];
+    u16* tile = reinterpret_cast<u16*>(tile4);
+    const u32 cin = p.c * 16u;
     const u64 ow = (u64)p.w * 4u;
     const u64 oh = (u64)p.h * 4u;
-    const u32 total = p.h * p.w * 4u;
-    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const u32 wi = t % p.w;
-        const u32 r = t / p.w;
-        const u32 i = r % 4u;
-        const u32 hi = r / 4u;
-        const u64 src = ((u64)hi * p.w + wi) * cin;
-        float v[4][4];
-        float s[4];
-#pragma unroll
-        for (u32 ch = 0u; ch < 4u; ch++) {
-            if (ch >= c) {
-                v[ch][0] = v[ch][1] = v[ch][2] = v[ch][3] = 0.0f;
-                continue;
-            }
-            const u64 k = ch * 16u + i * 4u;
-            load4_half(p.x, src + k, v[ch]);
+    const u32 per_tile = min(blockDim.x / 4u, TAIL_HALVES / cin);
+    const u32 across = (p.w + per_tile - 1u) / per_tile;
+    const u32 tiles = p.n * p.h * across;
+    for (u32 k = blockIdx.x; k < tiles; k += gridDim.x) {
+        const u32 row = k / across;  // ni · h + hi
+        const u32 ni = row / p.h;
+        const u32 hi = row % p.h;
+        const u32 w0 = (k % across) * per_tile;
+        const u32 np = min(per_tile, p.w - w0);
+        const u64 base = ((u64)row * p.w + w0) * cin;
+        // 1. Eight halves of one channel a load.
+        for (u32 e = threadIdx.x; e < np * cin / 8u; e += blockDim.x) {
+            const u32 px = e * 8u / cin;
+            const u32 kk = e * 8u % cin;
+            float v[8];
+            float t[8];
+            load8_half(p.x, base + (u64)e * 8u, v);
             if (p.y != 0ull) {
-                load4_half(p.y, src + k, s);
+                load8_half(p.y, base + (u64)e * 8u, t);
 #pragma unroll
-                for (u32 j = 0u; j < 4u; j++) {
-                    v[ch][j] += s[j];
+                for (u32 j = 0u; j < 8u; j++) {
+                    v[j] += t[j];
                 }
             }
             if (p.bias != 0ull) {
-                load4_half(p.bias, k, s);
+                load8_half(p.bias, kk, t);
 #pragma unroll
-                for (u32 j = 0u; j < 4u; j++) {
-                    v[ch][j] += s[j];
+                for (u32 j = 0u; j < 8u; j++) {
+                    v[j] += t[j];
                 }
             }
             if (p.up != 0ull) {
-                const float u = half_to_float(reinterpret_cast<const u16*>(p.up)[((u64)ch * p.h + hi) * p.w + wi]);
+                const u64 ch = (u64)ni * p.c + kk / 16u;
+                const float u = half_to_float(reinterpret_cast<const u16*>(p.up)[(ch * p.h + hi) * p.w + w0 + px]);
 #pragma unroll
-                for (u32 j = 0u; j < 4u; j++) {
-                    v[ch][j] += u;
+                for (u32 j = 0u; j < 8u; j++) {
+                    v[j] += u;
                 }
             }
-            u16 h[4];
+            u32 h[4];
 #pragma unroll
             for (u32 j = 0u; j < 4u; j++) {
-                h[j] = float_to_half(v[ch][j]);
-                v[ch][j] = half_to_float(h[j]);
+                h[j] = (u32)float_to_half(v[2u * j]) | ((u32)float_to_half(v[2u * j + 1u]) << 16);
             }
-            uint2 w;
-            w.x = (u32)h[0] | ((u32)h[1] << 16);
-            w.y = (u32)h[2] | ((u32)h[3] << 16);
-            *reinterpret_cast<uint2*>(reinterpret_cast<u16*>(p.out) + ((u64)ch * oh + (u64)hi * 4u + i) * ow +
-                                      (u64)wi * 4u) = w;
+            tile4[e] = make_uint4(h[0], h[1], h[2], h[3]);
         }
+        __syncthreads();
+        // 2. Row i of channel ch's blocks: a source pixel's 4 halves a store.
+        for (u32 e = threadIdx.x; e < p.c * 4u * np; e += blockDim.x) {
+            const u32 r = e / np;
+            const u32 px = e % np;
+            const u32 ch = r / 4u;
+            const u32 i = r % 4u;
+            const uint2 w = *reinterpret_cast<const uint2*>(tile + px * cin + ch * 16u + i * 4u);
+            *reinterpret_cast<uint2*>(reinterpret_cast<u16*>(p.out) +
+                                      (((u64)ni * p.c + ch) * oh + (u64)hi * 4u + i) * ow + (u64)(w0 + px) * 4u) = w;
+        }
+        // 3. The texels: into an RGBA8 image 4 neighbouring ones a thread (a source pixel's
+        // block row i), in one store; otherwise one a thread along output row i.
+        const u32 c = min(p.c, 4u);
+        if (q.kind == ACCESS_SURFACE && q.format == FORMAT_RGBA8) {
+            for (u32 e = threadIdx.x; e < 4u * np; e += blockDim.x) {
+                const u32 i = e / np;
+                const u32 px = e % np;
+                float4 colors[4];
 #pragma unroll
-        for (u32 j = 0u; j < 4u; j++) {
-            const float tv[4] = {v[0][j], v[1][j], v[2][j], v[3][j]};
-            post_values<false>(q, wi * 4u + j, hi * 4u + i, tv, known_opaque);
+                for (u32 j = 0u; j < 4u; j++) {
+                    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                    for (u32 ch = 0u; ch < 4u; ch++) {
+                        if (ch < c) {
+                            t[ch] = half_to_float(tile[px * cin + ch * 16u + i * 4u + j]);
+                        }
+                    }
+                    colors[j] = post_color(q, (w0 + px) * 4u + j, hi * 4u + i, t, known_opaque);
+                }
+                store_surface4_rgba8(q, (w0 + px) * 4u, hi * 4u + i, colors);
+            }
+        } else {
+            for (u32 e = threadIdx.x; e < 16u * np; e += blockDim.x) {
+                const u32 i = e / (4u * np);
+                const u32 x = e % (4u * np);
+                const u32 px = x / 4u;
+                const u32 j = x % 4u;
+                float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                for (u32 ch = 0u; ch < 4u; ch++) {
+                    if (ch < c) {
+                        t[ch] = half_to_float(tile[px * cin + ch * 16u + i * 4u + j]);
+                    }
+                }
+                tail_pixel(q, w0 * 4u + x, hi * 4u + i, t, known_opaque);
+            }
         }
+        __syncthreads();
     }
 }
 
@@ -178,9 +226,8 @@ __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q)
     const u32 c = min(p.c, 4u);
     const u64 cin = (u64)p.c * b * b;
     const u32 total = p.h * p.w * b;
-    if (p.element == ELEMENT_F16 && p.crd != 0u && b == 4u && q.kind == ACCESS_SURFACE &&
-        ((p.x | p.y | p.bias | p.out) & 7ull) == 0ull) {
-        depth_to_space_post_f16_crd4(p, q, known_opaque);
+    if (tiled_fits(p) && p.n == 1u && p.c <= 4u) {
+        depth_to_space_post_tiled(p, q, known_opaque);
         return;
     }
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
