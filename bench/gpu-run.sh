@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -68,7 +68,7 @@ best=(--passes cuda --prefer-nhwc --fuse-conv-bias --cuda-graph --post-wait host
 nb() {
   local name=$1; shift
   mkdir -p "$b"
-  step "$name" 240 .gpu-bin/neural-frame bench "$@" --json-file "$b/$name.json"
+  step "$name" 240 "${BIN:-.gpu-bin}"/neural-frame bench "$@" --json-file "$b/$name.json"
 }
 bench_tar() {
   local f="$OUT/bench.tgz" n=2
@@ -100,7 +100,7 @@ model_steps() {
 nf_profile() {
   local name=$1; shift
   PYTHONUNBUFFERED=1 step "$name" 240 env "$@" python3 bench/kernel_profile.py nf-profile models/upscale.onnx \
-    --size 960x540 --fuse-conv-act default --json "$b/$name.json"
+    --lib "${BIN:-.gpu-bin}/libneural_frame_c.so" --size 960x540 --fuse-conv-act default --json "$b/$name.json"
 }
 # s11's and s13's first half: the fused tail's GPU test, then the bench alternated with
 # NEURAL_FRAME_FUSED_TAIL set to 0 and 1 (whatever the binaries' default), the fp16 file at 540p
@@ -803,6 +803,24 @@ PY
       echo "$choice" >/var/tmp/nf-choice
       echo "=== s13 choice: $(cat /var/tmp/nf-choice)" | tee -a "$log"
       bench_tar
+      ;;
+    s14)
+      # The 16-byte surface stores (RGBA8 texels four in one sust.b.2d.v4.b32, in nf_post_image4 and
+      # the tiled fused tail): gpu_passes (the post kernels' images byte for byte, odd widths
+      # included); then, where BEFORE names a folder of binaries built without them, the fp16 file
+      # at 540p and the kernel profile with those (BIN=$BEFORE) alternated with these, the tail
+      # off; then s13. About 170 s.
+      nvrtc
+      step passes 300 .gpu-bin/gpu_passes "${tests[@]}"
+      if [ -n "${BEFORE:-}" ]; then
+        for r in 1 2; do
+          BIN=$BEFORE NEURAL_FRAME_FUSED_TAIL=0 nb before-f16-$r "${f16_540[@]}"
+          NEURAL_FRAME_FUSED_TAIL=0 nb stores-f16-$r "${f16_540[@]}"
+        done
+        BIN=$BEFORE nf_profile profile-before NEURAL_FRAME_FUSED_TAIL=0
+        bench_tar
+      fi
+      bash "$0" s13
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
