@@ -546,9 +546,9 @@ __device__ __forceinline__ void post4_rgba8(const PostParams& p, u32 x0, u32 y, 
 }
 
 // nf_post_image with four pixels a thread. Into an RGBA8 image the four are neighbours, stored
-// in one 16-byte store (a warp's store covers 128 neighbouring texels): with a texel a store the
-// surface stores, not the memory, bounded the kernel (the fused tail's texels alone added
-// 0.047 ms at 540p ×4 on the H100, 0.7 TB/s; 2026-12-06-h100-s13). Otherwise they are a
+// in one 16-byte store (a warp's store covers 128 neighbouring texels). On the H100 this took
+// the kernel from 0.050 to 0.048 ms at 540p ×4 (2026-12-06-h100-s14; the fused tail's, where
+// the texels are most of the stores, from 0.108 to 0.093 ms). Otherwise they are a
 // block's width apart along a row (with the launcher's 32-wide blocks a warp's 32 threads take
 // 128 neighbouring pixels, a texel a thread a store). Each thread issues the loads of all four
 // pixels before its first store, so that four times the frame's bytes are in flight at once

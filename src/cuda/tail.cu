@@ -99,8 +99,9 @@ __device__ __forceinline__ void tail_pixel(const PostParams& q, u32 x, u32 y, co
 // The first fused-tail kernel gave each thread a pixel's block row and channels instead: its
 // loads were 8 bytes a pixel's stride (96 bytes) apart and its texel stores 4 pixels apart,
 // and it ran 0.13 ms on the H100 against 0.053 + 0.059 for the unfused kernel and the post
-// kernel. This one without step 3's 16-byte stores ran 0.108 ms (2026-12-06-h100-s13), its
-// steps 1 and 2 alone (as the unfused kernel) 0.061.
+// kernel. This one ran 0.108 ms without step 3's 16-byte stores (2026-12-06-h100-s13; its
+// steps 1 and 2 alone 0.061) and 0.093 ms with them (2026-12-06-h100-s14), against 0.055 +
+// 0.048 for the two kernels it replaces.
 constexpr u32 TAIL_HALVES = 4096u;  // shared memory a tile: 64 pixels of 64 channels
 
 __device__ __forceinline__ bool tiled_fits(const ShuffleParams& p) {
