@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -821,6 +821,21 @@ PY
         bench_tar
       fi
       bash "$0" s13
+      ;;
+    s15)
+      # The bench's per-mode warm-up (3d4b411: each mode at least 0.5 s in its own pattern) on the
+      # fp16 file at 540p with no tuning flags, twice, with the GPU's clocks, power and clock
+      # event reasons sampled every 50 ms beside it into $OUT/clocks.csv: whether the warm-up
+      # removes the ring's start-up transient of 2026-12-06-h100-s14, and what the transient
+      # was. About 30 s; s8 and s6a after it give issue 22's and 23's numbers.
+      nvrtc
+      nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+        --format=csv -lms 50 >"$OUT/clocks.csv" 2>&1 &
+      smi=$!
+      nb warm-f16-1 "${f16_540[@]}"
+      nb warm-f16-2 "${f16_540[@]}"
+      kill "$smi"; wait "$smi"
+      bench_tar
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
