@@ -45,7 +45,7 @@ pub(crate) struct BenchOptions {
     pub(crate) size: (u32, u32),
     /// Timed frames per mode.
     pub(crate) frames: usize,
-    /// Untimed frames before each timed mode (see [`WARM_MS`]).
+    /// Untimed frames first; then each mode's own warm-up (see [`WARM_MS`]), unless 0.
     pub(crate) warmup: usize,
     /// Slots in the ring.
     pub(crate) slots: usize,
@@ -140,9 +140,9 @@ pub(crate) struct BenchReport {
     pub(crate) tuning: Tuning,
     /// Ring slots.
     pub(crate) slots: usize,
-    /// Warm-up frames before each timed mode.
+    /// Warm-up frames first.
     pub(crate) warmup: usize,
-    /// And the least time each mode's warm-up lasted (ms; 0 with no warm-up).
+    /// The least time each mode's own warm-up lasted (ms; 0 with no warm-up).
     pub(crate) warmup_min_ms: f64,
     /// Results per mode.
     pub(crate) modes: Vec<ModeResult>,
@@ -186,23 +186,23 @@ fn median(v: &[f64]) -> f64 {
     percentile(v, 50.0)
 }
 
-/// Each timed mode's warm-up, in that mode's own pattern, lasts at least this long as well as
-/// `--warmup` frames (none with `--warmup 0`). On an H100 the ring's model took up to 0.4 ms
-/// longer than in its last 100 frames for about its first 100 frames (0.2 s) after the
-/// synchronous mode, with or without the post kernel beside it (`bench/results/2026-12-06-h100-s14`):
-/// ten frames of warm-up timed a start-up transient, not the ring.
+/// After the `--warmup` frames, each of ort-alone, sync and pipelined warms up in its own
+/// pattern for at least this long (and `min` frames; none with `--warmup 0`). On an H100 the
+/// ring's model took up to 0.4 ms longer than in its last 100 frames for about its first 100
+/// frames (0.2 s) after the synchronous mode, with or without the post kernel beside it
+/// (`bench/results/2026-12-06-h100-s14`): the ring's figure had timed a start-up transient.
 pub(crate) const WARM_MS: f64 = 500.0;
 
-/// Runs `frame(i)` for i = 0, 1, … until `warmup` frames and [`WARM_MS`] have passed (nothing
-/// where `warmup` is 0); returns how many ran.
-fn warm_up(warmup: usize, mut frame: impl FnMut(usize) -> Result<()>) -> Result<usize> {
+/// Runs `frame(i)` for i = 0, 1, … until `min` frames and [`WARM_MS`] have passed (nothing
+/// where `on` is false).
+fn warm_up(on: bool, min: usize, mut frame: impl FnMut(usize) -> Result<()>) -> Result<()> {
     let t = Instant::now();
     let mut i = 0;
-    while warmup > 0 && (i < warmup || ms_since(t) < WARM_MS) {
+    while on && (i < min || ms_since(t) < WARM_MS) {
         frame(i)?;
         i += 1;
     }
-    Ok(i)
+    Ok(())
 }
 
 fn ms_since(t: Instant) -> f64 {
@@ -272,20 +272,22 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     if !ctx.wait_settled(std::time::Duration::from_secs(300))? {
         anyhow::bail!("the fused session was not ready within 300 s");
     }
-    progress("warm-up", 0, 4);
-    warm_up(opts.warmup, |i| Ok(ctx.infer(inputs[i % inputs.len()], outputs[0]).map(drop)?))?;
-    progress("warm-up", 1, 4);
+    for i in 0..opts.warmup {
+        ctx.infer(inputs[i % inputs.len()], outputs[0])?;
+        progress("warm-up", i + 1, opts.warmup);
+    }
+    let warm = opts.warmup > 0;
     let device_memory_used_mib = ctx.cuda_memory()?.map(|(free, total)| (total - free) as f64 / (1024.0 * 1024.0));
 
     // ort-alone: the floor (tiled: the model once per tile of a frame).
     let tiles_per_frame = ctx.tiles().map_or(1, |(_, n)| n);
-    warm_up(opts.warmup, |_| {
+    progress("ort-alone warm-up", 0, 1);
+    warm_up(warm, 1, |_| {
         for _ in 0..tiles_per_frame {
             ctx.run_model_only()?;
         }
         Ok(())
     })?;
-    progress("warm-up", 2, 4);
     let mut alone = Vec::with_capacity(frames);
     let t = Instant::now();
     for i in 0..frames {
@@ -299,8 +301,8 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     let alone_total = ms_since(t);
 
     // zero-copy sync.
-    warm_up(opts.warmup, |i| Ok(ctx.infer(inputs[i % inputs.len()], outputs[0]).map(drop)?))?;
-    progress("warm-up", 3, 4);
+    progress("zero-copy sync warm-up", 0, 1);
+    warm_up(warm, 1, |i| Ok(ctx.infer(inputs[i % inputs.len()], outputs[0]).map(drop)?))?;
     let mut sync = Vec::with_capacity(frames);
     let mut stages: Vec<FrameStats> = Vec::with_capacity(frames);
     let t = Instant::now();
@@ -316,7 +318,8 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     // zero-copy pipelined: keep the ring full, retire the oldest; warmed up the same way, then
     // drained.
     let mut pending: std::collections::VecDeque<Ticket> = Default::default();
-    warm_up(opts.warmup, |i| {
+    progress("zero-copy pipelined warm-up", 0, 1);
+    warm_up(warm, ctx.slot_count() * 2, |i| {
         if pending.len() == ctx.slot_count() {
             let ticket = pending.pop_front().ok_or_else(|| anyhow::anyhow!("ring bookkeeping"))?;
             ctx.wait(&ticket)?;
@@ -330,7 +333,6 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     while let Some(ticket) = pending.pop_front() {
         ctx.wait(&ticket)?;
     }
-    progress("warm-up", 4, 4);
     let mut intervals = Vec::with_capacity(frames);
     let t = Instant::now();
     let mut last = Instant::now();
@@ -604,7 +606,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {} (options from {}), {} slots, {} warm-up frames and {:.0} ms per mode, {} timed frames per mode",
+        "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {} (options from {}), {} slots, {} warm-up frames then {:.0} ms a mode, {} timed frames per mode",
         r.tuning.cuda.conv_search,
         r.tuning.cuda.prefer_nhwc,
         r.tuning.cuda.fuse_conv_bias,

@@ -516,8 +516,8 @@ enum Command {
         /// Timed frames per mode (1 to 100000).
         #[arg(long, default_value_t = 100, value_parser = count(1, MAX_BENCH_FRAMES), allow_negative_numbers = true)]
         frames: usize,
-        /// Untimed frames before each timed mode, in its own pattern, lasting 0.5 s at least
-        /// (0 to 10000; 0: none).
+        /// Untimed frames first; then ort-alone, sync and pipelined each warm up in their own
+        /// pattern for 0.5 s (0 to 10000; 0: no warm-up at all).
         #[arg(long, default_value_t = 10, value_parser = count(0, MAX_WARMUP), allow_negative_numbers = true)]
         warmup: usize,
         /// Slots in the ring (frames in flight, 1 to 64).
