@@ -58,6 +58,8 @@ fn bench_reports_every_mode() {
     }
     assert!(r["time_to_first_frame_ms"].as_f64().is_some_and(|v| v > 0.0));
     assert_eq!(r["output_size"], serde_json::json!([128, 72]));
+    // The --warmup frames, then each mode's own warm-up of 0.5 s (none with --warmup 0, below).
+    assert_eq!((r["warmup"].as_u64(), r["warmup_min_ms"].as_f64()), (Some(2), Some(500.0)), "{r}");
     let table = neural_frame(
         &[
             "bench",
@@ -70,12 +72,14 @@ fn bench_reports_every_mode() {
             "--frames",
             "4",
             "--warmup",
-            "1",
+            "0",
         ],
         &[],
     );
     assert_eq!(table.status.code(), Some(0), "{}", text(&table));
-    assert!(String::from_utf8_lossy(&table.stdout).contains("zero-copy pipelined"), "{}", text(&table));
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    assert!(stdout.contains("zero-copy pipelined"), "{}", text(&table));
+    assert!(stdout.contains("0 warm-up frames then 0 ms a mode"), "{}", text(&table));
 }
 
 #[test]
