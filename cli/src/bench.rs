@@ -205,6 +205,26 @@ fn warm_up(on: bool, min: usize, mut frame: impl FnMut(usize) -> Result<()>) -> 
     Ok(())
 }
 
+/// Submits `frame` to the ring, first waiting for the oldest frame in flight where every slot
+/// is taken (its statistics returned).
+fn ring_submit(
+    ctx: &mut NeuralFrameContext,
+    pending: &mut std::collections::VecDeque<Ticket>,
+    frame: Frame,
+) -> Result<Option<FrameStats>> {
+    let retired = if pending.len() == ctx.slot_count() {
+        let ticket = pending.pop_front().ok_or_else(|| anyhow::anyhow!("ring bookkeeping"))?;
+        Some(ctx.wait(&ticket)?)
+    } else {
+        None
+    };
+    match ctx.submit(frame)? {
+        Submitted::Frame(ticket) => pending.push_back(ticket),
+        Submitted::Skipped => anyhow::bail!("a blocking ring skipped a frame"),
+    }
+    Ok(retired)
+}
+
 fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -318,46 +338,29 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
     // zero-copy pipelined: keep the ring full, retire the oldest; warmed up the same way, then
     // drained.
     let mut pending: std::collections::VecDeque<Ticket> = Default::default();
+    let frame = |i: usize| Frame::new(inputs[i % inputs.len()], outputs[i % lanes]);
     progress("zero-copy pipelined warm-up", 0, 1);
-    warm_up(warm, ctx.slot_count() * 2, |i| {
-        if pending.len() == ctx.slot_count() {
-            let ticket = pending.pop_front().ok_or_else(|| anyhow::anyhow!("ring bookkeeping"))?;
-            ctx.wait(&ticket)?;
-        }
-        match ctx.submit(Frame::new(inputs[i % inputs.len()], outputs[i % lanes]))? {
-            Submitted::Frame(ticket) => pending.push_back(ticket),
-            Submitted::Skipped => anyhow::bail!("a blocking ring skipped a frame"),
-        }
-        Ok(())
-    })?;
+    warm_up(warm, ctx.slot_count() * 2, |i| ring_submit(&mut ctx, &mut pending, frame(i)).map(drop))?;
     while let Some(ticket) = pending.pop_front() {
         ctx.wait(&ticket)?;
     }
     let mut intervals = Vec::with_capacity(frames);
     let t = Instant::now();
     let mut last = Instant::now();
-    let mut retired = 0;
     let mut pipe_stats: Vec<FrameStats> = Vec::with_capacity(frames);
+    let mut retire = |stats: FrameStats, last: &mut Instant| {
+        pipe_stats.push(stats);
+        intervals.push(ms_since(*last));
+        *last = Instant::now();
+        progress("zero-copy pipelined", pipe_stats.len(), frames);
+    };
     for i in 0..frames {
-        if pending.len() == ctx.slot_count() {
-            let ticket = pending.pop_front().ok_or_else(|| anyhow::anyhow!("ring bookkeeping"))?;
-            pipe_stats.push(ctx.wait(&ticket)?);
-            intervals.push(ms_since(last));
-            last = Instant::now();
-            retired += 1;
-            progress("zero-copy pipelined", retired, frames);
-        }
-        match ctx.submit(Frame::new(inputs[i % inputs.len()], outputs[i % lanes]))? {
-            Submitted::Frame(ticket) => pending.push_back(ticket),
-            Submitted::Skipped => anyhow::bail!("a blocking ring skipped a frame"),
+        if let Some(stats) = ring_submit(&mut ctx, &mut pending, frame(i))? {
+            retire(stats, &mut last);
         }
     }
     while let Some(ticket) = pending.pop_front() {
-        pipe_stats.push(ctx.wait(&ticket)?);
-        intervals.push(ms_since(last));
-        last = Instant::now();
-        retired += 1;
-        progress("zero-copy pipelined", retired, frames);
+        retire(ctx.wait(&ticket)?, &mut last);
     }
     let pipe_total = ms_since(t);
     // The first interval includes filling the ring; leave it out of the distribution.
