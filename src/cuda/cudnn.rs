@@ -653,8 +653,9 @@ pub(crate) unsafe fn plans(handle: *mut c_void, shape: &ConvActShape) -> Result<
 /// heuristics' own config with that engine and those knob choices where they still offer it
 /// (a config rebuilt from the engine's index and knobs may lack what the heuristics set
 /// beside them), else the engine built by its global index for this shape's operation graph
-/// and the config from the knob choices. Fails when this cuDNN (or GPU) no longer offers it;
-/// the caller then searches with [`plans`] again.
+/// and the config from the knob choices. The flag says which: `true` for the heuristics' own
+/// config. Fails when this cuDNN (or GPU) no longer offers it; the caller then searches with
+/// [`plans`] again.
 ///
 /// # Safety
 /// As for [`plans`].
@@ -662,7 +663,7 @@ pub(crate) unsafe fn plan_for(
     handle: *mut c_void,
     shape: &ConvActShape,
     choice: &PlanChoice,
-) -> Result<FusedPlan, String> {
+) -> Result<(FusedPlan, bool), String> {
     let api = api()?;
     let graph = graph_for(api, handle, shape)?
         .ok_or_else(|| format!("ConvAct {}: cuDNN no longer fuses this graph", shape.key()))?;
@@ -675,6 +676,7 @@ pub(crate) unsafe fn plan_for(
             {
                 log::debug!("ConvAct {}: the cached engine config is the heuristics' config {i}", shape.key());
                 return plan_from(handle, &graph, cfg, Vec::new(), choice.clone(), (info.runtime, true), shape)
+                    .map(|p| (p, true))
                     .map_err(fail);
             }
             log::debug!("ConvAct {}: the heuristics no longer offer the cached config; rebuilding it", shape.key());
@@ -705,7 +707,7 @@ pub(crate) unsafe fn plan_for(
         parts.push(engine);
         plan_from(handle, &graph, cfg, parts, choice.clone(), (runtime, true), shape)
     })();
-    built.map_err(fail)
+    built.map(|p| (p, false)).map_err(fail)
 }
 
 /// No configs from a heuristic mode that failed (the other one still counts).

@@ -33,6 +33,33 @@ pub(super) fn slower_than_chosen(now_ms: f64, chosen_ms: f64) -> bool {
     now_ms > chosen_ms * 1.4 + 0.01
 }
 
+/// What becomes of a cached plan that was built and timed: `now_ms` its median now (`None`: it
+/// failed to run), `chosen_ms` when it was chosen, `own` whether it is the heuristics' own
+/// config of the cached engine and knobs ([`cudnn::plan_for`]).
+#[derive(Debug, PartialEq)]
+pub(super) enum Cached {
+    /// Taken.
+    Take,
+    /// Taken though it timed slower than when chosen: the heuristics' own config is the plan
+    /// that was timed then, so the GPU was busy beside it (fast start's frames, a serve
+    /// worker's clients, another process), which a search would time under too.
+    TakeBusy,
+    /// Not taken (why): searched again.
+    Search(String),
+}
+
+pub(super) fn cached_verdict(now_ms: Option<f64>, chosen_ms: f64, own: bool) -> Cached {
+    match now_ms {
+        None => Cached::Search("it failed to run".into()),
+        Some(ms) if !slower_than_chosen(ms, chosen_ms) => Cached::Take,
+        Some(_) if own => Cached::TakeBusy,
+        Some(ms) => Cached::Search(format!(
+            "rebuilt from its engine's index (the heuristics no longer offer its config), it runs in {ms:.4} ms, \
+             against {chosen_ms:.4} ms when chosen"
+        )),
+    }
+}
+
 /// The plan chosen for each device and shape in this process.
 static CHOSEN: Mutex<Option<HashMap<String, Arc<FusedPlan>>>> = Mutex::new(None);
 
@@ -185,32 +212,31 @@ impl CudaKernel {
             let started = Instant::now();
             // SAFETY: handle is the provider's cuDNN handle, in the current context.
             let built = unsafe { cudnn::plan_for(handle, shape, &entry.choice) };
-            // Timed runs prove it runs here (a plan that finalizes may still fail to execute), and
-            // as fast as when it was chosen (a plan rebuilt from its choice may not be the one
-            // timed then: a slower one is not taken).
-            let ran = built.and_then(|plan| {
+            // Timed runs prove it runs here (a plan that finalizes may still fail to execute),
+            // and, for a config rebuilt from the engine's index, as fast as when it was chosen
+            // (such a config may lack what the heuristics set beside the knobs: a slower one is
+            // not taken). The heuristics' own config is the plan timed then: a slower time is
+            // the GPU's other work (cached_verdict).
+            let ran = built.and_then(|(plan, own)| {
                 let ws = self.workspace(plan.workspace_bytes())?;
                 // SAFETY: this run's tensors on the provider's device; ws holds the plan's
                 // workspace; the stream is not capturing (the caller checked).
                 let (_, times) =
                     unsafe { cudnn::autotune(handle, stream, std::slice::from_ref(&plan), ptrs, ws, CHECK_RUNS) }?;
-                match times.first().copied().flatten() {
-                    Some(ms) if slower_than_chosen(ms, entry.median_ms) => Err(format!(
-                        "it runs in {ms:.4} ms, against {:.4} ms when chosen ({})",
-                        entry.median_ms,
-                        plan.describe()
-                    )),
-                    Some(ms) => Ok((plan, ms)),
-                    None => Err("it failed to run".to_string()),
+                let now = times.first().copied().flatten();
+                match cached_verdict(now, entry.median_ms, own) {
+                    Cached::Search(why) => Err(format!("{why} ({})", plan.describe())),
+                    verdict => Ok((plan, now.unwrap_or(f64::NAN), verdict == Cached::TakeBusy)),
                 }
             });
             match ran {
-                Ok((plan, ms)) => {
+                Ok((plan, ms, busy)) => {
                     log::info!(
-                        "{OP} {}: {} from the plan cache (timed {:.4} ms when chosen, {ms:.4} ms now), built in {:.2} s",
+                        "{OP} {}: {} from the plan cache (timed {:.4} ms when chosen, {ms:.4} ms now{}), built in {:.2} s",
                         shape.key(),
                         plan.describe(),
                         entry.median_ms,
+                        if busy { ": the GPU busy beside it; the heuristics' own config, taken" } else { "" },
                         started.elapsed().as_secs_f64()
                     );
                     return Ok(plan);
@@ -470,7 +496,24 @@ impl Kernel for CudaKernel {
 
 #[cfg(test)]
 mod tests {
-    use super::slower_than_chosen;
+    use super::{Cached, cached_verdict, slower_than_chosen};
+
+    #[test]
+    fn a_cached_plan_is_searched_again_only_when_it_fails_or_was_rebuilt_and_runs_slower() {
+        assert_eq!(cached_verdict(Some(0.063), 0.0628, true), Cached::Take);
+        assert_eq!(cached_verdict(Some(0.063), 0.0628, false), Cached::Take);
+        // A serve worker's cached 64→64 plan at 600×400 while its client's first frames ran
+        // (2026-12-06-h100-s15): the heuristics' own config, so the GPU's other work.
+        assert_eq!(cached_verdict(Some(0.1086), 0.0628, true), Cached::TakeBusy);
+        let rebuilt = cached_verdict(Some(0.1086), 0.0628, false);
+        assert!(
+            matches!(&rebuilt, Cached::Search(why) if why.contains("0.1086") && why.contains("0.0628")),
+            "{rebuilt:?}"
+        );
+        for own in [true, false] {
+            assert_eq!(cached_verdict(None, 0.0628, own), Cached::Search("it failed to run".into()));
+        }
+    }
 
     #[test]
     fn a_cached_plan_slower_than_when_chosen_is_not_taken() {
