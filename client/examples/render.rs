@@ -4,8 +4,8 @@
 //! ```sh
 //! neural-frame serve --socket /tmp/nf.sock --model models/upscale.onnx &
 //! cargo run --release -p neural-frame-client --example render -- \
-//!     --socket /tmp/nf.sock --input models/coffee.png --output out.png [--frames N] [--sync auto|host] [--slots N] \
-//!     [--timeout SECONDS] [--queue transfer|main]
+//!     --socket /tmp/nf.sock --input models/coffee.png --output out.png [--frames N] [--warmup-ms MS] \
+//!     [--sync auto|host] [--slots N] [--timeout SECONDS] [--queue transfer|main]
 //! ```
 //!
 //! It creates its own Vulkan instance and device (as any renderer would), puts
@@ -14,8 +14,9 @@
 //! hands the slot to the worker, and copies the frame's result out of its output
 //! slot into a device-local buffer of its own (what a compositor would sample).
 //! Nothing crosses PCIe per frame: the frames/s it prints times the frames
-//! alone. After them (untimed), the last result is copied into a host-visible
-//! buffer and written as a PNG.
+//! alone, after at least `--warmup-ms` (default 1000) of untimed ones. After
+//! them (untimed), the last result is copied into a host-visible buffer and
+//! written as a PNG.
 //!
 //! - **GPU mode** (the device shares timeline semaphores): the copy signals the
 //!   client's "rendered" timeline, the worker's GPU waits for it, and the
@@ -62,13 +63,17 @@ type BoxError = Box<dyn std::error::Error>;
 type Result<T, E = BoxError> = std::result::Result<T, E>;
 
 const USAGE: &str = "\
-usage: render --socket PATH --input IN.png --output OUT.png [--frames N] [--sync auto|host] [--slots N]
-              [--timeout SECONDS] [--draw-order ahead|behind] [--queue transfer|main]
+usage: render --socket PATH --input IN.png --output OUT.png [--frames N] [--warmup-ms MS] [--sync auto|host]
+              [--slots N] [--timeout SECONDS] [--draw-order ahead|behind] [--queue transfer|main]
 
   --socket PATH    the worker's socket (default: $XDG_RUNTIME_DIR/neural-frame.sock)
   --input IN.png   the picture to render (8-bit RGB or RGBA)
   --output OUT.png where the last frame's result goes
-  --frames N       frames to run (default 1)
+  --frames N       frames to run, timed (default 1)
+  --warmup-ms MS   before them, untimed frames for at least MS milliseconds, in rounds of twice the
+                   slots, drained after each: the worker's first frames run before its fastest session
+                   takes over (fast start), as `neural-frame bench` warms up before it times
+                   (default 1000; 0: none)
   --sync MODE      auto: GPU mode where the device can share timeline semaphores, else host mode;
                    host: host mode (default auto)
   --slots N        input and output slots, 1 to 16 (default 3)
@@ -93,6 +98,8 @@ struct Args {
     input: PathBuf,
     output: PathBuf,
     frames: u64,
+    /// `--warmup-ms`.
+    warmup: Duration,
     sync: SyncPreference,
     slots: u16,
     timeout: Duration,
@@ -115,6 +122,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
     let mut input = None;
     let mut output = None;
     let mut frames = 1u64;
+    let mut warmup = Duration::from_millis(1000);
     let mut sync = SyncPreference::Auto;
     let mut slots = 3u16;
     let mut timeout = Duration::from_secs(60);
@@ -129,6 +137,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
             "--input",
             "--output",
             "--frames",
+            "--warmup-ms",
             "--sync",
             "--slots",
             "--timeout",
@@ -149,6 +158,14 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
                     .ok()
                     .filter(|&n| n >= 1)
                     .ok_or_else(|| ArgsError::Bad(format!("--frames takes a count of at least 1, not `{value}`")))?
+            }
+            "--warmup-ms" => {
+                warmup = value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&ms| ms <= 3_600_000)
+                    .map(Duration::from_millis)
+                    .ok_or_else(|| ArgsError::Bad(format!("--warmup-ms takes 0 to 3600000, not `{value}`")))?
             }
             "--slots" => {
                 slots = value
@@ -203,6 +220,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, ArgsError> {
         input: input.ok_or_else(|| ArgsError::Bad("--input IN.png is required".into()))?,
         output: output.ok_or_else(|| ArgsError::Bad("--output OUT.png is required".into()))?,
         frames,
+        warmup,
         sync,
         slots,
         timeout,
@@ -1012,6 +1030,8 @@ struct Ring {
 struct Stats {
     frames: u64,
     wall: Duration,
+    /// Untimed warm-up frames before them, and how long they took.
+    warmed: (u64, Duration),
     infer_ms: Vec<f64>,
 }
 
@@ -1087,21 +1107,23 @@ fn draw(
     dev.submit(ring.input_cmds[k], &waits, &[(rendered, n)], vk::Fence::null())
 }
 
-/// Runs the frames, timed; each frame's output ends up in `shown` (output slot
-/// k's in `shown.0[k]`, `shown.1` bytes).
+/// Runs frames `from + 1 ..= from + count` (their numbers are the "rendered" timeline's values),
+/// timed, and waits for all of them; each frame's output ends up in `shown` (output slot k's in
+/// `shown.0[k]`, `shown.1` bytes).
 fn frames(
     dev: &Device,
     client: &mut Client,
     ring: &mut Ring,
     shown: (&[vk::Buffer], u64),
-    count: u64,
+    (from, count): (u64, u64),
     pending: &mut VecDeque<FrameId>,
 ) -> Result<Stats> {
     let cdev = dev.client_device();
     let slots = ring.fences.len() as u64;
     let mut infer = Vec::new();
     let start = Instant::now();
-    for n in 1..=count {
+    let end = from + count;
+    for n in from + 1..=end {
         let k = ((n - 1) % slots) as usize;
         let shown = (shown.0[k], shown.1);
         match client.sync_mode() {
@@ -1117,7 +1139,7 @@ fn frames(
                 pending.push_back(frame);
                 let points = client.enqueued(frame)?;
                 ring.consumed[k] = Some(points.input_consumed);
-                if ring.draw_ahead && n < count {
+                if ring.draw_ahead && n < end {
                     draw(dev, &cdev, client, ring, n + 1, pending, &mut infer)?;
                 }
                 record_output(dev, &cdev, ring.output_cmds[k], client.output_slot(k), shown)?;
@@ -1142,7 +1164,7 @@ fn frames(
     }
     // GPU mode: the last frame's copy, and every other output submission still pending (they come before it in
     // submission order, so they are finished by then).
-    let last = ((count - 1) % slots) as usize;
+    let last = ((end - 1) % slots) as usize;
     for k in std::iter::once(last).chain(0..slots as usize) {
         if ring.pending[k] {
             wait_output_fence(dev, client, ring.fences[k], pending, &mut infer)?;
@@ -1152,7 +1174,7 @@ fn frames(
     while let Some(frame) = pending.pop_front() {
         infer.push(client.wait_done(frame)?);
     }
-    Ok(Stats { frames: count, wall: start.elapsed(), infer_ms: infer })
+    Ok(Stats { frames: count, wall: start.elapsed(), warmed: (0, Duration::ZERO), infer_ms: infer })
 }
 
 fn run(instance: &Instance, args: &Args) -> Result<()> {
@@ -1224,7 +1246,19 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
             picture: (image, picture.width, picture.height),
         };
         let mut pending = VecDeque::new();
-        let outcome = frames(&dev, &mut client, &mut ring, (&shown, bytes), args.frames, &mut pending);
+        // Untimed warm-up rounds of twice the slots until args.warmup has passed, then the timed frames.
+        let warm = Instant::now();
+        let mut warmed = 0u64;
+        let outcome = (|| {
+            while warm.elapsed() < args.warmup {
+                let round = 2 * u64::from(slots);
+                frames(&dev, &mut client, &mut ring, (&shown, bytes), (warmed, round), &mut pending)?;
+                warmed += round;
+            }
+            let warm_time = warm.elapsed();
+            frames(&dev, &mut client, &mut ring, (&shown, bytes), (warmed, args.frames), &mut pending)
+                .map(|stats| Stats { warmed: (warmed, warm_time), ..stats })
+        })();
         if outcome.is_err() {
             // Every worker value the queue waits for must become reachable before the device idles: the worker
             // finishes its frames, or the client gives it up (lost, timed out) and signals its copies of the
@@ -1239,7 +1273,7 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
         dev.wait_idle()?;
         let stats = outcome?;
         // Untimed: the last frame's result, from the renderer's device-local copy to the host.
-        let last = ((args.frames - 1) % u64::from(slots)) as usize;
+        let last = ((warmed + args.frames - 1) % u64::from(slots)) as usize;
         read_back(&dev, (cmds[2 * slots as usize], read_fence), shown[last], &readback)?;
         Ok((stats, readback, bytes))
     })();
@@ -1271,7 +1305,11 @@ fn run(instance: &Instance, args: &Args) -> Result<()> {
 
     println!(
         "render: timed per frame: a device-local copy into the input slot, the worker's frame, a copy out of the \
-         output slot into device-local memory of the renderer's; the PNG's read-back came after, untimed"
+         output slot into device-local memory of the renderer's; before them {} warm-up frame(s) in {:.3} s \
+         (--warmup-ms {}), the PNG's read-back after, untimed",
+        stats.warmed.0,
+        stats.warmed.1.as_secs_f64(),
+        args.warmup.as_millis()
     );
     let seconds = stats.wall.as_secs_f64();
     let known: Vec<f64> = stats.infer_ms.iter().copied().filter(|m| m.is_finite()).collect();
