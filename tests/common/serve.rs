@@ -678,7 +678,7 @@ pub fn render_example_matches_onnx_runtime(backend: &str, frames: u32) -> Vec<u8
         .and_then(|t| t.split(' ').next())
         .and_then(|n| n.parse::<u64>().ok())
         .unwrap_or_else(|| panic!("no warm-up count in: {text}"));
-    assert!(warmed >= 6 && warmed % 6 == 0 && text.contains("(--warmup-ms 1000)"), "{text}");
+    assert!(warmed >= 6 && warmed.is_multiple_of(6) && text.contains("(--warmup-ms 1000)"), "{text}");
     let got = neural_frame::image_io::Rgba8::load(&output).expect("the example's output");
     assert_eq!((got.width, got.height), (4 * w, 4 * h));
     let want = expected(model, &rgba, w, h);
