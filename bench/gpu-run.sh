@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -835,6 +835,44 @@ PY
       nb warm-f16-1 "${f16_540[@]}"
       nb warm-f16-2 "${f16_540[@]}"
       kill "$smi"; wait "$smi"
+      bench_tar
+      ;;
+    s16)
+      # nf_conv3x3_nchw (a 3×3 stride-1 first convolution in tiles, the input window in shared
+      # memory) against the build without it: the direct kernels' GPU test on the build with it
+      # (B, /var/tmp/nfbin-b), then the kernel profile of the fp32 file at 540p and that file's
+      # bench at 540p and 1080p, A (/var/tmp/nfbin-a) and B alternated, no tuning flags. Writes
+      # /var/tmp/nf-choice: b where the test passed and B's profiled kernels took less time a
+      # frame than A's, else a; .gpu-bin then points at that build. About 150 s.
+      nvrtc
+      step conv-test 240 /var/tmp/nfbin-b/neural_frame the_direct_kernel_matches_the_cpu_kernel "${tests[@]}"
+      for v in a b; do
+        BIN=/var/tmp/nfbin-$v nf_profile profile-$v
+        BIN=/var/tmp/nfbin-$v nb fp32-file-$v --size 960x540 --frames 200
+        BIN=/var/tmp/nfbin-$v nb fp32-file-1080p-$v --size 1920x1080 --frames 100
+      done
+      passed=no
+      [ "$(grep '^=== conv-test: rc=' "$log" | tail -1)" = "=== conv-test: rc=0" ] && passed=yes
+      verdict=$(python3 - "$b" "$passed" <<'PY'
+import json, sys
+def kernels(v):
+    return json.load(open(f"{sys.argv[1]}/profile-{v}.json"))["modes"][0]["profile"]["kernel_ms_median"]
+def ort(name):
+    d = json.load(open(f"{sys.argv[1]}/{name}.json"))
+    return next(m["median_ms"] for m in d["modes"] if m["mode"] == "ort-alone")
+a, b = kernels("a"), kernels("b")
+print(f"kernels a frame (median): a {a:.4f} ms, b {b:.4f} ms; ort-alone 540p a {ort('fp32-file-a'):.4f} b "
+      f"{ort('fp32-file-b'):.4f}, 1080p a {ort('fp32-file-1080p-a'):.4f} b {ort('fp32-file-1080p-b'):.4f}; "
+      f"test passed: {sys.argv[2]}")
+print("b" if sys.argv[2] == "yes" and b < a else "a")
+PY
+      )
+      echo "$verdict" | tee -a "$log"
+      choice=$(tail -1 <<<"$verdict")
+      [ "$choice" = b ] || choice=a
+      echo "$choice" >/var/tmp/nf-choice
+      rm -rf .gpu-bin && ln -s "/var/tmp/nfbin-$choice" .gpu-bin
+      echo "=== s16 choice: $choice" | tee -a "$log"
       bench_tar
       ;;
     device9)
