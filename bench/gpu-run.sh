@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -99,6 +99,7 @@ model_steps() {
 # (the variables set for it), into $b/NAME.json.
 nf_profile() {
   local name=$1; shift
+  mkdir -p "$b"
   PYTHONUNBUFFERED=1 step "$name" 240 env "$@" python3 bench/kernel_profile.py nf-profile models/upscale.onnx \
     --lib "${BIN:-.gpu-bin}/libneural_frame_c.so" --size 960x540 --fuse-conv-act default --json "$b/$name.json"
 }
@@ -873,6 +874,38 @@ PY
       echo "$choice" >/var/tmp/nf-choice
       rm -rf .gpu-bin && ln -s "/var/tmp/nfbin-$choice" .gpu-bin
       echo "=== s16 choice: $choice" | tee -a "$log"
+      bench_tar
+      ;;
+    s17)
+      # s16's comparison again, after its first profile failed (no bench folder yet): the kernel
+      # profile of the fp32 file at 540p, then its bench at 540p, A (/var/tmp/nfbin-a, without
+      # nf_conv3x3_nchw) and B (/var/tmp/nfbin-b, with it) alternated twice, then 1080p once
+      # each; a summary line of each profile's direct-convolution kernel and whole frame. No
+      # tuning flags. About 180 s.
+      nvrtc
+      for r in 1 2; do
+        for v in a b; do
+          BIN=/var/tmp/nfbin-$v nf_profile profile-$v-$r
+          BIN=/var/tmp/nfbin-$v nb fp32-file-$v-$r --size 960x540 --frames 200
+        done
+      done
+      for v in a b; do
+        BIN=/var/tmp/nfbin-$v nb fp32-file-1080p-$v --size 1920x1080 --frames 100
+      done
+      python3 - "$b" <<'PY' | tee -a "$log"
+import json, sys
+for r in (1, 2):
+    for v in ("a", "b"):
+        try:
+            m = json.load(open(f"{sys.argv[1]}/profile-{v}-{r}.json"))["modes"][0]
+            conv = next(k for k in m["top_kernels"] if k["name"].startswith("nf_conv"))
+            ort = next(x["median_ms"] for x in json.load(open(f"{sys.argv[1]}/fp32-file-{v}-{r}.json"))["modes"]
+                       if x["mode"] == "ort-alone")
+            print(f"s17 {v}{r}: {conv['name']} {conv['us_per_call']:.1f} us; kernels a frame "
+                  f"{m['profile']['kernel_ms_median']:.4f} ms; ort-alone 540p {ort:.4f} ms")
+        except (OSError, KeyError, StopIteration) as e:
+            print(f"s17 {v}{r}: missing ({e})")
+PY
       bench_tar
       ;;
     device9)
