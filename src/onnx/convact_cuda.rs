@@ -33,9 +33,7 @@ pub(super) fn slower_than_chosen(now_ms: f64, chosen_ms: f64) -> bool {
     now_ms > chosen_ms * 1.4 + 0.01
 }
 
-/// What becomes of a cached plan that was built and timed: `now_ms` its median now (`None`: it
-/// failed to run), `chosen_ms` when it was chosen, `own` whether it is the heuristics' own
-/// config of the cached engine and knobs ([`cudnn::plan_for`]).
+/// What becomes of a cached plan that was built and timed ([`cached_verdict`]).
 #[derive(Debug, PartialEq)]
 pub(super) enum Cached {
     /// Taken.
@@ -48,6 +46,9 @@ pub(super) enum Cached {
     Search(String),
 }
 
+/// The verdict on a cached plan: `now_ms` its median now (`None`: it failed to run),
+/// `chosen_ms` when it was chosen, `own` whether it is the heuristics' own config of the cached
+/// engine and knobs ([`cudnn::plan_for`]).
 pub(super) fn cached_verdict(now_ms: Option<f64>, chosen_ms: f64, own: bool) -> Cached {
     match now_ms {
         None => Cached::Search("it failed to run".into()),
