@@ -519,7 +519,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
         tuning: flat_tuning(ctx.tuning()),
         slots: ctx.slot_count(),
         warmup: opts.warmup,
-        warmup_min_ms: if opts.warmup > 0 { WARM_MS } else { 0.0 },
+        warmup_min_ms: if warm { WARM_MS } else { 0.0 },
         modes,
         stages: StageMedians {
             pre_ms: stage(&|s| s.pre_ms),
