@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Where the direct convolution's time goes: `nf_conv_nchw` (and `nf_conv3x3_nchw` where the
-module has it) from src/cuda/passes.ptx, launched by hand through CUDA's driver API (ctypes on
+"""Where the direct convolution's time goes: `nf_conv_nchw` from src/cuda/passes.ptx (and
+`nf_conv3x3_nchw` where that module has it; `nf_conv3x3_mma`, f16 only, from
+src/cuda/passes_sm80.ptx on compute capability 8.0 and later), launched by hand through CUDA's driver API (ctypes on
 libcuda.so.1) on PyTorch's memory and stream, timed with CUDA events, while one thing at a time
 changes (the median of --runs batches of ten launches each):
 
@@ -23,6 +24,7 @@ The launch geometry is the library's (src/cuda/kernels.rs, conv_nchw).
 import argparse
 import ctypes
 import json
+import os
 import struct
 import sys
 
@@ -79,19 +81,23 @@ def timed(fn, runs, batch=10):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ptx", default="src/cuda/passes.ptx")
+    ap.add_argument("--ptx-sm80", default="src/cuda/passes_sm80.ptx", help="loaded on compute capability 8.0 and later")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--json")
     args = ap.parse_args()
     torch.backends.cudnn.allow_tf32 = False  # the fp32 reference in fp32
     torch.zeros(1, device="cuda")  # the primary context, current on this thread
-    ptx = open(args.ptx, "rb").read() + b"\0"
-    module = ctypes.c_void_p()
-    check(cuda.cuModuleLoadData(ctypes.byref(module), ptx), "cuModuleLoadData")
     kernels = {}
-    for name in ("nf_conv_nchw", "nf_conv3x3_nchw"):
-        f = ctypes.c_void_p()
-        if cuda.cuModuleGetFunction(ctypes.byref(f), module, name.encode()) == 0:
-            kernels[name] = f
+    major = torch.cuda.get_device_capability()[0]
+    for path in (args.ptx, args.ptx_sm80 if major >= 8 else None):
+        if not path or not os.path.exists(path):
+            continue
+        module = ctypes.c_void_p()
+        check(cuda.cuModuleLoadData(ctypes.byref(module), open(path, "rb").read() + b"\0"), f"cuModuleLoadData {path}")
+        for name in ("nf_conv_nchw", "nf_conv3x3_nchw", "nf_conv3x3_mma"):
+            f = ctypes.c_void_p()
+            if cuda.cuModuleGetFunction(ctypes.byref(f), module, name.encode()) == 0:
+                kernels[name] = f
     stream = torch.cuda.current_stream().cuda_stream
     gen = torch.Generator(device="cuda").manual_seed(7)
     rows = []
@@ -120,6 +126,8 @@ def main():
                     want = torch.where(ref < 0, ref * slope.float().view(1, k, 1, 1), ref) if act == "prelu" else ref
                     want = want.permute(0, 2, 3, 1).contiguous()
                     for name, f in kernels.items():
+                        if name == "nf_conv3x3_mma" and el != "f16":
+                            continue  # f16 only
                         y = torch.empty((1, h, width, k), dtype=dt, device="cuda")
                         blob = params(x.data_ptr(), w_krsc.data_ptr(), bias.data_ptr(),
                                       slope.data_ptr() if act == "prelu" else 0, y.data_ptr(), 1, c, h, width, k,
@@ -127,9 +135,12 @@ def main():
                         if name == "nf_conv_nchw":
                             grid = (min(-(-width * h // (BLOCK * PIXELS)), 1 << 20), -(-k // CHUNK))
                             block = BLOCK
-                        else:
+                        elif name == "nf_conv3x3_nchw":
                             grid = (-(-k // CHUNK) * -(-width // TILE_W), -(-h // TILE_H))
                             block = BLOCK3
+                        else:  # nf_conv3x3_mma: 64 channels by 32×4 pixels a block (src/cuda/params.rs)
+                            grid = (-(-k // 64) * -(-width // 32), -(-h // 4))
+                            block = 128
                         y.fill_(float("nan"))
                         launch(f, grid, block, blob, stream)
                         torch.cuda.synchronize()

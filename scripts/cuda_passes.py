@@ -3,16 +3,20 @@
 src/cuda/conv.cu (the fused rewrite's direct convolutions) and src/cuda/tail.cu
 (its DepthToSpace, with the fused tail), as one program, to
 src/cuda/passes.ptx with NVRTC, which the library embeds and the driver
-compiles for the GPU at run time. No GPU is needed, only NVRTC's library,
-from PyPI:
+compiles for the GPU at run time; and the same three with
+src/cuda/conv_mma.cu (the direct convolution on tensor cores) and NF_SM80
+defined (their kernels left out, their helpers kept), for compute_80, to
+src/cuda/passes_sm80.ptx, which the library loads on GPUs of compute
+capability 8.0 and later. No GPU is needed, only NVRTC's library, from PyPI:
 
     python3 -m pip download --no-deps -d /tmp/nvrtc "nvidia-cuda-nvrtc==13.0.88"
     python3 scripts/cuda_passes.py            # regenerate src/cuda/passes.ptx
     python3 scripts/cuda_passes.py --check    # exit 1 when the committed PTX is stale
 
 The wheel is found in /tmp/nvrtc (or --wheel-dir; NVRTC_LIB names a
-libnvrtc.so.13 directly). The target is the virtual architecture compute_75,
-the oldest CUDA 13 supports; the driver compiles the PTX for newer GPUs.
+libnvrtc.so.13 directly). passes.ptx's target is the virtual architecture
+compute_75, the oldest CUDA 13 supports; the driver compiles the PTX for newer
+GPUs.
 """
 
 import argparse
@@ -26,10 +30,17 @@ import zipfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # One program: passes.cu, then conv.cu and tail.cu (which use passes.cu's helpers).
 SOURCES = [os.path.join(ROOT, "src", "cuda", name) for name in ("passes.cu", "conv.cu", "tail.cu")]
-SOURCE = " + ".join(os.path.relpath(s, ROOT) for s in SOURCES)
-PTX = os.path.join(ROOT, "src", "cuda", "passes.ptx")
 NVRTC_VERSION = "13.0.88"
-OPTIONS = [b"--gpu-architecture=compute_75", b"--std=c++17", b"-default-device", b"--fmad=false"]
+COMMON = [b"--std=c++17", b"-default-device", b"--fmad=false"]
+# (the program's sources, the PTX file, NVRTC's options)
+PROGRAMS = [
+    (SOURCES, os.path.join(ROOT, "src", "cuda", "passes.ptx"), [b"--gpu-architecture=compute_75"] + COMMON),
+    (
+        SOURCES + [os.path.join(ROOT, "src", "cuda", "conv_mma.cu")],
+        os.path.join(ROOT, "src", "cuda", "passes_sm80.ptx"),
+        [b"--gpu-architecture=compute_80", b"-DNF_SM80"] + COMMON,
+    ),
+]
 
 
 def load_nvrtc(wheel_dir):
@@ -53,7 +64,7 @@ def load_nvrtc(wheel_dir):
     return ctypes.CDLL(path)
 
 
-def compile_ptx(nvrtc, source):
+def compile_ptx(nvrtc, source, options):
     prog = ctypes.c_void_p()
 
     def check(r, call):
@@ -62,8 +73,8 @@ def compile_ptx(nvrtc, source):
             raise SystemExit(f"{call}: {nvrtc.nvrtcGetErrorString(r).decode()}")
 
     check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), source, b"passes.cu", 0, None, None), "nvrtcCreateProgram")
-    opts = (ctypes.c_char_p * len(OPTIONS))(*OPTIONS)
-    r = nvrtc.nvrtcCompileProgram(prog, len(OPTIONS), opts)
+    opts = (ctypes.c_char_p * len(options))(*options)
+    r = nvrtc.nvrtcCompileProgram(prog, len(options), opts)
     size = ctypes.c_size_t()
     nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
     log = ctypes.create_string_buffer(size.value)
@@ -83,20 +94,27 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare with the committed PTX instead of writing it")
     ap.add_argument("--wheel-dir", default="/tmp/nvrtc", help="where the NVRTC wheel is (default /tmp/nvrtc)")
     args = ap.parse_args()
-    source = b""
-    for path in SOURCES:
-        with open(path, "rb") as f:
-            source += f.read() + b"\n"
-    ptx = compile_ptx(load_nvrtc(args.wheel_dir), source)
-    if args.check:
-        with open(PTX) as f:
-            if f.read() != ptx:
-                sys.exit(f"{PTX} is not what {SOURCE} compiles to: run python3 scripts/cuda_passes.py")
-        print(f"{PTX}: up to date")
-        return
-    with open(PTX, "w") as f:
-        f.write(ptx)
-    print(f"wrote {PTX} ({len(ptx)} bytes)")
+    nvrtc = load_nvrtc(args.wheel_dir)
+    stale = []
+    for sources, ptx_path, options in PROGRAMS:
+        source = b""
+        for path in sources:
+            with open(path, "rb") as f:
+                source += f.read() + b"\n"
+        ptx = compile_ptx(nvrtc, source, options)
+        what = " + ".join(os.path.relpath(s, ROOT) for s in sources)
+        if args.check:
+            with open(ptx_path) as f:
+                if f.read() != ptx:
+                    stale.append(f"{ptx_path} is not what {what} compiles to")
+                else:
+                    print(f"{ptx_path}: up to date")
+            continue
+        with open(ptx_path, "w") as f:
+            f.write(ptx)
+        print(f"wrote {ptx_path} ({len(ptx)} bytes)")
+    if stale:
+        sys.exit("\n".join(stale) + ": run python3 scripts/cuda_passes.py")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ __device__ __forceinline__ float conv_act(const ConvParams& p, float v, float sl
     return v;
 }
 
+#ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
 extern "C" __global__ void nf_conv_nchw(ConvParams p) {
     __shared__ float4 wsh[CONV_MAX_TAPS * CONV_CHUNK / 4u];
     __shared__ float bsh[CONV_CHUNK];
@@ -169,3 +170,4 @@ extern "C" __global__ void nf_conv_nchw(ConvParams p) {
         }
     }
 }
+#endif

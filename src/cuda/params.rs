@@ -296,6 +296,21 @@ pub const CONV_CHUNK: u32 = 16;
 /// Output pixels a thread of `nf_conv_nchw` computes (`CONV_PIXELS` in conv.cu).
 #[cfg(feature = "cuda")]
 pub const CONV_PIXELS: u32 = 4;
+/// `nf_conv3x3_mma` (conv_mma.cu: a 3×3 window of stride and dilation 1 over at most this many
+/// input channels, f16, on tensor cores): its limit on channels, its tile of output pixels
+/// (width, height), the output channels a block and its threads (`MMA_MAX_C`, `MMA_TILE_W`,
+/// `MMA_TILE_H`, `MMA_GROUP`, `MMA_BLOCK` in conv_mma.cu).
+#[cfg(feature = "cuda")]
+pub const MMA_MAX_C: u32 = 4;
+/// See [`MMA_MAX_C`].
+#[cfg(feature = "cuda")]
+pub const MMA_TILE: (u32, u32) = (32, 4);
+/// See [`MMA_MAX_C`].
+#[cfg(feature = "cuda")]
+pub const MMA_GROUP: u32 = 64;
+/// See [`MMA_MAX_C`].
+#[cfg(feature = "cuda")]
+pub const MMA_BLOCK: u32 = 128;
 
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);

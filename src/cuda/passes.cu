@@ -247,6 +247,7 @@ __device__ __forceinline__ u32 element_index(const Tensor& t, u32 px, u32 ch, u3
     return t.nhwc != 0u ? px * t.channels + ch : ch * plane + px;
 }
 
+#ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
 extern "C" __global__ void nf_pre(PreParams p) {
     u32 x = blockIdx.x * blockDim.x + threadIdx.x;
     u32 y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -284,6 +285,7 @@ extern "C" __global__ void nf_pre(PreParams p) {
         }
     }
 }
+#endif
 
 __device__ __forceinline__ float alpha_px(const PostParams& p, u32 x, u32 y) {
     if (p.alpha == 0ull) {
@@ -459,13 +461,17 @@ __device__ __forceinline__ void post(const PostParams& p) {
     }
 }
 
+#ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
 extern "C" __global__ void nf_post(PostParams p) {
     post<true>(p);
 }
+#endif
 
+#ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
 extern "C" __global__ void nf_post_image(PostParams p) {
     post<false>(p);
 }
+#endif
 
 __device__ __forceinline__ float element_value(u16 v) {
     return half_to_float(v);
@@ -554,6 +560,7 @@ __device__ __forceinline__ void post4_rgba8(const PostParams& p, u32 x0, u32 y, 
 // pixels before its first store, so that four times the frame's bytes are in flight at once
 // (nf_post_image waits for each load before the next). The values are nf_post_image's, so the
 // texels are the same bits.
+#ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
 extern "C" __global__ void nf_post_image4(PostParams p) {
     const bool known_opaque = opaque(p);
     const u32 plane = p.out_width * p.out_height;
@@ -585,6 +592,7 @@ extern "C" __global__ void nf_post_image4(PostParams p) {
         }
     }
 }
+#endif
 
 __device__ __forceinline__ float shuffle_load(u64 data, u32 element, u64 e) {
     if (element == ELEMENT_F16) {

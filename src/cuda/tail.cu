@@ -282,6 +282,7 @@ __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q)
 // One thread a source pixel and output channel (w fastest, so that a warp writes along
 // rows): it reads that channel's b² values and writes its b × b block. The launcher keeps
 // n·c·h·w below 2³² (the index arithmetic is 32-bit; offsets are 64-bit).
+#ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
 extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
     if (p.post != 0ull) {
         // The fused tail, where this run's TailPost is active (the same for every thread).
@@ -349,3 +350,4 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
         }
     }
 }
+#endif

@@ -472,7 +472,11 @@ impl CudaKernel {
         // SAFETY: the pointers are this run's tensors on the provider's device (x NCHW, the weight
         // KRSC, y NHWC of the sizes above); the stream is the provider's, of the device's primary
         // context; conv_nchw_unfit found nothing wrong.
-        unsafe { conv_nchw(ordinal, stream, &p) }.map_err(|e| err(e.to_string()))
+        let mma = unsafe { conv_nchw(ordinal, stream, &p) }.map_err(|e| err(e.to_string()))?;
+        if mma {
+            DIRECT_MMA_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
     }
 }
 
@@ -480,6 +484,9 @@ const _: () = assert!(crate::onnx::convact::DIRECT_MAX_TAPS == crate::cuda::para
 
 /// Runs of the direct convolution in this process (the GPU tests check that it ran).
 pub(crate) static DIRECT_RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Those of them that ran `nf_conv3x3_mma` (the GPU tests check which kernel ran).
+pub(crate) static DIRECT_MMA_RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Kernel for CudaKernel {
     /// No panic crosses into ONNX Runtime (ort's kernel trampoline does not catch one): it

@@ -423,4 +423,4 @@ pub(crate) fn domain() -> ort::Result<OperatorDomain> {
 mod cuda;
 
 #[cfg(all(test, feature = "cuda"))]
-pub(crate) use cuda::DIRECT_RUNS;
+pub(crate) use cuda::{DIRECT_MMA_RUNS, DIRECT_RUNS};

@@ -361,28 +361,37 @@ mod gpu_tests {
     use crate::onnx::fp16::tests::run_in;
     use crate::onnx::shuffle::tests::gpu_tests::{on_cuda, one_at_a_time};
 
-    /// The direct kernel (`nf_conv_nchw`, a first fused node reading the NCHW input) on CUDA
-    /// against the operator's CPU kernel on the same rewritten model (both sum in f32 and round
-    /// once): every activation, strides,
-    /// dilations, uneven padding, 1 to 7 input channels, partial chunks of output channels,
-    /// pixels not a multiple of a block's, a batch of two, fp32 and fp16. The CUDA run before
-    /// each wrote NaN everywhere (NaN inputs), so an output the kernel skipped shows (not under
-    /// ReLU, whose NaN gives 0: the other cases cover the same stores).
+    /// The direct kernels (a first fused node reading the NCHW input: `nf_conv3x3_mma` on
+    /// tensor cores for an f16 3×3 window of stride and dilation 1 over at most 4 channels where
+    /// the GPU has compute capability 8.0, else `nf_conv_nchw`) on CUDA against the operator's
+    /// CPU kernel on the same rewritten model (all sum in f32 and round once): every activation,
+    /// strides, dilations, uneven and no padding, 1 to 7 input channels, partial groups of output
+    /// channels, pixels not a multiple of a block's or a tile's (53×37), a batch of two, fp32 and
+    /// fp16; each case checks which kernel ran. The CUDA run before each wrote NaN everywhere
+    /// (NaN inputs), so an output the kernel skipped shows (not under ReLU, whose NaN gives 0:
+    /// the other cases cover the same stores).
     #[test]
     #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
     fn the_direct_kernel_matches_the_cpu_kernel() {
         let _gpu = one_at_a_time();
         let odd = Layer { strides: [2, 1], dilations: [1, 2], pads: [0, 2, 1, 1], ..layer(40, 3, "LeakyRelu") };
-        let cases: Vec<(&str, i64, Layer)> = vec![
-            // Chunks of 16 output channels: 40 and 24 end with a partial one.
-            ("3 → 64, 3×3, prelu", 3, layer(64, 3, "PRelu")),
-            ("3 → 24, 3×3, relu, no bias", 3, Layer { bias: false, ..layer(24, 3, "Relu") }),
-            ("3 → 40, strided, dilated, uneven pads, leaky", 3, odd),
-            ("1 → 8, 7×7, relu, no bias", 1, Layer { bias: false, ..layer(8, 7, "Relu") }),
-            ("7 → 16, 3×3, scalar prelu", 7, layer(16, 3, "PReluScalar")),
-            ("2 → 72, 5×5, prelu", 2, layer(72, 5, "PRelu")),
+        let valid = Layer { pads: [0, 0, 0, 0], ..layer(16, 3, "LeakyRelu") };
+        let uneven = Layer { pads: [2, 0, 1, 2], ..layer(8, 3, "PRelu") };
+        let mma_here = crate::cuda::kernels::mma_capable(0).expect("the device's compute capability");
+        // (what, input channels, the layer, whether nf_conv3x3_mma takes its fp16 run)
+        let cases: Vec<(&str, i64, Layer, bool)> = vec![
+            // Chunks of 16 output channels: 40 and 24 end with a partial one; groups of 64: 72 too.
+            ("3 → 64, 3×3, prelu", 3, layer(64, 3, "PRelu"), true),
+            ("3 → 24, 3×3, relu, no bias", 3, Layer { bias: false, ..layer(24, 3, "Relu") }, true),
+            ("4 → 16, 3×3, no padding, leaky", 4, valid, true),
+            ("1 → 8, 3×3, uneven pads, prelu", 1, uneven, true),
+            ("3 → 72, 3×3, scalar prelu", 3, layer(72, 3, "PReluScalar"), true),
+            ("3 → 40, strided, dilated, uneven pads, leaky", 3, odd, false),
+            ("1 → 8, 7×7, relu, no bias", 1, Layer { bias: false, ..layer(8, 7, "Relu") }, false),
+            ("7 → 16, 3×3, scalar prelu", 7, layer(16, 3, "PReluScalar"), false),
+            ("2 → 72, 5×5, prelu", 2, layer(72, 5, "PRelu"), false),
         ];
-        for (what, channels, l) in cases {
+        for (what, channels, l, mma) in cases {
             let float = single(channels, &l);
             let half =
                 crate::onnx::fp16::to_fp16(&float, &crate::onnx::fp16::Fp16Options::default()).expect("converts").bytes;
@@ -401,15 +410,22 @@ mod gpu_tests {
                     inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
                 let expected = run(&r.bytes, &inputs).expect("the CPU kernel runs");
                 let mut cuda = on_cuda(&r.bytes, true);
-                let before = crate::onnx::convact_op::DIRECT_RUNS.load(std::sync::atomic::Ordering::Relaxed);
+                let counts = || {
+                    use crate::onnx::convact_op::{DIRECT_MMA_RUNS, DIRECT_RUNS};
+                    use std::sync::atomic::Ordering::Relaxed;
+                    (DIRECT_RUNS.load(Relaxed), DIRECT_MMA_RUNS.load(Relaxed))
+                };
+                let before = counts();
                 let poisoned = run_in(&mut cuda, &nans).expect("the CUDA kernel runs");
                 // ReLU takes the number over NaN (CUDA's fmaxf, as f32::max in the CPU kernel): 0.
                 let relu = l.act == "Relu";
                 let poison = |v: &f32| v.is_nan() || (relu && *v == 0.0);
                 assert!(poisoned[0].data.iter().all(poison), "{what}: NaN in, NaN out");
                 let got = run_in(&mut cuda, &inputs).expect("the CUDA kernel runs");
-                let runs = crate::onnx::convact_op::DIRECT_RUNS.load(std::sync::atomic::Ordering::Relaxed) - before;
-                assert_eq!(runs, 2, "{what}: the direct kernel did not run");
+                let after = counts();
+                assert_eq!(after.0 - before.0, 2, "{what}: the direct kernel did not run");
+                let want = if mma && mma_here && precision == "fp16" { 2 } else { 0 };
+                assert_eq!(after.1 - before.1, want, "{what}: nf_conv3x3_mma ran or not (device capable: {mma_here})");
                 assert_eq!(got[0].shape, expected[0].shape, "{what}");
                 assert!(expected[0].data.iter().filter(|v| **v != 0.0).count() > expected[0].data.len() / 4, "{what}");
                 // The f32 sums' order differs (fma per tap against a sum per window position):
