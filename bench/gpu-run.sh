@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|s18|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -907,6 +907,15 @@ for r in (1, 2):
             print(f"s17 {v}{r}: missing ({e})")
 PY
       bench_tar
+      ;;
+    s18)
+      # nf_conv3x3_mma in the library: the direct kernels' GPU test (which kernel ran, against the
+      # operator's CPU kernel), the kernels launched alone (bench/conv_probe.py), then s8 (issue
+      # 22's and 23's numbers with no tuning flags). s6a after it runs every GPU test. About 270 s.
+      nvrtc
+      step conv-test 240 .gpu-bin/neural_frame the_direct_kernel_matches_the_cpu_kernel "${tests[@]}"
+      PYTHONUNBUFFERED=1 step conv-probe 120 python3 bench/conv_probe.py --json "$OUT/conv-probe.json"
+      bash "$0" s8
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
