@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|s18|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|s18|s19|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -916,6 +916,43 @@ PY
       step conv-test 240 .gpu-bin/neural_frame the_direct_kernel_matches_the_cpu_kernel "${tests[@]}"
       PYTHONUNBUFFERED=1 step conv-probe 120 python3 bench/conv_probe.py --json "$OUT/conv-probe.json"
       bash "$0" s8
+      ;;
+    s19)
+      # nf_conv3x3_mma in the library against main's build: the direct kernels' GPU test and
+      # conv_probe.py, then the kernel profile of the fp32 file at 540p and its bench at 540p,
+      # A (/var/tmp/nfbin-a, main) and M (/var/tmp/nfbin-mma) alternated twice, 1080p once each,
+      # a summary line of each; then on .gpu-bin (point it at M): the quick start, the fp16 file
+      # at 540p, torch.compile at both sizes. No tuning flags. About 330 s.
+      nvrtc
+      step conv-test 240 /var/tmp/nfbin-mma/neural_frame the_direct_kernel_matches_the_cpu_kernel "${tests[@]}"
+      PYTHONUNBUFFERED=1 step conv-probe 120 python3 bench/conv_probe.py --json "$OUT/conv-probe.json"
+      for r in 1 2; do
+        for v in a mma; do
+          BIN=/var/tmp/nfbin-$v nf_profile profile-$v-$r
+          BIN=/var/tmp/nfbin-$v nb fp32-file-$v-$r --size 960x540 --frames 200
+        done
+      done
+      for v in a mma; do
+        BIN=/var/tmp/nfbin-$v nb fp32-file-1080p-$v --size 1920x1080 --frames 100
+      done
+      python3 - "$b" <<'PY' | tee -a "$log"
+import json, sys
+for r in (1, 2):
+    for v in ("a", "mma"):
+        try:
+            m = json.load(open(f"{sys.argv[1]}/profile-{v}-{r}.json"))["modes"][0]
+            conv = next(k for k in m["top_kernels"] if k["name"].startswith("nf_conv"))
+            ort = next(x["median_ms"] for x in json.load(open(f"{sys.argv[1]}/fp32-file-{v}-{r}.json"))["modes"]
+                       if x["mode"] == "ort-alone")
+            print(f"s19 {v}{r}: {conv['name']} {conv['us_per_call']:.1f} us; kernels a frame "
+                  f"{m['profile']['kernel_ms_median']:.4f} ms; ort-alone 540p {ort:.4f} ms")
+        except (OSError, KeyError, StopIteration) as e:
+            print(f"s19 {v}{r}: missing ({e})")
+PY
+      step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
+      nb defaults-f16 "${f16_540[@]}"
+      torch_both "$b"
+      bench_tar
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
