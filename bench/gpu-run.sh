@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|s18|s19|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|s18|s19|torchmax|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -118,6 +118,12 @@ torch_both() {
     --json "$1/torch-540p.json"
   step torch-1080p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
     --frames 100 --json "$1/torch-1080p.json"
+  # The faster baseline (2026-12-06-h100-s19: 2.809 against 3.122 ms at 540p): Inductor times
+  # cuDNN's convolutions against its Triton templates.
+  step torch-540p-max-autotune 400 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 \
+    --frames 200 --compile-mode max-autotune --json "$1/torch-540p-max-autotune.json"
+  step torch-1080p-max-autotune 400 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 \
+    --frames 100 --compile-mode max-autotune --json "$1/torch-1080p-max-autotune.json"
 }
 for what in "$@"; do
   case "$what" in
@@ -953,6 +959,15 @@ PY
       nb defaults-f16 "${f16_540[@]}"
       torch_both "$b"
       bench_tar
+      ;;
+    torchmax)
+      # torch.compile with mode max-autotune (Inductor times cuDNN's convolution against its own
+      # Triton templates for each shape): the baseline a user who tunes PyTorch would write, at
+      # 540p and 1080p. About 80 s.
+      for s in 960x540:200 1920x1080:100; do
+        step "torch-${s%%:*}-max-autotune" 400 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz \
+          --size "${s%%:*}" --frames "${s##*:}" --compile-mode max-autotune --json "$OUT/torch-${s%%:*}-max-autotune.json"
+      done
       ;;
     device9)
       # What each change of foreign_renderer --share device does (at 600x400, 3000 frames, compared
