@@ -113,6 +113,37 @@ tail_pairs() {
     NEURAL_FRAME_FUSED_TAIL=1 nb tail-on-f16-$r "${f16_540[@]}"
   done
 }
+# conv_ab TAG V1 V2: s17's and s19's comparison of two builds (/var/tmp/nfbin-V1 and -V2): the
+# kernel profile of the fp32 file at 540p, then its bench at 540p, the two alternated twice, then
+# 1080p once each; a summary line (TAG V1 1: ...) of each profile's direct-convolution kernel,
+# whole frame and ort-alone. No tuning flags.
+conv_ab() {
+  local tag=$1 r v; shift
+  for r in 1 2; do
+    for v in "$@"; do
+      BIN=/var/tmp/nfbin-$v nf_profile profile-$v-$r
+      BIN=/var/tmp/nfbin-$v nb fp32-file-$v-$r --size 960x540 --frames 200
+    done
+  done
+  for v in "$@"; do
+    BIN=/var/tmp/nfbin-$v nb fp32-file-1080p-$v --size 1920x1080 --frames 100
+  done
+  python3 - "$b" "$tag" "$@" <<'PY' | tee -a "$log"
+import json, sys
+folder, tag, builds = sys.argv[1], sys.argv[2], sys.argv[3:]
+for r in (1, 2):
+    for v in builds:
+        try:
+            m = json.load(open(f"{folder}/profile-{v}-{r}.json"))["modes"][0]
+            conv = next(k for k in m["top_kernels"] if k["name"].startswith("nf_conv"))
+            ort = next(x["median_ms"] for x in json.load(open(f"{folder}/fp32-file-{v}-{r}.json"))["modes"]
+                       if x["mode"] == "ort-alone")
+            print(f"{tag} {v}{r}: {conv['name']} {conv['us_per_call']:.1f} us; kernels a frame "
+                  f"{m['profile']['kernel_ms_median']:.4f} ms; ort-alone 540p {ort:.4f} ms")
+        except (OSError, KeyError, StopIteration) as e:
+            print(f"{tag} {v}{r}: missing ({e})")
+PY
+}
 torch_both() {
   step torch-540p 300 python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
     --json "$1/torch-540p.json"
@@ -889,29 +920,7 @@ PY
       # each; a summary line of each profile's direct-convolution kernel and whole frame. No
       # tuning flags. About 180 s.
       nvrtc
-      for r in 1 2; do
-        for v in a b; do
-          BIN=/var/tmp/nfbin-$v nf_profile profile-$v-$r
-          BIN=/var/tmp/nfbin-$v nb fp32-file-$v-$r --size 960x540 --frames 200
-        done
-      done
-      for v in a b; do
-        BIN=/var/tmp/nfbin-$v nb fp32-file-1080p-$v --size 1920x1080 --frames 100
-      done
-      python3 - "$b" <<'PY' | tee -a "$log"
-import json, sys
-for r in (1, 2):
-    for v in ("a", "b"):
-        try:
-            m = json.load(open(f"{sys.argv[1]}/profile-{v}-{r}.json"))["modes"][0]
-            conv = next(k for k in m["top_kernels"] if k["name"].startswith("nf_conv"))
-            ort = next(x["median_ms"] for x in json.load(open(f"{sys.argv[1]}/fp32-file-{v}-{r}.json"))["modes"]
-                       if x["mode"] == "ort-alone")
-            print(f"s17 {v}{r}: {conv['name']} {conv['us_per_call']:.1f} us; kernels a frame "
-                  f"{m['profile']['kernel_ms_median']:.4f} ms; ort-alone 540p {ort:.4f} ms")
-        except (OSError, KeyError, StopIteration) as e:
-            print(f"s17 {v}{r}: missing ({e})")
-PY
+      conv_ab s17 a b
       bench_tar
       ;;
     s18)
@@ -932,29 +941,7 @@ PY
       nvrtc
       step conv-test 240 /var/tmp/nfbin-mma/neural_frame the_direct_kernel_matches_the_cpu_kernel "${tests[@]}"
       PYTHONUNBUFFERED=1 step conv-probe 120 python3 bench/conv_probe.py --json "$OUT/conv-probe.json"
-      for r in 1 2; do
-        for v in a mma; do
-          BIN=/var/tmp/nfbin-$v nf_profile profile-$v-$r
-          BIN=/var/tmp/nfbin-$v nb fp32-file-$v-$r --size 960x540 --frames 200
-        done
-      done
-      for v in a mma; do
-        BIN=/var/tmp/nfbin-$v nb fp32-file-1080p-$v --size 1920x1080 --frames 100
-      done
-      python3 - "$b" <<'PY' | tee -a "$log"
-import json, sys
-for r in (1, 2):
-    for v in ("a", "mma"):
-        try:
-            m = json.load(open(f"{sys.argv[1]}/profile-{v}-{r}.json"))["modes"][0]
-            conv = next(k for k in m["top_kernels"] if k["name"].startswith("nf_conv"))
-            ort = next(x["median_ms"] for x in json.load(open(f"{sys.argv[1]}/fp32-file-{v}-{r}.json"))["modes"]
-                       if x["mode"] == "ort-alone")
-            print(f"s19 {v}{r}: {conv['name']} {conv['us_per_call']:.1f} us; kernels a frame "
-                  f"{m['profile']['kernel_ms_median']:.4f} ms; ort-alone 540p {ort:.4f} ms")
-        except (OSError, KeyError, StopIteration) as e:
-            print(f"s19 {v}{r}: missing ({e})")
-PY
+      conv_ab s19 a mma
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       nb defaults-f16 "${f16_540[@]}"
       torch_both "$b"
