@@ -2,7 +2,7 @@
 # One GPU session's runs, from the repository root on the GPU machine, with the
 # kit stashed (.gpu-kit; bench/gpu-split.sh says how it and .gpu-bin travel now that one call
 # carries 64 MiB with the repository) and the binaries built here in .gpu-bin (see README,
-# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|s18|s19|torchmax|device9|render9|quick23 ...   Logs go to
+# "Tests"). Usage: bench/gpu-run.sh info|contract|tiles|tests|ring|examples|setup|serve|serve-bench|bench|bench-1080|torch|side-stream|passes|profile|defaults|final22|examples22|alltests|ttff|ttff2|m23|final3|stream26|capi|fused23|floor22|defaults22b|s5|s6a|s6b|s6c|fdgap|s7|s8|post10|s10|s11|s12|s13|s14|s15|s16|s17|s18|s19|s20|torchmax|device9|render9|quick23 ...   Logs go to
 # $OUT/log (one file: the device tool brings back at most eight).
 # defaults: issue 22 (one fast path for every frame, by default).
 set -u
@@ -945,6 +945,44 @@ PY
       step quick-start 60 .gpu-bin/neural-frame run --output "$OUT/upscaled.png"
       nb defaults-f16 "${f16_540[@]}"
       torch_both "$b"
+      bench_tar
+      ;;
+    s20)
+      # A tail's last convolution padded to 64 filters (the default) against its 48
+      # (NEURAL_FRAME_TAIL_PAD=0), one build: the DepthToSpace GPU tests (the CUDA kernel with
+      # padded pixels, the padded upscaler against the CPU run of the file) and the fused tail's;
+      # then the kernel profile of the fp32 file at 540p and its bench at 540p, the two
+      # alternated twice, 1080p once each, a summary line of each. No tuning flags. About 200 s.
+      nvrtc
+      step shuffle-tests 240 .gpu-bin/neural_frame shuffle "${tests[@]}"
+      step fused-tail-test 240 .gpu-bin/gpu_ring fused_tail_equals_the_post_kernels "${tests[@]}"
+      for r in 1 2; do
+        for v in pad tail48; do
+          export NEURAL_FRAME_TAIL_PAD=$([ $v = pad ] && echo 1 || echo 0)
+          nf_profile profile-$v-$r
+          nb fp32-file-$v-$r --size 960x540 --frames 200
+        done
+      done
+      for v in pad tail48; do
+        export NEURAL_FRAME_TAIL_PAD=$([ $v = pad ] && echo 1 || echo 0)
+        nb fp32-file-1080p-$v --size 1920x1080 --frames 100
+      done
+      unset NEURAL_FRAME_TAIL_PAD
+      python3 - "$b" <<'PY' | tee -a "$log"
+import json, sys
+for r in (1, 2):
+    for v in ("pad", "tail48"):
+        try:
+            m = json.load(open(f"{sys.argv[1]}/profile-{v}-{r}.json"))["modes"][0]
+            convs = [k for k in m["top_kernels"] if "fprop" in k["name"] or "xmma" in k["name"]]
+            ort = next(x["median_ms"] for x in json.load(open(f"{sys.argv[1]}/fp32-file-{v}-{r}.json"))["modes"]
+                       if x["mode"] == "ort-alone")
+            names = "; ".join(f"{k['name'][:60]} {k['us_per_call']:.1f} us" for k in convs)
+            print(f"s20 {v}{r}: {names}; kernels a frame {m['profile']['kernel_ms_median']:.4f} ms; "
+                  f"ort-alone 540p {ort:.4f} ms")
+        except (OSError, KeyError, StopIteration) as e:
+            print(f"s20 {v}{r}: missing ({e})")
+PY
       bench_tar
       ;;
     torchmax)

@@ -166,7 +166,8 @@ pub struct PostParams {
 }
 
 /// `struct ShuffleParams` in tail.cu: the fused-convolution rewrite's DepthToSpace
-/// (`src/onnx/shuffle.rs`), NHWC `[n, h, w, c·b²]` (plus `y` and `bias`) to NCHW `[n, c, h·b, w·b]`.
+/// (`src/onnx/shuffle.rs`), NHWC `[n, h, w, stride]` (plus `y` and `bias`), of which the first
+/// `c·b²` channels a pixel are read, to NCHW `[n, c, h·b, w·b]`.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
 pub struct ShuffleParams {
@@ -189,7 +190,7 @@ pub struct ShuffleParams {
     pub h: u32,
     /// The input's width.
     pub w: u32,
-    /// Output channels (the input has `c·block²`).
+    /// Output channels (the input has `c·block²`, or `stride`).
     pub c: u32,
     /// The block size b.
     pub block: u32,
@@ -197,6 +198,9 @@ pub struct ShuffleParams {
     pub crd: u32,
     /// 0 f32, 1 f16 (as [`TensorParams::element`]).
     pub element: u32,
+    /// `x`'s and `y`'s channels a pixel: `c·block²`, or more where a last convolution's filters
+    /// were padded (the first `c·block²` are read); 0 reads as `c·block²`.
+    pub stride: u32,
 }
 
 /// `struct TailPost` in tail.cu: what a context writes into a slot's descriptor before a run
@@ -315,7 +319,7 @@ pub const MMA_BLOCK: u32 = 128;
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
-const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 48 + 28 + 4);
+const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 48 + 32);
 // No padding in a TailPost (its bytes are all fields): two words, then a PostParams.
 const _: () = assert!(std::mem::size_of::<TailPost>() == 8 + 80 + 56);
 const _: () = assert!(std::mem::size_of::<ConvParams>() == 40 + 18 * 4);

@@ -10,7 +10,9 @@
 // and the nearest-upsampled `up` where they are not 0, NHWC [n, h, w, c·b²] → out NCHW
 // [n, c, h·b, w·b] in ONNX's order (CRD: channel c·b² + i·b + j of pixel (h, w) goes to
 // (c, h·b + i, w·b + j); DCR: channel (i·b + j)·c + ch). Sums in f32, one rounding to the
-// element type (ONNX Runtime's fp16 Add rounds the same sum once).
+// element type (ONNX Runtime's fp16 Add rounds the same sum once). x and y may hold more than
+// c·b² channels a pixel (`stride`: a last convolution's filters padded with zeros to a multiple
+// of 64, for cuDNN's Hopper kernels); the first c·b² are read.
 struct ShuffleParams {
     u64 x;
     u64 y;        // device pointer of the same shape as x, or 0
@@ -25,7 +27,13 @@ struct ShuffleParams {
     u32 block;    // b
     u32 crd;      // 1: CRD, 0: DCR
     u32 element;  // ELEMENT_F32 or ELEMENT_F16
+    u32 stride;   // x's and y's channels a pixel, at least c·b²; 0 reads as c·b²
 };
+
+// x's and y's channels a pixel.
+__device__ __forceinline__ u64 x_stride(const ShuffleParams& p) {
+    return p.stride != 0u ? (u64)p.stride : (u64)p.c * p.block * p.block;
+}
 
 // What the context writes before a run whose output the kernel converts itself (TailPost in
 // params.rs). The context sets `active` on its stream before the model and clears it after,
@@ -106,7 +114,7 @@ constexpr u32 TAIL_HALVES = 4096u;  // shared memory a tile: 64 pixels of 64 cha
 
 __device__ __forceinline__ bool tiled_fits(const ShuffleParams& p) {
     return p.element == ELEMENT_F16 && p.crd != 0u && p.block == 4u && p.c >= 1u && p.c * 16u <= TAIL_HALVES &&
-           ((p.x | p.y | p.bias) & 15ull) == 0ull && (p.out & 7ull) == 0ull;
+           ((p.x | p.y | p.bias) & 15ull) == 0ull && (p.out & 7ull) == 0ull && (x_stride(p) & 7ull) == 0ull;
 }
 
 __device__ void depth_to_space_post_tiled(const ShuffleParams& p, const PostParams& q, bool known_opaque) {
@@ -124,16 +132,17 @@ __device__ void depth_to_space_post_tiled(const ShuffleParams& p, const PostPara
         const u32 hi = row % p.h;
         const u32 w0 = (k % across) * per_tile;
         const u32 np = min(per_tile, p.w - w0);
-        const u64 base = ((u64)row * p.w + w0) * cin;
+        const u64 base = ((u64)row * p.w + w0) * x_stride(p);
         // 1. Eight halves of one channel a load.
         for (u32 e = threadIdx.x; e < np * cin / 8u; e += blockDim.x) {
             const u32 px = e * 8u / cin;
             const u32 kk = e * 8u % cin;
+            const u64 at = base + (u64)px * x_stride(p) + kk;
             float v[8];
             float t[8];
-            load8_half(p.x, base + (u64)e * 8u, v);
+            load8_half(p.x, at, v);
             if (p.y != 0ull) {
-                load8_half(p.y, base + (u64)e * 8u, t);
+                load8_half(p.y, at, t);
 #pragma unroll
                 for (u32 j = 0u; j < 8u; j++) {
                     v[j] += t[j];
@@ -225,7 +234,7 @@ __device__ void depth_to_space_post(const ShuffleParams& p, const PostParams& q)
     const bool known_opaque = opaque(q);
     const u32 b = p.block;
     const u32 c = min(p.c, 4u);
-    const u64 cin = (u64)p.c * b * b;
+    const u64 cin = x_stride(p);
     const u32 total = p.h * p.w * b;
     if (tiled_fits(p) && p.n == 1u && p.c <= 4u) {
         depth_to_space_post_tiled(p, q, known_opaque);
@@ -303,11 +312,11 @@ extern "C" __global__ void nf_depth_to_space(ShuffleParams p) {
     }
     const u32 total = p.n * p.c * p.h * p.w;
     const u32 b = p.block;
-    const u64 cin = (u64)p.c * b * b;
+    const u64 cin = x_stride(p);
     const u64 ow = (u64)p.w * b;
     const u64 oh = (u64)p.h * b;
     const bool fast = p.element == ELEMENT_F16 && p.crd != 0u && b == 4u &&
-                      ((p.x | p.y | p.bias | p.out) & 15ull) == 0ull;
+                      ((p.x | p.y | p.bias | p.out) & 15ull) == 0ull && (cin & 7ull) == 0ull;
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         u32 wi = t % p.w;
         u32 r = t / p.w;

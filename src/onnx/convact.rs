@@ -442,8 +442,9 @@ pub(crate) fn owns_error(message: &str) -> bool {
 }
 
 /// Version of the rewrite in its cache file's name: a change to what it writes bumps it
-/// (3: the DepthToSpace tails; 4: NCHW inputs of few channels read directly).
-const REWRITE_VERSION: u32 = 4;
+/// (3: the DepthToSpace tails; 4: NCHW inputs of few channels read directly; 5: a tail's last
+/// convolution padded to 64 filters).
+const REWRITE_VERSION: u32 = 5;
 
 /// The model at `model` with [`fuse_conv_act`] applied, from the cache or made and cached
 /// now: its path and what changed, or `None` where nothing applied or there is no cache to
@@ -456,14 +457,16 @@ pub(crate) fn fused_model(model: &std::path::Path) -> Result<Option<(std::path::
         log::warn!("the fused convolutions are not applied: no cache directory (set HOME or NEURAL_FRAME_TUNE_CACHE)");
         return Ok(None);
     };
-    // NEURAL_FRAME_CONV_DIRECT=0: the first convolution padded and transposed for cuDNN instead.
-    let direct = std::env::var_os("NEURAL_FRAME_CONV_DIRECT").is_none_or(|v| v != "0");
-    let variant = if direct { "" } else { "-padded" };
+    // NEURAL_FRAME_CONV_DIRECT=0: the first convolution padded and transposed for cuDNN instead;
+    // NEURAL_FRAME_TAIL_PAD=0: a tail's last convolution keeps its filters (to compare).
+    let on = |var: &str| std::env::var_os(var).is_none_or(|v| v != "0");
+    let (direct, tail_pad) = (on("NEURAL_FRAME_CONV_DIRECT"), on("NEURAL_FRAME_TAIL_PAD"));
+    let variant = format!("{}{}", if direct { "" } else { "-padded" }, if tail_pad { "" } else { "-tail48" });
     let path = dir.join(format!("{}-convact-v{REWRITE_VERSION}{variant}.onnx", &sha256_hex(&bytes)[..16]));
     let mut r = fuse_conv_act_with(&bytes, direct)?;
     if r.applied() {
         // The DepthToSpace tails of the now NHWC convolutions (shuffle.rs), in the same file.
-        let tails = crate::onnx::shuffle::fuse_depth_to_space(&r.bytes)?;
+        let tails = crate::onnx::shuffle::fuse_depth_to_space(&r.bytes, tail_pad)?;
         if tails.applied() {
             r.bytes = tails.bytes;
             r.changes.extend(tails.changes);

@@ -15,6 +15,12 @@
 //! `(c, h·b + i, w·b + j)`; `CRD`: channel `c·b² + i·b + j`). Attributes: `blocksize`, `mode`.
 //! Where a fused convolution without an activation wrote `X` or `Z` for this node alone, its
 //! bias moves to `B`: cuDNN then runs that convolution alone, with its precompiled engines.
+//! Where it wrote `X`, the node's one NHWC input, in fp16, and its filters (C·b²) are not a
+//! multiple of 64, they are padded with zero filters to the next multiple of 64 if that adds
+//! at most a third, and the node reads the first C·b² channels of each pixel (its `channels`
+//! attribute): cuDNN runs 64 filters on Hopper's own kernels, 48 on older ones (the
+//! upscaler's 64→48 convolution on an H100: 87.2 µs padded against 133.3,
+//! `bench/results/2026-12-06-h100-s19/`). `NEURAL_FRAME_TAIL_PAD=0` leaves them as they are.
 //! Where the Add's other input is the folded nearest-upsample skip (the 1×1 Conv that repeats
 //! the image's channels, `layout::fold_upsample_skip`), the node reads the image itself as `U`
 //! (NCHW `[N, C, H, W]`, each value added to its pixel's b × b block) and that Conv goes. An input that a fused convolution
@@ -193,6 +199,28 @@ fn channel_repeat(g: &GraphProto, value: &str, block: i64, crd: bool) -> Option<
     repeat.then(|| (n.input[0].clone(), p))
 }
 
+/// The filters a tail's last convolution (fused node `node`) is padded to: the next multiple of
+/// 64 where its weight (KRSC) is fp16 raw data that only it reads, its filters are not a
+/// multiple of 64 already, and padding adds at most a third of them (48 → 64, 96 → 128; not
+/// 12 → 64).
+fn padded_filters(g: &GraphProto, node: usize) -> Option<i64> {
+    use crate::onnx::proto::data_type;
+    let name = g.node[node].input_at(1)?;
+    let w = g.initializer.iter().find(|t| t.name() == name)?;
+    let k = u64::try_from(*w.dims.first()?).ok().filter(|&k| k > 0)?;
+    let padded = k.next_multiple_of(64);
+    let alone = readers(g, name) == (1, false) && !g.input.iter().any(|i| i.name() == name);
+    (w.dims.len() == 4 && w.dtype() == data_type::FLOAT16 && w.raw_data.is_some() && alone)
+        .then_some(padded)
+        .filter(|&p| p != k && 3 * p <= 4 * k)
+        .and_then(|p| i64::try_from(p).ok())
+}
+
+/// Drops the declared shape of `value` (a padded convolution's output has more channels).
+fn gone_shapes(g: &mut GraphProto, value: &str) {
+    g.value_info.retain(|v| v.name() != value);
+}
+
 /// One DepthToSpace to rewrite.
 struct Tail {
     node: usize,
@@ -206,7 +234,9 @@ struct Tail {
 
 /// Rewrites each DepthToSpace of a model with fused convolutions (its [`CONVACT`] nodes) as
 /// an [`OP`] node; a model without either comes back as it was.
-pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
+///
+/// `pad_filters`: a tail's last convolution may be padded to 64 filters ([`padded_filters`]).
+pub(crate) fn fuse_depth_to_space(model: &[u8], pad_filters: bool) -> Result<Rewritten> {
     let mut m = ModelProto::decode_model(model, "being rewritten")?;
     let unchanged = |skipped: Vec<String>| Rewritten { bytes: model.to_vec(), changes: Vec::new(), skipped };
     let Some(g) = m.graph.as_mut() else { return Ok(unchanged(Vec::new())) };
@@ -257,6 +287,8 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
     let mut replace: Vec<(usize, Vec<NodeProto>)> = Vec::new();
     // Fused nodes whose bias a tail adds instead (their B input goes).
     let mut unbiased: HashSet<usize> = HashSet::new();
+    // Fused nodes whose filters are padded, to how many.
+    let mut padded: Vec<(usize, i64)> = Vec::new();
     let (mut adds, mut transposes, mut biases, mut skips) = (0usize, 0usize, 0usize, 0usize);
     for t in &tails {
         let d2s = &g.node[t.node];
@@ -265,6 +297,8 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
         // X, Z (NHWC), B, U (NCHW): the node's inputs.
         let mut nhwc_inputs = Vec::new();
         let (mut bias, mut upsampled) = (None, None);
+        // The fused node without an activation that wrote an input for this node alone.
+        let mut lone = None;
         for v in &t.inputs {
             if let Some(f) = source(g, v).0 {
                 // The fused convolution's NHWC value itself; its transpose back goes if
@@ -279,14 +313,19 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
                 // cuDNN runs it alone (its precompiled engines; with the bias the H200 ran
                 // the upscaler's 64→48 convolution in 0.159 ms, torch's alone 0.079).
                 let node = &g.node[f.node];
-                if only
-                    && readers(g, &f.nhwc) == (1, false)
+                let lone_none =
+                    only && readers(g, &f.nhwc) == (1, false) && node.string("activation").as_deref() == Some("none");
+                if lone_none
                     && bias.is_none()
-                    && node.string("activation").as_deref() == Some("none")
                     && let Some(b) = node.input_at(2).filter(|b| !b.is_empty())
                 {
                     bias = Some(b.to_string());
                     unbiased.insert(f.node);
+                }
+                // Without a bias of its own now (moved here, or none).
+                let unbiased_now = unbiased.contains(&f.node) || node.input_at(2).is_none_or(str::is_empty);
+                if lone_none && unbiased_now {
+                    lone = Some(f.node);
                 }
                 nhwc_inputs.push(f.nhwc);
                 continue;
@@ -307,6 +346,17 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
             transposes += 1;
             nhwc_inputs.push(nhwc);
         }
+        // X alone (no Z): its padded channels are skipped by the `channels` attribute.
+        let channels = match lone {
+            Some(node) if pad_filters && nhwc_inputs.len() == 1 => padded_filters(g, node).and_then(|p| {
+                let (k, b2) = (out_channels(g, g.node[node].input_at(1))?, t.blocksize * t.blocksize);
+                (k % b2 == 0).then(|| {
+                    padded.push((node, p));
+                    k / b2
+                })
+            }),
+            _ => None,
+        };
         adds += usize::from(t.add.is_some());
         biases += usize::from(bias.is_some());
         skips += usize::from(upsampled.is_some());
@@ -320,8 +370,23 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
         let mut node = NodeProto::new(OP, fresh(&mut used, &format!("{base}_nhwc")), inputs, d2s.output.clone());
         node.domain = Some(DOMAIN.into());
         node.attribute = vec![AttributeProto::int("blocksize", t.blocksize), AttributeProto::string("mode", &t.mode)];
+        if let Some(c) = channels {
+            node.attribute.push(AttributeProto::int("channels", c));
+        }
         nodes.push(node);
         replace.push((t.node, nodes));
+    }
+    // The padded weights (KRSC: whole filters appended), and their outputs' shapes undeclared.
+    for &(node, p) in &padded {
+        let name = g.node[node].input_at(1).unwrap_or_default().to_string();
+        gone_shapes(g, &g.node[node].output[0].clone());
+        if let Some(w) = g.initializer.iter_mut().find(|t| t.name() == name)
+            && let Some(raw) = w.raw_data.as_mut()
+        {
+            let per_filter = raw.len() / w.dims[0] as usize;
+            raw.resize(per_filter * p as usize, 0);
+            w.dims[0] = p;
+        }
     }
     let old = std::mem::take(&mut g.node);
     let mut gone: HashSet<String> = HashSet::new();
@@ -350,8 +415,9 @@ pub(crate) fn fuse_depth_to_space(model: &[u8]) -> Result<Rewritten> {
         m.opset_import.push(OperatorSetIdProto { domain: Some(DOMAIN.into()), version: Some(1) });
     }
     let changes = vec![format!(
-        "{LINE}: {} DepthToSpace → {DOMAIN}::{OP} (NHWC in, NCHW out; {adds} with the Add before it, {biases} with the last convolution's bias, {skips} with the upsampled input), {transposes} layout transposes",
-        tails.len()
+        "{LINE}: {} DepthToSpace → {DOMAIN}::{OP} (NHWC in, NCHW out; {adds} with the Add before it, {biases} with the last convolution's bias, {skips} with the upsampled input, {} with its filters padded to 64), {transposes} layout transposes",
+        tails.len(),
+        padded.len()
     )];
     Ok(Rewritten { bytes: prost::Message::encode_to_vec(&m), changes, skipped })
 }

@@ -2,7 +2,9 @@
 //! puts in a model: X NHWC `[N, H, W, C·b²]`, plus Z of the same shape, B `[C·b²]` (by input
 //! channel) and U NCHW `[N, C, H, W]` (nearest-upsampled: each value to its pixel's b × b
 //! block) where given, to Y NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
-//! session. Two kernels, float16 and float32:
+//! session. Attributes: `blocksize`, `mode`, and `channels` (C) where X has more channels a
+//! pixel than C·b² (a last convolution's filters padded with zeros): the first C·b² are read.
+//! Two kernels, float16 and float32:
 //!
 //! - **CUDA**: `nf_depth_to_space` (`src/cuda/tail.cu`), one pass over the memory on the
 //!   provider's compute stream (so inside its CUDA graph too). Where its output is a context's
@@ -25,6 +27,28 @@ pub(crate) struct Attrs {
     pub(crate) block: i64,
     /// ONNX's CRD order; else DCR.
     pub(crate) crd: bool,
+    /// The output channels C where X has more than C·b² a pixel; None: X's channels / b².
+    pub(crate) channels: Option<i64>,
+}
+
+impl Attrs {
+    /// The output channels for X's `stride` channels a pixel (None where they do not hold
+    /// C·b²: fewer than `channels`·b², or, without it, not a multiple of b²).
+    pub(crate) fn out_channels(&self, stride: i64) -> Option<i64> {
+        let b2 = self.block * self.block;
+        match self.channels {
+            Some(c) => (c * b2 <= stride).then_some(c),
+            None => (stride % b2 == 0).then_some(stride / b2),
+        }
+    }
+
+    /// What X's channels a pixel must be, for an error.
+    fn wants(&self) -> String {
+        match self.channels {
+            Some(c) => format!("at least {c}·{}²", self.block),
+            None => format!("a multiple of {}²", self.block),
+        }
+    }
 }
 
 fn error(m: impl std::fmt::Display) -> ort::Error {
@@ -38,7 +62,11 @@ fn attrs(k: &KernelContext<'_>) -> ort::Result<Attrs> {
         Some("DCR") | None => false,
         Some(other) => return Err(error(format!("mode {other}, not DCR or CRD"))),
     };
-    Ok(Attrs { block, crd })
+    let channels = match k.get::<i64>("channels") {
+        Some(c) if c < 1 => return Err(error(format!("channels {c}, not ≥ 1"))),
+        c => c,
+    };
+    Ok(Attrs { block, crd, channels })
 }
 
 /// Y's index (NCHW) of X's element `k` of pixel (n, h, w) for `c` output channels.
@@ -58,8 +86,9 @@ pub(crate) struct Addends<'a> {
     pub(crate) up: Option<&'a [f32]>,
 }
 
-/// The reference: `x` (plus z, bias by input channel, and up by block) NHWC `[n, h, w, c·b²]` →
-/// NCHW `[n, c, h·b, w·b]`, in f32, summed in that order.
+/// The reference: `x` (plus z, bias by input channel, and up by block) NHWC `[n, h, w, cin]`
+/// (the first c·b² channels a pixel read) → NCHW `[n, c, h·b, w·b]`, in f32, summed in that
+/// order. `cin` holds c·b² ([`Attrs::out_channels`]).
 pub(crate) fn depth_to_space_reference(
     a: &Attrs,
     x: &[f32],
@@ -67,7 +96,7 @@ pub(crate) fn depth_to_space_reference(
     [n, h, w, cin]: [usize; 4],
 ) -> Vec<f32> {
     let b = a.block as usize;
-    let c = cin / (b * b);
+    let c = a.out_channels(cin as i64).expect("the caller checks the channels") as usize;
     let (oh, ow) = (h * b, w * b);
     let mut y = vec![0f32; n * c * oh * ow];
     for ni in 0..n {
@@ -139,11 +168,16 @@ impl Operator for DepthToSpace {
         if b < 1 {
             return Err(error("blocksize below 1"));
         }
+        let a = Attrs { block: b, crd: false, channels: ctx.attr::<i64>("channels").ok() };
         let known = |d: i64, f: &dyn Fn(i64) -> i64| if d >= 0 { f(d) } else { -1 };
-        if xs[3] >= 0 && xs[3] % (b * b) != 0 {
-            return Err(error(format!("{} input channels, not a multiple of {b}²", xs[3])));
-        }
-        let dims = [xs[0], known(xs[3], &|c| c / (b * b)), known(xs[1], &|h| h * b), known(xs[2], &|w| w * b)];
+        let c = match (xs[3], a.channels) {
+            (d, _) if d >= 0 => {
+                a.out_channels(d).ok_or_else(|| error(format!("{d} input channels, not {}", a.wants())))?
+            }
+            (_, Some(c)) => c,
+            _ => -1,
+        };
+        let dims = [xs[0], c, known(xs[1], &|h| h * b), known(xs[2], &|w| w * b)];
         // Named after the input's (X is NHWC: N, H, W, C at 0, 1, 2, 3).
         let name = |i: usize| names.get(i).map_or("", String::as_str);
         let from = [
@@ -178,7 +212,8 @@ fn cuda_kernel<'a>(_: Attrs, _: bool) -> ort::Result<BoxedKernel<'a>> {
     Err(error("on CUDA: neural-frame was built without its `cuda` feature"))
 }
 
-/// X's dims, checked against Z's (which must match), B's (`[cin]`) and the block: `[n, h, w, cin]`.
+/// X's dims, checked against the attributes, Z's (which must match X's), B's (`[c·b²]`) and U's
+/// (`[n, c, h, w]`): `[n, h, w, cin]`.
 fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
     let dims = |i: usize| -> ort::Result<Option<Vec<i64>>> {
         let Some(v) = ctx.input(i)? else { return Ok(None) };
@@ -196,15 +231,13 @@ fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
     {
         return Err(error(format!("Z has shape {z:?}, X {x:?}: they must be the same")));
     }
+    let c = a.out_channels(cin).ok_or_else(|| error(format!("{cin} input channels, not {}", a.wants())))?;
+    let read = c * a.block * a.block;
     if let Some(b) = dims(2)?
-        && b != [cin]
+        && b != [read]
     {
-        return Err(error(format!("B has shape {b:?}, not [{cin}]")));
+        return Err(error(format!("B has shape {b:?}, not [{read}]")));
     }
-    if cin % (a.block * a.block) != 0 {
-        return Err(error(format!("{cin} input channels, not a multiple of {}²", a.block)));
-    }
-    let c = cin / (a.block * a.block);
     if let Some(u) = dims(3)?
         && u != [n, c, h, w]
     {
@@ -213,8 +246,9 @@ fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
     Ok([n, h, w, cin])
 }
 
+/// Y's dims for X's `[n, h, w, cin]`, checked by [`shapes`].
 fn output_dims(a: &Attrs, [n, h, w, cin]: [i64; 4]) -> Vec<i64> {
-    vec![n, cin / (a.block * a.block), h * a.block, w * a.block]
+    vec![n, a.out_channels(cin).unwrap_or(0), h * a.block, w * a.block]
 }
 
 /// A kernel's run with every error naming the operator (the fused model's fallback knows its
@@ -306,10 +340,11 @@ impl CudaKernel {
             n: fits(n)?,
             h: fits(h)?,
             w: fits(w)?,
-            c: fits(cin / (self.a.block * self.a.block))?,
+            c: fits(self.a.out_channels(cin).unwrap_or(0))?,
             block: fits(self.a.block)?,
             crd: u32::from(self.a.crd),
             element: u32::from(self.half),
+            stride: fits(cin)?,
         };
         if shuffle_threads(&p) >= SHUFFLE_MAX {
             return Err(error(format!("{n}×{h}×{w}×{cin} is too large for one launch")));

@@ -21,9 +21,14 @@ fn count(bytes: &[u8], op: &str) -> usize {
 
 /// The fused convolutions, then the tails: what `convact::fused_model` writes.
 fn both(original: &[u8]) -> (Rewritten, Rewritten) {
+    both_padding(original, true)
+}
+
+/// [`both`], a tail's last convolution padded to 64 filters where it may be (`pad`) or not.
+fn both_padding(original: &[u8], pad: bool) -> (Rewritten, Rewritten) {
     let fused = fuse_conv_act(original).expect("fuses");
     assert!(fused.applied(), "{:?}", fused.skipped);
-    let tails = fuse_depth_to_space(&fused.bytes).expect("rewrites");
+    let tails = fuse_depth_to_space(&fused.bytes, pad).expect("rewrites");
     (fused, tails)
 }
 
@@ -121,8 +126,8 @@ fn a_folded_upsample_skip_is_read_as_it_is() {
 fn the_reference_matches_hand_computed_shuffles() {
     let x: Vec<f32> = (0..8).map(|v| v as f32).collect();
     // One pixel of 8 channels, b = 2: two output channels of 2 × 2.
-    let crd = Attrs { block: 2, crd: true };
-    let dcr = Attrs { block: 2, crd: false };
+    let crd = Attrs { block: 2, crd: true, channels: None };
+    let dcr = Attrs { block: 2, crd: false, channels: None };
     let none = Addends::default();
     assert_eq!(depth_to_space_reference(&crd, &x, &none, [1, 1, 1, 8]), [0., 1., 2., 3., 4., 5., 6., 7.]);
     assert_eq!(depth_to_space_reference(&dcr, &x, &none, [1, 1, 1, 8]), [0., 2., 4., 6., 1., 3., 5., 7.]);
@@ -138,6 +143,11 @@ fn the_reference_matches_hand_computed_shuffles() {
     let up = [100., 200.];
     let u = Addends { up: Some(&up), ..Addends::default() };
     assert_eq!(depth_to_space_reference(&crd, &x, &u, [1, 1, 2, 4]), [100., 101., 204., 205., 102., 103., 206., 207.]);
+    // Pixels of 8 channels of which the first 4 are read (`channels` 1): the last 4 skipped.
+    let padded = Attrs { channels: Some(1), ..crd };
+    let x: Vec<f32> = (0..16).map(|v| v as f32).collect();
+    assert_eq!(depth_to_space_reference(&padded, &x, &none, [1, 1, 2, 8]), [0., 1., 8., 9., 2., 3., 10., 11.]);
+    assert_eq!((padded.out_channels(8), padded.out_channels(3), crd.out_channels(6)), (Some(1), None, None));
 }
 
 #[test]
@@ -184,7 +194,8 @@ fn the_bundled_upscalers_chains_stay_within_tolerance() {
         tails.changes[0].contains("1 DepthToSpace")
             && tails.changes[0].contains("1 with the Add")
             && tails.changes[0].contains("1 with the last convolution's bias")
-            && tails.changes[0].contains("1 with the upsampled input"),
+            && tails.changes[0].contains("1 with the upsampled input")
+            && tails.changes[0].contains("0 with its filters padded"),
         "{:?}",
         tails.changes
     );
@@ -197,16 +208,63 @@ fn the_bundled_upscalers_chains_stay_within_tolerance() {
     options.op_block_list.retain(|op| op != "Resize" && op != "Upsample");
     let half = crate::onnx::fp16::to_fp16(&folded.bytes, &options).expect("converts");
     let (_, tails) = both(&half.bytes);
-    assert!(tails.applied());
+    assert!(tails.changes[0].contains("1 with its filters padded to 64"), "{:?}", tails.changes);
     let d = compare(&original, &tails.bytes, &[1, 3, 16, 20]);
     eprintln!("fp16 fold → fused → tails against fp32: {d:?}");
     assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{d:?}");
     let file = std::fs::read("models/upscale-fp16.onnx").expect("models/upscale-fp16.onnx");
     let (_, tails) = both(&file);
     assert!(tails.applied());
+    assert!(tails.changes[0].contains("1 with its filters padded to 64"), "{:?}", tails.changes);
     let d = compare(&file, &tails.bytes, &[1, 3, 16, 20]);
     eprintln!("the fp16 file → fused → tails: {d:?}");
     assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{d:?}");
+}
+
+/// A tail's last convolution padded to 64 filters: the same output as without, to the bit (the
+/// operators' CPU kernels), on the fp16 file and an fp16 ×4 test upscaler; not where it would
+/// add more than a third (×2: 12 filters), where the tail adds a second convolution's result,
+/// or in fp32.
+#[test]
+fn a_tails_last_convolution_padded_to_64_filters_changes_nothing_else() {
+    let half = |bytes: &[u8]| {
+        crate::onnx::fp16::to_fp16(bytes, &crate::onnx::fp16::Fp16Options::default()).expect("converts").bytes
+    };
+    let file = std::fs::read("models/upscale-fp16.onnx").expect("models/upscale-fp16.onnx");
+    for (what, model, padded) in [
+        ("the fp16 file", file, true),
+        ("×4 CRD fp16", half(&upscaler(4, "CRD", false)), true),
+        ("×4 DCR fp16", half(&upscaler(4, "DCR", false)), true),
+        ("×2 CRD fp16 (12 filters)", half(&upscaler(2, "CRD", false)), false),
+        ("×4 CRD fp16 with its skip added", half(&upscaler(4, "CRD", true)), false),
+        ("×4 CRD fp32", upscaler(4, "CRD", false), false),
+    ] {
+        let (_, on) = both_padding(&model, true);
+        let (_, off) = both_padding(&model, false);
+        let line = format!("{} with its filters padded to 64", usize::from(padded));
+        assert!(on.changes[0].contains(&line), "{what}: {:?}", on.changes);
+        assert!(off.changes[0].contains("0 with its filters padded"), "{what}: {:?}", off.changes);
+        let after = nodes(&on.bytes);
+        let tail = after.iter().find(|n| n.op() == OP && n.domain.as_deref() == Some(DOMAIN)).expect("the tail");
+        assert_eq!(tail.int("channels"), padded.then_some(3), "{what}");
+        if padded {
+            let g = ModelProto::decode(on.bytes.as_slice()).expect("decodes").graph.expect("graph");
+            let last = after.iter().rfind(|n| n.op() == crate::onnx::convact::OP).expect("a ConvAct");
+            let w = g.initializer.iter().find(|t| Some(t.name()) == last.input_at(1)).expect("its weight");
+            assert_eq!(w.dims[0], 64, "{what}");
+            assert_eq!(last.input.len(), 2, "{what}: no bias of its own");
+        } else {
+            assert_eq!(on.bytes, off.bytes, "{what}");
+        }
+        let inputs = pattern_inputs(&model, &[1, 3, 11, 14]);
+        let (a, b) = (run(&on.bytes, &inputs).expect("runs"), run(&off.bytes, &inputs).expect("runs"));
+        assert_eq!(a[0].shape, b[0].shape, "{what}");
+        let differ = a[0].data.iter().zip(&b[0].data).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        assert_eq!(differ, 0, "{what}: {differ} elements differ");
+        assert!(a[0].data.iter().any(|v| *v != 0.0), "{what}: a pattern, not zeros");
+        let d = compare(&model, &on.bytes, &[1, 3, 11, 14]);
+        assert!(d.iter().all(|(_, psnr, _)| *psnr >= FP16_MIN_PSNR), "{what}: {d:?}");
+    }
 }
 
 #[test]
@@ -222,7 +280,7 @@ fn what_the_tails_leave_alone() {
         }
     }
     let plain = plain.encode_to_vec();
-    let r = fuse_depth_to_space(&plain).expect("rewrites");
+    let r = fuse_depth_to_space(&plain, true).expect("rewrites");
     assert!(!r.applied() && r.bytes == plain, "{:?}", r.changes);
     // An Add of a constant (it may broadcast): the DepthToSpace goes NHWC, the Add stays.
     let mut bias = ModelProto::decode(upscaler(2, "CRD", false).as_slice()).expect("decodes");
@@ -253,10 +311,11 @@ struct Optional {
 
 const ALL: Optional = Optional { z: true, bias: true, up: true };
 
-/// The operator alone: X (and Z) NHWC `[1, h, w, 3·b²]`, B `[3·b²]`, U NCHW `[1, 3, h, w]`,
-/// those `with` names, → Y.
-fn op_alone(block: i64, mode: &str, with: Optional, elem: i32) -> Vec<u8> {
-    let k = (3 * block * block).to_string();
+/// The operator alone: X (and Z) NHWC `[1, h, w, 3·b²]` (or `[1, h, w, stride]` with
+/// `channels` 3), B `[3·b²]`, U NCHW `[1, 3, h, w]`, those `with` names, → Y.
+fn op_alone(block: i64, mode: &str, with: Optional, elem: i32, stride: Option<i64>) -> Vec<u8> {
+    let read = (3 * block * block).to_string();
+    let k = stride.map_or(read.clone(), |s| s.to_string());
     let mut ins =
         vec!["x", if with.z { "z" } else { "" }, if with.bias { "b" } else { "" }, if with.up { "u" } else { "" }];
     while ins.last() == Some(&"") {
@@ -264,12 +323,15 @@ fn op_alone(block: i64, mode: &str, with: Optional, elem: i32) -> Vec<u8> {
     }
     let mut n =
         node(OP, &ins, &["y"], vec![AttributeProto::int("blocksize", block), AttributeProto::string("mode", mode)]);
+    if stride.is_some() {
+        n.attribute.push(AttributeProto::int("channels", 3));
+    }
     n.domain = Some(DOMAIN.into());
     let input = ins
         .iter()
         .filter_map(|i| match *i {
             "x" | "z" => Some(tensor_vi(i, elem, &["1", "h", "w", &k])),
-            "b" => Some(tensor_vi(i, elem, &[&k])),
+            "b" => Some(tensor_vi(i, elem, &[&read])),
             "u" => Some(tensor_vi(i, elem, &["1", "3", "h", "w"])),
             _ => None,
         })
@@ -288,17 +350,20 @@ fn op_alone(block: i64, mode: &str, with: Optional, elem: i32) -> Vec<u8> {
 /// The operator's model for the GPU test below, on the CPU provider: the reference's values.
 #[test]
 fn the_operator_alone_runs_the_reference_on_the_cpu_provider() {
-    for (block, mode, with, elem) in [
-        (3, "DCR", ALL, data_type::FLOAT),
-        (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16),
-        (2, "CRD", Optional { bias: false, up: false, ..ALL }, data_type::FLOAT16),
+    for (block, mode, with, elem, stride) in [
+        (3, "DCR", ALL, data_type::FLOAT, None),
+        (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16, None),
+        (2, "CRD", Optional { bias: false, up: false, ..ALL }, data_type::FLOAT16, None),
+        // Pixels with more channels than read (a padded last convolution's).
+        (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16, Some(64)),
+        (2, "DCR", ALL, data_type::FLOAT, Some(13)),
     ] {
-        let bytes = op_alone(block, mode, with, elem);
+        let bytes = op_alone(block, mode, with, elem, stride);
         // pattern_inputs sizes dynamic dims by position: h and w are axes 1 and 2 of X and
         // Z but 2 and 3 of U; a square frame keeps them equal.
         let inputs = pattern_inputs(&bytes, &[1, 6, 6, 6]);
         let got = run(&bytes, &inputs).expect("runs");
-        let a = Attrs { block, crd: mode == "CRD" };
+        let a = Attrs { block, crd: mode == "CRD", channels: stride.map(|_| 3) };
         let round = |v: &Vec<f32>| -> Vec<f32> {
             if elem == data_type::FLOAT16 {
                 v.iter().map(|x| half::f16::from_f32(*x).to_f32()).collect()
@@ -310,10 +375,10 @@ fn the_operator_alone_runs_the_reference_on_the_cpu_provider() {
         let (x, z, b, u) = (named("x").expect("x"), named("z"), named("b"), named("u"));
         assert_eq!((z.is_some(), b.is_some(), u.is_some()), (with.z, with.bias, with.up));
         let add = Addends { z: z.as_deref(), bias: b.as_deref(), up: u.as_deref() };
-        let dims = [1, 6, 6, (3 * block * block) as usize];
+        let dims = [1, 6, 6, stride.unwrap_or(3 * block * block) as usize];
         let expected = round(&depth_to_space_reference(&a, &x, &add, dims));
         assert_eq!(got[0].shape, vec![1, 3, 6 * block, 6 * block]);
-        assert_eq!(got[0].data, expected, "×{block} {mode} {with:?}");
+        assert_eq!(got[0].data, expected, "×{block} {mode} {with:?} stride {stride:?}");
     }
 }
 
@@ -355,6 +420,7 @@ pub(crate) mod gpu_tests {
         let file = std::fs::read("models/upscale-fp16.onnx").expect("models/upscale-fp16.onnx");
         let (_, tails) = both(&file);
         assert!(tails.changes[0].contains("1 with the last convolution's bias"), "{:?}", tails.changes);
+        assert!(tails.changes[0].contains("1 with its filters padded to 64"), "{:?}", tails.changes);
         let inputs = pattern_inputs(&file, &[1, 3, 72, 128]);
         let expected = run(&file, &inputs).expect("the CPU run");
         let mut cuda = on_cuda(&tails.bytes, false);
@@ -374,18 +440,23 @@ pub(crate) mod gpu_tests {
     #[ignore = "needs an NVIDIA GPU with CUDA: cargo test -- --include-ignored"]
     fn the_cuda_kernel_matches_the_cpu_kernel_bit_for_bit() {
         let _gpu = one_at_a_time();
-        for (block, mode, with, elem) in [
-            (4, "CRD", ALL, data_type::FLOAT16),
-            (3, "DCR", Optional { bias: false, ..ALL }, data_type::FLOAT),
-            (2, "DCR", Optional { z: false, up: false, ..ALL }, data_type::FLOAT16),
-            (4, "CRD", Optional { z: false, bias: false, up: false }, data_type::FLOAT),
+        for (block, mode, with, elem, stride) in [
+            (4, "CRD", ALL, data_type::FLOAT16, None),
+            (3, "DCR", Optional { bias: false, ..ALL }, data_type::FLOAT, None),
+            (2, "DCR", Optional { z: false, up: false, ..ALL }, data_type::FLOAT16, None),
+            (4, "CRD", Optional { z: false, bias: false, up: false }, data_type::FLOAT, None),
             // The kernel's vectorised path (fp16, CRD, ×4): the upscaler's tail (bias and the
             // upsampled input), and x alone.
-            (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16),
-            (4, "CRD", Optional { z: false, bias: false, up: false }, data_type::FLOAT16),
+            (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16, None),
+            (4, "CRD", Optional { z: false, bias: false, up: false }, data_type::FLOAT16, None),
+            // Pixels with more channels than read: the padded upscaler's (vectorised), z too,
+            // and a stride the vectorised path refuses (not a multiple of 8).
+            (4, "CRD", Optional { z: false, ..ALL }, data_type::FLOAT16, Some(64)),
+            (4, "CRD", ALL, data_type::FLOAT16, Some(56)),
+            (3, "DCR", ALL, data_type::FLOAT, Some(31)),
         ] {
-            let what = format!("×{block} {mode}, {with:?}, element {elem}");
-            let bytes = op_alone(block, mode, with, elem);
+            let what = format!("×{block} {mode}, {with:?}, element {elem}, stride {stride:?}");
+            let bytes = op_alone(block, mode, with, elem, stride);
             // Square, so that U's h and w (axes 2 and 3) match X's (1 and 2).
             let inputs = pattern_inputs(&bytes, &[1, 45, 45, 45]);
             let nans: Vec<_> = inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
