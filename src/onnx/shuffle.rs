@@ -19,8 +19,9 @@
 //! multiple of 64, they are padded with zero filters to the next multiple of 64 if that adds
 //! at most a third, and the node reads the first C·b² channels of each pixel (its `channels`
 //! attribute): cuDNN runs 64 filters on Hopper's own kernels, 48 on older ones (the
-//! upscaler's 64→48 convolution on an H100: 87.2 µs padded against 133.3,
-//! `bench/results/2026-12-06-h100-s19/`). `NEURAL_FRAME_TAIL_PAD=0` leaves them as they are.
+//! upscaler's 64→48 convolution on an H100: 88.0 µs padded against 133.3, the model 2.1 %
+//! faster, `bench/results/2026-12-06-h100-s20/`). `NEURAL_FRAME_TAIL_PAD=0` leaves them as
+//! they are.
 //! Where the Add's other input is the folded nearest-upsample skip (the 1×1 Conv that repeats
 //! the image's channels, `layout::fold_upsample_skip`), the node reads the image itself as `U`
 //! (NCHW `[N, C, H, W]`, each value added to its pixel's b × b block) and that Conv goes. An input that a fused convolution
