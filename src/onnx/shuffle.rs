@@ -200,26 +200,22 @@ fn channel_repeat(g: &GraphProto, value: &str, block: i64, crd: bool) -> Option<
     repeat.then(|| (n.input[0].clone(), p))
 }
 
-/// The filters a tail's last convolution (fused node `node`) is padded to: the next multiple of
-/// 64 where its weight (KRSC) is fp16 raw data that only it reads, its filters are not a
-/// multiple of 64 already, and padding adds at most a third of them (48 → 64, 96 → 128; not
-/// 12 → 64).
-fn padded_filters(g: &GraphProto, node: usize) -> Option<i64> {
+/// The filters a tail's last convolution (fused node `node`, feeding a tail of `block`) is padded
+/// to, and the tail's output channels C: the next multiple of 64 where its weight (KRSC) is
+/// fp16 raw data that only it reads, its filters (C·b²) are not a multiple of 64 already, and
+/// padding adds at most a third of them (48 → 64, 96 → 128; not 12 → 64).
+fn padded_filters(g: &GraphProto, node: usize, block: i64) -> Option<(i64, i64)> {
     use crate::onnx::proto::data_type;
     let name = g.node[node].input_at(1)?;
     let w = g.initializer.iter().find(|t| t.name() == name)?;
-    let k = u64::try_from(*w.dims.first()?).ok().filter(|&k| k > 0)?;
-    let padded = k.next_multiple_of(64);
+    let k = *w.dims.first()?;
+    let b2 = block * block;
+    let padded = u64::try_from(k).ok()?.next_multiple_of(64);
+    let padded = i64::try_from(padded).ok()?;
     let alone = readers(g, name) == (1, false) && !g.input.iter().any(|i| i.name() == name);
-    (w.dims.len() == 4 && w.dtype() == data_type::FLOAT16 && w.raw_data.is_some() && alone)
-        .then_some(padded)
-        .filter(|&p| p != k && 3 * p <= 4 * k)
-        .and_then(|p| i64::try_from(p).ok())
-}
-
-/// Drops the declared shape of `value` (a padded convolution's output has more channels).
-fn gone_shapes(g: &mut GraphProto, value: &str) {
-    g.value_info.retain(|v| v.name() != value);
+    let fits = k > 0 && k % b2 == 0 && padded != k && 3 * padded <= 4 * k;
+    (fits && w.dims.len() == 4 && w.dtype() == data_type::FLOAT16 && w.raw_data.is_some() && alone)
+        .then_some((padded, k / b2))
 }
 
 /// One DepthToSpace to rewrite.
@@ -349,13 +345,12 @@ pub(crate) fn fuse_depth_to_space(model: &[u8], pad_filters: bool) -> Result<Rew
         }
         // X alone (no Z): its padded channels are skipped by the `channels` attribute.
         let channels = match lone {
-            Some(node) if pad_filters && nhwc_inputs.len() == 1 => padded_filters(g, node).and_then(|p| {
-                let (k, b2) = (out_channels(g, g.node[node].input_at(1))?, t.blocksize * t.blocksize);
-                (k % b2 == 0).then(|| {
-                    padded.push((node, p));
-                    k / b2
+            Some(node) if pad_filters && nhwc_inputs.len() == 1 => {
+                padded_filters(g, node, t.blocksize).map(|(filters, c)| {
+                    padded.push((node, filters));
+                    c
                 })
-            }),
+            }
             _ => None,
         };
         adds += usize::from(t.add.is_some());
@@ -380,7 +375,8 @@ pub(crate) fn fuse_depth_to_space(model: &[u8], pad_filters: bool) -> Result<Rew
     // The padded weights (KRSC: whole filters appended), and their outputs' shapes undeclared.
     for &(node, p) in &padded {
         let name = g.node[node].input_at(1).unwrap_or_default().to_string();
-        gone_shapes(g, &g.node[node].output[0].clone());
+        let output = g.node[node].output[0].clone();
+        g.value_info.retain(|v| v.name() != output);
         if let Some(w) = g.initializer.iter_mut().find(|t| t.name() == name)
             && let Some(raw) = w.raw_data.as_mut()
         {

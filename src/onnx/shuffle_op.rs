@@ -213,8 +213,8 @@ fn cuda_kernel<'a>(_: Attrs, _: bool) -> ort::Result<BoxedKernel<'a>> {
 }
 
 /// X's dims, checked against the attributes, Z's (which must match X's), B's (`[c·b²]`) and U's
-/// (`[n, c, h, w]`): `[n, h, w, cin]`.
-fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
+/// (`[n, c, h, w]`): `[n, h, w, cin]`, and the output channels c.
+fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<([i64; 4], i64)> {
     let dims = |i: usize| -> ort::Result<Option<Vec<i64>>> {
         let Some(v) = ctx.input(i)? else { return Ok(None) };
         let v = v.downcast::<DynTensorValueType>()?;
@@ -243,12 +243,12 @@ fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<[i64; 4]> {
     {
         return Err(error(format!("U has shape {u:?}, not [{n}, {c}, {h}, {w}]")));
     }
-    Ok([n, h, w, cin])
+    Ok(([n, h, w, cin], c))
 }
 
-/// Y's dims for X's `[n, h, w, cin]`, checked by [`shapes`].
-fn output_dims(a: &Attrs, [n, h, w, cin]: [i64; 4]) -> Vec<i64> {
-    vec![n, a.out_channels(cin).unwrap_or(0), h * a.block, w * a.block]
+/// Y's dims for X's `[n, h, w, _]` and `c` output channels ([`shapes`]).
+fn output_dims(a: &Attrs, [n, h, w, _]: [i64; 4], c: i64) -> Vec<i64> {
+    vec![n, c, h * a.block, w * a.block]
 }
 
 /// A kernel's run with every error naming the operator (the fused model's fallback knows its
@@ -284,12 +284,12 @@ impl Kernel for CpuKernel {
 
 impl CpuKernel {
     fn run(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
-        let dims = shapes(ctx, &self.a)?;
+        let (dims, c) = shapes(ctx, &self.a)?;
         let x = self.floats(ctx, 0)?.ok_or_else(|| error("no input X"))?;
         let (z, bias, up) = (self.floats(ctx, 1)?, self.floats(ctx, 2)?, self.floats(ctx, 3)?);
         let add = Addends { z: z.as_deref(), bias: bias.as_deref(), up: up.as_deref() };
         let y = depth_to_space_reference(&self.a, &x, &add, dims.map(|v| v as usize));
-        super::convact_op::write_output(ctx, output_dims(&self.a, dims), self.half, &y)
+        super::convact_op::write_output(ctx, output_dims(&self.a, dims, c), self.half, &y)
     }
 }
 
@@ -319,7 +319,8 @@ impl CudaKernel {
         use crate::cuda::kernels::{SHUFFLE_MAX, depth_to_space, shuffle_threads};
         use crate::cuda::params::ShuffleParams;
 
-        let [n, h, w, cin] = shapes(ctx, &self.a)?;
+        let ([n, h, w, cin], c) = shapes(ctx, &self.a)?;
+        let dims = output_dims(&self.a, [n, h, w, cin], c);
         let ptr = |i: usize| -> ort::Result<u64> {
             Ok(match ctx.input(i)? {
                 Some(v) => v.downcast::<DynTensorValueType>()?.data_ptr() as u64,
@@ -327,7 +328,7 @@ impl CudaKernel {
             })
         };
         let (x, z, bias, up) = (ptr(0)?, ptr(1)?, ptr(2)?, ptr(3)?);
-        let out = ctx.output(0, output_dims(&self.a, [n, h, w, cin]))?.ok_or_else(|| error("no output"))?;
+        let out = ctx.output(0, dims.clone())?.ok_or_else(|| error("no output"))?;
         let out = out.downcast::<DynTensorValueType>()?.data_ptr() as u64;
         let fits = |v: i64| u32::try_from(v).map_err(|_| error(format!("a dimension of {v} is out of range")));
         let mut p = ShuffleParams {
@@ -340,7 +341,7 @@ impl CudaKernel {
             n: fits(n)?,
             h: fits(h)?,
             w: fits(w)?,
-            c: fits(self.a.out_channels(cin).unwrap_or(0))?,
+            c: fits(c)?,
             block: fits(self.a.block)?,
             crd: u32::from(self.a.crd),
             element: u32::from(self.half),
@@ -354,7 +355,7 @@ impl CudaKernel {
         // where its threads would pass the kernel's 32-bit index.
         let fits_tail = u64::from(p.h) * u64::from(p.w) * u64::from(p.block.max(p.c)) < SHUFFLE_MAX;
         if fits_tail {
-            p.post = crate::cuda::tail::claim(out, &output_dims(&self.a, [n, h, w, cin]), p.element);
+            p.post = crate::cuda::tail::claim(out, &dims, p.element);
         }
         let stream = ctx.stream()?.ok_or_else(|| error("no CUDA stream"))?.as_ptr().cast::<std::ffi::c_void>();
         let device = ctx.resource(ort::ep::cuda::resource::DeviceId)?;
