@@ -75,8 +75,7 @@
 //!   for "rendered" and starts the model) on the renderer's main queue; with
 //!   `--graphics-queue` too, that is the queue of the renderer's copies, and the
 //!   batch also goes before frame n's read back. On an H100, 600×400, against
-//!   933.6 frames/s for the in-process ring (bench/results/2026-12-05-h100-s9,
-//!   run 1): `--share fd` 928 ahead against 774 behind; `--share device` 927 (783
+//!   933.6 frames/s for the in-process ring (docs/performance.md): `--share fd` 928 ahead against 774 behind; `--share device` 927 (783
 //!   with `--timelines plain`, 674 with `--graphics-queue`, 539 with both). No
 //!   effect in host-signalled mode, where the renderer's work completes on the
 //!   host before each submit.

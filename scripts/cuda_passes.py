@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compiles src/cuda/passes.cu (the pre and post passes as CUDA kernels),
 src/cuda/conv.cu (the fused rewrite's direct convolutions) and src/cuda/tail.cu
-(its DepthToSpace, with the fused tail), as one program, to
+(its DepthToSpace), as one program, to
 src/cuda/passes.ptx with NVRTC, which the library embeds and the driver
 compiles for the GPU at run time; and the same three with
 src/cuda/conv_mma.cu (the direct convolution on tensor cores) and NF_SM80

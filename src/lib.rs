@@ -196,20 +196,6 @@ pub mod diagnostics {
         };
         crate::onnx::convact_op::FAIL.store(v, std::sync::atomic::Ordering::Relaxed);
     }
-
-    /// Turns the fused tail (`NEURAL_FRAME_FUSED_TAIL`: the model's last kernel writes the
-    /// frame's output itself) on or off for the contexts made from now on, in the whole
-    /// process, or leaves it to the variable again (`None`): for its GPU tests. Not for
-    /// applications.
-    #[doc(hidden)]
-    pub fn force_fused_tail(on: Option<bool>) {
-        let v = match on {
-            None => 0,
-            Some(false) => 1,
-            Some(true) => 2,
-        };
-        crate::cuda::tail::FORCE.store(v, std::sync::atomic::Ordering::SeqCst);
-    }
 }
 
 /// Loads ONNX Runtime (once per process) the way contexts do: `explicit`, then

@@ -142,7 +142,6 @@ fn cuda_only_options_are_reported_and_diagnostics_say_they_need_cuda() {
     assert_eq!(r["cuda_graph"], false, "no CUDA graphs on the CPU backend");
     assert_eq!(r["spin_wait"], true);
     assert_eq!(r["side_stream_wait"], false, "no CUDA streams on the CPU backend");
-    assert_eq!(r["fused_tail_frames"], 0, "no fused tail on the CPU backend");
     assert_eq!(r["gpu_timestamps"], false);
     assert!(r["sync_timeline"].is_null() && r["interference"].is_null());
     assert!(r["stages"]["pre_ms"].is_null(), "no timestamps: the pass times are not numbers");

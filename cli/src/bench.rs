@@ -155,9 +155,6 @@ pub(crate) struct BenchReport {
     pub(crate) host_pinned_max_difference: u8,
     /// Where the pipelined mode's time goes.
     pub(crate) pipelined: PipelineDiagnostics,
-    /// Frames of the context (every mode, caller frames included) whose output the model's last
-    /// kernel wrote itself, with no post kernel (the fused tail, `NEURAL_FRAME_FUSED_TAIL=1`).
-    pub(crate) fused_tail_frames: u64,
     /// The renderer's own frames imported by fd: how they ran, or why they did not.
     pub(crate) caller_frames: CallerFramesReport,
     /// From starting to build the context to the first frame retired (ms).
@@ -190,7 +187,7 @@ fn median(v: &[f64]) -> f64 {
 /// pattern for at least this long (and `min` frames; none with `--warmup 0`). On an H100 the
 /// ring's model took up to 0.4 ms longer than in its last 100 frames for about its first 100
 /// frames (0.2 s) after the synchronous mode, with or without the post kernel beside it
-/// (`bench/results/2026-12-06-h100-s14`): the ring's figure had timed a start-up transient.
+/// (docs/performance.md): the ring's figure had timed a start-up transient.
 pub(crate) const WARM_MS: f64 = 500.0;
 
 /// Runs `frame(i)` for i = 0, 1, … until `min` frames and [`WARM_MS`] have passed (nothing
@@ -538,7 +535,6 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
             }
         }),
         pipelined,
-        fused_tail_frames: ctx.fused_tail_frames(),
         caller_frames,
         time_to_first_frame_ms,
         setup_ms,
@@ -715,13 +711,6 @@ pub(crate) fn render(r: &BenchReport) -> String {
         CallerFramesReport::Skipped { reason } => {
             let _ = writeln!(s, "caller frames: skipped: {reason}");
         }
-    }
-    if r.fused_tail_frames > 0 {
-        let _ = writeln!(
-            s,
-            "fused tail: the model's last kernel wrote the output of {} frames itself (no post kernel)",
-            r.fused_tail_frames
-        );
     }
     let t = &r.backend.startup;
     let _ = writeln!(

@@ -34,7 +34,7 @@
 //!   graphics or compute family (`--queue main` always). A graphics queue's work
 //!   is time-sliced with the worker's CUDA work: on an H100 at 600×400, 563
 //!   frames/s there against 882–929 on the transfer-only family and 933–953 for
-//!   the ring in-process (bench/results/2026-12-05-h100-s9).
+//!   the ring in-process (docs/performance.md).
 //! - **Host mode** (`--sync host`, or a driver without semaphore fds such as
 //!   Mesa's lavapipe): the renderer waits for its own copy, submits, and waits
 //!   for the worker's `Done` on the host.

@@ -35,13 +35,9 @@ const SHUFFLE_BLOCK: u32 = 256;
 /// [`depth_to_space`]'s threads (n·c·h·w) must stay below this: its index arithmetic is 32-bit.
 pub const SHUFFLE_MAX: u64 = 1 << 31;
 
-/// The threads [`depth_to_space`] runs for `params`: one a source pixel and output channel,
-/// and with a fused tail's descriptor (`params.post`) at least one a source pixel and output
-/// column of its block.
+/// The threads [`depth_to_space`] runs for `params`: one a source pixel and output channel.
 pub fn shuffle_threads(params: &ShuffleParams) -> u64 {
-    let pixels = u64::from(params.n) * u64::from(params.h) * u64::from(params.w);
-    let per_pixel = if params.post != 0 { params.c.max(params.block) } else { params.c };
-    pixels * u64::from(per_pixel)
+    u64::from(params.n) * u64::from(params.h) * u64::from(params.w) * u64::from(params.c)
 }
 
 /// The fused-convolution rewrite's DepthToSpace (`nf_depth_to_space`; `src/onnx/shuffle.rs`)
@@ -256,7 +252,6 @@ struct Module {
     ctx: usize,
     pre: usize,
     post: usize,
-    post_image: usize,
     post_image4: usize,
     shuffle: usize,
     conv_nchw: usize,
@@ -319,7 +314,6 @@ fn load_module(ordinal: i32) -> Result<Module> {
             ctx: ctx as usize,
             pre: function(c"nf_pre")?,
             post: function(c"nf_post")?,
-            post_image: function(c"nf_post_image")?,
             post_image4: function(c"nf_post_image4")?,
             shuffle: function(c"nf_depth_to_space")?,
             conv_nchw: function(c"nf_conv_nchw")?,
@@ -344,9 +338,7 @@ pub struct PassKernels {
     pre: sys::CUfunction,
     /// Any target, tiles.
     post: sys::CUfunction,
-    /// An image through its surface, untiled: the common case, with fewer registers.
-    post_image: sys::CUfunction,
-    /// As `post_image`, four pixels a thread (a block's width apart along a row).
+    /// An image through its surface, untiled, four pixels a thread: the common case.
     post_image4: sys::CUfunction,
 }
 
@@ -361,12 +353,7 @@ impl PassKernels {
     pub fn load(device: &Arc<CudaDevice>) -> Result<Self> {
         device.bind()?;
         let m = module(device.info().ordinal)?;
-        Ok(Self {
-            pre: m.function(m.pre),
-            post: m.function(m.post),
-            post_image: m.function(m.post_image),
-            post_image4: m.function(m.post_image4),
-        })
+        Ok(Self { pre: m.function(m.pre), post: m.function(m.post), post_image4: m.function(m.post_image4) })
     }
 
     /// Enqueues the pre pass on `stream`.
@@ -380,12 +367,11 @@ impl PassKernels {
     /// Enqueues the post pass on `stream`.
     pub fn post(&self, stream: &Stream, params: &PostParams) -> Result<()> {
         let mut p = *params;
-        let (f, width) = match PostKernel::of(&p, wide_post()) {
+        let (f, width) = match PostKernel::of(&p) {
             PostKernel::General => (self.post, p.out_width),
-            PostKernel::Image => (self.post_image, p.out_width),
             PostKernel::Image4 => (self.post_image4, p.out_width.div_ceil(4)),
         };
-        // SAFETY: as in `pre`, for nf_post / nf_post_image / nf_post_image4 and PostParams; the
+        // SAFETY: as in `pre`, for nf_post / nf_post_image4 and PostParams; the
         // grid covers the pixels (nf_post_image4's four a thread) and each kernel loops over any left.
         unsafe { self.launch(f, stream, (width, params.out_height), (&raw mut p).cast()) }
     }
@@ -434,29 +420,16 @@ impl PassKernels {
 enum PostKernel {
     /// `nf_post`: any target, tiles.
     General,
-    /// `nf_post_image`: an image through its surface, untiled, one pixel a thread.
-    Image,
-    /// `nf_post_image4`: as `Image`, four pixels a thread (the default for images).
+    /// `nf_post_image4`: an image through its surface, untiled, four pixels a thread.
     Image4,
 }
 
 impl PostKernel {
-    /// The kernel for `p`; `wide`: images take `nf_post_image4`.
-    fn of(p: &PostParams, wide: bool) -> Self {
+    /// The kernel for `p`.
+    fn of(p: &PostParams) -> Self {
         let tiled = (p.blend_left | p.blend_top | p.blend_right | p.blend_bottom) != 0;
-        match (p.kind == Access::Surface as u32 && !tiled, wide) {
-            (false, _) => Self::General,
-            (true, true) => Self::Image4,
-            (true, false) => Self::Image,
-        }
+        if p.kind == Access::Surface as u32 && !tiled { Self::Image4 } else { Self::General }
     }
-}
-
-/// Whether images take the post kernel of four pixels a thread: yes unless
-/// `NEURAL_FRAME_POST_PIXELS=1` (one a thread, the kernel before it; to compare the two).
-fn wide_post() -> bool {
-    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WIDE.get_or_init(|| std::env::var("NEURAL_FRAME_POST_PIXELS").as_deref() != Ok("1"))
 }
 
 /// A surface object over an imported image's array. Destroys the surface, then the array.
@@ -507,14 +480,13 @@ mod tests {
     use crate::cuda::params::{Access, PostParams};
 
     #[test]
-    fn images_untiled_take_the_four_pixel_post_kernel_unless_asked_not_to() {
+    fn images_untiled_take_the_four_pixel_post_kernel() {
         let image = PostParams { kind: Access::Surface as u32, out_width: 3842, ..PostParams::default() };
-        assert_eq!(PostKernel::of(&image, true), PostKernel::Image4);
-        assert_eq!(PostKernel::of(&image, false), PostKernel::Image);
+        assert_eq!(PostKernel::of(&image), PostKernel::Image4);
         // Buffers and tiles: the general kernel.
         let buffer = PostParams { kind: Access::Buffer as u32, ..image };
-        assert_eq!(PostKernel::of(&buffer, true), PostKernel::General);
+        assert_eq!(PostKernel::of(&buffer), PostKernel::General);
         let tile = PostParams { blend_right: 8, ..image };
-        assert_eq!(PostKernel::of(&tile, true), PostKernel::General);
+        assert_eq!(PostKernel::of(&tile), PostKernel::General);
     }
 }

@@ -290,19 +290,6 @@ impl DeviceBuffer {
         unsafe { fill(&self.device, self.ptr, value, self.len, stream) }
     }
 
-    /// Enqueues a copy of `data` into the start of this buffer. The driver stages the
-    /// host bytes before this returns, so `data` may change at once.
-    pub fn write_async(&self, data: &[u8], stream: &Stream) -> Result<()> {
-        check_len(data.len(), self.len)?;
-        self.device.bind()?;
-        check(
-            "cuMemcpyHtoDAsync",
-            // SAFETY: the allocation holds self.len >= data.len() bytes; pageable host memory is
-            // copied to staging memory before the call returns (CUDA's API synchronisation rules).
-            unsafe { sys::cuMemcpyHtoDAsync_v2(self.ptr, data.as_ptr().cast(), data.len(), stream.raw()) },
-        )
-    }
-
     /// Reads the whole buffer to the host (blocking; verification).
     pub fn to_host(&self) -> Result<Vec<u8>> {
         // SAFETY: the allocation holds self.len bytes.

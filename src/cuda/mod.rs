@@ -25,7 +25,6 @@ pub(crate) mod result;
 pub(crate) mod semaphore;
 #[cfg(feature = "cuda")]
 pub(crate) mod stream;
-pub(crate) mod tail;
 
 #[cfg(feature = "cuda")]
 pub(crate) use device::CudaDevice;

@@ -182,8 +182,6 @@ pub struct ShuffleParams {
     /// Device pointer to NCHW `[n, c, h, w]`, each value added to its pixel's block (a nearest
     /// upsample); 0 for none.
     pub up: u64,
-    /// Device pointer to a [`TailPost`] (the fused tail, `src/cuda/tail.rs`); 0 for none.
-    pub post: u64,
     /// Batch.
     pub n: u32,
     /// The input's height.
@@ -201,29 +199,6 @@ pub struct ShuffleParams {
     /// `x`'s and `y`'s channels a pixel: `c·block²`, or more where a last convolution's filters
     /// were padded (the first `c·block²` are read); 0 reads as `c·block²`.
     pub stride: u32,
-}
-
-/// `struct TailPost` in tail.cu: what a context writes into a slot's descriptor before a run
-/// whose output the model's DepthToSpace converts itself (the fused tail, `src/cuda/tail.rs`).
-#[derive(Debug, Clone, Copy, Default)]
-#[repr(C)]
-pub struct TailPost {
-    /// 1: the kernel writes the frame's output through `post` (and the tensor, as always).
-    pub active: u32,
-    /// Padding (the C struct's).
-    pub pad: u32,
-    /// The post pass the kernel does.
-    pub post: PostParams,
-}
-
-impl TailPost {
-    /// The descriptor as the bytes the kernel reads.
-    pub fn bytes(&self) -> Vec<u8> {
-        let len = std::mem::size_of::<Self>();
-        // SAFETY: a repr(C) struct of u32, u64 and f32 fields with no padding (asserted at the
-        // end of this file), read as its bytes.
-        unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), len) }.to_vec()
-    }
 }
 
 /// `struct ConvParams` in conv.cu: the fused rewrite's `ConvAct` reading an NCHW input
@@ -319,7 +294,5 @@ pub const MMA_BLOCK: u32 = 128;
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
 const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
 const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
-const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 48 + 32);
-// No padding in a TailPost (its bytes are all fields): two words, then a PostParams.
-const _: () = assert!(std::mem::size_of::<TailPost>() == 8 + 80 + 56);
+const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 40 + 32);
 const _: () = assert!(std::mem::size_of::<ConvParams>() == 40 + 18 * 4);

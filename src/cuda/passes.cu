@@ -467,12 +467,6 @@ extern "C" __global__ void nf_post(PostParams p) {
 }
 #endif
 
-#ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
-extern "C" __global__ void nf_post_image(PostParams p) {
-    post<false>(p);
-}
-#endif
-
 __device__ __forceinline__ float element_value(u16 v) {
     return half_to_float(v);
 }
@@ -551,14 +545,14 @@ __device__ __forceinline__ void post4_rgba8(const PostParams& p, u32 x0, u32 y, 
     }
 }
 
-// nf_post_image with four pixels a thread. Into an RGBA8 image the four are neighbours, stored
-// in one 16-byte store (a warp's store covers 128 neighbouring texels). On the H100 this took
-// the kernel from 0.050 to 0.048 ms at 540p ×4 (2026-12-06-h100-s14; the fused tail's, where
-// the texels are most of the stores, from 0.108 to 0.093 ms). Otherwise they are a
+// The post pass into an image, untiled, four pixels a thread. Into an RGBA8 image the four are
+// neighbours, stored in one 16-byte store (a warp's store covers 128 neighbouring texels): on
+// the H100 this took the kernel from 0.050 ms (a pixel a thread) to 0.048 ms at 540p ×4
+// (docs/performance.md). Otherwise they are a
 // block's width apart along a row (with the launcher's 32-wide blocks a warp's 32 threads take
 // 128 neighbouring pixels, a texel a thread a store). Each thread issues the loads of all four
 // pixels before its first store, so that four times the frame's bytes are in flight at once
-// (nf_post_image waits for each load before the next). The values are nf_post_image's, so the
+// (a pixel a thread waits for each load before the next). The values are nf_post's, so the
 // texels are the same bits.
 #ifndef NF_SM80  // the passes_sm80.ptx program (conv_mma.cu) takes the helpers alone
 extern "C" __global__ void nf_post_image4(PostParams p) {

@@ -177,9 +177,6 @@ impl DeviceBuffer {
     pub fn fill(&self, _value: u8, _stream: &Stream) -> Result<()> {
         match *self {}
     }
-    pub fn write_async(&self, _data: &[u8], _stream: &Stream) -> Result<()> {
-        match *self {}
-    }
     pub fn to_host(&self) -> Result<Vec<u8>> {
         match *self {}
     }

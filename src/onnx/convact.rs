@@ -236,12 +236,6 @@ fn raw_tensor(name: &str, dims: Vec<i64>, dtype: i32, raw: Vec<u8>) -> TensorPro
 
 /// Replaces Conv + activation pairs (and the plain Convs that read them) by [`OP`] nodes.
 pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
-    fuse_conv_act_with(model, true)
-}
-
-/// [`fuse_conv_act`]; `allow_direct` false: no node reads an NCHW input directly (each is padded and
-/// transposed for cuDNN, as rewrite v3 did; `NEURAL_FRAME_CONV_DIRECT=0`, to compare).
-pub(crate) fn fuse_conv_act_with(model: &[u8], allow_direct: bool) -> Result<Rewritten> {
     let mut m = ModelProto::decode_model(model, "being rewritten")?;
     let unchanged = |changes: Vec<String>, skipped| Rewritten { bytes: model.to_vec(), changes, skipped };
     let Some(g) = m.graph.as_mut() else { return Ok(unchanged(Vec::new(), Vec::new())) };
@@ -306,7 +300,7 @@ pub(crate) fn fuse_conv_act_with(model: &[u8], allow_direct: bool) -> Result<Rew
         let aligned = (cin + CHANNEL_ALIGN - 1) / CHANNEL_ALIGN * CHANNEL_ALIGN;
         // An NCHW value with unaligned channels and a small window (a model's RGB input) is read
         // as it is, by the direct kernel: no padding, no transpose.
-        let direct = allow_direct && !nhwc.contains_key(&c.x) && aligned != cin && cin * r * s <= DIRECT_MAX_TAPS;
+        let direct = !nhwc.contains_key(&c.x) && aligned != cin && cin * r * s <= DIRECT_MAX_TAPS;
         // The fused node's weight's channels: the input's as they are, or padded to aligned.
         let weight_c = if direct { cin } else { aligned };
         let x = match nhwc.get(&c.x) {
@@ -457,16 +451,11 @@ pub(crate) fn fused_model(model: &std::path::Path) -> Result<Option<(std::path::
         log::warn!("the fused convolutions are not applied: no cache directory (set HOME or NEURAL_FRAME_TUNE_CACHE)");
         return Ok(None);
     };
-    // NEURAL_FRAME_CONV_DIRECT=0: the first convolution padded and transposed for cuDNN instead;
-    // NEURAL_FRAME_TAIL_PAD=0: a tail's last convolution keeps its filters (to compare).
-    let on = |var: &str| std::env::var_os(var).is_none_or(|v| v != "0");
-    let (direct, tail_pad) = (on("NEURAL_FRAME_CONV_DIRECT"), on("NEURAL_FRAME_TAIL_PAD"));
-    let variant = format!("{}{}", if direct { "" } else { "-padded" }, if tail_pad { "" } else { "-tail48" });
-    let path = dir.join(format!("{}-convact-v{REWRITE_VERSION}{variant}.onnx", &sha256_hex(&bytes)[..16]));
-    let mut r = fuse_conv_act_with(&bytes, direct)?;
+    let path = dir.join(format!("{}-convact-v{REWRITE_VERSION}.onnx", &sha256_hex(&bytes)[..16]));
+    let mut r = fuse_conv_act(&bytes)?;
     if r.applied() {
         // The DepthToSpace tails of the now NHWC convolutions (shuffle.rs), in the same file.
-        let tails = crate::onnx::shuffle::fuse_depth_to_space(&r.bytes, tail_pad)?;
+        let tails = crate::onnx::shuffle::fuse_depth_to_space(&r.bytes, true)?;
         if tails.applied() {
             r.bytes = tails.bytes;
             r.changes.extend(tails.changes);

@@ -511,7 +511,7 @@ mod tests {
         assert_eq!(cached_verdict(Some(0.063), 0.0628, true), Cached::Take);
         assert_eq!(cached_verdict(Some(0.063), 0.0628, false), Cached::Take);
         // A serve worker's cached 64→64 plan at 600×400 while its client's first frames ran
-        // (2026-12-06-h100-s15): the heuristics' own config, so the GPU's other work.
+        // (docs/performance.md): the heuristics' own config, so the GPU's other work.
         assert_eq!(cached_verdict(Some(0.1086), 0.0628, true), Cached::TakeBusy);
         let rebuilt = cached_verdict(Some(0.1086), 0.0628, false);
         assert!(

@@ -6,7 +6,7 @@
 //!
 //! ONNX Runtime's CUDA provider runs a DepthToSpace as a 6-D transpose, and an NCHW output
 //! after NHWC convolutions costs one more: on the H200 the fp16 upscaler's tail at 540p was
-//! two 90 µs transposes and a 45 µs Add (`bench/results/2026-12-05-h200-s6/`). The node
+//! two 90 µs transposes and a 45 µs Add (docs/performance.md). The node
 //! does the three in one pass over the memory (`nf_depth_to_space` in `src/cuda/tail.cu`).
 //!
 //! The node reads `X` NHWC `[N, H, W, C·b²]`, optionally `Z` of the same shape and `B`
@@ -20,8 +20,7 @@
 //! at most a third, and the node reads the first C·b² channels of each pixel (its `channels`
 //! attribute): cuDNN runs 64 filters on Hopper's own kernels, 48 on older ones (the
 //! upscaler's 64→48 convolution on an H100: 88.0 µs padded against 133.3, the model 2.1 %
-//! faster, `bench/results/2026-12-06-h100-s20/`). `NEURAL_FRAME_TAIL_PAD=0` leaves them as
-//! they are.
+//! faster, docs/performance.md).
 //! Where the Add's other input is the folded nearest-upsample skip (the 1×1 Conv that repeats
 //! the image's channels, `layout::fold_upsample_skip`), the node reads the image itself as `U`
 //! (NCHW `[N, C, H, W]`, each value added to its pixel's b × b block) and that Conv goes. An input that a fused convolution
@@ -232,7 +231,8 @@ struct Tail {
 /// Rewrites each DepthToSpace of a model with fused convolutions (its [`CONVACT`] nodes) as
 /// an [`OP`] node; a model without either comes back as it was.
 ///
-/// `pad_filters`: a tail's last convolution may be padded to 64 filters ([`padded_filters`]).
+/// `pad_filters`: a tail's last convolution may be padded to 64 filters ([`padded_filters`]);
+/// the context always pads, the tests compare both.
 pub(crate) fn fuse_depth_to_space(model: &[u8], pad_filters: bool) -> Result<Rewritten> {
     let mut m = ModelProto::decode_model(model, "being rewritten")?;
     let unchanged = |skipped: Vec<String>| Rewritten { bytes: model.to_vec(), changes: Vec::new(), skipped };

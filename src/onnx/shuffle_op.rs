@@ -331,13 +331,12 @@ impl CudaKernel {
         let out = ctx.output(0, dims.clone())?.ok_or_else(|| error("no output"))?;
         let out = out.downcast::<DynTensorValueType>()?.data_ptr() as u64;
         let fits = |v: i64| u32::try_from(v).map_err(|_| error(format!("a dimension of {v} is out of range")));
-        let mut p = ShuffleParams {
+        let p = ShuffleParams {
             x,
             y: z,
             out,
             bias,
             up,
-            post: 0,
             n: fits(n)?,
             h: fits(h)?,
             w: fits(w)?,
@@ -349,13 +348,6 @@ impl CudaKernel {
         };
         if shuffle_threads(&p) >= SHUFFLE_MAX {
             return Err(error(format!("{n}×{h}×{w}×{cin} is too large for one launch")));
-        }
-        // Where the output is a context's slot tensor registered for the fused tail, the kernel
-        // gets its descriptor (and writes the frame itself in the runs that activate it); not
-        // where its threads would pass the kernel's 32-bit index.
-        let fits_tail = u64::from(p.h) * u64::from(p.w) * u64::from(p.block.max(p.c)) < SHUFFLE_MAX;
-        if fits_tail {
-            p.post = crate::cuda::tail::claim(out, &dims, p.element);
         }
         let stream = ctx.stream()?.ok_or_else(|| error("no CUDA stream"))?.as_ptr().cast::<std::ffi::c_void>();
         let device = ctx.resource(ort::ep::cuda::resource::DeviceId)?;

@@ -9,7 +9,6 @@ use ort::session::{RunOptions, Session};
 
 use crate::context::backend::{Run, Timelines};
 use crate::context::plan::{Consumed, Finish, FreeWait};
-use crate::cuda::params::{Access, ELEMENT_F16, ELEMENT_F32, PostParams, TailPost};
 use crate::cuda::{self, CudaDevice};
 use crate::error::{Error, Result};
 
@@ -31,33 +30,6 @@ pub(crate) struct CudaSlot {
     alpha: Option<cuda::DeviceBuffer>,
     /// Whether the last frame of the slot ran pre and post kernels.
     ran: (bool, bool),
-    /// The fused tail (`src/cuda/tail.rs`): the slot's output tensor registered, its descriptor.
-    tail: Option<Tail>,
-}
-
-/// A slot's output tensor registered for the fused tail.
-struct Tail {
-    /// Dropped first: no operator is given the descriptor once it goes.
-    registration: cuda::tail::Registration,
-    /// A `TailPost` in device memory.
-    descriptor: cuda::DeviceBuffer,
-    /// The slot's graph was captured with the model's last kernel reading the descriptor.
-    in_graph: bool,
-}
-
-/// The post pass a frame's fused tail would do, if the frame can take it: one post pass, the
-/// frame's own, untiled, from an NCHW tensor of 1 to 4 channels of f16 or f32.
-fn tail_candidate(posts: &[PostParams], frame_only: bool) -> Option<PostParams> {
-    let [p] = posts else { return None };
-    let untiled = (p.origin_x | p.origin_y | p.blend_left | p.blend_top | p.blend_right | p.blend_bottom) == 0;
-    let t = &p.tensor;
-    let fits = frame_only
-        && untiled
-        && (p.kind == Access::Surface as u32 || p.kind == Access::Buffer as u32)
-        && t.nhwc == 0
-        && (1..=4).contains(&t.channels)
-        && (t.element == ELEMENT_F16 || t.element == ELEMENT_F32);
-    fits.then_some(*p)
 }
 
 /// ONNX Runtime's CUDA provider on the context's stream. Fields in teardown
@@ -78,15 +50,6 @@ pub(crate) struct CudaEngine {
     /// `CudaOptions::cuda_passes`: the pre and post kernels, and the stream the post
     /// kernels run on (beside the next frame's model).
     pub(crate) passes: Option<(cuda::PassKernels, cuda::Stream)>,
-    /// The fused tail (`src/cuda/tail.rs`): on, and not refused by this session's model.
-    tail: bool,
-    /// Recorded on the post stream when a frame's fused tail must follow the post kernels
-    /// enqueued before it (they may write the same output).
-    post_join: cuda::Event,
-    /// Post kernels were enqueued since the last such join.
-    posts_behind: bool,
-    /// Frames whose model wrote the output itself (the fused tail), for the log.
-    tail_frames: u64,
     pub(crate) stream: cuda::Stream,
     pub(crate) device: Arc<CudaDevice>,
 }
@@ -121,7 +84,6 @@ impl CudaEngine {
                     },
                     alpha: None,
                     ran: (false, false),
-                    tail: None,
                 })
             })
             .collect::<Result<_>>()?;
@@ -135,22 +97,7 @@ impl CudaEngine {
             } else {
                 None
             };
-        let tail = cuda_passes && cuda::tail::enabled();
-        Ok(Self {
-            session,
-            slots,
-            reference,
-            last_end: None,
-            graphs,
-            side,
-            passes,
-            tail,
-            post_join: cuda::Event::new(&device)?,
-            posts_behind: false,
-            tail_frames: 0,
-            stream,
-            device,
-        })
+        Ok(Self { session, slots, reference, last_end: None, graphs, side, passes, stream, device })
     }
 
     /// Runs `session` on `stream` from now on (fast start's fused session). The ring is
@@ -162,8 +109,6 @@ impl CudaEngine {
         self.reference = cuda::Event::new(&self.device)?;
         self.reference.record(&self.stream)?;
         self.last_end = None;
-        // The new session's model may end in the fused rewrite's DepthToSpace.
-        self.tail = self.passes.is_some() && cuda::tail::enabled();
         Ok(())
     }
 
@@ -176,14 +121,6 @@ impl CudaEngine {
         let steps = run.steps;
         let slot = &mut self.slots[run.slot];
         slot.ran = (steps.pre.any(), steps.post.any());
-        // The fused tail (src/cuda/tail.rs): the frame's one post pass done by the model's last
-        // kernel, which then writes the caller's output itself.
-        let tail = match &run.passes {
-            Some(p) if self.tail && run.slot_tensors && steps.done == Finish::OutputReadyAfterPost => {
-                tail_candidate(&p.post, steps.post.frame && !steps.post.extras).is_some()
-            }
-            _ => false,
-        };
         // What the model's stream waits for: the first batch's `to_model`, and the caller's
         // own semaphores where the engine waits for them itself.
         let to_model = if steps.wait_to_model { Some((timelines.to_model.cuda()?, n)) } else { None };
@@ -244,101 +181,46 @@ impl CudaEngine {
         if steps.input_consumed == Some(Consumed::BeforeModel) {
             timelines.input_consumed.cuda()?.signal(&self.stream, n)?;
         }
-        // The fused tail: the descriptor written (active) before the model; its claims so far.
-        let claims = if tail {
-            // The model writes the caller's output: "output free" (the post kernels' wait) comes
-            // first, after the pre kernels and "input consumed", which do not depend on it.
-            if let Some((semaphore, value)) =
-                run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforePost))
-            {
-                semaphore.wait(&self.stream, value)?;
-            }
-            if self.posts_behind {
-                // Post kernels of earlier frames may still write the same output: the model follows them.
-                let (_, post_stream) =
-                    self.passes.as_ref().ok_or_else(|| Error::internal("CUDA passes without their kernels"))?;
-                self.post_join.record(post_stream)?;
-                self.stream.wait_event(&self.post_join)?;
-                self.posts_behind = false;
-            }
-            let post = run.passes.as_ref().and_then(|p| p.post.first().copied());
-            let post = post.ok_or_else(|| Error::internal("a fused tail without its post pass"))?;
-            Some(prepare_tail(slot, post, &self.device, &self.stream)?)
-        } else {
-            None
-        };
-        let model = (|| -> Result<bool> {
-            slot.events.0.record(&self.stream)?;
-            let use_graph = self.graphs && run.slot_tensors && !slot.graph_failed;
-            if use_graph && slot.graph.is_none() && slot.runs >= 1 {
-                // ONNX Runtime has run once on these buffers (its memory and algorithm
-                // choices are settled): capture its next run, then replay that.
-                let t = Instant::now();
-                let (session, options, binding) = (&self.session, &slot.run_options, &mut *run.binding);
-                let before = slot.tail.as_ref().map(|t| t.registration.claims());
-                // SAFETY: the binding holds the slot's own buffers, alive while the graph is.
-                match cuda::Graph::capture(&self.stream, || unsafe { binding.run(session, Some(options)) }) {
-                    Ok(graph) => {
-                        if let (Some(t), Some(before)) = (slot.tail.as_mut(), before) {
-                            t.in_graph = t.registration.claims() > before;
-                        }
-                        log::debug!(
-                            "slot {}: model captured as a CUDA graph of {} nodes in {:.3} ms",
-                            run.slot,
-                            graph.nodes(),
-                            t.elapsed().as_secs_f64() * 1e3
-                        );
-                        slot.graph = Some(graph);
-                    }
-                    Err(e) => {
-                        // Nothing of the captured run executed: the model runs as it is, this
-                        // frame and after (the tuning's cuda_graph asks, the model refuses).
-                        log::warn!(
-                            "slot {}: the model cannot be captured as a CUDA graph ({e}); it runs without one \
+        slot.events.0.record(&self.stream)?;
+        let use_graph = self.graphs && run.slot_tensors && !slot.graph_failed;
+        if use_graph && slot.graph.is_none() && slot.runs >= 1 {
+            // ONNX Runtime has run once on these buffers (its memory and algorithm
+            // choices are settled): capture its next run, then replay that.
+            let t = Instant::now();
+            let (session, options, binding) = (&self.session, &slot.run_options, &mut *run.binding);
+            // SAFETY: the binding holds the slot's own buffers, alive while the graph is.
+            match cuda::Graph::capture(&self.stream, || unsafe { binding.run(session, Some(options)) }) {
+                Ok(graph) => {
+                    log::debug!(
+                        "slot {}: model captured as a CUDA graph of {} nodes in {:.3} ms",
+                        run.slot,
+                        graph.nodes(),
+                        t.elapsed().as_secs_f64() * 1e3
+                    );
+                    slot.graph = Some(graph);
+                }
+                Err(e) => {
+                    // Nothing of the captured run executed: the model runs as it is, this
+                    // frame and after (the tuning's cuda_graph asks, the model refuses).
+                    log::warn!(
+                        "slot {}: the model cannot be captured as a CUDA graph ({e}); it runs without one \
                              (ContextBuilder::cuda_graph(false), --cuda-graph false, says so up front)",
-                            run.slot
-                        );
-                        slot.graph_failed = true;
-                    }
+                        run.slot
+                    );
+                    slot.graph_failed = true;
                 }
             }
-            let replayed = match (&slot.graph, use_graph && !slot.graph_failed) {
-                (Some(graph), true) => {
-                    graph.launch(&self.stream)?;
-                    true
-                }
-                _ => {
-                    // SAFETY: the bound memory (slot buffers or the caller's imported buffer) stays mapped
-                    // while the frame is in flight; to_model = n orders the run after the input's writes.
-                    unsafe { run.binding.run(&self.session, Some(&slot.run_options)) }?;
-                    false
-                }
-            };
-            Ok(replayed)
-        })();
-        // Inactive again, for every other run of the graph or the session: also when the run
-        // failed (the clear goes on the stream after whatever of it was enqueued).
-        let cleared = match (claims, slot.tail.as_ref()) {
-            (Some(_), Some(t)) => t.descriptor.fill(0, &self.stream),
-            _ => Ok(()),
-        };
-        let replayed = model?;
-        cleared?;
+        }
+        match (&slot.graph, use_graph && !slot.graph_failed) {
+            (Some(graph), true) => graph.launch(&self.stream)?,
+            _ => {
+                // SAFETY: the bound memory (slot buffers or the caller's imported buffer) stays mapped
+                // while the frame is in flight; to_model = n orders the run after the input's writes.
+                unsafe { run.binding.run(&self.session, Some(&slot.run_options)) }?;
+            }
+        }
         if run.slot_tensors {
             slot.runs = slot.runs.saturating_add(1);
-        }
-        let fused = match (claims, slot.tail.as_ref()) {
-            (Some(before), Some(t)) => {
-                if replayed {
-                    t.in_graph
-                } else {
-                    t.registration.claims() > before
-                }
-            }
-            _ => false,
-        };
-        if tail {
-            tail_told(&mut self.tail, &mut self.tail_frames, run.slot, fused);
         }
         slot.events.1.record(&self.stream)?;
         if steps.input_consumed == Some(Consumed::AfterModel) {
@@ -359,16 +241,12 @@ impl CudaEngine {
                 // The caller's "output free", where the engine waits for it itself: only the
                 // post kernels write the caller's output, so only they wait.
                 if let Some((semaphore, value)) =
-                    run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforePost) && !tail)
+                    run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforePost))
                 {
                     semaphore.wait(post_stream, value)?;
                 }
-                // With the fused tail the model wrote the output: no post kernel.
-                if !fused {
-                    for post in &p.post {
-                        kernels.post(post_stream, post)?;
-                    }
-                    self.posts_behind |= !p.post.is_empty();
+                for post in &p.post {
+                    kernels.post(post_stream, post)?;
                 }
                 if let Some((_, end)) = &slot.pass_events {
                     end.record(post_stream)?;
@@ -427,19 +305,12 @@ impl CudaEngine {
         }
     }
 
-    /// Frames whose model wrote the output itself (the fused tail).
-    #[cfg_attr(not(feature = "diagnostics"), allow(dead_code))]
-    pub(crate) fn tail_frames(&self) -> u64 {
-        self.tail_frames
-    }
-
-    /// Forgets the graph, run count and fused tail of a slot whose buffers are re-made.
+    /// Forgets the graph and run count of a slot whose buffers are re-made.
     pub(crate) fn reset_slot(&mut self, slot: usize) {
         if let Some(s) = self.slots.get_mut(slot) {
             s.graph = None;
             s.graph_failed = false;
             s.runs = 0;
-            s.tail = None;
         }
     }
 
@@ -469,46 +340,6 @@ impl CudaEngine {
     }
 }
 
-/// Counts a frame that asked for the fused tail, and says once a context what came of it.
-/// A model whose last kernel did not take it keeps its post kernels until a new session
-/// (fast start's first session never takes it: its model is not rewritten).
-fn tail_told(on: &mut bool, frames: &mut u64, slot: usize, fused: bool) {
-    if fused {
-        if *frames == 0 {
-            log::info!(
-                "fused tail: the model's last kernel writes the frames' output itself (slot {slot} first; no \
-                 post kernel)"
-            );
-        }
-        *frames += 1;
-    } else {
-        *on = false;
-        log::debug!(
-            "fused tail: not taken by this session's model (its output is not written by the fused rewrite's \
-             DepthToSpace); post kernels as before"
-        );
-    }
-}
-
-/// Registers the slot's output tensor for the fused tail where it is not (its graph, captured
-/// without the descriptor, goes), and writes `post` into its descriptor, active, on `stream`.
-/// Returns the operator's claims so far.
-fn prepare_tail(slot: &mut CudaSlot, post: PostParams, device: &Arc<CudaDevice>, stream: &cuda::Stream) -> Result<u64> {
-    let dims = [1, i64::from(post.tensor.channels), i64::from(post.out_height), i64::from(post.out_width)];
-    let (key, element) = (post.tensor.data, post.tensor.element);
-    if !slot.tail.as_ref().is_some_and(|t| t.registration.is(key, dims, element)) {
-        slot.tail = None;
-        let descriptor = cuda::DeviceBuffer::new(device, std::mem::size_of::<TailPost>())?;
-        descriptor.fill(0, stream)?;
-        let registration = cuda::tail::Registration::new(key, dims, element, descriptor.ptr());
-        slot.tail = Some(Tail { registration, descriptor, in_graph: false });
-        slot.graph = None;
-    }
-    let t = slot.tail.as_ref().ok_or_else(|| Error::internal("a fused tail not registered"))?;
-    t.descriptor.write_async(&TailPost { active: 1, pad: 0, post }.bytes(), stream)?;
-    Ok(t.registration.claims())
-}
-
 /// Waits (bounded) until the driver reports `event` complete. The host may see a
 /// timeline value that the stream signalled after the event before the driver
 /// reports the event itself complete (cuEventElapsedTime then fails with
@@ -519,52 +350,4 @@ fn complete(event: &cuda::Event) -> Result<()> {
         return Ok(());
     }
     Err(Error::Timeout { what: "a CUDA event recorded before a signal the host saw".into(), waited: BOUND })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cuda::params::{ELEMENT_U8, TensorParams};
-
-    /// The fused tail takes one untiled post pass of the frame's own NCHW tensor of 1 to 4
-    /// float channels, into an image or a buffer; nothing else.
-    #[test]
-    fn the_tail_takes_only_a_frame_s_one_untiled_post_pass() {
-        let post = PostParams {
-            out_width: 384,
-            out_height: 256,
-            tensor: TensorParams { data: 0x1000, element: ELEMENT_F16, channels: 3, ..TensorParams::default() },
-            ..PostParams::default()
-        };
-        assert!(tail_candidate(&[post], true).is_some());
-        assert!(tail_candidate(&[PostParams { kind: Access::Buffer as u32, ..post }], true).is_some());
-        let f32 = PostParams { tensor: TensorParams { element: ELEMENT_F32, channels: 1, ..post.tensor }, ..post };
-        assert!(tail_candidate(&[f32], true).is_some());
-        let refused = [
-            ("an extra output's pass", tail_candidate(&[post], false)),
-            ("two passes", tail_candidate(&[post, post], true)),
-            ("no pass", tail_candidate(&[], true)),
-            ("a tile blended on its right", tail_candidate(&[PostParams { blend_right: 8, ..post }], true)),
-            ("a tile not at the origin", tail_candidate(&[PostParams { origin_y: 64, ..post }], true)),
-            (
-                "an NHWC tensor",
-                tail_candidate(&[PostParams { tensor: TensorParams { nhwc: 1, ..post.tensor }, ..post }], true),
-            ),
-            (
-                "five channels",
-                tail_candidate(&[PostParams { tensor: TensorParams { channels: 5, ..post.tensor }, ..post }], true),
-            ),
-            (
-                "bytes",
-                tail_candidate(
-                    &[PostParams { tensor: TensorParams { element: ELEMENT_U8, ..post.tensor }, ..post }],
-                    true,
-                ),
-            ),
-            ("another access", tail_candidate(&[PostParams { kind: 7, ..post }], true)),
-        ];
-        for (what, got) in refused {
-            assert!(got.is_none(), "{what}");
-        }
-    }
 }

@@ -59,15 +59,6 @@ pub struct FrameTrace {
 }
 
 impl NeuralFrameContext {
-    /// Frames whose output the model's last kernel wrote itself, with no post kernel (the
-    /// fused tail, `NEURAL_FRAME_FUSED_TAIL=1`), since the context was made.
-    pub fn fused_tail_frames(&self) -> u64 {
-        match &self.res.engine {
-            Engine::Cuda(e) => e.tail_frames(),
-            Engine::Host(_) => 0,
-        }
-    }
-
     /// Runs ONNX Runtime alone on slot 0's own buffers (no pre or post pass, no
     /// hand-off) and waits for it: the floor of the pipeline. With CUDA graphs on
     /// and slot 0's graph captured, the graph is what runs. Milliseconds, host clock.
