@@ -125,11 +125,13 @@ mod context;
 mod cuda;
 mod error;
 mod files;
+mod graph;
 mod handle;
 #[cfg(feature = "image")]
 pub mod image_io;
 mod interop;
 mod onnx;
+mod ops;
 pub mod preflight;
 #[cfg(feature = "tune")]
 pub mod tune;
@@ -155,11 +157,12 @@ pub use context::{
     BackPressure, Backend, ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Tuning, TuningInEffect,
 };
 pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
+pub use graph::precision::{Precision, PrecisionCheck, PrecisionReport};
 pub use handle::ExternalHandle;
 pub use onnx::session::check_model_file;
 pub use onnx::{
-    ColorOrder, ConvSearch, Element, Layout, ModelContract, NamedTensor, Normalization, PROBE_SIZE, Precision,
-    PrecisionCheck, PrecisionReport, RuntimeInfo, Scale, ScaleSource, TensorDeclaration, TensorKind,
+    ColorOrder, ConvSearch, Element, Layout, ModelContract, NamedTensor, Normalization, PROBE_SIZE, RuntimeInfo, Scale,
+    ScaleSource, TensorDeclaration, TensorKind,
 };
 /// The `ort` this crate is built with (an exact pre-release pin), for
 /// [`ort_environment`]'s sessions.
@@ -194,7 +197,7 @@ pub mod diagnostics {
             Some(FusedFailure::Create) => 1,
             Some(FusedFailure::Run) => 2,
         };
-        crate::onnx::convact_op::FAIL.store(v, std::sync::atomic::Ordering::Relaxed);
+        crate::ops::conv_act::FAIL.store(v, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

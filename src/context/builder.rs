@@ -10,8 +10,9 @@ use crate::context::NeuralFrameContext;
 use crate::context::foreign::CallerDevice;
 use crate::context::tiles::Tiling;
 use crate::error::Result;
+use crate::graph::precision::Precision;
 use crate::onnx::declare::Declarations;
-use crate::onnx::{ColorOrder, Layout, Normalization, Precision, TensorDeclaration};
+use crate::onnx::{ColorOrder, Layout, Normalization, TensorDeclaration};
 use crate::vulkan::DeviceSelector;
 
 pub use crate::context::tuning::{CudaOptions, PostWait, Tuning, TuningInEffect};

@@ -4,7 +4,8 @@
 
 use crate::context::ContextBuilder;
 use crate::context::tuning::{CudaOptions, PostWait, Tuning};
-use crate::onnx::{ConvSearch, Precision};
+use crate::graph::precision::Precision;
+use crate::onnx::ConvSearch;
 
 impl ContextBuilder {
     /// Exact rewrites of the model's graph when it is loaded on the CUDA backend (on by

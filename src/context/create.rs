@@ -19,9 +19,10 @@ use crate::context::{
 };
 use crate::cuda;
 use crate::error::{Error, ErrorKind, Result};
+use crate::graph::prepare::{self, Preparation, Prepared};
 use crate::interop::SharedTimeline;
 use crate::onnx::session::{Provider, SessionConfig};
-use crate::onnx::{Binding, convact, precision, session};
+use crate::onnx::{Binding, session};
 use crate::vulkan::command::CommandPool;
 use crate::vulkan::query::TimestampPool;
 use crate::vulkan::sync::Fence;
@@ -49,7 +50,7 @@ impl NeuralFrameContext {
         let kernels = ctx.tuning.cuda.is_some_and(|c| c.prefer_nhwc || c.fuse_conv_bias);
         // The session runs fused convolutions now (not on fast start's thread, which falls
         // back by itself): its first run here says whether cuDNN takes them.
-        let convact = ctx.fused.is_none() && convact::in_effect(&ctx.precision.rewrites);
+        let convact = ctx.fused.is_none() && prepare::in_effect(&ctx.precision.rewrites);
         if !((b.default_kernels && kernels || convact) && matches!(ctx.res.engine, Engine::Cuda(_))) {
             return Ok(ctx);
         }
@@ -68,14 +69,14 @@ impl NeuralFrameContext {
             }
             // Only an error of the fused convolutions' own kernels (ONNX Runtime names the node's
             // op) drops them; any other is the NHWC kernels' (below).
-            Err(e) if convact && convact::owns_error(&e.to_string()) => {
+            Err(e) if convact && prepare::owns_error(&e.to_string()) => {
                 log::warn!(
                     "cuDNN refused the model's fused convolutions ({e}); running it without them \
                      (ContextBuilder::fuse_conv_act(false), --fuse-conv-act false, says so up front)"
                 );
                 drop(ctx);
                 let mut ctx = Self::new(b.fuse_conv_act(false), caller)?;
-                convact::not_in_effect(&mut ctx.precision.rewrites, &format!("their first run failed ({e})"));
+                prepare::not_in_effect(&mut ctx.precision.rewrites, &format!("their first run failed ({e})"));
                 Ok(ctx)
             }
             Err(e) => {
@@ -188,8 +189,12 @@ impl NeuralFrameContext {
         };
         let session_ms;
         let mut fast = b.fast_start && cuda.is_some() && b.tuning.cuda.fuse_conv_bias;
-        // The model file that runs: the caller's, or its fp16 conversion (precision.rs).
-        let mut resolved = match cuda {
+        // The model files that run (graph::prepare): the caller's, its fold and fp16 conversion,
+        // and that with the fused convolutions. With fast start the first frames run the model
+        // without them (no cuDNN plans chosen before them).
+        let asked =
+            Preparation { precision: b.precision, rewrite_graph: b.rewrite_graph, fuse_conv_act: b.fuse_conv_act };
+        let prepared = match cuda {
             #[cfg(feature = "cuda")]
             Some(c) => {
                 let probe_config = SessionConfig {
@@ -202,39 +207,12 @@ impl NeuralFrameContext {
                     "{} {} / {} {} / ONNX Runtime {}",
                     v.name, v.uuid, v.driver_name, v.driver_info, base.report.runtime.version
                 );
-                let mut probe = |path: &std::path::Path| precision::probe_pixels(path, &probe_config);
-                // The upsample skip folded: exact, and the model's inputs and outputs stay as they
-                // are. NHWC inputs and outputs (layout.rs) are not applied: they would change the
-                // contract the caller reads (`contract()`, the tensors' layout) for 0.08 ms a frame
-                // (fp16 upscaler at 540p on the H200, 3.238 → 3.157 ms).
-                let rewrites = precision::Rewrites { nhwc_io: false, fold_skip: b.rewrite_graph };
-                precision::resolve(&b.model, b.precision, rewrites, Some((&gpu, &mut probe)))?
+                let mut probe = |path: &std::path::Path| crate::onnx::probe_frame::probe_pixels(path, &probe_config);
+                prepare::prepare(&b.model, &asked, Some((&gpu, &mut probe)))?
             }
-            _ => precision::resolve(&b.model, b.precision, precision::Rewrites::NONE, None)?,
+            _ => prepare::prepare(&b.model, &asked, None)?,
         };
-        // Absolute: fast start's sessions after a resize load it again, maybe after the caller
-        // changed its working directory.
-        let model = std::path::absolute(&resolved.path).unwrap_or_else(|_| resolved.path.clone());
-        // The fused convolutions (convact.rs): the session built for the frames runs them; with
-        // fast start the first frames run the model as it is (no cuDNN plans chosen before them).
-        // By default where the model runs in fp16 (measured there: 16 % off the bundled upscaler).
-        let fuse_conv_act = b.fuse_conv_act.unwrap_or(resolved.report.running == "fp16");
-        let mut fused_model = match (cuda, fuse_conv_act) {
-            (Some(_), true) => match convact::fused_model(&model)? {
-                Some((path, changes)) => {
-                    resolved.report.rewrites.extend(changes);
-                    path
-                }
-                None => model.clone(),
-            },
-            (None, true) if b.fuse_conv_act == Some(true) => {
-                log::warn!(
-                    "the fused convolutions (fuse_conv_act) are not in effect: the context runs on the CPU backend"
-                );
-                model.clone()
-            }
-            _ => model.clone(),
-        };
+        let Prepared { model, fused: mut fused_model, mut report } = prepared;
         let (engine, contract) = match cuda {
             Some(c) => {
                 // The model's stream at the greatest priority (the post kernels' at the least).
@@ -255,7 +233,7 @@ impl NeuralFrameContext {
                                 "ONNX Runtime did not take the model with fused convolutions ({e}); it runs without \
                                  them (fuse_conv_act(false), --fuse-conv-act false, says so up front)"
                             );
-                            convact::not_in_effect(&mut resolved.report.rewrites, &format!("the session failed ({e})"));
+                            prepare::not_in_effect(&mut report.rewrites, &format!("the session failed ({e})"));
                             fused_model = model.clone();
                             // SAFETY: as above.
                             unsafe { session::create(&model, config) }
@@ -380,7 +358,7 @@ impl NeuralFrameContext {
             poisoned: None,
             fused: None,
             restart: None,
-            precision: resolved.report,
+            precision: report,
             id,
         };
         ctx.resize(b.size.0, b.size.1)?;

@@ -241,9 +241,9 @@ impl NeuralFrameContext {
     /// The report says that the fused convolutions do not run, and why; a resize's fused
     /// session is built without them.
     pub(crate) fn convact_not_in_effect(&mut self, why: &str) {
-        if self.precision.rewrites.iter().any(|r| r.contains(crate::onnx::convact::OP)) {
+        if self.precision.rewrites.iter().any(|r| r.contains(crate::graph::edit::CONV_ACT)) {
             let why = format!("they failed ({why})");
-            crate::onnx::convact::not_in_effect(&mut self.precision.rewrites, &why);
+            crate::graph::prepare::not_in_effect(&mut self.precision.rewrites, &why);
         }
         if let Some(restart) = &mut self.restart {
             restart.fused_model = restart.model.clone();

@@ -130,7 +130,7 @@ pub struct NeuralFrameContext {
     /// Fast start's session options with the bias apart, to start fast again after a resize.
     restart: Option<faststart::Restart>,
     /// What precision the model runs in, and why.
-    precision: crate::onnx::PrecisionReport,
+    precision: crate::graph::precision::PrecisionReport,
     id: u64,
 }
 
@@ -364,7 +364,7 @@ impl NeuralFrameContext {
     /// println!("{} model, running {}: {}", p.model, p.running, p.reason);
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
-    pub fn precision(&self) -> &crate::onnx::PrecisionReport {
+    pub fn precision(&self) -> &crate::graph::precision::PrecisionReport {
         &self.precision
     }
 

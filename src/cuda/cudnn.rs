@@ -31,7 +31,6 @@ const ALIGNMENT: i64 = 16;
 pub(crate) const MAX_CANDIDATES: usize = 8;
 
 // The loaded library, its numbers and an owned descriptor: cudnn_sys.rs.
-#[path = "cudnn_sys.rs"]
 mod sys;
 pub(crate) use sys::version;
 use sys::*;
@@ -717,10 +716,8 @@ fn skip(f: Fail, shape: &ConvActShape) -> Vec<Desc> {
 }
 
 // Timing the plans: cudnn_tune.rs.
-#[path = "cudnn_tune.rs"]
 mod tune;
 pub(crate) use tune::autotune;
 
 #[cfg(test)]
-#[path = "cudnn_tests.rs"]
 mod tests;

@@ -198,5 +198,4 @@ pub(crate) fn uuid_text(b: &[u8; 16]) -> String {
 }
 
 #[cfg(test)]
-#[path = "cudnn_cache_tests.rs"]
 mod tests;

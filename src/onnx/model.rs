@@ -616,5 +616,4 @@ pub(crate) fn contract(
 }
 
 #[cfg(test)]
-#[path = "model_tests.rs"]
 mod tests;

@@ -114,7 +114,7 @@ pub fn check_model_file(path: &Path) -> Result<()> {
 
 /// The operators a rewritten model may hold (`convact.rs`): registered with every session.
 fn custom_ops() -> Result<ort::operator::OperatorDomain> {
-    crate::onnx::convact_op::domain().map_err(|e| Error::onnx("making the custom operators' domain", e))
+    crate::ops::domain().map_err(|e| Error::onnx("making the custom operators' domain", e))
 }
 
 /// Loads `path` with `config` and works out its contract.

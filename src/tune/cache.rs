@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{CACHE_ENV, CACHE_VERSION, TuneEntry, TuneKey};
+use super::{CACHE_VERSION, TuneEntry, TuneKey};
 use crate::error::{Error, Result};
 
 /// The tune cache: entries keyed by [`TuneKey`], one per key, in a JSON file.
@@ -53,8 +53,7 @@ impl TuneCache {
     /// }
     /// ```
     pub fn default_path() -> Option<PathBuf> {
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        default_path_from(var(CACHE_ENV), var("XDG_CACHE_HOME"), var("HOME"))
+        crate::files::tune_cache_path()
     }
 
     /// Reads the cache at `path`. A missing file is an empty cache; a file that
@@ -191,16 +190,6 @@ pub fn cached(key: &TuneKey) -> Result<Option<TuneEntry>> {
     Ok(TuneCache::load(&path)?.lookup(key).cloned())
 }
 
-/// [`TuneCache::default_path`] from the variables' values (pure, for tests).
-fn default_path_from(explicit: Option<PathBuf>, xdg: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
-    if explicit.is_some() {
-        return explicit;
-    }
-    // The XDG base directory specification: a relative XDG_CACHE_HOME is ignored.
-    let cache = xdg.filter(|p| p.is_absolute()).or_else(|| home.map(|h| h.join(".cache")))?;
-    Some(cache.join("neural-frame").join("tune.json"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::{entry, key};
@@ -311,10 +300,16 @@ mod tests {
     #[test]
     fn the_default_path_follows_the_variables_in_order() {
         let p = |s: &str| Some(PathBuf::from(s));
-        assert_eq!(default_path_from(p("/x/t.json"), p("/xdg"), p("/home/u")), p("/x/t.json"));
-        assert_eq!(default_path_from(None, p("/xdg"), p("/home/u")), p("/xdg/neural-frame/tune.json"));
-        assert_eq!(default_path_from(None, p("relative"), p("/home/u")), p("/home/u/.cache/neural-frame/tune.json"));
-        assert_eq!(default_path_from(None, None, p("/home/u")), p("/home/u/.cache/neural-frame/tune.json"));
-        assert_eq!(default_path_from(None, None, None), None);
+        assert_eq!(crate::files::tune_cache_path_from(p("/x/t.json"), p("/xdg"), p("/home/u")), p("/x/t.json"));
+        assert_eq!(crate::files::tune_cache_path_from(None, p("/xdg"), p("/home/u")), p("/xdg/neural-frame/tune.json"));
+        assert_eq!(
+            crate::files::tune_cache_path_from(None, p("relative"), p("/home/u")),
+            p("/home/u/.cache/neural-frame/tune.json")
+        );
+        assert_eq!(
+            crate::files::tune_cache_path_from(None, None, p("/home/u")),
+            p("/home/u/.cache/neural-frame/tune.json")
+        );
+        assert_eq!(crate::files::tune_cache_path_from(None, None, None), None);
     }
 }

@@ -58,7 +58,7 @@ pub const CACHE_VERSION: u32 = 1;
 
 /// The environment variable that names the cache file, over the XDG default
 /// ([`TuneCache::default_path`]).
-pub const CACHE_ENV: &str = "NEURAL_FRAME_TUNE_CACHE";
+pub const CACHE_ENV: &str = crate::files::TUNE_CACHE_ENV;
 
 /// Candidates whose pipelined throughput is within this fraction of the best
 /// one's are tied; [`choose`] then takes the lowest synchronous median among

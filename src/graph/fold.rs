@@ -1,151 +1,16 @@
-//! Layout rewrites of an ONNX model (issue 23 §2), so that ONNX Runtime can run an image
-//! model NHWC from end to end:
-//!
-//! - [`nhwc_io`]: an NCHW image model's image inputs and outputs become NHWC: a Transpose
-//!   after each such input and before each such output, the declared shapes permuted.
-//!   The names stay. ONNX Runtime's layout transformation (which turns the Convs NHWC and
-//!   wraps them in transposes) then meets these and cancels them at the boundary, and the
-//!   pre and post passes read and write NHWC, which RGBA images already are.
-//! - [`fold_upsample_skip`]: the nearest-upsample skip of SRVGG-like upscalers,
-//!   `Add(DepthToSpace(c, r), Resize(nearest, ×r)(x))`, becomes
-//!   `DepthToSpace(Add(c, Conv1×1(x, E)), r)`: the input's channels repeated in
-//!   DepthToSpace's order by a constant 0/1 weight `E`, added before the shuffle. Exact
-//!   (each output is 1·x plus zeros), and no Resize is left: ONNX Runtime's NHWC kernel set
-//!   has none, and its transpose optimizer does not move transposes through one.
-//!
-//! Both leave a model they do not apply to as it was (the same bytes), and say why.
-
-#![cfg_attr(not(test), allow(dead_code))]
+//! The nearest-upsample skip fold (issue 23 §2): the skip of SRVGG-like upscalers,
+//! `Add(DepthToSpace(c, r), Resize(nearest, ×r)(x))`, becomes
+//! `DepthToSpace(Add(c, Conv1×1(x, E)), r)`: the input's channels repeated in DepthToSpace's
+//! order by a constant 0/1 weight `E`, added before the shuffle. Exact (each output is 1·x
+//! plus zeros), and no Resize is left: ONNX Runtime's NHWC kernel set has none, and its
+//! transpose optimizer does not move transposes through one. A model it does not apply to
+//! stays as it was (the same bytes), and it says why.
 
 use std::collections::HashSet;
 
-use prost::Message;
-
 use crate::error::Result;
-use crate::onnx::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, data_type};
-
-/// A rewritten model and what changed.
-#[derive(Debug, Clone)]
-pub(crate) struct Rewritten {
-    /// The model (the input's bytes where nothing applied).
-    pub(crate) bytes: Vec<u8>,
-    /// What was rewritten, one line each.
-    pub(crate) changes: Vec<String>,
-    /// Candidates left as they were, and why.
-    pub(crate) skipped: Vec<String>,
-}
-
-impl Rewritten {
-    /// Whether anything changed.
-    pub(crate) fn applied(&self) -> bool {
-        !self.changes.is_empty()
-    }
-}
-
-fn finish(original: &[u8], m: &ModelProto, changes: Vec<String>, skipped: Vec<String>) -> Rewritten {
-    let bytes = if changes.is_empty() { original.to_vec() } else { m.encode_to_vec() };
-    Rewritten { bytes, changes, skipped }
-}
-
-/// The dims of a rank-4 tensor value that looks NCHW: channels fixed at 1 to 4 on axis 1,
-/// and axis 3 not a fixed 1 to 4 (which would make it ambiguous or NHWC).
-fn nchw_image(v: &ValueInfoProto) -> bool {
-    let Some(dims) = v.dims() else { return false };
-    let small = |d: Option<i64>| d.is_some_and(|c| (1..=4).contains(&c));
-    dims.len() == 4 && small(dims[1]) && !small(dims[3])
-}
-
-/// Permutes a rank-4 value's declared shape by `perm` (output axis i = input axis perm[i]).
-fn permute(v: &mut ValueInfoProto, perm: [usize; 4]) {
-    if let Some(shape) = v.tensor_type_mut().and_then(|t| t.shape.as_mut()) {
-        let dims = shape.dim.clone();
-        shape.dim = perm.iter().map(|&p| dims[p].clone()).collect();
-    }
-}
-
-pub(crate) fn transpose(name: String, input: &str, output: &str, perm: [i64; 4]) -> NodeProto {
-    let mut t = NodeProto::new("Transpose", name, vec![input.into()], vec![output.into()]);
-    t.attribute.push(AttributeProto::ints("perm", perm.to_vec()));
-    t
-}
-
-/// `base`, or `base_1`, … where the name is taken.
-pub(crate) fn fresh(used: &mut HashSet<String>, base: &str) -> String {
-    let mut name = base.to_string();
-    let mut k = 0;
-    while used.contains(&name) {
-        k += 1;
-        name = format!("{base}_{k}");
-    }
-    used.insert(name.clone());
-    name
-}
-
-/// Makes an NCHW image model's image inputs and outputs (rank 4, 1 to 4 channels on axis 1)
-/// NHWC, keeping their names: `x` becomes an NHWC input that a Transpose turns into the
-/// NCHW value the nodes read, and an output `y` is made by a Transpose from the NCHW value
-/// its producer now writes under another name.
-pub(crate) fn nhwc_io(model: &[u8]) -> Result<Rewritten> {
-    let mut m = ModelProto::decode_model(model, "being rewritten")?;
-    let (mut changes, mut skipped) = (Vec::new(), Vec::new());
-    let Some(g) = m.graph.as_mut() else { return Ok(finish(model, &m, changes, skipped)) };
-    let mut used = HashSet::new();
-    g.names(&mut used);
-    let initializers: HashSet<String> = g.initializer.iter().map(|t| t.name().to_string()).collect();
-    let outputs: HashSet<String> = g.output.iter().map(|v| v.name().to_string()).collect();
-    let mut head = Vec::new();
-    for v in g.input.iter_mut() {
-        let name = v.name().to_string();
-        if initializers.contains(&name) || !nchw_image(v) {
-            continue;
-        }
-        if outputs.contains(&name) {
-            skipped.push(format!("input `{name}` is also an output"));
-            continue;
-        }
-        let inner = fresh(&mut used, &format!("{name}_nchw"));
-        rename_uses(g.node.as_mut_slice(), &name, &inner);
-        head.push(transpose(fresh(&mut used, &format!("{name}_to_nchw")), &name, &inner, [0, 3, 1, 2]));
-        permute(v, [0, 2, 3, 1]);
-        changes.push(format!("input `{name}` is NHWC"));
-    }
-    let mut tail = Vec::new();
-    for v in g.output.iter_mut() {
-        let name = v.name().to_string();
-        if !nchw_image(v) {
-            continue;
-        }
-        let Some(producer) = g.node.iter().position(|n| n.output.contains(&name)) else {
-            skipped.push(format!("output `{name}` is not made by a node"));
-            continue;
-        };
-        let inner = fresh(&mut used, &format!("{name}_nchw"));
-        rename_uses(g.node.as_mut_slice(), &name, &inner);
-        for out in g.node[producer].output.iter_mut().filter(|o| **o == name) {
-            *out = inner.clone();
-        }
-        for vi in g.value_info.iter_mut().filter(|vi| vi.name() == name) {
-            vi.name = Some(inner.clone());
-        }
-        tail.push(transpose(fresh(&mut used, &format!("{name}_to_nhwc")), &inner, &name, [0, 2, 3, 1]));
-        permute(v, [0, 2, 3, 1]);
-        changes.push(format!("output `{name}` is NHWC"));
-    }
-    head.append(&mut g.node);
-    head.append(&mut tail);
-    g.node = head;
-    Ok(finish(model, &m, changes, skipped))
-}
-
-/// Points every node input named `from` at `to` (not the subgraphs': a graph input or
-/// output read inside a subgraph keeps its name there, so such a model is left alone).
-fn rename_uses(nodes: &mut [NodeProto], from: &str, to: &str) {
-    for n in nodes {
-        for i in n.input.iter_mut().filter(|i| *i == from) {
-            *i = to.into();
-        }
-    }
-}
+use crate::graph::edit::{Rewritten, finish, fresh};
+use crate::graph::proto::{GraphProto, ModelProto, NodeProto, TensorProto, data_type};
 
 /// Whether a nearest Resize by the integer factor `r` maps every output index `k·r + j`
 /// (j < r) to input index `k` under coordinate mode `mode` and rounding `rounding`, by the
@@ -335,5 +200,4 @@ fn rewrite_skip(g: &mut GraphProto, a: usize, s: &Skip, used: &mut HashSet<Strin
 }
 
 #[cfg(test)]
-#[path = "layout_tests.rs"]
 mod tests;

@@ -34,12 +34,8 @@
 use std::collections::HashSet;
 
 use crate::error::Result;
-use crate::onnx::convact::{DOMAIN, OP as CONVACT};
-use crate::onnx::layout::{Rewritten, fresh, transpose};
-use crate::onnx::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
-
-/// The operator's name in [`DOMAIN`].
-pub(crate) const OP: &str = "DepthToSpace";
+use crate::graph::edit::{CONV_ACT as CONVACT, DEPTH_TO_SPACE as OP, DOMAIN, Rewritten, fresh, transpose};
+use crate::graph::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
 
 /// How the rewrite's line in a report starts (and how a fallback finds it).
 pub(crate) const LINE: &str = "depth-to-space tails";
@@ -153,8 +149,8 @@ fn source(g: &GraphProto, value: &str) -> (Option<Fused>, Option<i64>) {
 }
 
 /// A constant's values as f32: float32, or float16 (raw or `int32_data`).
-fn values(t: &crate::onnx::proto::TensorProto) -> Option<Vec<f32>> {
-    use crate::onnx::proto::data_type;
+fn values(t: &crate::graph::proto::TensorProto) -> Option<Vec<f32>> {
+    use crate::graph::proto::data_type;
     match t.dtype() {
         data_type::FLOAT => t.floats().ok(),
         data_type::FLOAT16 if !t.is_external() => {
@@ -169,7 +165,7 @@ fn values(t: &crate::onnx::proto::TensorProto) -> Option<Vec<f32>> {
 }
 
 /// Whether `value` is the nearest-upsample skip's channel repeat that
-/// [`fold_upsample_skip`](crate::onnx::layout::fold_upsample_skip) wrote for a DepthToSpace of
+/// [`fold_upsample_skip`](crate::graph::fold::fold_upsample_skip) wrote for a DepthToSpace of
 /// `block` in `mode`: a plain 1×1 Conv of `u` `[N, C, H, W]` whose 0/1 weight `[C·b², C, 1, 1]`
 /// copies channel c to each of its b² channels in the shuffle's order. Returns `u` and the Conv.
 fn channel_repeat(g: &GraphProto, value: &str, block: i64, crd: bool) -> Option<(String, usize)> {
@@ -204,7 +200,7 @@ fn channel_repeat(g: &GraphProto, value: &str, block: i64, crd: bool) -> Option<
 /// fp16 raw data that only it reads, its filters (C·b²) are not a multiple of 64 already, and
 /// padding adds at most a third of them (48 → 64, 96 → 128; not 12 → 64).
 fn padded_filters(g: &GraphProto, node: usize, block: i64) -> Option<(i64, i64)> {
-    use crate::onnx::proto::data_type;
+    use crate::graph::proto::data_type;
     let name = g.node[node].input_at(1)?;
     let w = g.initializer.iter().find(|t| t.name() == name)?;
     let k = *w.dims.first()?;
@@ -420,5 +416,4 @@ pub(crate) fn fuse_depth_to_space(model: &[u8], pad_filters: bool) -> Result<Rew
 }
 
 #[cfg(test)]
-#[path = "shuffle_tests.rs"]
 pub(crate) mod tests;

@@ -1,4 +1,4 @@
-//! The `ai.neural_frame::DepthToSpace` operator that [`fuse_depth_to_space`](super::shuffle::fuse_depth_to_space)
+//! The `ai.neural_frame::DepthToSpace` operator that [`fuse_depth_to_space`](crate::graph::shuffle::fuse_depth_to_space)
 //! puts in a model: X NHWC `[N, H, W, C·b²]`, plus Z of the same shape, B `[C·b²]` (by input
 //! channel) and U NCHW `[N, C, H, W]` (nearest-upsampled: each value to its pixel's b × b
 //! block) where given, to Y NCHW `[N, C, H·b, W·b]` in ONNX's DCR or CRD order. Registered with `ConvAct` in every
@@ -7,19 +7,17 @@
 //! Two kernels, float16 and float32:
 //!
 //! - **CUDA**: `nf_depth_to_space` (`src/cuda/tail.cu`), one pass over the memory on the
-//!   provider's compute stream (so inside its CUDA graph too). Where its output is a context's
-//!   slot tensor registered for the fused tail (`crate::cuda::tail`), it also does the
-//!   frame's post pass in the runs the context activates.
+//!   provider's compute stream (so inside its CUDA graph too).
 //! - **CPU**: the same index map in f32; it is how the rewrite is proven against the original
 //!   model on ONNX Runtime's CPU provider in CI.
 
 use ort::operator::{
     BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
 };
-use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
+use ort::value::{Shape, SymbolicDimensions, TensorElementType, ValueType};
 
-use super::convact::DOMAIN;
-use super::shuffle::OP;
+use crate::graph::edit::{DEPTH_TO_SPACE as OP, DOMAIN};
+use crate::ops::kernel::{derived_symbol, input_dims, input_floats, provider, write_output};
 
 /// The node's attributes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,7 +140,7 @@ impl Operator for DepthToSpace {
     }
 
     fn execution_provider_type(&self) -> Option<&str> {
-        self.cuda.then_some("CUDAExecutionProvider")
+        provider(self.cuda)
     }
 
     fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
@@ -189,7 +187,7 @@ impl Operator for DepthToSpace {
         let symbols = dims
             .iter()
             .zip(&from)
-            .map(|(&d, (from, how))| if d < 0 { super::convact_op::derived_symbol(from, how) } else { String::new() });
+            .map(|(&d, (from, how))| if d < 0 { derived_symbol(from, how) } else { String::new() });
         let out =
             ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
         ctx.set_output(0, &out)
@@ -215,14 +213,8 @@ fn cuda_kernel<'a>(_: Attrs, _: bool) -> ort::Result<BoxedKernel<'a>> {
 /// X's dims, checked against the attributes, Z's (which must match X's), B's (`[c·b²]`) and U's
 /// (`[n, c, h, w]`): `[n, h, w, cin]`, and the output channels c.
 fn shapes(ctx: &ComputeContext, a: &Attrs) -> ort::Result<([i64; 4], i64)> {
-    let dims = |i: usize| -> ort::Result<Option<Vec<i64>>> {
-        let Some(v) = ctx.input(i)? else { return Ok(None) };
-        let v = v.downcast::<DynTensorValueType>()?;
-        match v.dtype() {
-            ValueType::Tensor { shape, .. } => Ok(Some(shape.to_vec())),
-            other => Err(error(format!("input {i} is {other}, not a tensor"))),
-        }
-    };
+    let what = format!("{DOMAIN}::{OP}");
+    let dims = |i: usize| input_dims(ctx, i, &what);
     let x = dims(0)?.ok_or_else(|| error("no input X"))?;
     let z = dims(1)?;
     let [n, h, w, cin] = x[..] else { return Err(error(format!("X has shape {x:?}, not rank 4"))) };
@@ -251,17 +243,9 @@ fn output_dims(a: &Attrs, [n, h, w, _]: [i64; 4], c: i64) -> Vec<i64> {
     vec![n, c, h * a.block, w * a.block]
 }
 
-/// A kernel's run with every error naming the operator (the fused model's fallback knows its
-/// own errors by that: `convact::owns_error`), and a panic turned into one (ort's kernel
-/// trampoline does not catch it).
+/// A kernel's run with every error and panic naming the operator ([`kernel::guarded`](crate::ops::kernel::guarded)).
 pub(crate) fn guarded(run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
-    let prefix = format!("{DOMAIN}::{OP}:");
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) if e.to_string().starts_with(&prefix) => Err(e),
-        Ok(Err(e)) => Err(error(e)),
-        Err(panic) => Err(error(super::convact_op::panic_text(panic.as_ref()))),
-    }
+    crate::ops::kernel::guarded(&format!("{DOMAIN}::{OP}:"), run)
 }
 
 /// The CPU kernel.
@@ -272,7 +256,7 @@ struct CpuKernel {
 
 impl CpuKernel {
     fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
-        super::convact_op::input_floats(ctx, i, self.half)
+        input_floats(ctx, i, self.half)
     }
 }
 
@@ -289,7 +273,7 @@ impl CpuKernel {
         let (z, bias, up) = (self.floats(ctx, 1)?, self.floats(ctx, 2)?, self.floats(ctx, 3)?);
         let add = Addends { z: z.as_deref(), bias: bias.as_deref(), up: up.as_deref() };
         let y = depth_to_space_reference(&self.a, &x, &add, dims.map(|v| v as usize));
-        super::convact_op::write_output(ctx, output_dims(&self.a, dims, c), self.half, &y)
+        write_output(ctx, output_dims(&self.a, dims, c), self.half, &y)
     }
 }
 
@@ -323,13 +307,13 @@ impl CudaKernel {
         let dims = output_dims(&self.a, [n, h, w, cin], c);
         let ptr = |i: usize| -> ort::Result<u64> {
             Ok(match ctx.input(i)? {
-                Some(v) => v.downcast::<DynTensorValueType>()?.data_ptr() as u64,
+                Some(v) => v.downcast::<ort::value::DynTensorValueType>()?.data_ptr() as u64,
                 None => 0,
             })
         };
         let (x, z, bias, up) = (ptr(0)?, ptr(1)?, ptr(2)?, ptr(3)?);
         let out = ctx.output(0, dims.clone())?.ok_or_else(|| error("no output"))?;
-        let out = out.downcast::<DynTensorValueType>()?.data_ptr() as u64;
+        let out = out.downcast::<ort::value::DynTensorValueType>()?.data_ptr() as u64;
         let fits = |v: i64| u32::try_from(v).map_err(|_| error(format!("a dimension of {v} is out of range")));
         let p = ShuffleParams {
             x,

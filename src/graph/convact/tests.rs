@@ -5,8 +5,8 @@
 use prost::Message;
 
 use super::*;
-use crate::onnx::fp16::tests::{differences, model, node, pattern_inputs, run, tensor_vi};
-use crate::onnx::proto::{TensorProto, data_type};
+use crate::graph::fp16::tests::{differences, model, node, pattern_inputs, run, tensor_vi};
+use crate::graph::proto::{TensorProto, data_type};
 
 /// §4 of issue 23: a float32 rewrite is within 1e-4 of the original.
 pub(crate) const FP32_MAX_ERR: f32 = 1e-4;
@@ -262,14 +262,14 @@ fn the_reference_kernel_matches_a_hand_computed_convolution() {
     // One 3×3 image, one channel, the 3×3 kernel of ones, padding 1, bias −4, PReLU slope ½:
     // the centre sums all nine values (45) and each corner four of them.
     let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
-    let a = crate::onnx::convact_op::Attrs {
+    let a = crate::ops::conv_act::Attrs {
         pads: [1; 4],
         strides: [1, 1],
         dilations: [1, 1],
-        act: crate::onnx::convact_op::ActKind::PRelu,
+        act: crate::ops::conv_act::ActKind::PRelu,
         nchw_in: false,
     };
-    let y = crate::onnx::convact_op::conv_act_reference(
+    let y = crate::ops::conv_act::conv_act_reference(
         &a,
         &x,
         [1, 3, 3, 1],
@@ -290,11 +290,11 @@ fn the_reference_kernel_matches_a_hand_computed_convolution() {
 #[test]
 fn the_default_chain_fold_fp16_fuse_stays_within_tolerance() {
     let original = read("models/upscale.onnx");
-    let folded = crate::onnx::layout::fold_upsample_skip(&original).expect("folds");
+    let folded = crate::graph::fold::fold_upsample_skip(&original).expect("folds");
     assert!(folded.applied(), "{:?}", folded.skipped);
-    let mut options = crate::onnx::fp16::Fp16Options::default();
+    let mut options = crate::graph::fp16::Fp16Options::default();
     options.op_block_list.retain(|op| op != "Resize" && op != "Upsample");
-    let half = crate::onnx::fp16::to_fp16(&folded.bytes, &options).expect("converts");
+    let half = crate::graph::fp16::to_fp16(&folded.bytes, &options).expect("converts");
     let fused = fuse_conv_act(&half.bytes).expect("fuses");
     assert!(fused.changes[0].starts_with("18 convolutions"), "{:?}", fused.changes);
     let o = ops(&fused.bytes);
@@ -307,7 +307,7 @@ fn the_default_chain_fold_fp16_fuse_stays_within_tolerance() {
 #[test]
 fn a_failed_rewrite_leaves_the_report_saying_so() {
     let mut rewrites = vec!["the skip folded".to_string(), format!("18 convolutions → fused {OP} nodes")];
-    super::not_in_effect(&mut rewrites, "the session failed (no engine)");
+    crate::graph::prepare::not_in_effect(&mut rewrites, "the session failed (no engine)");
     assert_eq!(
         rewrites,
         vec![
@@ -358,8 +358,8 @@ fn two_upscaling_stages_fuse_exactly() {
 #[cfg(feature = "cuda")]
 mod gpu_tests {
     use super::*;
-    use crate::onnx::fp16::tests::run_in;
-    use crate::onnx::shuffle::tests::gpu_tests::{on_cuda, one_at_a_time};
+    use crate::graph::fp16::tests::run_in;
+    use crate::graph::shuffle::tests::gpu_tests::{on_cuda, one_at_a_time};
 
     /// The direct kernels (a first fused node reading the NCHW input: `nf_conv3x3_mma` on
     /// tensor cores for an f16 3×3 window of stride and dilation 1 over at most 4 channels where
@@ -393,8 +393,9 @@ mod gpu_tests {
         ];
         for (what, channels, l, mma) in cases {
             let float = single(channels, &l);
-            let half =
-                crate::onnx::fp16::to_fp16(&float, &crate::onnx::fp16::Fp16Options::default()).expect("converts").bytes;
+            let half = crate::graph::fp16::to_fp16(&float, &crate::graph::fp16::Fp16Options::default())
+                .expect("converts")
+                .bytes;
             for (precision, original) in [("fp32", float.clone()), ("fp16", half)] {
                 let what = format!("{what} ({precision})");
                 let r = fuse_conv_act(&original).expect("rewrites");
@@ -405,13 +406,13 @@ mod gpu_tests {
                 );
                 // Two images: the batch's offset is used.
                 let dims = vec![2, channels, 37, 53];
-                let inputs = vec![("x".to_string(), dims.clone(), crate::onnx::fp16::tests::pattern(&dims, 7))];
+                let inputs = vec![("x".to_string(), dims.clone(), crate::graph::fp16::tests::pattern(&dims, 7))];
                 let nans: Vec<_> =
                     inputs.iter().map(|(n, d, v)| (n.clone(), d.clone(), vec![f32::NAN; v.len()])).collect();
                 let expected = run(&r.bytes, &inputs).expect("the CPU kernel runs");
                 let mut cuda = on_cuda(&r.bytes, true);
                 let counts = || {
-                    use crate::onnx::convact_op::{DIRECT_MMA_RUNS, DIRECT_RUNS};
+                    use crate::ops::conv_act::{DIRECT_MMA_RUNS, DIRECT_RUNS};
                     use std::sync::atomic::Ordering::Relaxed;
                     (DIRECT_RUNS.load(Relaxed), DIRECT_MMA_RUNS.load(Relaxed))
                 };

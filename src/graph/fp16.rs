@@ -26,10 +26,8 @@
 //! and no Cast pair needs removing afterwards (the reference's
 //! `remove_unnecessary_cast_node`); the names of the graph's outputs never change.
 //!
-//! [`compute_share`](crate::onnx::share::compute_share) (share.rs) estimates how much of a model's work its convolutions and matrix
+//! [`compute_share`](crate::graph::share::compute_share) (share.rs) estimates how much of a model's work its convolutions and matrix
 //! products do, for a precision mode that converts only models where float16 pays.
-
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -38,7 +36,7 @@ use prost::Message;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::onnx::proto::{
+use crate::graph::proto::{
     self, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto,
     data_type::{FLOAT, FLOAT16},
 };
@@ -108,6 +106,7 @@ pub(crate) struct Fp16Report {
 
 impl Fp16Report {
     /// Values beyond ±`max_finite_val`, clipped to it, over all tensors.
+    #[cfg(test)]
     pub(crate) fn values_clipped_large(&self) -> usize {
         self.clamped.iter().map(|c| c.large).sum()
     }
@@ -603,5 +602,4 @@ fn set_elem(v: &mut proto::ValueInfoProto, dtype: i32) {
 }
 
 #[cfg(test)]
-#[path = "fp16_tests.rs"]
 pub(crate) mod tests;

@@ -2,7 +2,7 @@
 //! of an image model, and each plain Conv that reads such a pair's result, becomes one
 //! [`OP`] node of the [`DOMAIN`] domain, which runs NHWC: the convolution, its bias and
 //! the activation in one kernel (cuDNN's runtime fusion on the CUDA backend,
-//! `src/onnx/convact_op.rs`). ONNX Runtime's CUDA provider fuses none of these in fp16.
+//! `src/ops/conv_act.rs`). ONNX Runtime's CUDA provider fuses none of these in fp16.
 //!
 //! The node reads `X` NHWC `[N, H, W, C]`, `W` as `[K, R, S, C]` (KRSC, the Conv's weight
 //! transposed here once), `B` `[K]` (zeros where the Conv has none) and, for PReLU, the slope
@@ -19,13 +19,11 @@
 //! for each Conv it passes over. It is exact: the tests run the rewritten model on ONNX
 //! Runtime's CPU provider (with the op's CPU kernel) against the original.
 
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::{HashMap, HashSet};
 
 use crate::error::Result;
-use crate::onnx::layout::{Rewritten, fresh, transpose};
-use crate::onnx::proto::{
+use crate::graph::edit::{CONV_ACT as OP, DOMAIN, Rewritten, fresh, transpose};
+use crate::graph::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, attribute_type, data_type,
 };
 
@@ -39,11 +37,6 @@ pub(crate) const CHANNEL_ALIGN: i64 = 8;
 /// (attribute `input_layout` "nchw"; neural-frame's direct kernel on CUDA) where its window
 /// has at most this many taps (r·s·c): `nf_conv_nchw` keeps them in shared memory.
 pub(crate) const DIRECT_MAX_TAPS: i64 = 64;
-
-/// The custom operators' domain.
-pub(crate) const DOMAIN: &str = "ai.neural_frame";
-/// The fused convolution's operator name.
-pub(crate) const OP: &str = "ConvAct";
 
 /// The activation after the convolution and its bias.
 #[derive(Debug, Clone, PartialEq)]
@@ -414,71 +407,5 @@ pub(crate) fn fuse_conv_act(model: &[u8]) -> Result<Rewritten> {
     Ok(Rewritten { bytes: prost::Message::encode_to_vec(&m), changes, skipped })
 }
 
-/// Whether a precision report's `rewrites` say that the fused convolutions run: the
-/// rewrite's line is there (a fallback takes it out and says "not in effect" instead).
-pub(crate) fn in_effect(rewrites: &[String]) -> bool {
-    let line = format!("→ fused {OP}");
-    rewrites.iter().any(|r| r.contains(&line))
-}
-
-/// A precision report's `rewrites` after the fused convolutions failed: their rewrite's line
-/// goes, and one says that they are not in effect, and `why`.
-pub(crate) fn not_in_effect(rewrites: &mut Vec<String>, why: &str) {
-    rewrites.retain(|r| !r.contains(OP) && !r.starts_with(crate::onnx::shuffle::LINE));
-    rewrites.push(format!("fused {OP} convolutions not in effect: {why}"));
-}
-
-/// Whether an error of a session's run comes from the fused model's own operators (`ConvAct`
-/// or the DepthToSpace tails that go with it): ONNX Runtime's message names the failing node's
-/// operator, and theirs start with their names.
-pub(crate) fn owns_error(message: &str) -> bool {
-    message.contains(OP) || message.contains(&format!("{DOMAIN}::{}", crate::onnx::shuffle::OP))
-}
-
-/// Version of the rewrite in its cache file's name: a change to what it writes bumps it
-/// (3: the DepthToSpace tails; 4: NCHW inputs of few channels read directly; 5: a tail's last
-/// convolution padded to 64 filters).
-const REWRITE_VERSION: u32 = 5;
-
-/// The model at `model` with [`fuse_conv_act`] applied, from the cache or made and cached
-/// now: its path and what changed, or `None` where nothing applied or there is no cache to
-/// keep it in (both said in the log; the model then runs as it is).
-pub(crate) fn fused_model(model: &std::path::Path) -> Result<Option<(std::path::PathBuf, Vec<String>)>> {
-    use crate::onnx::precision::{cache_dir, sha256_hex, write_atomically};
-    let bytes = std::fs::read(model)
-        .map_err(|e| crate::error::Error::Io { what: format!("reading the model {}", model.display()), source: e })?;
-    let Some(dir) = cache_dir() else {
-        log::warn!("the fused convolutions are not applied: no cache directory (set HOME or NEURAL_FRAME_TUNE_CACHE)");
-        return Ok(None);
-    };
-    let path = dir.join(format!("{}-convact-v{REWRITE_VERSION}.onnx", &sha256_hex(&bytes)[..16]));
-    let mut r = fuse_conv_act(&bytes)?;
-    if r.applied() {
-        // The DepthToSpace tails of the now NHWC convolutions (shuffle.rs), in the same file.
-        let tails = crate::onnx::shuffle::fuse_depth_to_space(&r.bytes, true)?;
-        if tails.applied() {
-            r.bytes = tails.bytes;
-            r.changes.extend(tails.changes);
-        }
-        r.skipped.extend(tails.skipped);
-    }
-    for why in &r.skipped {
-        log::info!("fused convolutions of {}: left as it is: {why}", model.display());
-    }
-    if !r.applied() {
-        log::info!("fused convolutions of {}: no convolution with an activation to fuse", model.display());
-        return Ok(None);
-    }
-    if !path.is_file()
-        && let Err(e) = write_atomically(&path, &r.bytes)
-    {
-        log::warn!("the fused convolutions are not applied: the rewritten model could not be cached ({e})");
-        return Ok(None);
-    }
-    log::info!("fused convolutions of {} ({}): {}", model.display(), path.display(), r.changes.join("; "));
-    Ok(Some((path, r.changes)))
-}
-
 #[cfg(test)]
-#[path = "convact_tests.rs"]
 pub(crate) mod tests;

@@ -5,11 +5,11 @@
 use prost::Message;
 
 use super::*;
-use crate::onnx::convact::fuse_conv_act;
-use crate::onnx::convact::tests::{FP16_MIN_PSNR, FP32_MAX_ERR, assert_exact, compare};
-use crate::onnx::fp16::tests::{model, node, pattern_inputs, run, tensor_vi};
-use crate::onnx::proto::{OperatorSetIdProto, TensorProto, data_type};
-use crate::onnx::shuffle_op::{Addends, Attrs, depth_to_space_reference};
+use crate::graph::convact::fuse_conv_act;
+use crate::graph::convact::tests::{FP16_MIN_PSNR, FP32_MAX_ERR, assert_exact, compare};
+use crate::graph::fp16::tests::{model, node, pattern_inputs, run, tensor_vi};
+use crate::graph::proto::{OperatorSetIdProto, TensorProto, data_type};
+use crate::ops::depth_to_space::{Addends, Attrs, depth_to_space_reference};
 
 fn nodes(bytes: &[u8]) -> Vec<NodeProto> {
     ModelProto::decode(bytes).expect("decodes").graph.expect("graph").node
@@ -110,7 +110,7 @@ fn a_folded_upsample_skip_is_read_as_it_is() {
     for (block, mode) in [(4, "CRD"), (4, "DCR"), (3, "CRD")] {
         let what = format!("×{block} {mode}");
         let original = upscaler_with_resize(block, mode);
-        let folded = crate::onnx::layout::fold_upsample_skip(&original).expect("folds");
+        let folded = crate::graph::fold::fold_upsample_skip(&original).expect("folds");
         assert!(folded.applied(), "{what}: {:?}", folded.skipped);
         let (fused, tails) = both(&folded.bytes);
         assert!(tails.changes[0].contains("1 with the upsampled input"), "{what}: {:?}", tails.changes);
@@ -165,11 +165,11 @@ fn tails_with_and_without_their_add_go_nhwc_exactly() {
         assert_eq!(op.len(), 1, "{what}");
         // The last convolution, fused where its 3·b² channels are aligned, leaves its bias to
         // the node (its third input) and runs alone (X and W).
-        let aligned = (3 * block * block) % crate::onnx::convact::CHANNEL_ALIGN == 0;
+        let aligned = (3 * block * block) % crate::graph::convact::CHANNEL_ALIGN == 0;
         assert!(tails.changes[0].contains(&format!("{} with the last convolution's bias", usize::from(aligned))));
         assert_eq!(op[0].input.len(), if aligned { 3 } else { 1 + usize::from(skip) }, "{what}: {:?}", op[0].input);
         if aligned {
-            let last = after.iter().rfind(|n| n.op() == crate::onnx::convact::OP).expect("a ConvAct");
+            let last = after.iter().rfind(|n| n.op() == crate::graph::edit::CONV_ACT).expect("a ConvAct");
             assert_eq!(last.input.len(), 2, "{what}: {:?}", last.input);
         }
         assert_eq!(count(&tails.bytes, "Add"), 0, "{what}");
@@ -186,7 +186,7 @@ fn tails_with_and_without_their_add_go_nhwc_exactly() {
 #[test]
 fn the_bundled_upscalers_chains_stay_within_tolerance() {
     let original = std::fs::read("models/upscale.onnx").expect("models/upscale.onnx");
-    let folded = crate::onnx::layout::fold_upsample_skip(&original).expect("folds");
+    let folded = crate::graph::fold::fold_upsample_skip(&original).expect("folds");
     assert!(folded.applied(), "{:?}", folded.skipped);
     // fp32: fold, fuse, tails; exact.
     let (_, tails) = both(&folded.bytes);
@@ -204,9 +204,9 @@ fn the_bundled_upscalers_chains_stay_within_tolerance() {
     eprintln!("fp32 fold → fused → tails: {d:?}");
     assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{d:?}");
     // fp16 as `precision.rs` converts it (the CUDA backend's default chain), and the fp16 file.
-    let mut options = crate::onnx::fp16::Fp16Options::default();
+    let mut options = crate::graph::fp16::Fp16Options::default();
     options.op_block_list.retain(|op| op != "Resize" && op != "Upsample");
-    let half = crate::onnx::fp16::to_fp16(&folded.bytes, &options).expect("converts");
+    let half = crate::graph::fp16::to_fp16(&folded.bytes, &options).expect("converts");
     let (_, tails) = both(&half.bytes);
     assert!(tails.changes[0].contains("1 with its filters padded to 64"), "{:?}", tails.changes);
     let d = compare(&original, &tails.bytes, &[1, 3, 16, 20]);
@@ -228,7 +228,7 @@ fn the_bundled_upscalers_chains_stay_within_tolerance() {
 #[test]
 fn a_tails_last_convolution_padded_to_64_filters_changes_nothing_else() {
     let half = |bytes: &[u8]| {
-        crate::onnx::fp16::to_fp16(bytes, &crate::onnx::fp16::Fp16Options::default()).expect("converts").bytes
+        crate::graph::fp16::to_fp16(bytes, &crate::graph::fp16::Fp16Options::default()).expect("converts").bytes
     };
     let file = std::fs::read("models/upscale-fp16.onnx").expect("models/upscale-fp16.onnx");
     for (what, model, padded) in [
@@ -249,7 +249,7 @@ fn a_tails_last_convolution_padded_to_64_filters_changes_nothing_else() {
         assert_eq!(tail.int("channels"), padded.then_some(3), "{what}");
         if padded {
             let g = ModelProto::decode(on.bytes.as_slice()).expect("decodes").graph.expect("graph");
-            let last = after.iter().rfind(|n| n.op() == crate::onnx::convact::OP).expect("a ConvAct");
+            let last = after.iter().rfind(|n| n.op() == crate::graph::edit::CONV_ACT).expect("a ConvAct");
             let w = g.initializer.iter().find(|t| Some(t.name()) == last.input_at(1)).expect("its weight");
             assert_eq!(w.dims[0], 64, "{what}");
             assert_eq!(last.input.len(), 2, "{what}: no bias of its own");
@@ -388,7 +388,7 @@ pub(crate) mod gpu_tests {
     use ort::session::Session;
 
     use super::*;
-    use crate::onnx::fp16::tests::{differences, run_in};
+    use crate::graph::fp16::tests::{differences, run_in};
 
     /// Held by each GPU test: they count the CUDA kernel's runs, which are process-wide.
     pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
@@ -401,12 +401,12 @@ pub(crate) mod gpu_tests {
     pub(crate) fn on_cuda(bytes: &[u8], strict: bool) -> Session {
         let env = crate::onnx::runtime::environment().expect("ONNX Runtime");
         let cuda = ort::ep::CUDA::default().build().error_on_failure();
-        let domain = crate::onnx::convact_op::domain().expect("the operators");
+        let domain = crate::ops::domain().expect("the operators");
         let builder = Session::builder(env).expect("a session builder");
         let builder = builder.with_execution_providers([cuda]).expect("the CUDA provider");
         let builder = if strict { builder.with_disable_cpu_fallback().expect("no CPU fallback") } else { builder };
         let mut builder = builder.with_operators(domain).expect("the operators");
-        let _one_at_a_time = crate::onnx::fp16::tests::creating();
+        let _one_at_a_time = crate::graph::fp16::tests::creating();
         builder.commit_from_memory(bytes).expect("a CUDA session")
     }
 
@@ -424,9 +424,9 @@ pub(crate) mod gpu_tests {
         let inputs = pattern_inputs(&file, &[1, 3, 72, 128]);
         let expected = run(&file, &inputs).expect("the CPU run");
         let mut cuda = on_cuda(&tails.bytes, false);
-        let before = crate::onnx::shuffle_op::CUDA_RUNS.load(std::sync::atomic::Ordering::Relaxed);
+        let before = crate::ops::depth_to_space::CUDA_RUNS.load(std::sync::atomic::Ordering::Relaxed);
         let got = run_in(&mut cuda, &inputs).expect("the CUDA run");
-        let runs = crate::onnx::shuffle_op::CUDA_RUNS.load(std::sync::atomic::Ordering::Relaxed) - before;
+        let runs = crate::ops::depth_to_space::CUDA_RUNS.load(std::sync::atomic::Ordering::Relaxed) - before;
         assert!(runs >= 1, "the tail ran on the CPU");
         let d = differences(&expected, &got);
         eprintln!("fp16 upscaler, fused + tails on CUDA against the file on the CPU: {d:?}");
@@ -578,7 +578,7 @@ fn tails_of_unusual_shapes_stay_exact() {
 
 #[test]
 fn the_repeat_convolutions_weight_goes_with_it() {
-    let folded = crate::onnx::layout::fold_upsample_skip(&upscaler_with_resize(4, "CRD")).expect("folds");
+    let folded = crate::graph::fold::fold_upsample_skip(&upscaler_with_resize(4, "CRD")).expect("folds");
     let (fused, tails) = both(&folded.bytes);
     let weights = |bytes: &[u8]| -> usize {
         let g = ModelProto::decode(bytes).expect("decodes").graph.expect("graph");
@@ -589,15 +589,15 @@ fn the_repeat_convolutions_weight_goes_with_it() {
 
 #[test]
 fn the_operators_errors_name_it_and_the_fallback_knows_them() {
-    use crate::onnx::shuffle_op::guarded;
+    use crate::ops::depth_to_space::guarded;
     let plain = guarded(|| Err(ort::Error::new("Shape mismatch attempting to re-use buffer"))).expect_err("fails");
     assert!(plain.to_string().starts_with(&format!("{DOMAIN}::{OP}: Shape mismatch")), "{plain}");
-    assert!(crate::onnx::convact::owns_error(&plain.to_string()));
+    assert!(crate::graph::prepare::owns_error(&plain.to_string()));
     // Named once, not twice.
     let named = guarded(|| Err(plain)).expect_err("fails");
     assert_eq!(named.to_string().matches(OP).count(), 1, "{named}");
     let panicked = guarded(|| panic!("index out of bounds")).expect_err("a panic is an error");
     assert!(panicked.to_string().ends_with("index out of bounds"), "{panicked}");
     assert!(guarded(|| Ok(())).is_ok());
-    assert!(!crate::onnx::convact::owns_error("Non-zero status code returned while running Conv node"));
+    assert!(!crate::graph::prepare::owns_error("Non-zero status code returned while running Conv node"));
 }

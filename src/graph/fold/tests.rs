@@ -1,112 +1,18 @@
-//! Tests of the layout rewrites: each rewritten model against its original on ONNX
+//! Tests of the skip fold: each rewritten model against its original on ONNX
 //! Runtime's CPU provider, on the same non-trivial input, on models the rewrite applies to
 //! and on models it leaves alone (those must come back byte for byte).
 
 use super::*;
-use crate::onnx::fp16::tests::{Output, differences, model, node, pattern_inputs, run, tensor_vi};
-use crate::onnx::fp16::{Fp16Options, to_fp16};
-use crate::onnx::proto::{TensorProto, data_type};
+use crate::graph::fp16::tests::{differences, model, node, pattern_inputs, run, tensor_vi};
+use crate::graph::fp16::{Fp16Options, to_fp16};
+use crate::graph::proto::{AttributeProto, TensorProto, data_type};
+use prost::Message;
 
 /// §4 of issue 23: a float32 rewrite is within 1e-4 of the original.
 const FP32_MAX_ERR: f32 = 1e-4;
 
 fn read(path: &str) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// `data` of NCHW `dims` as NHWC (`to_nhwc`) or back, with the new dims.
-fn permuted(data: &[f32], dims: &[i64], to_nhwc: bool) -> (Vec<f32>, Vec<i64>) {
-    let (n, a, b, c) = (dims[0] as usize, dims[1] as usize, dims[2] as usize, dims[3] as usize);
-    // NCHW → NHWC reads [n][a=C][b=H][c=W]; NHWC → NCHW reads [n][a=H][b=W][c=C].
-    let mut out = vec![0f32; data.len()];
-    for i in 0..n {
-        for x in 0..a {
-            for y in 0..b {
-                for z in 0..c {
-                    let src = ((i * a + x) * b + y) * c + z;
-                    let dst = if to_nhwc { ((i * b + y) * c + z) * a + x } else { ((i * c + z) * a + x) * b + y };
-                    out[dst] = data[src];
-                }
-            }
-        }
-    }
-    let d = if to_nhwc { vec![dims[0], dims[2], dims[3], dims[1]] } else { vec![dims[0], dims[3], dims[1], dims[2]] };
-    (out, d)
-}
-
-/// Runs the original and the NHWC-I/O rewrite on the same images; the rewrite's inputs
-/// and outputs named in its changes are transposed on the way in and out.
-fn compare_nhwc(original: &[u8], rewritten: &Rewritten, sizes: &[i64]) -> Vec<(String, f64, f32)> {
-    let inputs = pattern_inputs(original, sizes);
-    let nhwc = |kind: &str, name: &str| rewritten.changes.contains(&format!("{kind} `{name}` is NHWC"));
-    let moved: Vec<_> = inputs
-        .iter()
-        .map(|(name, dims, data)| {
-            if nhwc("input", name) {
-                let (d, dims) = permuted(data, dims, true);
-                (name.clone(), dims, d)
-            } else {
-                (name.clone(), dims.clone(), data.clone())
-            }
-        })
-        .collect();
-    let expected = run(original, &inputs).expect("the original runs");
-    let got: Vec<Output> = run(&rewritten.bytes, &moved)
-        .expect("the rewrite runs")
-        .into_iter()
-        .map(|o| {
-            if nhwc("output", &o.name) {
-                let (data, shape) = permuted(&o.data, &o.shape, false);
-                Output { data, shape, ..o }
-            } else {
-                o
-            }
-        })
-        .collect();
-    differences(&expected, &got)
-}
-
-#[test]
-fn nhwc_io_is_exact_where_it_applies() {
-    let cases: [(&str, &[&str]); 7] = [
-        ("models/upscale.onnx", &["input `input` is NHWC", "output `output` is NHWC"]),
-        ("models/test/tiny-x2-f32.onnx", &["input `input` is NHWC", "output `output` is NHWC"]),
-        ("models/test/tiny-x2-f32-meanstd.onnx", &["input `input` is NHWC", "output `output` is NHWC"]),
-        (
-            "models/test/tiny-x2-f32-two-outputs.onnx",
-            &["input `input` is NHWC", "output `image` is NHWC", "output `edges` is NHWC"],
-        ),
-        ("models/test/tiny-x2-f32-score-first.onnx", &["input `input` is NHWC", "output `image` is NHWC"]),
-        (
-            "models/test/tiny-x1-f32-color-albedo.onnx",
-            &["input `color` is NHWC", "input `albedo` is NHWC", "output `output` is NHWC"],
-        ),
-        (
-            "models/test/tiny-x1-f32-color-depth.onnx",
-            &["input `color` is NHWC", "input `depth` is NHWC", "output `output` is NHWC"],
-        ),
-    ];
-    for (path, changes) in cases {
-        let original = read(path);
-        let rewritten = nhwc_io(&original).expect("rewrites");
-        assert_eq!(rewritten.changes, changes, "{path}");
-        let d = compare_nhwc(&original, &rewritten, &[1, 3, 28, 36]);
-        eprintln!("{path}: {d:?}");
-        assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{path}: {d:?}");
-        // The declared shapes say NHWC now, and the names stayed.
-        let g = ModelProto::decode(rewritten.bytes.as_slice()).expect("decodes").graph.expect("graph");
-        let image = g.input.iter().find(|v| v.name() != "depth" && v.name() != "albedo").expect("input");
-        assert_eq!(image.dims().expect("dims")[3], Some(3), "{path}");
-    }
-}
-
-#[test]
-fn nhwc_io_leaves_nhwc_models_alone() {
-    for path in ["models/test/tiny-x2-f32-nhwc.onnx", "models/test/tiny-x1-rgba-u8.onnx"] {
-        let original = read(path);
-        let rewritten = nhwc_io(&original).expect("rewrites");
-        assert!(!rewritten.applied() && rewritten.bytes == original, "{path}: {:?}", rewritten.changes);
-    }
 }
 
 /// x [1, 3, h, w] → Conv 3→3r² (3×3) → DepthToSpace(mode, r), plus Resize(nearest, ×r, ctm,
@@ -225,18 +131,17 @@ fn the_upsample_skip_fold_leaves_other_models_alone() {
 }
 
 #[test]
-fn the_rewrites_compose_with_each_other_and_with_fp16() {
+fn the_fold_composes_with_fp16() {
     let original = read("models/upscale.onnx");
     let folded = fold_upsample_skip(&original).expect("folds");
-    let both = nhwc_io(&folded.bytes).expect("NHWC");
-    let d = compare_nhwc(&original, &both, &[1, 3, 24, 32]);
-    eprintln!("upscale, folded and NHWC: {d:?}");
+    assert!(folded.applied(), "{:?}", folded.skipped);
+    let d = compare_same_io(&original, &folded.bytes, &[1, 3, 24, 32]);
+    eprintln!("upscale, folded: {d:?}");
     assert!(d.iter().all(|(_, _, max)| *max <= FP32_MAX_ERR), "{d:?}");
-    let half = to_fp16(&both.bytes, &Fp16Options::default()).expect("converts");
+    let half = to_fp16(&folded.bytes, &Fp16Options::default()).expect("converts");
     assert_eq!((half.report.casts_inserted, half.report.kept_fp32.len()), (0, 0), "{:?}", half.report);
-    let fp16 = Rewritten { bytes: half.bytes, ..both };
-    let d = compare_nhwc(&original, &fp16, &[1, 3, 24, 32]);
-    eprintln!("upscale, folded, NHWC and float16: {d:?}");
+    let d = compare_same_io(&original, &half.bytes, &[1, 3, 24, 32]);
+    eprintln!("upscale, folded and float16: {d:?}");
     assert!(d.iter().all(|(_, psnr, max)| *psnr >= 50.0 && *max <= 4.0 / 255.0), "{d:?}");
 }
 

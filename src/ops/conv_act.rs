@@ -1,4 +1,4 @@
-//! The `ai.neural_frame::ConvAct` operator that [`fuse_conv_act`](super::convact::fuse_conv_act)
+//! The `ai.neural_frame::ConvAct` operator that [`fuse_conv_act`](crate::graph::convact::fuse_conv_act)
 //! puts in a model: registered with every session (it only runs where a rewritten model
 //! has it). Two kernels:
 //!
@@ -15,12 +15,12 @@
 //!   the rewrite is proven against the original model on ONNX Runtime's CPU provider in CI.
 
 use ort::operator::{
-    BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorDomain, OperatorInput, OperatorOutput,
-    ShapeInferenceContext,
+    BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
 };
 use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
 
-use super::convact::{DOMAIN, OP};
+use crate::graph::edit::CONV_ACT as OP;
+use crate::ops::kernel::{derived_symbol, input_floats, provider, write_output};
 
 /// The fallbacks' GPU test hook ([`crate::diagnostics::fail_fused_convolutions`]): 0 none,
 /// 1 the CUDA kernels' creation fails, 2 their runs fail.
@@ -164,25 +164,10 @@ pub(crate) fn conv_act_reference(
     y
 }
 
-/// The symbolic name of an output dimension that shape inference cannot know: the input's
-/// symbol `from` and what the operator does to it (`how`), so that two outputs of one size
-/// share a name and outputs of different sizes do not (ONNX Runtime's memory planner takes
-/// dims of one name to be equal, and reuses one value's buffer for the other: a fixed name for
-/// every output made two DepthToSpace stages share a buffer too small for the second); a name
-/// of its own where the input's dimension has none.
-pub(crate) fn derived_symbol(from: &str, how: &str) -> String {
-    static FRESH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    if from.is_empty() {
-        format!("neural_frame_unknown_{}", FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-    } else {
-        format!("{from}{how}")
-    }
-}
-
 /// The operator for one provider and element type.
-struct ConvAct {
-    element: TensorElementType,
-    cuda: bool,
+pub(crate) struct ConvAct {
+    pub(crate) element: TensorElementType,
+    pub(crate) cuda: bool,
 }
 
 impl Operator for ConvAct {
@@ -193,7 +178,7 @@ impl Operator for ConvAct {
     }
 
     fn execution_provider_type(&self) -> Option<&str> {
-        self.cuda.then_some("CUDAExecutionProvider")
+        provider(self.cuda)
     }
 
     fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
@@ -334,38 +319,6 @@ impl CpuKernel {
     }
 }
 
-/// What a caught panic says (its message, where it has one).
-pub(super) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("a panic")
-}
-
-/// A CPU kernel's input `i` as f32 (float16 when `half`, else float32), if given.
-pub(super) fn input_floats(ctx: &ComputeContext, i: usize, half: bool) -> ort::Result<Option<Vec<f32>>> {
-    let Some(v) = ctx.input(i)? else { return Ok(None) };
-    Ok(Some(if half {
-        v.try_extract_tensor::<half::f16>()?.1.iter().map(|h| h.to_f32()).collect()
-    } else {
-        v.try_extract_tensor::<f32>()?.1.to_vec()
-    }))
-}
-
-/// A CPU kernel's output 0 of `dims`, written from f32 values (rounded to float16 when `half`).
-pub(super) fn write_output(ctx: &ComputeContext, dims: Vec<i64>, half: bool, y: &[f32]) -> ort::Result<()> {
-    let mut out = ctx.output(0, dims)?.ok_or_else(|| ort::Error::new("no output 0"))?;
-    if half {
-        for (d, v) in out.try_extract_tensor_mut::<half::f16>()?.1.iter_mut().zip(y) {
-            *d = half::f16::from_f32(*v);
-        }
-    } else {
-        out.try_extract_tensor_mut::<f32>()?.1.copy_from_slice(y);
-    }
-    Ok(())
-}
-
 impl Kernel for CpuKernel {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         let missing = |what: &str| ort::Error::new(format!("{OP}: no {what}"));
@@ -403,23 +356,7 @@ impl Kernel for CpuKernel {
     }
 }
 
-/// The domain with `ConvAct`'s and `DepthToSpace`'s CPU kernels (and, built with `cuda`, their
-/// CUDA ones).
-pub(crate) fn domain() -> ort::Result<OperatorDomain> {
-    let mut d = OperatorDomain::new(DOMAIN)?;
-    for element in [TensorElementType::Float32, TensorElementType::Float16] {
-        d = d.add(ConvAct { element, cuda: false })?;
-        d = d.add(super::shuffle_op::DepthToSpace { element, cuda: false })?;
-        if cfg!(feature = "cuda") {
-            d = d.add(ConvAct { element, cuda: true })?;
-            d = d.add(super::shuffle_op::DepthToSpace { element, cuda: true })?;
-        }
-    }
-    Ok(d)
-}
-
 #[cfg(feature = "cuda")]
-#[path = "convact_cuda.rs"]
 mod cuda;
 
 #[cfg(all(test, feature = "cuda"))]

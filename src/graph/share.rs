@@ -2,14 +2,12 @@
 //! the graph alone ([`compute_share`]): for a precision mode that converts only models
 //! where float16 pays (precision.rs).
 
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::onnx::proto::{
+use crate::graph::proto::{
     self, ModelProto, NodeProto, TensorProto,
     data_type::{FLOAT, FLOAT16},
 };
@@ -73,6 +71,7 @@ pub(crate) struct ComputeShare {
 
 impl ComputeShare {
     /// The matrix operators' share of the parameters, 0 to 1.
+    #[cfg(test)]
     pub(crate) fn param_share(&self) -> f64 {
         if self.params == 0 { 0.0 } else { self.matrix_params as f64 / self.params as f64 }
     }

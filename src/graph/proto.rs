@@ -10,8 +10,6 @@
 //! getter of its own name that answers the default where the field is absent
 //! (`node.name()`, `node.domain()`).
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 
 use prost::Message;
@@ -23,14 +21,12 @@ pub(crate) mod data_type {
     pub(crate) const UNDEFINED: i32 = 0;
     pub(crate) const FLOAT: i32 = 1;
     pub(crate) const UINT8: i32 = 2;
-    pub(crate) const INT8: i32 = 3;
     pub(crate) const INT32: i32 = 6;
     pub(crate) const INT64: i32 = 7;
     pub(crate) const STRING: i32 = 8;
     pub(crate) const BOOL: i32 = 9;
     pub(crate) const FLOAT16: i32 = 10;
     pub(crate) const DOUBLE: i32 = 11;
-    pub(crate) const BFLOAT16: i32 = 16;
 }
 
 /// `AttributeProto.AttributeType` values.
@@ -39,7 +35,9 @@ pub(crate) mod attribute_type {
     pub(crate) const INT: i32 = 2;
     pub(crate) const STRING: i32 = 3;
     pub(crate) const TENSOR: i32 = 4;
+    #[cfg(test)]
     pub(crate) const GRAPH: i32 = 5;
+    #[cfg(test)]
     pub(crate) const FLOATS: i32 = 6;
     pub(crate) const INTS: i32 = 7;
 }
@@ -617,21 +615,6 @@ impl TensorProto {
         Ok(values)
     }
 
-    /// An integer tensor's values (int64 or int32, raw or not), for shapes and axes.
-    pub(crate) fn int_values(&self) -> Option<Vec<i64>> {
-        match (self.dtype(), &self.raw_data) {
-            (data_type::INT64, Some(raw)) => {
-                Some(raw.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect())
-            }
-            (data_type::INT64, None) => Some(self.int64_data.clone()),
-            (data_type::INT32, Some(raw)) => {
-                Some(raw.chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as i64).collect())
-            }
-            (data_type::INT32, None) => Some(self.int32_data.iter().map(|&v| v as i64).collect()),
-            _ => None,
-        }
-    }
-
     /// A float32 tensor with `values`, stored as `raw_data`.
     pub(crate) fn from_floats(name: &str, dims: Vec<i64>, values: &[f32]) -> Self {
         Self {
@@ -650,17 +633,6 @@ impl TensorProto {
             dims,
             data_type: Some(data_type::FLOAT16),
             raw_data: Some(values.iter().flat_map(|&v| half::f16::from_f32(v).to_bits().to_le_bytes()).collect()),
-            ..Default::default()
-        }
-    }
-
-    /// An int64 tensor with `values`, stored as `raw_data`.
-    pub(crate) fn from_i64s(name: &str, dims: Vec<i64>, values: &[i64]) -> Self {
-        Self {
-            name: Some(name.into()),
-            dims,
-            data_type: Some(data_type::INT64),
-            raw_data: Some(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
             ..Default::default()
         }
     }

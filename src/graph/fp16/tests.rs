@@ -9,8 +9,8 @@ use ort::value::{DynValue, Tensor, TensorElementType, ValueType};
 use prost::Message;
 
 use super::*;
-use crate::onnx::proto::{Dim, Dimension, TensorShapeProto, TensorType, Type, TypeProto, ValueInfoProto, data_type};
-use crate::onnx::share::compute_share;
+use crate::graph::proto::{Dim, Dimension, TensorShapeProto, TensorType, Type, TypeProto, ValueInfoProto, data_type};
+use crate::graph::share::compute_share;
 
 /// One output of a run: its name, shape and values as f32.
 #[derive(Debug, Clone)]
@@ -23,7 +23,7 @@ pub(crate) struct Output {
 /// A CPU session for a model's bytes.
 pub(crate) fn session(bytes: &[u8]) -> std::result::Result<Session, String> {
     let env = crate::onnx::runtime::environment().map_err(|e| e.to_string())?;
-    let domain = crate::onnx::convact_op::domain().map_err(|e| e.to_string())?;
+    let domain = crate::ops::domain().map_err(|e| e.to_string())?;
     let builder = Session::builder(env).map_err(|e| e.to_string())?;
     let mut builder = builder.with_operators(domain).map_err(|e| e.to_string())?;
     let _one_at_a_time = creating();

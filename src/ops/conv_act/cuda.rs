@@ -174,7 +174,7 @@ impl CudaKernel {
 /// The plan cache file: the one set for the process, else (for now) `cudnn-plans-v1.tsv` in
 /// the precision cache's directory.
 fn plan_cache() -> Option<PathBuf> {
-    cudnn_cache::plan_cache_or(|| crate::onnx::precision::cache_dir().map(|d| d.join(cudnn_cache::FILE_NAME)))
+    cudnn_cache::plan_cache_or(|| crate::files::model_cache_dir().map(|d| d.join(cudnn_cache::FILE_NAME)))
 }
 
 /// The cache file and this shape's key in it (cuDNN version, GPU UUID, shape); `None` when
@@ -480,7 +480,7 @@ impl CudaKernel {
     }
 }
 
-const _: () = assert!(crate::onnx::convact::DIRECT_MAX_TAPS == crate::cuda::params::CONV_MAX_TAPS as i64);
+const _: () = assert!(crate::graph::convact::DIRECT_MAX_TAPS == crate::cuda::params::CONV_MAX_TAPS as i64);
 
 /// Runs of the direct convolution in this process (the GPU tests check that it ran).
 pub(crate) static DIRECT_RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -490,15 +490,12 @@ pub(crate) static DIRECT_MMA_RUNS: std::sync::atomic::AtomicU64 = std::sync::ato
 
 impl Kernel for CudaKernel {
     /// No panic crosses into ONNX Runtime (ort's kernel trampoline does not catch one): it
-    /// becomes the run's error.
+    /// becomes the run's error, which names the operator.
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         if super::FAIL.load(std::sync::atomic::Ordering::Relaxed) == 2 {
             return Err(super::failed_on_purpose());
         }
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(ctx))) {
-            Ok(r) => r,
-            Err(panic) => Err(ort::Error::new(format!("{OP}: {}", super::panic_text(panic.as_ref())))),
-        }
+        crate::ops::kernel::guarded(&format!("{OP}:"), || self.run(ctx))
     }
 }
 

@@ -2,9 +2,9 @@
 //! keeps its results.
 //!
 //! With [`Precision::Auto`] (the default) a model whose graph inputs or outputs are
-//! float32 is converted to float16 ([`fp16`](crate::onnx::fp16)) when
+//! float32 is converted to float16 ([`fp16`](crate::graph::fp16)) when
 //! - its convolutions and matrix products are the bulk of its work
-//!   ([`compute_share`](crate::onnx::share::compute_share)) and heavy enough for fp16 to pay
+//!   ([`compute_share`](crate::graph::share::compute_share)) and heavy enough for fp16 to pay
 //!   ([`MIN_MACS_PER_PIXEL`]), and
 //! - one probe frame (a textured pattern, [`CHECK_SIZE`] or the model's own fixed size)
 //!   through both models on this GPU's CUDA provider agrees on every output: each 8-bit
@@ -23,9 +23,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::onnx::fp16::{self, Fp16Options};
-use crate::onnx::proto::{ModelProto, data_type};
-use crate::onnx::tensor::{Layout, TensorKind};
+use crate::graph::fp16::{self, Fp16Options};
+use crate::graph::proto::{ModelProto, data_type};
 
 /// The precision a model runs in (CUDA backend).
 ///
@@ -200,23 +199,7 @@ pub(crate) fn model_precision(bytes: &[u8]) -> Result<&'static str> {
     })
 }
 
-/// The directory of the converted models: `precision/` beside the tune cache.
-pub(crate) fn cache_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let base = var("NEURAL_FRAME_TUNE_CACHE")
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .or_else(|| var("XDG_CACHE_HOME").filter(|p| p.is_absolute()).map(|p| p.join("neural-frame")))
-        .or_else(|| var("HOME").map(|h| h.join(".cache").join("neural-frame")))?;
-    // Absolute: a process that changes its working directory later still finds the files.
-    Some(std::path::absolute(&base).unwrap_or(base).join("precision"))
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub(crate) use crate::files::write_atomically;
+use crate::files::{model_cache_dir, sha256_hex, write_atomically};
 
 /// The fp16 conversion of `bytes`, from the cache or made (and cached) now.
 fn converted(bytes: &[u8], sha: &str, dir: Option<&Path>) -> Result<PathBuf> {
@@ -439,23 +422,21 @@ pub(crate) fn resolve(
     rewrite: Rewrites,
     cuda: Option<(&str, &mut ProbeRun<'_>)>,
 ) -> Result<Resolved> {
-    resolve_in(cache_dir().as_deref(), model, asked, rewrite, cuda)
+    resolve_in(model_cache_dir().as_deref(), model, asked, rewrite, cuda)
 }
 
 /// Which graph rewrites may apply on the CUDA backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Rewrites {
-    /// NHWC image inputs and outputs (not where the caller declared a layout).
-    pub(crate) nhwc_io: bool,
     /// The nearest-upsample skip folded into a 1×1 convolution.
     pub(crate) fold_skip: bool,
 }
 
 impl Rewrites {
-    pub(crate) const NONE: Self = Self { nhwc_io: false, fold_skip: false };
+    pub(crate) const NONE: Self = Self { fold_skip: false };
 }
 
-/// The layout rewrites of `bytes`, from the cache or made now: the path and bytes of the
+/// The graph rewrites of `bytes`, from the cache or made now: the path and bytes of the
 /// model that runs and what changed (nothing: the original).
 fn rewritten(
     model: &Path,
@@ -467,27 +448,9 @@ fn rewritten(
     if rewrite == Rewrites::NONE {
         return unchanged(bytes);
     }
-    let mut current = bytes.clone();
-    let mut changes = Vec::new();
     // The fold writes its 1×1 weights in the skip's own type (fp32 or fp16).
-    if rewrite.fold_skip {
-        let r = crate::onnx::layout::fold_upsample_skip(&current)?;
-        changes.extend(r.changes);
-        current = r.bytes;
-    }
-    // A layout in the model's metadata names its own tensors: NHWC ones would contradict it.
-    // (Read only where the rewrite may apply: the model is decoded once more for it.)
-    let declares_layout = |bytes: &[u8]| -> Result<bool> {
-        Ok(ModelProto::decode_model(bytes, "read for its metadata")?
-            .metadata_props
-            .iter()
-            .any(|p| p.key.as_deref().is_some_and(|k| k.starts_with("neural_frame.") && k.ends_with("layout"))))
-    };
-    if rewrite.nhwc_io && !declares_layout(&bytes)? {
-        let r = crate::onnx::layout::nhwc_io(&current)?;
-        changes.extend(r.changes);
-        current = r.bytes;
-    }
+    let r = crate::graph::fold::fold_upsample_skip(&bytes)?;
+    let (current, changes) = (r.bytes, r.changes);
     if changes.is_empty() {
         return unchanged(bytes);
     }
@@ -496,12 +459,7 @@ fn rewritten(
         return unchanged(bytes);
     };
     let sha = sha256_hex(&bytes);
-    let path = dir.join(format!(
-        "{}-layout{}{}-v{LAYOUT_VERSION}.onnx",
-        &sha[..16],
-        if rewrite.fold_skip { "-fold" } else { "" },
-        if rewrite.nhwc_io { "-nhwc" } else { "" }
-    ));
+    let path = dir.join(format!("{}-layout-fold-v{LAYOUT_VERSION}.onnx", &sha[..16]));
     if !path.is_file()
         && let Err(e) = write_atomically(&path, &current)
     {
@@ -564,7 +522,7 @@ fn resolve_in(
         return Ok(keep(kind, "fp32 as asked (--precision fp32)".into()));
     }
     if asked == Precision::Auto {
-        let share = crate::onnx::share::compute_share(&bytes)?;
+        let share = crate::graph::share::compute_share(&bytes)?;
         if share.matrix_macs < MIN_MACS_PER_PIXEL {
             return Ok(keep(
                 kind,
@@ -582,7 +540,7 @@ fn resolve_in(
                     "fp32: its convolutions and matrix products are {:.0} % of its work, under the {:.0} % where fp16 \
                      pays (--precision fp16 forces it)",
                     share.work_share() * 100.0,
-                    crate::onnx::share::MATRIX_BOUND * 100.0
+                    crate::graph::share::MATRIX_BOUND * 100.0
                 ),
             ));
         }
@@ -643,16 +601,5 @@ fn resolve_in(
     Ok(Resolved { path, report })
 }
 
-// The probe frame itself: precision_probe.rs.
-#[path = "precision_probe.rs"]
-mod probe_frame;
-#[cfg(all(test, feature = "cuda"))]
-use probe_frame::probe_options;
-#[cfg(feature = "cuda")]
-pub(crate) use probe_frame::probe_pixels;
 #[cfg(test)]
-use probe_frame::{coords, pattern};
-
-#[cfg(test)]
-#[path = "precision_tests.rs"]
 mod tests;

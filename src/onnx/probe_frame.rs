@@ -2,11 +2,18 @@
 //! provider, every output read back ([`probe_pixels`]), and what in the session's options
 //! changes the result ([`probe_options`], part of the check's cache key).
 
-use super::*;
+#[cfg(feature = "cuda")]
+use std::path::Path;
+
+#[cfg(feature = "cuda")]
+use crate::error::{Error, Result};
+#[cfg(feature = "cuda")]
+use crate::graph::precision::{CHECK_SIZE, Probe, ProbeOutputs, ProbeValues};
+use crate::onnx::tensor::{Layout, TensorKind};
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 /// The textured probe pattern's colour value at `(x, y)` on channel `c`, in [0, 1].
-pub(super) fn pattern(x: u32, y: u32, c: u32) -> f32 {
+pub(crate) fn pattern(x: u32, y: u32, c: u32) -> f32 {
     let (xf, yf, cf) = (x as f32, y as f32, c as f32);
     let wave = (0.37 * xf + 1.3 * cf).sin() * (0.23 * yf + 0.7 * cf).cos();
     let checker = if (x / 5 + y / 3 + c).is_multiple_of(2) { 0.08 } else { -0.08 };
@@ -15,7 +22,7 @@ pub(super) fn pattern(x: u32, y: u32, c: u32) -> f32 {
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 /// Element `i` of a `w × h` tensor of `kind`: its `(x, y, channel)`.
-pub(super) fn coords(kind: TensorKind, w: u32, h: u32, i: usize) -> (u32, u32, u32) {
+pub(crate) fn coords(kind: TensorKind, w: u32, h: u32, i: usize) -> (u32, u32, u32) {
     let (i, w, h, ch) = (i as u64, u64::from(w), u64::from(h), u64::from(kind.channels));
     let (x, y, c) = match kind.layout {
         Layout::Nchw => (i % w, i / w % h, i / (w * h) % ch),
@@ -40,7 +47,7 @@ pub(crate) fn probe_pixels(path: &Path, config: &crate::onnx::session::SessionCo
 /// outputs are read) and the CUDA provider's options that choose its kernels. Not the device
 /// ordinal (the key's GPU names the device) nor the CPU threads.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(super) fn probe_options(config: &crate::onnx::session::SessionConfig) -> String {
+pub(crate) fn probe_options(config: &crate::onnx::session::SessionConfig) -> String {
     use crate::onnx::session::{Provider, SessionConfig};
     // Every field named: one added to the config is weighed here (in the key, or said why not).
     let SessionConfig { provider, conv_search, prefer_nhwc, fuse_conv_bias, cuda_stream: _, threads: _, declared } =

@@ -1,0 +1,81 @@
+//! What the custom operators share: the provider a kernel registers for, their CPU kernels'
+//! inputs and outputs in f32, errors that name the operator, and the names of dimensions that
+//! shape inference cannot know.
+
+use ort::operator::ComputeContext;
+use ort::value::{DynTensorValueType, ValueType};
+
+/// The execution provider an operator of `cuda` registers for (`None`: the CPU's).
+pub(crate) fn provider(cuda: bool) -> Option<&'static str> {
+    cuda.then_some("CUDAExecutionProvider")
+}
+
+/// Input `i`'s dims, where it is given; `what` names the operator in an error.
+pub(crate) fn input_dims(ctx: &ComputeContext, i: usize, what: &str) -> ort::Result<Option<Vec<i64>>> {
+    let Some(v) = ctx.input(i)? else { return Ok(None) };
+    let v = v.downcast::<DynTensorValueType>()?;
+    match v.dtype() {
+        ValueType::Tensor { shape, .. } => Ok(Some(shape.to_vec())),
+        other => Err(ort::Error::new(format!("{what}: input {i} is {other}, not a tensor"))),
+    }
+}
+
+/// The symbolic name of an output dimension that shape inference cannot know: the input's
+/// symbol `from` and what the operator does to it (`how`), so that two outputs of one size
+/// share a name and outputs of different sizes do not (ONNX Runtime's memory planner takes
+/// dims of one name to be equal, and reuses one value's buffer for the other: a fixed name for
+/// every output made two DepthToSpace stages share a buffer too small for the second); a name
+/// of its own where the input's dimension has none.
+pub(crate) fn derived_symbol(from: &str, how: &str) -> String {
+    static FRESH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if from.is_empty() {
+        format!("neural_frame_unknown_{}", FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    } else {
+        format!("{from}{how}")
+    }
+}
+
+/// A kernel's run with every error starting with `prefix` (the operator's name: the fused
+/// model's fallback knows its own errors by it, `graph::prepare::owns_error`), and a panic
+/// turned into one (ort's kernel trampoline does not catch it).
+pub(crate) fn guarded(prefix: &str, run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
+    let named = |m: &dyn std::fmt::Display| ort::Error::new(format!("{prefix} {m}"));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) if e.to_string().starts_with(prefix) => Err(e),
+        Ok(Err(e)) => Err(named(&e)),
+        Err(panic) => Err(named(&panic_text(panic.as_ref()))),
+    }
+}
+
+/// What a caught panic says (its message, where it has one).
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic")
+}
+
+/// A CPU kernel's input `i` as f32 (float16 when `half`, else float32), if given.
+pub(crate) fn input_floats(ctx: &ComputeContext, i: usize, half: bool) -> ort::Result<Option<Vec<f32>>> {
+    let Some(v) = ctx.input(i)? else { return Ok(None) };
+    Ok(Some(if half {
+        v.try_extract_tensor::<half::f16>()?.1.iter().map(|h| h.to_f32()).collect()
+    } else {
+        v.try_extract_tensor::<f32>()?.1.to_vec()
+    }))
+}
+
+/// A CPU kernel's output 0 of `dims`, written from f32 values (rounded to float16 when `half`).
+pub(crate) fn write_output(ctx: &ComputeContext, dims: Vec<i64>, half: bool, y: &[f32]) -> ort::Result<()> {
+    let mut out = ctx.output(0, dims)?.ok_or_else(|| ort::Error::new("no output 0"))?;
+    if half {
+        for (d, v) in out.try_extract_tensor_mut::<half::f16>()?.1.iter_mut().zip(y) {
+            *d = half::f16::from_f32(*v);
+        }
+    } else {
+        out.try_extract_tensor_mut::<f32>()?.1.copy_from_slice(y);
+    }
+    Ok(())
+}
