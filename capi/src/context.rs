@@ -10,7 +10,7 @@ use neural_frame::ash::vk;
 use neural_frame::{InputId, NeuralFrameContext, OutputId, SyncMode, TimelineId};
 
 use crate::builder::nf_builder;
-use crate::frame::Tickets;
+use crate::tickets::Tickets;
 use crate::{Fail, guard, guard_free, nf_status, non_null, put, write_pair, write_string};
 
 /// A context: the model's ONNX Runtime session, its buffers and passes, on a Vulkan

@@ -27,6 +27,7 @@ mod frame;
 mod import;
 mod png;
 mod register;
+mod tickets;
 
 use std::cell::RefCell;
 use std::ffi::{CString, c_char};

@@ -11,7 +11,15 @@
 //! post pass), `input_consumed` and `output_ready` are the caller's.
 
 use crate::context::PostWait;
-use crate::context::ring::Signaller;
+
+/// Who signals a timeline for a frame: a Vulkan pass, or the engine (the
+/// CUDA stream, or the host on the CPU backend) when the model reads or writes
+/// the caller's buffer itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signaller {
+    Vulkan,
+    Engine,
+}
 
 /// How one side of a frame (the frame's input, with the model's extra inputs;
 /// or its output, with the extra outputs) is converted.

@@ -8,21 +8,12 @@ use std::time::Instant;
 
 use ash::vk;
 
-use crate::context::plan::{PostBatch, Route};
+use crate::context::plan::{PostBatch, Route, Signaller};
 use crate::context::sync::FrameStats;
 
 /// Finished frames whose times are kept for `wait` (older ones are forgotten:
 /// a render loop that never waits on the host must not grow memory).
 pub(crate) const HISTORY: usize = 64;
-
-/// Who signals a timeline for a frame: a Vulkan pass, or the engine (the
-/// CUDA stream, or the host on the CPU backend) when the model reads or writes
-/// the caller's buffer itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Signaller {
-    Vulkan,
-    Engine,
-}
 
 /// A frame on its way through a slot.
 #[derive(Debug, Clone)]

@@ -8,8 +8,7 @@ use ash::vk;
 
 use crate::error::{Error, Result, VkResultExt};
 use crate::handle::{self, ExternalHandle};
-use crate::vulkan::caps::{self, buffer_export_support, image_export_support};
-use crate::vulkan::conv;
+use crate::vulkan::caps::{self, ImageDesc, buffer_export_support, image_export_support};
 use crate::vulkan::device::Device;
 use crate::vulkan::external::{self, EXTERNAL_MEMORY_HANDLE_TYPE as HANDLE, HANDLE_TYPE_NAME};
 
@@ -34,57 +33,6 @@ pub(crate) struct ExportedMemory {
     pub(crate) handle: ExternalHandle,
     /// The allocation behind it.
     pub(crate) info: AllocationInfo,
-}
-
-/// What an image is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ImageDesc {
-    /// Width in pixels.
-    pub(crate) width: u32,
-    /// Height in pixels.
-    pub(crate) height: u32,
-    /// Texel format.
-    pub(crate) format: vk::Format,
-    /// Usage flags.
-    pub(crate) usage: vk::ImageUsageFlags,
-    /// Optimal (the default) or linear.
-    pub(crate) tiling: vk::ImageTiling,
-}
-
-impl ImageDesc {
-    /// A 2D optimal-tiling image.
-    pub(crate) fn new(width: u32, height: u32, format: vk::Format, usage: vk::ImageUsageFlags) -> Self {
-        Self { width, height, format, usage, tiling: vk::ImageTiling::OPTIMAL }
-    }
-
-    /// A 2D RGBA8 image usable for transfers and as a storage image.
-    pub(crate) fn rgba8(width: u32, height: u32) -> Self {
-        Self::new(
-            width,
-            height,
-            vk::Format::R8G8B8A8_UNORM,
-            vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::STORAGE,
-        )
-    }
-
-    /// Bytes of a tightly packed copy of the image.
-    pub(crate) fn packed_len(&self) -> usize {
-        self.width as usize * self.height as usize * conv::bytes_per_pixel(self.format).unwrap_or(4) as usize
-    }
-
-    fn create_info(&self) -> vk::ImageCreateInfo<'static> {
-        vk::ImageCreateInfo::default()
-            .image_type(vk::ImageType::TYPE_2D)
-            .format(self.format)
-            .extent(vk::Extent3D { width: self.width, height: self.height, depth: 1 })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(self.tiling)
-            .usage(self.usage)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE)
-            .initial_layout(vk::ImageLayout::UNDEFINED)
-    }
 }
 
 enum Dedicated {

@@ -18,11 +18,12 @@ pub(crate) mod sync;
 pub(crate) mod transfer;
 
 pub use adapter::{AdapterInfo, DeviceSelector};
+pub(crate) use caps::ImageDesc;
 pub(crate) use device::Device;
 pub use external::{
     EXTERNAL_MEMORY_EXTENSION, EXTERNAL_MEMORY_HANDLE_TYPE, EXTERNAL_SEMAPHORE_EXTENSION,
     EXTERNAL_SEMAPHORE_HANDLE_TYPE,
 };
 pub(crate) use instance::{Instance, InstanceOptions};
-pub(crate) use memory::{Buffer, BufferMemory, ExportedMemory, Image, ImageDesc};
+pub(crate) use memory::{Buffer, BufferMemory, ExportedMemory, Image};
 pub(crate) use sync::TimelineSemaphore;

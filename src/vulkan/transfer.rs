@@ -158,7 +158,7 @@ pub(crate) fn readback_image(image: &Image) -> Result<Vec<u8>> {
 pub(crate) unsafe fn readback_raw(
     device: &Arc<Device>,
     raw: vk::Image,
-    desc: &super::memory::ImageDesc,
+    desc: &super::caps::ImageDesc,
     layout: vk::ImageLayout,
 ) -> Result<Vec<u8>> {
     let len = desc.packed_len();
