@@ -3,21 +3,18 @@
 under PyTorch (eager or torch.compile), on the same weights, and a sweep of the
 CUDA provider's options: where the GPU time of one frame goes, kernel by kernel.
 
-Runs on the GPU machine with torch and numpy, and onnxruntime from
-bench/pack_ort_python.sh (no `onnx` package needed). From the repository root,
-with the gpu-kit stashed and the package unpacked:
+Runs on a GPU machine with torch, numpy and onnxruntime-gpu (`pip install
+onnxruntime-gpu`; no `onnx` package needed), from the repository root:
 
-    bash .gpu-kit/base/stash.sh >/dev/null && source .gpu-kit/base/env.sh
-    eval "$(bash .gpu-kit/py/unpack.sh)"
     python3 bench/kernel_profile.py ort-profile models/upscale-fp16.onnx --size 960x540 --fp16-io \
         --opt prefer_nhwc=1 --json $OUT/ort-fp16-nhwc.json
-    python3 bench/kernel_profile.py torch-profile .gpu-bin/upscale-weights.npz --size 960x540 --compile \
+    python3 bench/kernel_profile.py torch-profile upscale-weights.npz --size 960x540 --compile \
         --json $OUT/torch-compile.json
     python3 bench/kernel_profile.py sweep models/upscale-fp16.onnx --size 960x540 --json $OUT/sweep-fp16.json
     python3 bench/kernel_profile.py compare $OUT/ort-fp16-nhwc.json $OUT/torch-compile.json
 
 (the .npz is what `python3 bench/torch_side.py export models/upscale.onnx
-.gpu-bin/upscale-weights.npz` writes.)
+upscale-weights.npz` writes.)
 
 Subcommands:
 
@@ -75,7 +72,7 @@ Subcommands:
   max_abs_diff_vs_first_row of the output. It stops starting rows after
   --max-seconds (default 420); the rest are listed as skipped. The JSON is
   rewritten after every row, so a crash leaves what was done.
-- `nf-profile MODEL.onnx --lib .gpu-bin/libneural_frame_c.so`: the model as
+- `nf-profile MODEL.onnx --lib target/release/libneural_frame_c.so`: the model as
   neural-frame runs it, through its C API (ctypes) in this process: a context
   on the CUDA backend with the defaults (the precision conversion, the graph
   rewrites and the fused `ai.neural_frame::ConvAct` convolutions, which
@@ -249,7 +246,7 @@ def import_ort():
     try:
         import onnxruntime as ort
     except ImportError as e:
-        sys.exit(f"{TOOL}: no onnxruntime ({e}); on the GPU machine: eval \"$(bash .gpu-kit/py/unpack.sh)\"")
+        sys.exit(f"{TOOL}: no onnxruntime ({e}); pip install onnxruntime-gpu")
     return ort
 
 
@@ -1147,7 +1144,8 @@ def main():
 
     n = sub.add_parser("nf-profile", help="time and profile the model as neural-frame runs it (its C API)")
     n.add_argument("model", help="the .onnx file")
-    n.add_argument("--lib", default=".gpu-bin/libneural_frame_c.so", help="neural-frame's C library")
+    n.add_argument("--lib", default="target/release/libneural_frame_c.so",
+                   help="neural-frame's C library (cargo build --release -p neural-frame-c)")
     common(n, 50)
     n.add_argument("--fuse-conv-act", choices=("default", "true", "false"), default="default",
                    help="the context's fused convolutions (default: the library's default)")

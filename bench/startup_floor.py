@@ -21,7 +21,7 @@ The input is random, not zeros; the output is checked finite. Nothing here
 compares with neural-frame's numbers by itself: put it beside `bench`'s
 time_to_first_frame_ms and BackendReport::startup from the same session.
 
-    python3 bench/startup_floor.py .gpu-bin/upscale-weights.npz --size 960x540 --runs 3 \
+    python3 bench/startup_floor.py upscale-weights.npz --size 960x540 --runs 3 \
         --json $OUT/startup-floor.json
 """
 

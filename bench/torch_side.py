@@ -3,15 +3,15 @@
 the same network, rebuilt in PyTorch from the ONNX file's own weights, timed
 the way a PyTorch user would run it, as model alone and on host frames.
 
-Two steps, because the GPU machine has torch but no `onnx`:
+Two steps, so that the machine that times it needs torch but not `onnx`:
 
-    # 1. here (needs onnx, onnxruntime, numpy; does not import torch):
-    python3 bench/torch_side.py export models/upscale.onnx .gpu-bin/upscale-weights.npz
+    # 1. anywhere (needs onnx, onnxruntime, numpy; does not import torch):
+    python3 bench/torch_side.py export models/upscale.onnx upscale-weights.npz
 
     # 2. on the GPU machine (needs torch, numpy; PIL optional; does not import onnx):
-    python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 960x540 --frames 200 \
+    python3 bench/torch_side.py run upscale-weights.npz --size 960x540 --frames 200 \
         --json $OUT/torch-540p.json
-    python3 bench/torch_side.py run .gpu-bin/upscale-weights.npz --size 1920x1080 --frames 200 \
+    python3 bench/torch_side.py run upscale-weights.npz --size 1920x1080 --frames 200 \
         --json $OUT/torch-1080p.json
 
 `export` walks the ONNX graph and refuses anything but SRVGGNetCompact as

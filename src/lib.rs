@@ -258,3 +258,8 @@ pub fn ort_environment() -> Result<&'static ort::environment::Environment> {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 struct ReadmeDoctests;
+
+/// The library guide's examples (docs/library.md), compiled as doctests.
+#[doc = include_str!("../docs/library.md")]
+#[cfg(doctest)]
+struct LibraryGuideDoctests;
