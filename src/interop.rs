@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use ash::vk;
 
-use crate::cuda::{self, CudaDevice, MappedBuffer};
+use crate::cuda;
+pub(crate) use crate::cuda::{CudaDevice, MappedBuffer, SurfaceFormat};
 use crate::error::{Error, Result};
 use crate::handle::{self, ExternalHandle};
 use crate::onnx::Placement;
@@ -186,6 +187,33 @@ pub(crate) fn tensor_memory(cuda: Option<&MappedBuffer>, host: Option<&Buffer>) 
     match host.map(Buffer::mapped_ptr) {
         Some(p) if !p.is_null() => Ok((Placement::Host, p.cast())),
         _ => Err(Error::internal("tensor memory that is neither in CUDA nor mapped")),
+    }
+}
+
+/// How the CUDA passes reach a registration's memory.
+pub(crate) enum CudaAccess {
+    /// An image's memory mapped as a CUDA array, through a surface object.
+    Surface(cuda::Surface),
+    /// A linear buffer's memory as a device pointer, and its row pitch in bytes.
+    Buffer { mapped: MappedBuffer, pitch: u32 },
+}
+
+/// A registration's memory as the CUDA passes see it (imported into CUDA once).
+pub(crate) struct CudaView {
+    pub(crate) access: CudaAccess,
+    pub(crate) format: cuda::SurfaceFormat,
+}
+
+impl CudaView {
+    /// What the kernels take: the surface object or device pointer, the format,
+    /// the kind of access and the row pitch in bytes.
+    pub(crate) fn params(&self) -> (u64, u32, u32, u32) {
+        match &self.access {
+            CudaAccess::Surface(s) => (s.raw(), self.format as u32, cuda::Access::Surface as u32, 0),
+            CudaAccess::Buffer { mapped, pitch } => {
+                (mapped.ptr(), self.format as u32, cuda::Access::Buffer as u32, *pitch)
+            }
+        }
     }
 }
 

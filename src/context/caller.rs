@@ -8,9 +8,10 @@ use ash::vk;
 use crate::context::NeuralFrameContext;
 use crate::context::foreign::{CallerBuffer, CallerImage, CallerMemory};
 use crate::context::register::Role;
-use crate::context::registry::{CudaAccess, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
+use crate::context::registry::{Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
 use crate::error::{Error, Result};
 use crate::interop;
+use crate::interop::CudaAccess;
 use crate::vulkan::TimelineSemaphore;
 use crate::vulkan::memory::AllocationInfo;
 

@@ -15,7 +15,7 @@ use crate::context::setup::{self, BackendReport};
 use crate::context::slots::Slot;
 use crate::context::sync::SyncMode;
 use crate::context::{
-    Backend, ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Resources, TuningInEffect, faststart, record,
+    Backend, ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Resources, TuningInEffect, record,
 };
 use crate::cuda;
 use crate::error::{Error, ErrorKind, Result};
@@ -366,13 +366,13 @@ impl NeuralFrameContext {
         if fast && let Some(c) = cuda {
             let size =
                 ctx.res.slots[0].tensors.as_ref().map(|t| t.size).ok_or_else(|| Error::internal("no buffers"))?;
-            ctx.restart = Some(faststart::Restart {
+            ctx.restart = Some(crate::context::backend::faststart::Restart {
                 model: model.clone(),
                 fused_model: fused_model.clone(),
                 config: SessionConfig { cuda_stream: None, ..config.clone() },
                 device: Arc::clone(c),
             });
-            let recipe = faststart::Recipe {
+            let recipe = crate::context::backend::faststart::Recipe {
                 fallback: (fused_model != model).then(|| model.clone()),
                 model: fused_model,
                 config: SessionConfig { fuse_conv_bias: true, cuda_stream: None, ..config },
@@ -380,7 +380,7 @@ impl NeuralFrameContext {
                 contract: ctx.contract.clone(),
                 sizes: ((size.width, size.height), (size.out_width, size.out_height)),
             };
-            ctx.fused = Some(faststart::Pending::start(recipe)?);
+            ctx.fused = Some(crate::context::backend::faststart::Pending::start(recipe)?);
         }
         ctx.report.startup.session_ms = session_ms;
         ctx.report.startup.buffers_ms = t_buffers.elapsed().as_secs_f64() * 1e3;

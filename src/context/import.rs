@@ -9,14 +9,12 @@ use crate::context::NeuralFrameContext;
 use crate::context::backend::Engine;
 use crate::context::foreign::{BufferImport, DeviceIdentity, ImageImport, ImportError, MemoryImport, SemaphoreImport};
 use crate::context::register::Role;
-use crate::context::registry::{
-    CudaAccess, CudaView, Direct, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId,
-};
+use crate::context::registry::{Direct, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
 use crate::context::sync::{ExportedTimelines, SyncMode};
-use crate::cuda::{CudaDevice, SurfaceFormat};
 use crate::error::{Error, Result, format_uuid};
 use crate::handle;
 use crate::interop;
+use crate::interop::{CudaAccess, CudaDevice, CudaView, SurfaceFormat};
 use crate::onnx::TensorValue;
 use crate::vulkan::caps;
 use crate::vulkan::external::{HANDLE_TYPE_NAME, SEMAPHORE_EXTENSION_NAME};

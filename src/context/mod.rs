@@ -16,7 +16,6 @@ pub(crate) mod caller;
 pub(crate) mod create;
 #[cfg(feature = "diagnostics")]
 pub(crate) mod diagnostics;
-pub(crate) mod faststart;
 pub(crate) mod foreign;
 pub(crate) mod frame;
 pub(crate) mod import;
@@ -126,9 +125,9 @@ pub struct NeuralFrameContext {
     /// Why the context takes no more frames (work of a failed frame may still be pending).
     poisoned: Option<String>,
     /// Fast start: the fused session being built beside the first frames.
-    fused: Option<faststart::Pending>,
+    fused: Option<backend::faststart::Pending>,
     /// Fast start's session options with the bias apart, to start fast again after a resize.
-    restart: Option<faststart::Restart>,
+    restart: Option<backend::faststart::Restart>,
     /// What precision the model runs in, and why.
     precision: crate::graph::precision::PrecisionReport,
     id: u64,

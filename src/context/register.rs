@@ -8,11 +8,10 @@ use ash::vk;
 use crate::context::NeuralFrameContext;
 use crate::context::foreign::PixelLayout;
 use crate::context::record::size_mismatch;
-use crate::context::registry::{
-    CudaAccess, CudaView, Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId,
-};
+use crate::context::registry::{Entry, InputId, Origin, OutputId, Registration, Resource, TimelineId};
 use crate::error::{Error, Result};
 use crate::interop;
+use crate::interop::{CudaAccess, CudaView};
 use crate::onnx::TensorKind;
 use crate::vulkan::caps;
 use crate::vulkan::compute::ImageView;

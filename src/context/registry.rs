@@ -6,9 +6,8 @@
 use ash::vk;
 
 use crate::context::passes::{Source, Target};
-use crate::cuda::MappedBuffer;
 use crate::error::{Error, Result};
-use crate::interop::SharedTimeline;
+use crate::interop::{CudaView, MappedBuffer, SharedTimeline};
 use crate::onnx::TensorValue;
 use crate::vulkan::compute::{DescriptorSet, ImageView};
 use crate::vulkan::{Buffer, Image};
@@ -127,33 +126,6 @@ pub(crate) enum Resource {
 pub(crate) struct Direct {
     pub(crate) value: TensorValue,
     pub(crate) _cuda: Option<MappedBuffer>,
-}
-
-/// How the CUDA passes reach a registration's memory.
-pub(crate) enum CudaAccess {
-    /// An image's memory mapped as a CUDA array, through a surface object.
-    Surface(crate::cuda::Surface),
-    /// A linear buffer's memory as a device pointer, and its row pitch in bytes.
-    Buffer { mapped: MappedBuffer, pitch: u32 },
-}
-
-/// A registration's memory as the CUDA passes see it (imported into CUDA once).
-pub(crate) struct CudaView {
-    pub(crate) access: CudaAccess,
-    pub(crate) format: crate::cuda::SurfaceFormat,
-}
-
-impl CudaView {
-    /// What the kernels take: the surface object or device pointer, the format,
-    /// the kind of access and the row pitch in bytes.
-    pub(crate) fn params(&self) -> (u64, u32, u32, u32) {
-        match &self.access {
-            CudaAccess::Surface(s) => (s.raw(), self.format as u32, crate::cuda::Access::Surface as u32, 0),
-            CudaAccess::Buffer { mapped, pitch } => {
-                (mapped.ptr(), self.format as u32, crate::cuda::Access::Buffer as u32, *pitch)
-            }
-        }
-    }
 }
 
 /// A pass recorded for one (slot, registration): resubmitted as it is.

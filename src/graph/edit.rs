@@ -1,5 +1,5 @@
 //! What the graph rewrites share: a rewrite's result ([`Rewritten`]), fresh names, the
-//! Transpose node, and the names of the custom operators they write (run by `crate::ops`).
+//! Transpose node, and the names of the custom operators they write (run by the operators of src/ops/).
 
 use std::collections::HashSet;
 

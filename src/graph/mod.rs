@@ -9,7 +9,7 @@
 //! 2. [`precision`]: fp32 → fp16 ([`fp16`]) where the model's work is mostly convolutions
 //!    ([`share`]) and the probe frame agrees;
 //! 3. [`convact`] and [`shuffle`]: convolutions with their bias and activation as fused
-//!    `ConvAct` nodes, and the `DepthToSpace` tails after them, both run by `crate::ops`.
+//!    `ConvAct` nodes, and the `DepthToSpace` tails after them, both run by the operators of src/ops/.
 
 pub(crate) mod convact;
 pub(crate) mod edit;

@@ -5,7 +5,11 @@
 //! the same for both.
 
 pub(crate) mod cuda;
+pub(crate) mod faststart;
 pub(crate) mod host;
+#[cfg(feature = "diagnostics")]
+pub(crate) mod interference;
+pub(crate) mod passes;
 
 use std::sync::Arc;
 use std::time::Duration;

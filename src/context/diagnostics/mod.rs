@@ -5,11 +5,10 @@
 //! slots' tensors read and poisoned.
 
 mod host;
-mod interference;
 mod pinned;
 
+pub use crate::context::backend::interference::{Interference, InterferenceCase, Load};
 pub use host::HostParts;
-pub use interference::{Interference, InterferenceCase, Load};
 pub use pinned::HostPinned;
 
 use std::time::{Duration, Instant};
