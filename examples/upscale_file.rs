@@ -83,8 +83,9 @@ fn run() -> Result<(), Box<dyn Error>> {
     output_file.write(&result)?;
 
     let c = ctx.contract();
+    // The scale writes its own sign: `×4`.
     println!(
-        "{}: {}×{} → {}×{} (×{}, {} → {})",
+        "{}: {}×{} → {}×{} ({}, {} → {})",
         model.display(),
         picture.width,
         picture.height,
@@ -94,10 +95,14 @@ fn run() -> Result<(), Box<dyn Error>> {
         c.input.describe(),
         c.output.describe()
     );
-    // NaN where a time was not measured (a device without timestamps).
+    // n/a where a time was not measured (NaN: a device without timestamps).
+    let ms = |v: f64| if v.is_finite() { format!("{v:.2} ms") } else { "n/a".to_string() };
     println!(
-        "frame: pre {:.2} ms, model {:.2} ms, post {:.2} ms, {:.2} ms from submit to done",
-        stats.pre_ms, stats.infer_ms, stats.post_ms, stats.latency_ms
+        "frame: pre {}, model {}, post {}, {} from submit to done",
+        ms(stats.pre_ms),
+        ms(stats.infer_ms),
+        ms(stats.post_ms),
+        ms(stats.latency_ms)
     );
     println!("wrote {}", output_path.display());
     Ok(())

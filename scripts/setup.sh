@@ -50,9 +50,18 @@ cuda_wheels=(
   "nvidia-cudnn-cu13==9.13.1.26 libcudnn.so.9"
 )
 
+# ldconfig's cache, read once. Not `ldconfig -p | grep -q …`: under pipefail, grep's early
+# exit can kill ldconfig with SIGPIPE mid-listing, and a library that is there would count
+# as missing (and re-run apt-get). grep reads this variable through a here-string instead.
+ldconfig_cache=""
+read_ldconfig_cache() {
+  if [ -z "$ldconfig_cache" ]; then ldconfig_cache="$(ldconfig -p 2>/dev/null || true)"; fi
+}
+
 # Where a library is on the system already: ldconfig's cache or the CUDA toolkit's directories.
 system_has() {
-  ldconfig -p 2>/dev/null | grep -q "[[:space:]]$1 " && return 0
+  read_ldconfig_cache
+  grep -q "[[:space:]]$1 " <<<"$ldconfig_cache" && return 0
   local d
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
     [ -e "$d/$1" ] && return 0
@@ -80,7 +89,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need_pkgs=()
-ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || need_pkgs+=(libvulkan1)
+read_ldconfig_cache
+grep -q 'libvulkan.so.1' <<<"$ldconfig_cache" || need_pkgs+=(libvulkan1)
 icds="$(ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json /usr/local/nvidia/share/vulkan/icd.d/*.json 2>/dev/null || true)"
 [ -n "$icds" ] || need_pkgs+=(mesa-vulkan-drivers)
 ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1 || need_pkgs+=(vulkan-validationlayers)
@@ -109,8 +119,10 @@ fi
 # ${XDG_DATA_HOME:-~/.local/share}/neural-frame/ort-gpu or ort-cpu.
 if [ -z "${ORT_DYLIB_PATH:-}" ] && [ -n "${HOME:-}${XDG_DATA_HOME:-}" ]; then
   data="${XDG_DATA_HOME:-$HOME/.local/share}/neural-frame"
-  if mkdir -p "$data" 2>/dev/null && ln -sfn "$dir" "$data/$(basename "$dir")" 2>/dev/null; then
-    say "linked $data/$(basename "$dir") → ${dir#"$root"/} (found by crates outside this checkout)"
+  link="$data/$(basename "$dir")"
+  # Said once: not again while the link is there already.
+  if [ "$(readlink "$link" 2>/dev/null)" != "$dir" ] && mkdir -p "$data" 2>/dev/null && ln -sfn "$dir" "$link" 2>/dev/null; then
+    say "linked $link → ${dir#"$root"/} (found by crates outside this checkout)"
   fi
 fi
 

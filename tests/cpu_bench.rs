@@ -73,6 +73,8 @@ fn bench_reports_every_mode() {
             "4",
             "--warmup",
             "0",
+            // The pass times are then not measured: the table says so, not NaN.
+            "--no-gpu-timestamps",
         ],
         &[],
     );
@@ -80,6 +82,12 @@ fn bench_reports_every_mode() {
     let stdout = String::from_utf8_lossy(&table.stdout);
     assert!(stdout.contains("zero-copy pipelined"), "{}", text(&table));
     assert!(stdout.contains("0 warm-up frames then 0 ms a mode"), "{}", text(&table));
+    // No NaN and no Rust names (`Heuristic`, `Gpu`): what was not measured reads n/a, what does
+    // not apply on the CPU backend says so.
+    assert!(!stdout.contains("NaN"), "{}", text(&table));
+    assert!(!stdout.contains("Heuristic") && !stdout.contains("Gpu"), "{}", text(&table));
+    assert!(stdout.contains("CUDA options: not in effect on the CPU backend"), "{}", text(&table));
+    assert!(stdout.contains("pre n/a ms"), "{}", text(&table));
 }
 
 #[test]

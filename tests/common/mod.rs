@@ -66,7 +66,8 @@ pub fn open_fds() -> usize {
 }
 
 /// The reason every GPU test carries in its `#[ignore]`.
-pub const GPU: &str = "needs an NVIDIA GPU with Vulkan and CUDA: cargo test -- --include-ignored";
+pub const GPU: &str =
+    "needs an NVIDIA GPU with Vulkan and CUDA: run scripts/test -- --include-ignored on a machine with an NVIDIA GPU";
 
 /// Prints the library's warnings and errors (the validation layer's messages
 /// among them) to stderr, once per process.
@@ -99,7 +100,11 @@ pub fn gpu() {
     if let Err(e) = attempt {
         let options = preflight::Options { width: 64, height: 64, trials: 1, ..Default::default() };
         let report = preflight::run(&[], &options);
-        panic!("no GPU for this test ({e}); pre-flight says:\n{}", preflight::render(&report))
+        panic!(
+            "no GPU for this test ({e}): GPU tests run with `scripts/test -- --include-ignored` on a machine with \
+             an NVIDIA GPU; pre-flight says:\n{}",
+            preflight::render(&report)
+        )
     }
 }
 
