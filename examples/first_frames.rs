@@ -77,7 +77,8 @@ fn show(what: &str, times: &[f64]) {
 
 fn build(model: &PathBuf, (w, h): (u32, u32), fast: bool) -> Result<(NeuralFrameContext, f64), Box<dyn Error>> {
     let t = Instant::now();
-    let ctx = NeuralFrameContext::builder(model).frame_size(w, h).fast_start(fast).build()?;
+    let ctx =
+        NeuralFrameContext::builder(model).frame_size(w, h).map_cuda_options(|c| c.with_fast_start(fast)).build()?;
     let build_ms = ms(t);
     let s = &ctx.report().startup;
     println!(

@@ -154,7 +154,8 @@ pub use context::stream::{ChromaSiting, HostLayout, HostStream, Subsampling, Yuv
 pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};
 pub use context::tiles::{DEFAULT_TILE_OVERLAP, Tiling};
 pub use context::{
-    BackPressure, Backend, ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Tuning, TuningInEffect,
+    BackPressure, Backend, ContextBuilder, CudaOptions, HandoverOptions, ModelOptions, NeuralFrameContext, PostWait,
+    ProviderOptions, Tuning, TuningInEffect,
 };
 pub use error::{Error, ErrorKind, Result, format_uuid, parse_uuid};
 pub use graph::precision::{Precision, PrecisionCheck, PrecisionReport};

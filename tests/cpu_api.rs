@@ -151,11 +151,14 @@ fn fusing_the_conv_bias_needs_nhwc() {
     // Both are on by default; turning NHWC off turns the default fusion off with it.
     let d = neural_frame::Tuning::default().cuda;
     assert_eq!(d, neural_frame::CudaOptions::default());
-    assert!(d.prefer_nhwc && d.fuse_conv_bias && d.cuda_graph && d.cuda_passes, "{d:?}");
+    assert!(
+        d.provider.prefer_nhwc && d.provider.fuse_conv_bias && d.provider.cuda_graph && d.handover.cuda_passes,
+        "{d:?}"
+    );
     let e = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(neural_frame::Backend::Cpu)
-        .prefer_nhwc(false)
-        .fuse_conv_bias(true)
+        .map_cuda_options(|c| c.with_prefer_nhwc(false))
+        .map_cuda_options(|c| c.with_fuse_conv_bias(true))
         .frame_size(8, 8)
         .build()
         .err()
@@ -164,7 +167,7 @@ fn fusing_the_conv_bias_needs_nhwc() {
     assert!(e.to_string().contains("prefer_nhwc"), "{e}");
     let ctx = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(neural_frame::Backend::Cpu)
-        .prefer_nhwc(false)
+        .map_cuda_options(|c| c.with_prefer_nhwc(false))
         .frame_size(8, 8)
         .build()
         .expect("NHWC off takes the default fusion with it");
@@ -181,7 +184,7 @@ fn fusing_the_conv_bias_needs_nhwc() {
     let json = serde_json::to_value(t).expect("JSON");
     assert_eq!(json, serde_json::json!({"gpu_timestamps": true, "spin_wait": t.spin_wait}));
     // Every CUDA option at once, forced: the same refusal as the setters'.
-    let cuda = neural_frame::CudaOptions { prefer_nhwc: false, ..neural_frame::CudaOptions::default() };
+    let cuda = neural_frame::CudaOptions::default().with_prefer_nhwc(false).with_fuse_conv_bias(true);
     let e = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(neural_frame::Backend::Cpu)
         .cuda_options(cuda)

@@ -261,7 +261,7 @@ fn host_pinned_frames_match_onnx_runtime() {
 }
 
 fn cuda_passes(b: neural_frame::ContextBuilder) -> neural_frame::ContextBuilder {
-    b.cuda_passes(true)
+    b.map_cuda_options(|c| c.with_cuda_passes(true))
 }
 
 #[test]

@@ -204,11 +204,11 @@ fn the_cache_finds_an_entry_by_its_key_only() {
         (960, 540),
     );
     let defaults = TunedOptions::from_tuning(&Tuning::default());
-    let host = TunedOptions { post_wait: PostWait::Host, spin_wait: true, ..defaults };
+    let host = TunedOptions { cuda: defaults.cuda.with_post_wait(PostWait::Host), spin_wait: true };
     let candidates = vec![
         Candidate::measured(defaults, defaults, 3.40, 297.0),
         Candidate::measured(host, host, 3.10, 298.0),
-        Candidate::failed(TunedOptions { cuda_graph: false, ..defaults }, None, "refused"),
+        Candidate::failed(TunedOptions { cuda: defaults.cuda.with_cuda_graph(false), ..defaults }, None, "refused"),
     ];
     let entry = TuneEntry::from_candidates(key.clone(), candidates, 100, 10).expect("a candidate ran");
     assert_eq!(entry.chosen, host, "tied on throughput: the lower latency");
@@ -221,7 +221,7 @@ fn the_cache_finds_an_entry_by_its_key_only() {
     let read = TuneCache::load(&path).expect("read back");
     assert_eq!(read.lookup(&key), Some(&entry));
     assert_eq!(
-        read.lookup(&key).map(|e| neural_frame::tune::apply(Tuning::default(), &e.chosen).cuda.post_wait),
+        read.lookup(&key).map(|e| neural_frame::tune::apply(Tuning::default(), &e.chosen).cuda.handover.post_wait),
         Some(PostWait::Host)
     );
     assert!(read.lookup(&TuneKey { width: 1920, height: 1080, ..key.clone() }).is_none(), "another size misses");

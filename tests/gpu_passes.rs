@@ -1,4 +1,4 @@
-//! The pre and post passes as CUDA kernels (`ContextBuilder::cuda_passes`):
+//! The pre and post passes as CUDA kernels (`CudaOptions::with_cuda_passes`):
 //! each frame compared with ONNX Runtime's CPU provider run on the same
 //! picture (the input tensor with the host's conversion, the output tensor
 //! and image after poisoning), the same image as the Vulkan passes for every
@@ -14,16 +14,16 @@ use common::pipeline::{Tolerance, Tune, check_frames, check_host_pinned, picture
 use neural_frame::{Backend, ContextBuilder, Frame, NeuralFrameContext, PostWait, Tiling};
 
 fn passes(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_passes(true)
+    b.map_cuda_options(|c| c.with_cuda_passes(true))
 }
 
 /// The fastest configuration of the benchmark, with CUDA passes and the bias fused.
 fn passes_tuned(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_passes(true)
-        .prefer_nhwc(true)
-        .fuse_conv_bias(true)
-        .cuda_graph(true)
-        .post_wait(PostWait::Host)
+    b.map_cuda_options(|c| c.with_cuda_passes(true))
+        .map_cuda_options(|c| c.with_prefer_nhwc(true))
+        .map_cuda_options(|c| c.with_fuse_conv_bias(true))
+        .map_cuda_options(|c| c.with_cuda_graph(true))
+        .map_cuda_options(|c| c.with_post_wait(PostWait::Host))
         .spin_wait(true)
 }
 
@@ -93,7 +93,7 @@ fn passes_equal_for_every_format(w: u32, h: u32) {
             let mut ctx = NeuralFrameContext::builder(model)
                 .backend(Backend::Cuda)
                 .frame_size(w, h)
-                .cuda_passes(cuda)
+                .map_cuda_options(|c| c.with_cuda_passes(cuda))
                 .build()
                 .expect("context");
             // Both on the fused session (fast start's takeover done): the passes are compared.
@@ -101,7 +101,7 @@ fn passes_equal_for_every_format(w: u32, h: u32) {
             ctx
         };
         let (mut vulkan, mut cuda) = (build(false), build(true));
-        let passes = |ctx: &NeuralFrameContext| ctx.tuning().cuda.map(|c| c.cuda_passes);
+        let passes = |ctx: &NeuralFrameContext| ctx.tuning().cuda.map(|c| c.handover.cuda_passes);
         assert_eq!((passes(&cuda), passes(&vulkan)), (Some(true), Some(false)));
         let (ow, oh) = cuda.output_size();
         for in_format in inputs {
@@ -172,7 +172,10 @@ fn cuda_passes_wait_for_the_callers_timeline() {
 /// passes): the output image read back, and whether the frame ran as CUDA kernels.
 fn one_frame(model: &str, cuda: bool, tiling: Option<Tiling>, albedo: bool) -> (Vec<u8>, bool) {
     let (w, h) = (64, 48);
-    let mut b = NeuralFrameContext::builder(model).backend(Backend::Cuda).frame_size(w, h).cuda_passes(cuda);
+    let mut b = NeuralFrameContext::builder(model)
+        .backend(Backend::Cuda)
+        .frame_size(w, h)
+        .map_cuda_options(|c| c.with_cuda_passes(cuda));
     if let Some(t) = tiling {
         b = b.tiling(t);
     }
@@ -239,8 +242,11 @@ fn opaque_and_translucent(model: &str, w: u32, h: u32) {
     one_hole[4 * hole + 3] = 0;
     for tiling in [None, Some(Tiling::new(24, 16, 2).expect("tiling"))] {
         let run = |cuda: bool| {
-            let mut b =
-                NeuralFrameContext::builder(model).backend(Backend::Cuda).frame_size(w, h).slots(1).cuda_passes(cuda);
+            let mut b = NeuralFrameContext::builder(model)
+                .backend(Backend::Cuda)
+                .frame_size(w, h)
+                .slots(1)
+                .map_cuda_options(|c| c.with_cuda_passes(cuda));
             if let Some(t) = tiling {
                 b = b.tiling(t);
             }

@@ -103,7 +103,9 @@ fn cuda_frame_size_change_keeps_the_session() {
 /// The bundled upscaler's 8-bit output on `backend` with `precision`, from one
 /// textured picture (output image poisoned first), with the context's precision report.
 fn upscaled(backend: Backend, precision: Precision, size: (u32, u32)) -> (Vec<u8>, PrecisionReport, Element) {
-    let b = NeuralFrameContext::builder("models/upscale.onnx").backend(backend).precision(precision);
+    let b = NeuralFrameContext::builder("models/upscale.onnx")
+        .backend(backend)
+        .map_cuda_options(|c| c.with_precision(precision));
     let (pixels, report, element, _) = upscaled_with(b, size);
     (pixels, report, element)
 }
@@ -173,7 +175,13 @@ fn fused_convolutions_match_the_cpu_run() {
     let db16 = common::pipeline::psnr(&fp16, &cpu);
     println!("fp16 fused: {db16:.1} dB against the CPU's fp32, fused session took over: {took_over}, {report16:?}");
     let fp32 = std::panic::catch_unwind(|| {
-        upscaled_with(builder().fuse_conv_act(true).precision(Precision::Fp32).fast_start(false), size)
+        upscaled_with(
+            builder()
+                .map_cuda_options(|c| c.with_fuse_conv_act(true))
+                .map_cuda_options(|c| c.with_precision(Precision::Fp32))
+                .map_cuda_options(|c| c.with_fast_start(false)),
+            size,
+        )
     });
     let db32 = match &fp32 {
         Ok((pixels, report, _, _)) => {
@@ -211,7 +219,9 @@ fn fused_convolutions_that_fail_fall_back_announced() {
     for at in [FusedFailure::Create, FusedFailure::Run] {
         for fast in [true, false] {
             fail_fused_convolutions(Some(at));
-            let b = NeuralFrameContext::builder("models/upscale.onnx").backend(Backend::Cuda).fast_start(fast);
+            let b = NeuralFrameContext::builder("models/upscale.onnx")
+                .backend(Backend::Cuda)
+                .map_cuda_options(|c| c.with_fast_start(fast));
             let got = std::panic::catch_unwind(|| upscaled_with(b, size));
             fail_fused_convolutions(None);
             let what = format!("{at:?}, fast start {fast}");
@@ -266,26 +276,33 @@ fn resize_starts_fast_again() {
         .expect("context");
     one_checked_frame(&mut ctx, 3, "first frame");
     assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settle"), "the fused session took over");
-    assert!(ctx.tuning().cuda.expect("cuda").fuse_conv_bias, "settled on the fused session: {:?}", ctx.tuning());
+    assert!(
+        ctx.tuning().cuda.expect("cuda").provider.fuse_conv_bias,
+        "settled on the fused session: {:?}",
+        ctx.tuning()
+    );
     one_checked_frame(&mut ctx, 4, "fused, 20×10");
     for (w, h, seed) in [(61u32, 7u32, 5u32), (20, 10, 6)] {
         ctx.resize(w, h).expect("resize");
         assert!(ctx.settling(), "{w}×{h}: a fused session for the new size is being built");
-        assert!(!ctx.tuning().cuda.expect("cuda").fuse_conv_bias, "{w}×{h}: frames take the bias apart meanwhile");
+        assert!(
+            !ctx.tuning().cuda.expect("cuda").provider.fuse_conv_bias,
+            "{w}×{h}: frames take the bias apart meanwhile"
+        );
         one_checked_frame(&mut ctx, seed, "bias apart after the resize");
         assert!(ctx.wait_settled(std::time::Duration::from_secs(120)).expect("settle"), "{w}×{h}: took over");
-        assert!(ctx.tuning().cuda.expect("cuda").fuse_conv_bias, "{w}×{h}: fused again");
+        assert!(ctx.tuning().cuda.expect("cuda").provider.fuse_conv_bias, "{w}×{h}: fused again");
         one_checked_frame(&mut ctx, seed + 10, "fused after the resize");
     }
     // A fast-start-free context keeps its one session across a resize.
     let mut plain = NeuralFrameContext::builder("models/test/tiny-x2-f32.onnx")
         .backend(Backend::Cuda)
-        .fast_start(false)
+        .map_cuda_options(|c| c.with_fast_start(false))
         .frame_size(20, 10)
         .build()
         .expect("context");
     plain.resize(61, 7).expect("resize");
-    assert!(!plain.settling() && plain.tuning().cuda.expect("cuda").fuse_conv_bias, "{:?}", plain.tuning());
+    assert!(!plain.settling() && plain.tuning().cuda.expect("cuda").provider.fuse_conv_bias, "{:?}", plain.tuning());
     one_checked_frame(&mut plain, 7, "no fast start, after the resize");
 }
 
@@ -309,11 +326,11 @@ fn every_gpu_pairs_with_the_cuda_device_of_its_uuid() {
 }
 
 fn graphs(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_graph(true).slots(2)
+    b.map_cuda_options(|c| c.with_cuda_graph(true)).slots(2)
 }
 
 fn graphs_host_post(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_graph(true).post_wait(PostWait::Host).slots(2)
+    b.map_cuda_options(|c| c.with_cuda_graph(true)).map_cuda_options(|c| c.with_post_wait(PostWait::Host)).slots(2)
 }
 
 #[test]

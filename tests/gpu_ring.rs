@@ -8,19 +8,23 @@ use common::{gpu, open_fds};
 use neural_frame::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, PostWait};
 
 fn graphs(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_graph(true)
+    b.map_cuda_options(|c| c.with_cuda_graph(true))
 }
 
 fn host_post(b: ContextBuilder) -> ContextBuilder {
-    b.post_wait(PostWait::Host)
+    b.map_cuda_options(|c| c.with_post_wait(PostWait::Host))
 }
 
 fn side_wait(b: ContextBuilder) -> ContextBuilder {
-    b.side_stream_wait(true)
+    b.map_cuda_options(|c| c.with_side_stream_wait(true))
 }
 
 fn every_option(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_graph(true).post_wait(PostWait::Host).spin_wait(true).gpu_timestamps(false).side_stream_wait(true)
+    b.map_cuda_options(|c| c.with_cuda_graph(true))
+        .map_cuda_options(|c| c.with_post_wait(PostWait::Host))
+        .spin_wait(true)
+        .gpu_timestamps(false)
+        .map_cuda_options(|c| c.with_side_stream_wait(true))
 }
 
 const TUNINGS: [(&str, Tune); 5] = [

@@ -14,7 +14,7 @@ use neural_frame::{Backend, ContextBuilder};
 const MODEL: &str = "models/test/tiny-x2-f32.onnx";
 
 fn graphs(b: ContextBuilder) -> ContextBuilder {
-    b.cuda_graph(true)
+    b.map_cuda_options(|c| c.with_cuda_graph(true))
 }
 
 // Tolerances as in cpu_stream_api.rs: one code at each of the two RGBA roundings, averaged

@@ -133,18 +133,9 @@ typedef struct nf_queue_lock nf_queue_lock;
 // Which backend runs the model: one of the `NF_BACKEND_*` values.
 typedef uint32_t nf_backend;
 
-// The precision the model runs in on the CUDA backend: one of the `NF_PRECISION_*` values.
-typedef uint32_t nf_precision;
-
 // What `nf_context_submit` does when every slot of the ring is busy: one of the
 // `NF_BACK_PRESSURE_*` values.
 typedef uint32_t nf_back_pressure;
-
-// cuDNN's convolution algorithm search (CUDA backend): one of the `NF_CONV_SEARCH_*` values.
-typedef uint32_t nf_conv_search;
-
-// Where a post pass waits for the model (CUDA backend): one of the `NF_POST_WAIT_*` values.
-typedef uint32_t nf_post_wait;
 
 // A declared tensor layout: one of the `NF_LAYOUT_*` values.
 typedef uint32_t nf_layout;
@@ -423,6 +414,60 @@ typedef struct nf_semaphore_import {
   uint8_t driver_uuid[16];
 } nf_semaphore_import;
 
+// cuDNN's convolution algorithm search (CUDA backend): one of the `NF_CONV_SEARCH_*` values.
+typedef uint32_t nf_conv_search;
+
+// Where a post pass waits for the model (CUDA backend): one of the `NF_POST_WAIT_*` values.
+typedef uint32_t nf_post_wait;
+
+// The precision the model runs in on the CUDA backend: one of the `NF_PRECISION_*` values.
+typedef uint32_t nf_precision;
+
+// A setting that may be left to the library: one of the `NF_TRISTATE_*` values.
+typedef uint32_t nf_tristate;
+
+// The CUDA backend's options (none is in effect on the CPU backend). Fill one with
+// `nf_cuda_options_default`, change what you need, and give it to
+// `nf_builder_set_cuda_options`. Fields may be added at the end in later versions:
+// `struct_size` says which fields the caller's header had (`nf_cuda_options_default` sets
+// it; keep it), and a library reads only those, the others at their defaults. Each `uint8_t`
+// field is 0 (off) or 1 (on).
+typedef struct nf_cuda_options {
+  // `sizeof(nf_cuda_options)` as the caller's header has it.
+  uint32_t struct_size;
+  // ONNX Runtime's CUDA provider: cuDNN's convolution search (`NF_CONV_SEARCH_HEURISTIC`,
+  // the default, `_EXHAUSTIVE` or `_DEFAULT`).
+  nf_conv_search conv_search;
+  // The provider's NHWC kernels (default 1; where cuDNN refuses them with the defaults, the
+  // context runs without them, logged).
+  uint8_t prefer_nhwc;
+  // Each convolution's bias fused into it (default 1; needs `prefer_nhwc`, else
+  // `nf_context_new` refuses it).
+  uint8_t fuse_conv_bias;
+  // Each slot's model run replayed as a captured CUDA graph (default 1).
+  uint8_t cuda_graph;
+  // The hand-over: the CUDA wait for each frame's input on a side stream (default 0).
+  uint8_t side_stream_wait;
+  // The hand-over: where a post pass waits for the model (`NF_POST_WAIT_GPU`, the default,
+  // or `NF_POST_WAIT_HOST`).
+  nf_post_wait post_wait;
+  // The hand-over: the pre and post passes as CUDA kernels (default 1); 0: Vulkan passes.
+  uint8_t cuda_passes;
+  // The model's preparation: exact graph rewrites at load (default 1).
+  uint8_t rewrite_graph;
+  // The model's preparation: the first frames run before cuDNN's fused kernels are built
+  // (default 1; `nf_context_wait_settled` waits for the fused session).
+  uint8_t fast_start;
+  // Padding (0).
+  uint8_t reserved;
+  // The model's preparation: the precision (`NF_PRECISION_AUTO`, the default, `_FP32` or
+  // `_FP16`).
+  nf_precision precision;
+  // The model's preparation: each convolution with its bias and activation as one fused
+  // cuDNN kernel (`NF_TRISTATE_DEFAULT`: where the model runs in fp16).
+  nf_tristate fuse_conv_act;
+} nf_cuda_options;
+
 // One of the caller's images, by handle (a context on the caller's device). Inputs:
 // `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT` (and, for a
 // model's extra inputs, `R16_SFLOAT`, `R32_SFLOAT`, `R16G16_SFLOAT`, `R32G32_SFLOAT`,
@@ -483,36 +528,11 @@ typedef struct nf_caller_memory {
 // The CPU backend: host-visible Vulkan buffers, ONNX Runtime's CPU provider.
 #define NF_BACKEND_CPU 2
 
-// fp16 where the model gains from it and a probe frame agrees with fp32; else the model's own.
-#define NF_PRECISION_AUTO 0
-
-// The model's own precision, never converted.
-#define NF_PRECISION_FP32 1
-
-// An fp32 model converted to fp16 without the check (CUDA backend).
-#define NF_PRECISION_FP16 2
-
 // Wait on the host for the oldest frame to finish, then reuse its slot (the default).
 #define NF_BACK_PRESSURE_BLOCK 0
 
 // Submit nothing and return at once: the frame is dropped, its ticket's value is 0.
 #define NF_BACK_PRESSURE_SKIP 1
-
-// cuDNN's heuristics (the default).
-#define NF_CONV_SEARCH_HEURISTIC 0
-
-// Every algorithm timed once per shape.
-#define NF_CONV_SEARCH_EXHAUSTIVE 1
-
-// cuDNN's default algorithm, no search.
-#define NF_CONV_SEARCH_DEFAULT 2
-
-// On the GPU (the default).
-#define NF_POST_WAIT_GPU 0
-
-// The post pass is submitted once the host has seen the model finish (refused on a
-// caller's device with a single queue, where it would deadlock).
-#define NF_POST_WAIT_HOST 1
 
 // Not declared: the model's shapes and metadata decide.
 #define NF_LAYOUT_MODEL 0
@@ -556,6 +576,40 @@ typedef struct nf_caller_memory {
 // caller submits once its writes are complete, frames carry no waits, and completion
 // comes from `nf_context_wait` and its kin.
 #define NF_SYNC_HOST 1
+
+// fp16 where the model gains from it and a probe frame agrees with fp32; else the model's own.
+#define NF_PRECISION_AUTO 0
+
+// The model's own precision, never converted.
+#define NF_PRECISION_FP32 1
+
+// An fp32 model converted to fp16 without the check (CUDA backend).
+#define NF_PRECISION_FP16 2
+
+// cuDNN's heuristics (the default).
+#define NF_CONV_SEARCH_HEURISTIC 0
+
+// Every algorithm timed once per shape.
+#define NF_CONV_SEARCH_EXHAUSTIVE 1
+
+// cuDNN's default algorithm, no search.
+#define NF_CONV_SEARCH_DEFAULT 2
+
+// On the GPU (the default).
+#define NF_POST_WAIT_GPU 0
+
+// The post pass is submitted once the host has seen the model finish (refused on a
+// caller's device with a single queue, where it would deadlock).
+#define NF_POST_WAIT_HOST 1
+
+// The library's default.
+#define NF_TRISTATE_DEFAULT 0
+
+// On.
+#define NF_TRISTATE_ON 1
+
+// Off.
+#define NF_TRISTATE_OFF 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -609,13 +663,6 @@ enum nf_status nf_builder_set_frame_size(struct nf_builder *b, uint32_t width, u
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_slots(struct nf_builder *b, uint32_t slots);
-
-// Sets the precision: `NF_PRECISION_AUTO` (the default), `NF_PRECISION_FP32` or
-// `NF_PRECISION_FP16`. The CPU backend keeps the model's own precision.
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_precision(struct nf_builder *b, nf_precision precision);
 
 // Names the ONNX Runtime library to load (NUL-terminated; copied). Without it the
 // library tries `ORT_DYLIB_PATH`, then `.runtime/ort-gpu` or `.runtime/ort-cpu` under
@@ -687,26 +734,6 @@ enum nf_status nf_builder_set_threads(struct nf_builder *b, uint32_t threads);
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_validation(struct nf_builder *b, bool on);
 
-// Lets the first frames run before cuDNN's fused kernels are built (CUDA backend,
-// default on); `nf_context_wait_settled` waits for the fused session.
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_fast_start(struct nf_builder *b, bool on);
-
-// Exact rewrites of the model's graph when it is loaded on the CUDA backend (default on).
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_rewrite_graph(struct nf_builder *b, bool on);
-
-// Runs each convolution followed by a PReLU, LeakyReLU or ReLU as one fused cuDNN kernel on the
-// CUDA backend, through a graph rewrite at load (default: on where the model runs in fp16).
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_fuse_conv_act(struct nf_builder *b, bool on);
-
 // Times the pre and post passes with Vulkan timestamp queries (default on; off: the
 // stats' `pre_ms` and `post_ms` are NaN).
 //
@@ -719,52 +746,6 @@ enum nf_status nf_builder_set_gpu_timestamps(struct nf_builder *b, bool on);
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_spin_wait(struct nf_builder *b, bool on);
-
-// Asks the CUDA provider for NHWC kernels (CUDA backend, default on). Off also turns
-// the fused bias off.
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_prefer_nhwc(struct nf_builder *b, bool on);
-
-// Fuses each convolution's bias add into it (CUDA backend, default on; needs NHWC).
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_fuse_conv_bias(struct nf_builder *b, bool on);
-
-// Replays each slot's model run as a CUDA graph (CUDA backend, default on).
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_cuda_graph(struct nf_builder *b, bool on);
-
-// Puts the CUDA wait for each frame's input on a side stream (CUDA backend, default off).
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_side_stream_wait(struct nf_builder *b, bool on);
-
-// Runs the pre and post passes as CUDA kernels where the frame's memory allows it
-// (CUDA backend, default on).
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_cuda_passes(struct nf_builder *b, bool on);
-
-// Sets cuDNN's convolution search (CUDA backend): `NF_CONV_SEARCH_HEURISTIC` (the
-// default), `_EXHAUSTIVE` or `_DEFAULT`.
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_conv_search(struct nf_builder *b, nf_conv_search search);
-
-// Sets where a post pass waits for the model (CUDA backend): `NF_POST_WAIT_GPU` (the
-// default) or `NF_POST_WAIT_HOST`.
-//
-// # Safety
-// As `nf_builder_set_backend`.
-enum nf_status nf_builder_set_post_wait(struct nf_builder *b, nf_post_wait wait);
 
 // Declares the layout of every image tensor of the model (`NF_LAYOUT_NCHW` or
 // `_NHWC`), where its shapes are ambiguous or its metadata says nothing.
@@ -1141,6 +1122,27 @@ enum nf_status nf_context_import_timeline(struct nf_context *c,
 enum nf_status nf_context_export_timelines(struct nf_context *c,
                                            nf_external_handle *input_consumed,
                                            nf_external_handle *output_ready);
+
+// Fills `*options` with the library's defaults and sets its `struct_size`.
+//
+// Returns `NF_STATUS_OK`, or `NF_STATUS_INVALID_ARGUMENT` where `options` is NULL.
+//
+// # Safety
+// `options` is NULL or points to a writable `nf_cuda_options`.
+enum nf_status nf_cuda_options_default(struct nf_cuda_options *options);
+
+// Gives the builder every CUDA option at once (copied). An option of the provider or the
+// hand-over left at its default lets the tune cache choose it (`neural-frame tune`).
+//
+// Returns `NF_STATUS_OK`, or `NF_STATUS_INVALID_ARGUMENT` where `b` or `options` is NULL,
+// `struct_size` is smaller than this library's first version of the struct, or a field
+// holds a value none of its constants name (the message names the field).
+//
+// # Safety
+// `b` is NULL or a live builder, not used by another thread during the call; `options` is
+// NULL or points to `options->struct_size` readable bytes.
+enum nf_status nf_builder_set_cuda_options(struct nf_builder *b,
+                                           const struct nf_cuda_options *options);
 
 // Reads a PNG or JPEG file (`path`, NUL-terminated) as RGBA8: `*width` x `*height`
 // texels, 4 bytes each, rows without padding, top row first (a picture without alpha

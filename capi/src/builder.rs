@@ -1,12 +1,13 @@
 //! The builder: a model path and the options of the context to be built, one setter per
-//! option of `neural_frame::ContextBuilder` (the CLI's flags are the same options).
+//! option of `neural_frame::ContextBuilder` (the CLI's flags are the same options); the CUDA
+//! backend's options in one struct (`options.rs`).
 
 use std::ffi::c_char;
 use std::time::Duration;
 
 use neural_frame::{
-    BackPressure, Backend, ColorOrder, ContextBuilder, ConvSearch, DeviceSelector, Layout, NeuralFrameContext,
-    Normalization, PostWait, Precision, TensorDeclaration, Tiling,
+    BackPressure, Backend, ColorOrder, ContextBuilder, DeviceSelector, Layout, NeuralFrameContext, Normalization,
+    TensorDeclaration, Tiling,
 };
 
 use crate::{Fail, guard, guard_free, nf_status, non_null, path_arg, str_arg};
@@ -27,15 +28,6 @@ pub const NF_BACKEND_CUDA: nf_backend = 1;
 /// The CPU backend: host-visible Vulkan buffers, ONNX Runtime's CPU provider.
 pub const NF_BACKEND_CPU: nf_backend = 2;
 
-/// The precision the model runs in on the CUDA backend: one of the `NF_PRECISION_*` values.
-pub type nf_precision = u32;
-/// fp16 where the model gains from it and a probe frame agrees with fp32; else the model's own.
-pub const NF_PRECISION_AUTO: nf_precision = 0;
-/// The model's own precision, never converted.
-pub const NF_PRECISION_FP32: nf_precision = 1;
-/// An fp32 model converted to fp16 without the check (CUDA backend).
-pub const NF_PRECISION_FP16: nf_precision = 2;
-
 /// What `nf_context_submit` does when every slot of the ring is busy: one of the
 /// `NF_BACK_PRESSURE_*` values.
 pub type nf_back_pressure = u32;
@@ -43,23 +35,6 @@ pub type nf_back_pressure = u32;
 pub const NF_BACK_PRESSURE_BLOCK: nf_back_pressure = 0;
 /// Submit nothing and return at once: the frame is dropped, its ticket's value is 0.
 pub const NF_BACK_PRESSURE_SKIP: nf_back_pressure = 1;
-
-/// cuDNN's convolution algorithm search (CUDA backend): one of the `NF_CONV_SEARCH_*` values.
-pub type nf_conv_search = u32;
-/// cuDNN's heuristics (the default).
-pub const NF_CONV_SEARCH_HEURISTIC: nf_conv_search = 0;
-/// Every algorithm timed once per shape.
-pub const NF_CONV_SEARCH_EXHAUSTIVE: nf_conv_search = 1;
-/// cuDNN's default algorithm, no search.
-pub const NF_CONV_SEARCH_DEFAULT: nf_conv_search = 2;
-
-/// Where a post pass waits for the model (CUDA backend): one of the `NF_POST_WAIT_*` values.
-pub type nf_post_wait = u32;
-/// On the GPU (the default).
-pub const NF_POST_WAIT_GPU: nf_post_wait = 0;
-/// The post pass is submitted once the host has seen the model finish (refused on a
-/// caller's device with a single queue, where it would deadlock).
-pub const NF_POST_WAIT_HOST: nf_post_wait = 1;
 
 /// A declared tensor layout: one of the `NF_LAYOUT_*` values.
 pub type nf_layout = u32;
@@ -97,7 +72,10 @@ pub const NF_NORMALIZATION_MEAN_STD: nf_normalization = 4;
 ///
 /// # Safety
 /// `b` is null or a live `nf_builder` not used by another thread during the call.
-unsafe fn edit(b: *mut nf_builder, edit: impl FnOnce(ContextBuilder) -> Result<ContextBuilder, Fail>) -> nf_status {
+pub(crate) unsafe fn edit(
+    b: *mut nf_builder,
+    edit: impl FnOnce(ContextBuilder) -> Result<ContextBuilder, Fail>,
+) -> nf_status {
     guard(|| {
         non_null(b, "the builder")?;
         // SAFETY: not null, live and exclusive by the caller's contract.
@@ -165,7 +143,7 @@ pub unsafe extern "C" fn nf_builder_set_backend(b: *mut nf_builder, backend: nf_
 }
 
 /// Records an invalid argument found before a builder is touched.
-fn invalid(message: String) -> nf_status {
+pub(crate) fn invalid(message: String) -> nf_status {
     guard(|| Err(Fail::invalid(message)))
 }
 
@@ -202,23 +180,6 @@ pub unsafe extern "C" fn nf_builder_set_slots(b: *mut nf_builder, slots: u32) ->
             Ok(x.slots(slots as usize))
         })
     }
-}
-
-/// Sets the precision: `NF_PRECISION_AUTO` (the default), `NF_PRECISION_FP32` or
-/// `NF_PRECISION_FP16`. The CPU backend keeps the model's own precision.
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_precision(b: *mut nf_builder, precision: nf_precision) -> nf_status {
-    let precision = match precision {
-        NF_PRECISION_AUTO => Precision::Auto,
-        NF_PRECISION_FP32 => Precision::Fp32,
-        NF_PRECISION_FP16 => Precision::Fp16,
-        other => return invalid(format!("precision {other} is none of NF_PRECISION_AUTO, _FP32, _FP16")),
-    };
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.precision(precision))) }
 }
 
 /// Names the ONNX Runtime library to load (NUL-terminated; copied). Without it the
@@ -348,38 +309,6 @@ pub unsafe extern "C" fn nf_builder_set_validation(b: *mut nf_builder, on: bool)
     unsafe { edit(b, |x| Ok(x.validation(on))) }
 }
 
-/// Lets the first frames run before cuDNN's fused kernels are built (CUDA backend,
-/// default on); `nf_context_wait_settled` waits for the fused session.
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_fast_start(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.fast_start(on))) }
-}
-
-/// Exact rewrites of the model's graph when it is loaded on the CUDA backend (default on).
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_rewrite_graph(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.rewrite_graph(on))) }
-}
-
-/// Runs each convolution followed by a PReLU, LeakyReLU or ReLU as one fused cuDNN kernel on the
-/// CUDA backend, through a graph rewrite at load (default: on where the model runs in fp16).
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_fuse_conv_act(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.fuse_conv_act(on))) }
-}
-
 /// Times the pre and post passes with Vulkan timestamp queries (default on; off: the
 /// stats' `pre_ms` and `post_ms` are NaN).
 ///
@@ -399,93 +328,6 @@ pub unsafe extern "C" fn nf_builder_set_gpu_timestamps(b: *mut nf_builder, on: b
 pub unsafe extern "C" fn nf_builder_set_spin_wait(b: *mut nf_builder, on: bool) -> nf_status {
     // SAFETY: the caller's contract.
     unsafe { edit(b, |x| Ok(x.spin_wait(on))) }
-}
-
-/// Asks the CUDA provider for NHWC kernels (CUDA backend, default on). Off also turns
-/// the fused bias off.
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_prefer_nhwc(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.prefer_nhwc(on))) }
-}
-
-/// Fuses each convolution's bias add into it (CUDA backend, default on; needs NHWC).
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_fuse_conv_bias(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.fuse_conv_bias(on))) }
-}
-
-/// Replays each slot's model run as a CUDA graph (CUDA backend, default on).
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_cuda_graph(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.cuda_graph(on))) }
-}
-
-/// Puts the CUDA wait for each frame's input on a side stream (CUDA backend, default off).
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_side_stream_wait(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.side_stream_wait(on))) }
-}
-
-/// Runs the pre and post passes as CUDA kernels where the frame's memory allows it
-/// (CUDA backend, default on).
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_cuda_passes(b: *mut nf_builder, on: bool) -> nf_status {
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.cuda_passes(on))) }
-}
-
-/// Sets cuDNN's convolution search (CUDA backend): `NF_CONV_SEARCH_HEURISTIC` (the
-/// default), `_EXHAUSTIVE` or `_DEFAULT`.
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_conv_search(b: *mut nf_builder, search: nf_conv_search) -> nf_status {
-    let search = match search {
-        NF_CONV_SEARCH_HEURISTIC => ConvSearch::Heuristic,
-        NF_CONV_SEARCH_EXHAUSTIVE => ConvSearch::Exhaustive,
-        NF_CONV_SEARCH_DEFAULT => ConvSearch::Default,
-        other => {
-            return invalid(format!("conv search {other} is none of NF_CONV_SEARCH_HEURISTIC, _EXHAUSTIVE, _DEFAULT"));
-        }
-    };
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.conv_search(search))) }
-}
-
-/// Sets where a post pass waits for the model (CUDA backend): `NF_POST_WAIT_GPU` (the
-/// default) or `NF_POST_WAIT_HOST`.
-///
-/// # Safety
-/// As `nf_builder_set_backend`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nf_builder_set_post_wait(b: *mut nf_builder, wait: nf_post_wait) -> nf_status {
-    let wait = match wait {
-        NF_POST_WAIT_GPU => PostWait::Gpu,
-        NF_POST_WAIT_HOST => PostWait::Host,
-        other => return invalid(format!("post wait {other} is none of NF_POST_WAIT_GPU, _HOST")),
-    };
-    // SAFETY: the caller's contract.
-    unsafe { edit(b, |x| Ok(x.post_wait(wait))) }
 }
 
 /// A declaration from its C parts.

@@ -25,6 +25,7 @@ mod context;
 mod device;
 mod frame;
 mod import;
+mod options;
 mod png;
 mod register;
 mod tickets;
@@ -41,6 +42,7 @@ pub use context::*;
 pub use device::*;
 pub use frame::*;
 pub use import::*;
+pub use options::*;
 pub use png::*;
 pub use register::*;
 

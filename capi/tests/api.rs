@@ -55,7 +55,13 @@ fn null_arguments_and_bad_values_are_refused_with_a_message() {
     // SAFETY: a NUL-terminated path and a writable out pointer.
     assert_eq!(unsafe { nf_builder_new(model.as_ptr(), &mut builder) }, nf_status::NF_STATUS_OK);
     // SAFETY: a live builder.
-    assert_eq!(unsafe { nf_builder_set_precision(builder, 7) }, nf_status::NF_STATUS_INVALID_ARGUMENT);
+    let mut cuda = std::mem::MaybeUninit::<nf_cuda_options>::zeroed();
+    // SAFETY: a writable struct.
+    assert_eq!(unsafe { nf_cuda_options_default(cuda.as_mut_ptr()) }, nf_status::NF_STATUS_OK);
+    // SAFETY: filled above.
+    let bad = nf_cuda_options { precision: 7, ..unsafe { cuda.assume_init() } };
+    // SAFETY: a live builder and a readable struct.
+    assert_eq!(unsafe { nf_builder_set_cuda_options(builder, &bad) }, nf_status::NF_STATUS_INVALID_ARGUMENT);
     assert!(message().contains("precision 7"), "{}", message());
     // SAFETY: as above.
     assert_eq!(unsafe { nf_builder_set_frame_size(builder, 0, 4) }, nf_status::NF_STATUS_INVALID_ARGUMENT);

@@ -65,16 +65,18 @@ fn builder_options_take_the_library_values_and_refuse_others() {
         ok(nf_builder_set_threads(b, 1));
         ok(nf_builder_set_gpu_timestamps(b, false));
         ok(nf_builder_set_spin_wait(b, false));
-        ok(nf_builder_set_fast_start(b, false));
-        ok(nf_builder_set_rewrite_graph(b, true));
-        ok(nf_builder_set_prefer_nhwc(b, true));
-        ok(nf_builder_set_fuse_conv_bias(b, true));
-        ok(nf_builder_set_cuda_graph(b, false));
-        ok(nf_builder_set_side_stream_wait(b, false));
-        ok(nf_builder_set_cuda_passes(b, true));
+        let mut cuda = std::mem::MaybeUninit::<nf_cuda_options>::zeroed().assume_init();
+        ok(nf_cuda_options_default(&mut cuda));
+        assert_eq!(cuda.struct_size as usize, std::mem::size_of::<nf_cuda_options>());
+        assert_eq!((cuda.prefer_nhwc, cuda.fuse_conv_bias, cuda.cuda_graph, cuda.cuda_passes), (1, 1, 1, 1));
+        assert_eq!((cuda.precision, cuda.fuse_conv_act), (NF_PRECISION_AUTO, NF_TRISTATE_DEFAULT));
+        cuda.fast_start = 0;
+        cuda.cuda_graph = 0;
+        cuda.conv_search = NF_CONV_SEARCH_EXHAUSTIVE;
+        cuda.post_wait = NF_POST_WAIT_GPU;
+        cuda.fuse_conv_act = NF_TRISTATE_OFF;
+        ok(nf_builder_set_cuda_options(b, &cuda));
         ok(nf_builder_set_validation(b, false));
-        ok(nf_builder_set_conv_search(b, NF_CONV_SEARCH_EXHAUSTIVE));
-        ok(nf_builder_set_post_wait(b, NF_POST_WAIT_GPU));
         ok(nf_builder_set_layout(b, NF_LAYOUT_NCHW));
         ok(nf_builder_set_color_order(b, NF_COLOR_ORDER_RGB));
         ok(nf_builder_set_normalization(b, NF_NORMALIZATION_MEAN_STD, mean.as_ptr(), std.as_ptr()));
@@ -94,8 +96,26 @@ fn builder_options_take_the_library_values_and_refuse_others() {
         let invalid = nf_status::NF_STATUS_INVALID_ARGUMENT;
         assert_eq!(nf_builder_set_back_pressure(b, 9), invalid);
         assert!(message().contains("back pressure 9"), "{}", message());
-        assert_eq!(nf_builder_set_conv_search(b, 9), invalid);
-        assert_eq!(nf_builder_set_post_wait(b, 9), invalid);
+        for (field, bad) in [
+            ("conv_search", nf_cuda_options { conv_search: 9, ..cuda }),
+            ("post_wait", nf_cuda_options { post_wait: 9, ..cuda }),
+            ("precision", nf_cuda_options { precision: 7, ..cuda }),
+            ("fuse_conv_act", nf_cuda_options { fuse_conv_act: 3, ..cuda }),
+            ("cuda_graph", nf_cuda_options { cuda_graph: 2, ..cuda }),
+            ("struct_size", nf_cuda_options { struct_size: 4, ..cuda }),
+        ] {
+            assert_eq!(nf_builder_set_cuda_options(b, &bad), invalid, "{field}");
+            assert!(message().contains(field), "{field}: {}", message());
+        }
+        assert_eq!(nf_builder_set_cuda_options(b, ptr::null()), invalid);
+        // A newer header's larger struct: this library reads the fields it knows.
+        #[repr(C)]
+        struct Newer {
+            known: nf_cuda_options,
+            added: u32,
+        }
+        let newer = Newer { known: nf_cuda_options { struct_size: size_of::<Newer>() as u32, ..cuda }, added: 7 };
+        ok(nf_builder_set_cuda_options(b, &newer.known));
         assert_eq!(nf_builder_set_layout(b, NF_LAYOUT_MODEL), invalid);
         assert_eq!(nf_builder_set_frame_timeout_ms(b, 0), invalid);
         assert_eq!(nf_builder_set_tiling(b, 40, 40, 24), invalid, "a tile not larger than 3 overlaps");

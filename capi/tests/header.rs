@@ -59,7 +59,7 @@ fn header_declares_every_entry_point() {
     assert!(!src.contains("macro_rules!"), "capi/src defines a macro: cbindgen does not expand macros");
     let header = std::fs::read_to_string(dir.join("include/neural_frame.h")).expect("the header is readable");
     let names: Vec<&str> = src.split("extern \"C\" fn ").skip(1).filter_map(|rest| rest.split('(').next()).collect();
-    assert!(names.len() >= 80, "only {} entry points found: {names:?}", names.len());
+    assert!(names.len() >= 70, "only {} entry points found: {names:?}", names.len());
     for name in names {
         assert!(header.contains(&format!("{name}(")), "{name} is not declared in the header");
     }

@@ -67,8 +67,11 @@ int main(int argc, char **argv) {
   if (check(nf_last_error_message()[0] == '\0', "a success leaves an empty message")) return 1;
   if ((s = nf_builder_set_backend(builder, backend)) != NF_STATUS_OK) return fail("nf_builder_set_backend", s);
   if (check(nf_builder_set_backend(builder, 99) == NF_STATUS_INVALID_ARGUMENT, "backend 99 is refused")) return 1;
-  if ((s = nf_builder_set_precision(builder, NF_PRECISION_FP32)) != NF_STATUS_OK)
-    return fail("nf_builder_set_precision", s);
+  nf_cuda_options cuda;
+  if ((s = nf_cuda_options_default(&cuda)) != NF_STATUS_OK) return fail("nf_cuda_options_default", s);
+  if (check(cuda.struct_size == sizeof cuda, "struct_size is the header's sizeof")) return 1;
+  cuda.precision = NF_PRECISION_FP32;
+  if ((s = nf_builder_set_cuda_options(builder, &cuda)) != NF_STATUS_OK) return fail("nf_builder_set_cuda_options", s);
   if ((s = nf_builder_set_slots(builder, 2)) != NF_STATUS_OK) return fail("nf_builder_set_slots", s);
   /* Another size than the input's: nf_context_infer_rgba8 resizes the context. */
   if ((s = nf_builder_set_frame_size(builder, 16, 8)) != NF_STATUS_OK) return fail("nf_builder_set_frame_size", s);

@@ -443,7 +443,7 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
             frame_done_ms: m(&|t| t.frame_done_ms),
         };
         // The probe loads the model's stream with the Vulkan passes: none with CUDA passes.
-        let interference = if ctx.tuning().cuda.is_some_and(|c| c.cuda_passes) {
+        let interference = if ctx.tuning().cuda.is_some_and(|c| c.handover.cuda_passes) {
             None
         } else {
             progress("interference", 0, 1);
@@ -548,15 +548,13 @@ pub(crate) fn run(opts: &BenchOptions, mut progress: impl FnMut(&str, usize, usi
 /// present: off the CUDA backend, where no CUDA option is in effect, each reads as
 /// off (the convolution search as the default, the post pass waiting on the GPU).
 fn flat_tuning(t: TuningInEffect) -> Tuning {
-    let off = CudaOptions {
-        conv_search: ConvSearch::default(),
-        prefer_nhwc: false,
-        fuse_conv_bias: false,
-        cuda_graph: false,
-        post_wait: PostWait::Gpu,
-        side_stream_wait: false,
-        cuda_passes: false,
-    };
+    let off = CudaOptions::default()
+        .with_conv_search(ConvSearch::default())
+        .with_prefer_nhwc(false)
+        .with_cuda_graph(false)
+        .with_post_wait(PostWait::Gpu)
+        .with_side_stream_wait(false)
+        .with_cuda_passes(false);
     Tuning { gpu_timestamps: t.gpu_timestamps, spin_wait: t.spin_wait, cuda: t.cuda.unwrap_or(off) }
 }
 
@@ -571,10 +569,63 @@ pub(crate) struct TilesReport {
     pub(crate) per_frame: usize,
 }
 
-/// The report as a table.
+/// A value's name as the JSON report and the CLI's flags spell it (`heuristic`, `gpu`,
+/// `rotate-slots`): its serde name, never its Rust (Debug) name.
+fn name(v: &impl Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".into(),
+    }
+}
+
+/// A time with `decimals` decimals, or `n/a` where it is not a number (not measured).
+fn num(v: f64, decimals: usize) -> String {
+    if v.is_finite() { format!("{v:.decimals$}") } else { "n/a".into() }
+}
+
+/// The same with its sign.
+fn signed(v: f64, decimals: usize) -> String {
+    if v.is_finite() { format!("{v:+.decimals$}") } else { "n/a".into() }
+}
+
+/// The options line: the CUDA options where they are in effect, what applies on every backend.
+fn render_tuning(r: &BenchReport) -> String {
+    let (c, h) = (&r.tuning.cuda.provider, &r.tuning.cuda.handover);
+    let cuda = if r.backend.backend == "cuda" {
+        format!(
+            "conv search {}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post wait {}, side-stream wait {}, \
+             passes on {}",
+            name(&c.conv_search),
+            c.prefer_nhwc,
+            c.fuse_conv_bias,
+            c.cuda_graph,
+            name(&h.post_wait),
+            h.side_stream_wait,
+            if h.cuda_passes { "CUDA" } else { "Vulkan" },
+        )
+    } else {
+        format!("CUDA options: not in effect on the {} backend (passes on Vulkan)", r.backend.backend.to_uppercase())
+    };
+    format!(
+        "{cuda}; GPU timestamps {}, spin wait {} (options from {}); {} slots, {} warm-up frames then {:.0} ms a mode, \
+         {} timed frames per mode",
+        r.tuning.gpu_timestamps,
+        r.tuning.spin_wait,
+        r.backend.tuning_from,
+        r.slots,
+        r.warmup,
+        r.warmup_min_ms,
+        r.modes.first().map_or(0, |m| m.frames)
+    )
+}
+
+/// The report as a table. Times that were not measured (NaN in the report, null in its
+/// JSON) read `n/a`, or are left out with the reason.
 pub(crate) fn render(r: &BenchReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
+    let on_cuda = r.backend.backend == "cuda";
     let _ = writeln!(
         s,
         "{} ({}) {}×{} → {}×{} on {} backend; {}",
@@ -603,24 +654,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
         p.reason,
         if p.rewrites.is_empty() { String::new() } else { format!("; graph rewrites: {}", p.rewrites.join("; ")) }
     );
-    let _ = writeln!(
-        s,
-        "conv search {:?}, prefer NHWC {}, conv bias fused {}, CUDA graphs {}, post pass waits on the {:?}, GPU timestamps {}, spin wait {}, side-stream wait {}, passes on {} (options from {}), {} slots, {} warm-up frames then {:.0} ms a mode, {} timed frames per mode",
-        r.tuning.cuda.conv_search,
-        r.tuning.cuda.prefer_nhwc,
-        r.tuning.cuda.fuse_conv_bias,
-        r.tuning.cuda.cuda_graph,
-        r.tuning.cuda.post_wait,
-        r.tuning.gpu_timestamps,
-        r.tuning.spin_wait,
-        r.tuning.cuda.side_stream_wait,
-        if r.tuning.cuda.cuda_passes { "CUDA" } else { "Vulkan" },
-        r.backend.tuning_from,
-        r.slots,
-        r.warmup,
-        r.warmup_min_ms,
-        r.modes[0].frames
-    );
+    let _ = writeln!(s, "{}", render_tuning(r));
     let _ = writeln!(
         s,
         "{:<21} {:>10} {:>10} {:>10} {:>14} {:>13} {:>12}",
@@ -629,13 +663,13 @@ pub(crate) fn render(r: &BenchReport) -> String {
     for m in &r.modes {
         let _ = writeln!(
             s,
-            "{:<21} {:>10.3} {:>10.3} {:>10.1} {:>+11.3} ms {:>12.1}% {:>12}",
+            "{:<21} {:>10} {:>10} {:>10} {:>11} ms {:>13} {:>12}",
             m.mode,
-            m.median_ms,
-            m.p99_ms,
-            m.fps,
-            m.overhead_vs_ort_ms,
-            100.0 * m.throughput_vs_ort,
+            num(m.median_ms, 3),
+            num(m.p99_ms, 3),
+            num(m.fps, 1),
+            signed(m.overhead_vs_ort_ms, 3),
+            if m.throughput_vs_ort.is_finite() { format!("{:.1}%", 100.0 * m.throughput_vs_ort) } else { "n/a".into() },
             if m.speedup_vs_host_pinned.is_finite() {
                 format!("{:.2}×", m.speedup_vs_host_pinned)
             } else {
@@ -643,12 +677,16 @@ pub(crate) fn render(r: &BenchReport) -> String {
             }
         );
     }
+    let passes = if r.tuning.gpu_timestamps { "" } else { " (pre and post: no GPU timestamps asked for)" };
     let _ = writeln!(
         s,
-        "GPU stages (zero-copy sync, medians): pre {:.3} ms, model {:.3} ms, post {:.3} ms",
-        r.stages.pre_ms, r.stages.infer_ms, r.stages.post_ms
+        "GPU stages (zero-copy sync, medians): pre {} ms, model {} ms, post {} ms{passes}",
+        num(r.stages.pre_ms, 3),
+        num(r.stages.infer_ms, 3),
+        num(r.stages.post_ms, 3)
     );
-    let per_mp: Vec<String> = r.modes.iter().map(|m| format!("{} {:.3}", m.mode, m.ms_per_output_megapixel)).collect();
+    let per_mp: Vec<String> =
+        r.modes.iter().map(|m| format!("{} {}", m.mode, num(m.ms_per_output_megapixel, 3))).collect();
     let _ = writeln!(s, "per output megapixel (ms/MP, medians): {}", per_mp.join(", "));
     let _ = writeln!(
         s,
@@ -658,22 +696,35 @@ pub(crate) fn render(r: &BenchReport) -> String {
     if let Some(p) = &r.host_naive_parts {
         let _ = writeln!(
             s,
-            "host naive parts (medians): readback {:.3}, to tensor {:.3}, ORT {:.3}, from tensor {:.3}, upload {:.3} ms",
-            p.readback_ms, p.to_tensor_ms, p.run_ms, p.from_tensor_ms, p.upload_ms
+            "host naive parts (medians): readback {}, to tensor {}, ORT {}, from tensor {}, upload {} ms",
+            num(p.readback_ms, 3),
+            num(p.to_tensor_ms, 3),
+            num(p.run_ms, 3),
+            num(p.from_tensor_ms, 3),
+            num(p.upload_ms, 3)
         );
     }
     let d = &r.pipelined;
+    let idle = if d.gpu_gap_median_ms.is_finite() {
+        format!(
+            "CUDA stream idle between frames median {} / mean {} / p99 {} ms",
+            num(d.gpu_gap_median_ms, 3),
+            num(d.gpu_gap_mean_ms, 3),
+            num(d.gpu_gap_p99_ms, 3)
+        )
+    } else if on_cuda {
+        "CUDA stream idle between frames: not measured".to_string()
+    } else {
+        format!("CUDA stream idle: none on the {} backend", r.backend.backend.to_uppercase())
+    };
     let _ = writeln!(
         s,
-        "pipelined: CUDA stream idle between frames median {:.3} / mean {:.3} / p99 {:.3} ms; submit hand-off median {:.3} / p99 {:.3} ms; model {:.3} ms",
-        d.gpu_gap_median_ms,
-        d.gpu_gap_mean_ms,
-        d.gpu_gap_p99_ms,
-        d.enqueue_median_ms,
-        d.enqueue_p99_ms,
-        d.model_median_ms
+        "pipelined: {idle}; submit hand-off median {} / p99 {} ms; model {} ms",
+        num(d.enqueue_median_ms, 3),
+        num(d.enqueue_p99_ms, 3),
+        num(d.model_median_ms, 3)
     );
-    let by_slot: Vec<String> = d.model_median_by_slot_ms.iter().map(|m| format!("{m:.3}")).collect();
+    let by_slot: Vec<String> = d.model_median_by_slot_ms.iter().map(|m| num(*m, 3)).collect();
     let _ = writeln!(s, "pipelined: model by slot (medians) {} ms", by_slot.join(" / "));
     match &r.caller_frames {
         CallerFramesReport::Ran {
@@ -690,7 +741,7 @@ pub(crate) fn render(r: &BenchReport) -> String {
             ..
         } => {
             let idle = if gpu_gap_median_ms.is_finite() {
-                format!(", CUDA stream idle between frames {gpu_gap_median_ms:.3} ms")
+                format!(", CUDA stream idle between frames {} ms", num(*gpu_gap_median_ms, 3))
             } else {
                 String::new()
             };
@@ -702,10 +753,11 @@ pub(crate) fn render(r: &BenchReport) -> String {
             let _ = writeln!(
                 s,
                 "caller frames: {images} images of a renderer's own device ({renderer_device}) imported by fd, {} sync, \
-                 the renderer's work per frame: {renderer_work} on its {renderer_queue} queue{fallback}, passes on {}; model {model_median_ms:.3} ms{idle} (medians); the same image as zero-copy sync \
+                 the renderer's work per frame: {renderer_work} on its {renderer_queue} queue{fallback}, passes on {}; model {} ms{idle} (medians); the same image as zero-copy sync \
                  (largest difference {max_difference} of 255)",
                 if *sync_mode == neural_frame::SyncMode::Gpu { "GPU" } else { "host-signalled" },
                 if *cuda_passes { "CUDA" } else { "Vulkan" },
+                num(*model_median_ms, 3),
             );
         }
         CallerFramesReport::Skipped { reason } => {
@@ -713,19 +765,26 @@ pub(crate) fn render(r: &BenchReport) -> String {
         }
     }
     let t = &r.backend.startup;
+    // The set-up's steps that ran (NaN: it did not).
+    let steps: Vec<String> = [
+        ("ONNX Runtime", t.runtime_ms),
+        ("Vulkan", t.vulkan_ms),
+        ("CUDA", t.cuda_ms),
+        ("session", t.session_ms),
+        ("buffers", t.buffers_ms),
+        ("the model's first run", t.first_run_ms),
+    ]
+    .iter()
+    .filter(|(_, ms)| ms.is_finite())
+    .map(|(step, ms)| format!("{step} {ms:.0}"))
+    .collect();
     let _ = writeln!(
         s,
-        "time to first frame {:.1} ms (set-up {:.1} ms: ONNX Runtime {:.0}, Vulkan {:.0}, CUDA {:.0}, session {:.0}, \
-         buffers {:.0}, the model's first run {:.0}){}; device memory in use {}",
-        r.time_to_first_frame_ms,
-        r.setup_ms,
-        t.runtime_ms,
-        t.vulkan_ms,
-        t.cuda_ms,
-        t.session_ms,
-        t.buffers_ms,
-        t.first_run_ms,
-        if t.fused_ms.is_nan() {
+        "time to first frame {} ms (set-up {} ms: {}){}; device memory in use {}",
+        num(r.time_to_first_frame_ms, 1),
+        num(r.setup_ms, 1),
+        steps.join(", "),
+        if !t.fused_ms.is_finite() {
             String::new()
         } else {
             format!("; fast start: the fused session took over {:.0} ms after set-up", t.fused_ms)
@@ -735,22 +794,28 @@ pub(crate) fn render(r: &BenchReport) -> String {
     if let Some(t) = &r.sync_timeline {
         let _ = writeln!(
             s,
-            "sync frame, host-polled (medians, ms after submit): submit returned {:.3}, input_ready {:.3}, model start {:.3}, model end {:.3}, output_ready {:.3}, frame_done {:.3}",
-            t.submitted_ms, t.input_ready_ms, t.model_start_ms, t.model_end_ms, t.output_ready_ms, t.frame_done_ms
+            "sync frame, host-polled (medians, ms after submit): submit returned {}, input_ready {}, model start {}, model end {}, output_ready {}, frame_done {}",
+            num(t.submitted_ms, 3),
+            num(t.input_ready_ms, 3),
+            num(t.model_start_ms, 3),
+            num(t.model_end_ms, 3),
+            num(t.output_ready_ms, 3),
+            num(t.frame_done_ms, 3)
         );
         let _ = writeln!(
             s,
-            "  → pre pass and hand-off to CUDA {:.3}, model {:.3}, hand-off back, post pass and host wake-up {:.3} ms",
-            t.model_start_ms,
-            t.model_end_ms - t.model_start_ms,
-            t.frame_done_ms - t.model_end_ms
+            "  → pre pass and hand-off to CUDA {}, model {}, hand-off back, post pass and host wake-up {} ms",
+            num(t.model_start_ms, 3),
+            num(t.model_end_ms - t.model_start_ms, 3),
+            num(t.frame_done_ms - t.model_end_ms, 3)
         );
     }
     if let Some(i) = &r.interference {
         let _ = writeln!(s, "model on the GPU beside other work ({} runs back to back, CUDA events, medians):", i.runs);
         let idle = i.cases.first().map_or(f64::NAN, |c| c.model_ms);
         for c in &i.cases {
-            let _ = writeln!(s, "  {:<18} {:>8.3} ms ({:+.3})", format!("{:?}", c.load), c.model_ms, c.model_ms - idle);
+            let _ =
+                writeln!(s, "  {:<18} {:>8} ms ({})", name(&c.load), num(c.model_ms, 3), signed(c.model_ms - idle, 3));
         }
     }
     s
@@ -882,14 +947,14 @@ pub(crate) fn render_multi(r: &MultiReport) -> String {
     for d in &r.devices {
         let _ = writeln!(
             s,
-            "  Vulkan {} ↔ {}: {} frames, {:.1} frames/s, median {:.3} ms",
+            "  Vulkan {} ↔ {}: {} frames, {} frames/s, median {} ms",
             d.backend.vulkan_device,
             d.backend.cuda_device.as_deref().unwrap_or("CPU backend"),
             d.frames,
-            d.fps,
-            d.median_ms
+            num(d.fps, 1),
+            num(d.median_ms, 3)
         );
     }
-    let _ = writeln!(s, "total: {:.1} frames/s", r.total_fps);
+    let _ = writeln!(s, "total: {} frames/s", num(r.total_fps, 1));
     s
 }

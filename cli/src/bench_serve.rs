@@ -232,7 +232,7 @@ fn in_process(
     };
     // With the post pass submitted once the host saw the model finish (`--post-wait host`), the host
     // drives the frame: the renderer waits through the context then (the worker does the same).
-    let host_driven = ctx.tuning().cuda.is_some_and(|c| c.post_wait == neural_frame::PostWait::Host);
+    let host_driven = ctx.tuning().cuda.is_some_and(|c| c.handover.post_wait == neural_frame::PostWait::Host);
     let done = |ctx: &mut neural_frame::NeuralFrameContext, t: &neural_frame::Ticket| -> anyhow::Result<()> {
         match sync {
             Some((_, _, ready)) if !host_driven => r.wait(ready, t.value()),
@@ -325,12 +325,14 @@ impl WorkerProcess {
         let socket = std::env::temp_dir().join(format!("neural-frame-bench-{}.sock", std::process::id()));
         let exe = std::env::current_exe().context("this program's path")?;
         let mut cmd = Command::new(exe);
-        cmd.arg("--quiet").arg("serve").arg("--socket").arg(&socket).args(model.to_args());
-        if model.fast_start.is_none() {
+        let mut model = model.clone();
+        if model.cuda.fast_start.is_none() {
             // The served frames are timed from the client's first: on the session the in-process
             // run is timed on, not a fast start's first one.
-            cmd.args(["--fast-start", "false"]);
+            model.cuda.fast_start = Some(false);
         }
+        let options = serde_json::to_string(&model).context("the model's options as JSON")?;
+        cmd.arg("--quiet").arg("serve").arg("--socket").arg(&socket).arg("--model-options").arg(options);
         cmd.args(["--slots", &slots.to_string(), "--max-clients", "1"]).stdout(Stdio::null()).stderr(Stdio::null());
         let child = cmd.spawn().context("starting the worker")?;
         let mut w = WorkerProcess { child, socket };

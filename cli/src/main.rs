@@ -6,14 +6,15 @@ mod bench;
 #[cfg(feature = "diagnostics")]
 mod bench_caller;
 mod bench_serve;
+mod cuda_args;
 mod logger;
+mod model_text;
 mod pipe;
 mod run;
 mod serve;
 mod signals;
 mod stream;
 mod tune;
-mod y4m;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,8 +23,8 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use neural_frame::image_io::{self, Rgba8};
 use neural_frame::{
-    Backend, ColorOrder, ConvSearch, DeviceSelector, ErrorKind, Layout, NeuralFrameContext, Normalization, PostWait,
-    TensorDeclaration, Tiling, preflight,
+    Backend, ColorOrder, DeviceSelector, ErrorKind, Layout, NeuralFrameContext, Normalization, TensorDeclaration,
+    Tiling, preflight,
 };
 
 #[derive(Parser)]
@@ -39,53 +40,13 @@ struct Cli {
     command: Command,
 }
 
-/// A value enum's name on the command line.
-trait ValueEnumName {
-    fn name(&self) -> String;
-}
-
-impl<T: ValueEnum> ValueEnumName for T {
-    fn name(&self) -> String {
-        self.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
-    }
-}
-
 /// `--backend`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 enum BackendArg {
     Auto,
     Cuda,
     Cpu,
-}
-
-/// `--conv-search`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ConvSearchArg {
-    Heuristic,
-    Exhaustive,
-    Default,
-}
-
-/// `--post-wait`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PostWaitArg {
-    Gpu,
-    Host,
-}
-
-/// `--precision`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PrecisionArg {
-    Auto,
-    Fp32,
-    Fp16,
-}
-
-/// `--passes`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PassesArg {
-    Vulkan,
-    Cuda,
 }
 
 /// `bench --caller-queue`.
@@ -95,8 +56,10 @@ enum CallerQueueArg {
     Main,
 }
 
-/// Options shared by `run` and `bench`.
-#[derive(Args, Clone)]
+/// The model's options, shared by every command that builds a context; serialised (JSON) as
+/// `bench --serve` hands them to its worker (`serve --model-options`).
+#[derive(Args, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ModelArgs {
     /// The ONNX model.
     #[arg(long, default_value = "models/upscale.onnx")]
@@ -106,69 +69,28 @@ struct ModelArgs {
     backend: BackendArg,
     /// Vulkan device: `auto`, an index, or a UUID. The CUDA device is found by UUID.
     #[arg(long, default_value = "auto")]
+    #[serde(with = "model_text::device")]
     device: DeviceSelector,
     /// ONNX Runtime library (else ORT_DYLIB_PATH, .runtime/, then the Python package's).
     #[arg(long)]
     ort_library: Option<PathBuf>,
-    /// cuDNN convolution algorithm search (CUDA backend).
-    #[arg(long, value_enum)]
-    conv_search: Option<ConvSearchArg>,
-    /// The CUDA provider's NHWC kernels, `true` or `false` (default: on, and off, announced, where
-    /// cuDNN refuses them for the model; `--prefer-nhwc` alone is `true`).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    prefer_nhwc: Option<bool>,
-    /// Fuse each convolution's bias into it (cuDNN's fused kernels; needs NHWC), `true` or `false`
-    /// (default: with the NHWC kernels).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    fuse_conv_bias: Option<bool>,
-    /// Take the first frames before cuDNN's fused kernels are built: they run with the bias apart
-    /// while the fused session is built beside them, which then takes over, `true` or `false`
-    /// (default: true; `false` builds the fused session before the first frame).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    fast_start: Option<bool>,
-    /// The precision the model runs in on the CUDA backend: `auto` (an fp32 model runs in fp16
-    /// where its work is mostly convolutions and a probe frame agrees with fp32 within PSNR 45 dB;
-    /// else as it is), `fp32` (never converted) or `fp16` (converted, unchecked).
-    #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
-    precision: PrecisionArg,
-    /// Exact rewrites of the model's graph at load on the CUDA backend (a nearest-upsample skip folded
-    /// into a 1x1 convolution, in fp32 and fp16 models), `true` or `false` (default: true).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    rewrite_graph: Option<bool>,
-    /// Run each convolution followed by a PReLU, LeakyReLU or ReLU, with its bias and activation, as
-    /// one fused cuDNN kernel (a graph rewrite at load; CUDA backend), `true` or `false` (default: on
-    /// where the model runs in fp16; a model cuDNN refuses runs without, announced; see
-    /// docs/fused-convolutions.md).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    fuse_conv_act: Option<bool>,
-    /// Replay each slot's model run as a captured CUDA graph, `true` or `false` (default: true, CUDA backend;
-    /// a model that cannot be captured runs without one, announced).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    cuda_graph: Option<bool>,
-    /// Where the post pass waits for the model: on the GPU (semaphore) or, after the host saw it finish (CUDA backend).
-    #[arg(long, value_enum)]
-    post_wait: Option<PostWaitArg>,
     /// Leave out the Vulkan timestamp queries that time the pre and post passes.
     #[arg(long)]
     no_gpu_timestamps: bool,
     /// Wait for frames by polling (a busy core) instead of sleeping in the driver.
     #[arg(long)]
     spin_wait: bool,
-    /// Put the CUDA wait for each frame's input on a side stream, joined by an event (CUDA backend).
-    #[arg(long)]
-    side_stream_wait: bool,
-    /// Where the pre and post passes run: CUDA kernels on the model's streams (the CUDA backend's default,
-    /// for every frame whose memory CUDA can import), or Vulkan compute passes.
-    #[arg(long, value_enum)]
-    passes: Option<PassesArg>,
     /// The model's tensor layout, `nchw` or `nhwc`, where its shapes are ambiguous (overrides its metadata).
     #[arg(long, value_parser = parse_with::<Layout>)]
+    #[serde(with = "model_text::layout")]
     layout: Option<Layout>,
     /// The model's colour order, `rgb` or `bgr` (overrides its metadata; default rgb).
     #[arg(long, value_parser = parse_with::<ColorOrder>)]
+    #[serde(with = "model_text::color")]
     color: Option<ColorOrder>,
     /// The value range of the model's float tensors: `0,1`, `-1,1` or `0,255` (overrides its metadata; default 0,1).
     #[arg(long, value_parser = parse_with::<Normalization>, allow_hyphen_values = true, conflicts_with_all = ["mean", "std"])]
+    #[serde(with = "model_text::range")]
     range: Option<Normalization>,
     /// Per-channel mean of the model's normalisation t = (x − mean) / std, for x in [0, 1] (with --std).
     #[arg(long, value_name = "R,G,B", requires = "std", allow_hyphen_values = true, value_parser = Normalization::parse_mean)]
@@ -186,6 +108,8 @@ struct ModelArgs {
     /// Per-channel std of the model's normalisation (with --mean), none of them 0.
     #[arg(long, value_name = "R,G,B", requires = "mean", allow_hyphen_values = true, value_parser = Normalization::parse_std)]
     std: Option<[f32; 3]>,
+    #[command(flatten)]
+    cuda: cuda_args::CudaArgs,
 }
 
 /// `--memory-budget` at most: its bytes (`MIB << 20`) must fit in 64 bits.
@@ -241,6 +165,11 @@ fn shorten_long_words(s: &str) -> String {
     out
 }
 
+/// `serve --model-options`: the model's options as `serde_json` writes [`ModelArgs`].
+fn parse_model_options(s: &str) -> Result<ModelArgs, String> {
+    serde_json::from_str(s).map_err(|e| format!("not the model options as JSON: {e}"))
+}
+
 /// A clap value parser over a library type's `FromStr`.
 fn parse_with<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
     s.parse()
@@ -255,140 +184,13 @@ impl ModelArgs {
         }
     }
 
-    /// The options on `builder`. Only what the command line names is set (forced): the rest
-    /// is the library's, from `neural-frame tune`'s cache where it has an entry for this
-    /// model, GPU and size, else the defaults (which may fall back, announced).
+    /// The options on `builder`: the CUDA options whole (`CudaArgs::options`). What the command
+    /// line changes from a default is the user's; the rest is the library's, from `neural-frame
+    /// tune`'s cache where it has an entry for this model, GPU and size, else the defaults
+    /// (which may fall back, announced).
     fn tune(&self, b: neural_frame::ContextBuilder) -> neural_frame::ContextBuilder {
-        let mut b = b.gpu_timestamps(!self.no_gpu_timestamps);
-        if let Some(search) = self.conv_search {
-            b = b.conv_search(match search {
-                ConvSearchArg::Heuristic => ConvSearch::Heuristic,
-                ConvSearchArg::Exhaustive => ConvSearch::Exhaustive,
-                ConvSearchArg::Default => ConvSearch::Default,
-            });
-        }
-        if let Some(on) = self.cuda_graph {
-            b = b.cuda_graph(on);
-        }
-        if let Some(wait) = self.post_wait {
-            b = b.post_wait(match wait {
-                PostWaitArg::Gpu => PostWait::Gpu,
-                PostWaitArg::Host => PostWait::Host,
-            });
-        }
-        if self.spin_wait {
-            b = b.spin_wait(true);
-        }
-        if self.side_stream_wait {
-            b = b.side_stream_wait(true);
-        }
-        if let Some(passes) = self.passes {
-            b = b.cuda_passes(passes == PassesArg::Cuda);
-        }
-        if let Some(on) = self.prefer_nhwc {
-            b = b.prefer_nhwc(on);
-        }
-        if let Some(on) = self.fuse_conv_bias {
-            b = b.fuse_conv_bias(on);
-        }
-        if let Some(on) = self.fast_start {
-            b = b.fast_start(on);
-        }
-        if let Some(on) = self.rewrite_graph {
-            b = b.rewrite_graph(on);
-        }
-        if let Some(on) = self.fuse_conv_act {
-            b = b.fuse_conv_act(on);
-        }
-        b.precision(match self.precision {
-            PrecisionArg::Auto => neural_frame::Precision::Auto,
-            PrecisionArg::Fp32 => neural_frame::Precision::Fp32,
-            PrecisionArg::Fp16 => neural_frame::Precision::Fp16,
-        })
-    }
-
-    /// These options as command-line arguments (for a worker process of the same program).
-    fn to_args(&self) -> Vec<std::ffi::OsString> {
-        let mut a: Vec<std::ffi::OsString> = vec!["--model".into(), self.model.clone().into_os_string()];
-        let value = |v: &dyn ValueEnumName| v.name();
-        a.extend(["--backend".into(), value(&self.backend).into()]);
-        match self.device {
-            DeviceSelector::Auto => {}
-            DeviceSelector::Index(i) => a.extend(["--device".into(), i.to_string().into()]),
-            DeviceSelector::Uuid(u) => a.extend(["--device".into(), neural_frame::format_uuid(&u).into()]),
-        }
-        if let Some(p) = self.ort_library() {
-            a.extend(["--ort-library".into(), p.into_os_string()]);
-        }
-        for (flag, v) in [
-            ("--conv-search", self.conv_search.map(|v| value(&v))),
-            ("--post-wait", self.post_wait.map(|v| value(&v))),
-            ("--passes", self.passes.map(|v| value(&v))),
-            ("--precision", Some(value(&self.precision))),
-        ] {
-            if let Some(v) = v {
-                a.extend([flag.into(), v.into()]);
-            }
-        }
-        let text = |v: &dyn std::fmt::Debug| format!("{v:?}").to_ascii_lowercase();
-        if let Some(l) = self.layout {
-            a.extend(["--layout".into(), text(&l).into()]);
-        }
-        if let Some(c) = self.color {
-            a.extend(["--color".into(), text(&c).into()]);
-        }
-        match self.range {
-            Some(Normalization::MeanStd { mean, std }) => {
-                let triple = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
-                a.extend(["--range".into(), format!("mean={};std={}", triple(mean), triple(std)).into()]);
-            }
-            Some(r) => {
-                let r = match r {
-                    Normalization::Signed => "-1,1",
-                    Normalization::Byte => "0,255",
-                    _ => "0,1",
-                };
-                a.extend(["--range".into(), r.into()]);
-            }
-            None => {}
-        }
-        if let Some((w, h)) = self.tile {
-            a.extend([
-                "--tile".into(),
-                format!("{w}x{h}").into(),
-                "--tile-overlap".into(),
-                self.tile_overlap.to_string().into(),
-            ]);
-        }
-        if let Some(mib) = self.memory_budget {
-            a.extend(["--memory-budget".into(), mib.to_string().into()]);
-        }
-        if let (Some(m), Some(s)) = (self.mean, self.std) {
-            let triple = |v: [f32; 3]| format!("{},{},{}", v[0], v[1], v[2]);
-            a.extend(["--mean".into(), triple(m).into(), "--std".into(), triple(s).into()]);
-        }
-        for (on, flag) in [
-            (self.prefer_nhwc, "--prefer-nhwc"),
-            (self.fuse_conv_bias, "--fuse-conv-bias"),
-            (self.cuda_graph, "--cuda-graph"),
-            (self.fast_start, "--fast-start"),
-            (self.rewrite_graph, "--rewrite-graph"),
-            (self.fuse_conv_act, "--fuse-conv-act"),
-        ] {
-            if let Some(on) = on {
-                a.extend([flag.into(), on.to_string().into()]);
-            }
-        }
-        for (on, flag) in [
-            (self.no_gpu_timestamps, "--no-gpu-timestamps"),
-            (self.spin_wait, "--spin-wait"),
-            (self.side_stream_wait, "--side-stream-wait"),
-        ] {
-            if on {
-                a.push(flag.into());
-            }
-        }
-        a
+        let b = b.gpu_timestamps(!self.no_gpu_timestamps).cuda_options(self.cuda.options());
+        if self.spin_wait { b.spin_wait(true) } else { b }
     }
 
     /// Checks that `--model` names a readable file, with a message for each way it can fail.
@@ -608,6 +410,10 @@ enum Command {
         /// clients cannot lock the others out).
         #[arg(long, default_value_t = 120, value_parser = count(0, 86_400), allow_negative_numbers = true)]
         idle_timeout: usize,
+        /// The model's options serialised as JSON, in place of their flags (what `bench --serve` hands
+        /// its worker; the fields are the flags' names with `_` for `-`, the CUDA ones under `cuda`).
+        #[arg(long, value_name = "JSON", value_parser = parse_model_options)]
+        model_options: Option<ModelArgs>,
     },
     /// Measure the tuning options on this machine for one model and frame size, and cache the fastest.
     ///
@@ -864,6 +670,7 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
         }
         Command::Serve {
             model,
+            model_options,
             socket,
             max_clients,
             allow_uid,
@@ -874,7 +681,7 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
         } => {
             let secs = |s: usize| std::time::Duration::from_secs(s as u64);
             serve::serve(serve::ServeOptions {
-                model,
+                model: model_options.unwrap_or(model),
                 socket: socket.unwrap_or_else(neural_frame_client::default_socket),
                 max_clients,
                 allow_uid,

@@ -17,8 +17,8 @@ use neural_frame::{HostLayout, YuvLayout, YuvMatrix, YuvRange};
 
 use crate::ModelArgs;
 use crate::run::median;
-use crate::y4m::{self, FrameReader, FrameWriter, Y4mHeader};
 use crate::{pipe, signals};
+use neural_frame_cli::y4m::{self, FrameReader, FrameWriter, Y4mHeader};
 
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -178,11 +178,11 @@ pub(crate) fn run(opts: TuneOptions) -> Result<()> {
 fn refuse_chosen_options(m: &ModelArgs) {
     let mut given = Vec::new();
     for (named, flag) in [
-        (m.prefer_nhwc.is_some(), "--prefer-nhwc"),
-        (m.fuse_conv_bias.is_some(), "--fuse-conv-bias"),
-        (m.cuda_graph.is_some(), "--cuda-graph"),
-        (m.passes.is_some(), "--passes"),
-        (m.post_wait.is_some(), "--post-wait"),
+        (m.cuda.prefer_nhwc.is_some(), "--prefer-nhwc"),
+        (m.cuda.fuse_conv_bias.is_some(), "--fuse-conv-bias"),
+        (m.cuda.cuda_graph.is_some(), "--cuda-graph"),
+        (m.cuda.passes.is_some(), "--passes"),
+        (m.cuda.post_wait.is_some(), "--post-wait"),
         (m.spin_wait, "--spin-wait"),
     ] {
         if named {
@@ -422,18 +422,18 @@ fn render(r: &TuneReport) -> String {
     // Off CUDA the CUDA options are not in effect: their columns say nothing.
     let cuda = |text: &'static str| if r.backend.backend == "cuda" { text } else { "—" };
     for (i, c) in r.candidates.iter().enumerate() {
-        let o = &c.options;
+        let (o, p, h) = (&c.options, &c.options.cuda.provider, &c.options.cuda.handover);
         let number = |v: Option<f64>, digits: usize| v.map_or("—".to_string(), |v| format!("{v:.digits$}"));
         let mark = if r.chosen == Some(i) { "  ← chosen" } else { "" };
         let _ = writeln!(
             s,
             "{:>3}  {:<7} {:<6} {:<6} {:<7} {:<9} {:<5} {:>14} {:>18}{mark}",
             i + 1,
-            cuda(if o.prefer_nhwc { "NHWC" } else { "NCHW" }),
-            cuda(if o.fuse_conv_bias { "fused" } else { "apart" }),
-            cuda(on(o.cuda_graph)),
-            cuda(if o.cuda_passes { "CUDA" } else { "Vulkan" }),
-            cuda(if o.post_wait == PostWait::Host { "host" } else { "gpu" }),
+            cuda(if p.prefer_nhwc { "NHWC" } else { "NCHW" }),
+            cuda(if p.fuse_conv_bias { "fused" } else { "apart" }),
+            cuda(on(p.cuda_graph)),
+            cuda(if h.cuda_passes { "CUDA" } else { "Vulkan" }),
+            cuda(if h.post_wait == PostWait::Host { "host" } else { "gpu" }),
             on(o.spin_wait),
             number(c.sync_median_ms, 3),
             number(c.pipelined_fps, 1),

@@ -21,29 +21,29 @@ const SUPPORTED: &str =
 
 // The stream's chroma subsampling, chroma siting and range are the library's own types:
 // what a header says maps onto the host stream's layout one to one.
-pub(crate) use neural_frame::{ChromaSiting as Siting, Subsampling as Sub, YuvRange as Range};
+pub use neural_frame::{ChromaSiting as Siting, Subsampling as Sub, YuvRange as Range};
 
 /// A parsed y4m header line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Y4mHeader {
+pub struct Y4mHeader {
     /// `W`: the frame's width in pixels (1…16384).
-    pub(crate) width: u32,
+    pub width: u32,
     /// `H`: the frame's height in pixels (1…16384).
-    pub(crate) height: u32,
+    pub height: u32,
     /// The chroma subsampling (from the `C` tag).
-    pub(crate) sub: Sub,
+    pub sub: Sub,
     /// Bits a sample: 8, or 9…16 for the `pN` and `monoN` tags (stored as 16-bit little-endian words).
-    pub(crate) bits: u8,
+    pub bits: u8,
     /// `444alpha`: an alpha plane follows Y, U and V.
-    pub(crate) alpha: bool,
+    pub alpha: bool,
     /// Where 4:2:0 chroma sits.
-    pub(crate) siting: Siting,
+    pub siting: Siting,
     /// `XCOLORRANGE`, if present and `FULL` or `LIMITED`.
-    pub(crate) range: Option<Range>,
+    pub range: Option<Range>,
     /// An `I` tag other than `p` or `?` (`t`, `b`, `m`).
-    pub(crate) interlaced: bool,
+    pub interlaced: bool,
     /// `F`: the frame rate as numerator and denominator.
-    pub(crate) frame_rate: Option<(u32, u32)>,
+    pub frame_rate: Option<(u32, u32)>,
     /// Every tag other than W and H, verbatim and in order, for writing back.
     tags: Vec<String>,
 }
@@ -95,7 +95,7 @@ fn side(key: char, value: &str) -> Result<u32, String> {
 
 impl Y4mHeader {
     /// Parses the header line (without the trailing '\n'), starting with "YUV4MPEG2".
-    pub(crate) fn parse(line: &str) -> Result<Self, String> {
+    pub fn parse(line: &str) -> Result<Self, String> {
         let Some(rest) = line.strip_prefix("YUV4MPEG2 ") else {
             return Err(format!(
                 "the input is not a YUV4MPEG2 stream: it starts with `{}`, not `YUV4MPEG2 `",
@@ -183,7 +183,7 @@ impl Y4mHeader {
 
     /// Bytes of one frame's planes (Y, U, V, A as the tag says; samples of 2 bytes when bits > 8;
     /// chroma planes ceil(w/2) x ceil(h/2) for 420, ceil(w/2) x h for 422).
-    pub(crate) fn frame_len(&self) -> usize {
+    pub fn frame_len(&self) -> usize {
         let (w, h) = (self.width as usize, self.height as usize);
         let chroma = match self.sub {
             Sub::Mono => 0,
@@ -196,13 +196,13 @@ impl Y4mHeader {
     }
 
     /// The same header at another size (W and H replaced, every other tag kept).
-    pub(crate) fn resized(&self, width: u32, height: u32) -> Self {
+    pub fn resized(&self, width: u32, height: u32) -> Self {
         debug_assert!((1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height));
         Self { width, height, ..self.clone() }
     }
 
     /// The header line, "YUV4MPEG2 W.. H.. <other tags in order>\n".
-    pub(crate) fn to_line(&self) -> String {
+    pub fn to_line(&self) -> String {
         let mut line = format!("YUV4MPEG2 W{} H{}", self.width, self.height);
         for tag in &self.tags {
             line.push(' ');
@@ -214,7 +214,7 @@ impl Y4mHeader {
 
     /// The colour tag's text as written (e.g. "420jpeg", "444alpha", "420p10"), or "420jpeg" when absent;
     /// for messages.
-    pub(crate) fn colour_name(&self) -> String {
+    pub fn colour_name(&self) -> String {
         self.tags.iter().find_map(|t| t.strip_prefix('C')).unwrap_or("420jpeg").to_owned()
     }
 
@@ -237,7 +237,7 @@ fn escape(bytes: &[u8]) -> String {
 /// Whether the stream starts with `YUV4MPEG2 `. Reads up to 10 bytes (fewer only at end of stream; short
 /// reads from pipes are retried) and returns them beside the answer: pass them to [`FrameReader::y4m`]
 /// or [`FrameReader::raw`] as the `prefix`, which is read before the rest of the stream.
-pub(crate) fn sniff<R: Read + ?Sized>(reader: &mut R) -> io::Result<(bool, Vec<u8>)> {
+pub fn sniff<R: Read + ?Sized>(reader: &mut R) -> io::Result<(bool, Vec<u8>)> {
     let mut prefix = Vec::with_capacity(MAGIC.len());
     reader.take(MAGIC.len() as u64).read_to_end(&mut prefix)?;
     Ok((prefix == MAGIC, prefix))
@@ -246,7 +246,7 @@ pub(crate) fn sniff<R: Read + ?Sized>(reader: &mut R) -> io::Result<(bool, Vec<u
 /// Errors of a frame stream, each naming the frame and what was wrong. `frame` fields are 0-based
 /// indices (also the number of whole frames before it); messages count from 1.
 #[derive(Debug)]
-pub(crate) enum StreamError {
+pub enum StreamError {
     /// Reading failed: during the header (`frame` None) or a frame. The message includes the I/O
     /// error's text (it is not also given as `source()`, so it is printed once however the error is shown).
     Io { frame: Option<u64>, error: io::Error },
@@ -347,7 +347,7 @@ impl fmt::Display for StreamError {
 impl std::error::Error for StreamError {}
 
 /// Reads frames from a y4m or raw stream, through a buffer of its own.
-pub(crate) struct FrameReader<R: Read> {
+pub struct FrameReader<R: Read> {
     /// The sniffed prefix, then the stream.
     inner: BufReader<Chain<Cursor<Vec<u8>>, R>>,
     /// Bytes of a frame's data.
@@ -362,7 +362,7 @@ pub(crate) struct FrameReader<R: Read> {
 
 impl<R: Read> FrameReader<R> {
     /// Reads and parses the y4m header. `prefix` (what [`sniff`] returned, or empty) is read before `reader`.
-    pub(crate) fn y4m(reader: R, prefix: Vec<u8>) -> Result<(Self, Y4mHeader), StreamError> {
+    pub fn y4m(reader: R, prefix: Vec<u8>) -> Result<(Self, Y4mHeader), StreamError> {
         let mut this = Self::raw(reader, 0, prefix);
         let n = this.read_line().map_err(|error| StreamError::Io { frame: None, error })?;
         let line = &this.line[..n];
@@ -386,7 +386,7 @@ impl<R: Read> FrameReader<R> {
 
     /// Raw frames of `frame_len` bytes (> 0), back to back. `prefix` (what [`sniff`] returned, or empty)
     /// is read before `reader`.
-    pub(crate) fn raw(reader: R, frame_len: usize, prefix: Vec<u8>) -> Self {
+    pub fn raw(reader: R, frame_len: usize, prefix: Vec<u8>) -> Self {
         Self {
             inner: BufReader::with_capacity(BUF_CAPACITY, Cursor::new(prefix).chain(reader)),
             frame_len,
@@ -400,7 +400,7 @@ impl<R: Read> FrameReader<R> {
     /// stream (EOF exactly at a frame boundary, before a FRAME line). A FRAME line with parameters
     /// ("FRAME Ixyz") is accepted and its parameters ignored. A second header identical to the first
     /// (concatenated streams) is skipped; any other is an error.
-    pub(crate) fn next_frame(&mut self, buf: &mut Vec<u8>) -> Result<bool, StreamError> {
+    pub fn next_frame(&mut self, buf: &mut Vec<u8>) -> Result<bool, StreamError> {
         debug_assert!(self.frame_len > 0, "a frame of no bytes");
         let frame = self.frames;
         if self.header.is_some() && !self.read_marker()? {
@@ -422,7 +422,7 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Frames read so far.
-    pub(crate) fn frames(&self) -> u64 {
+    pub fn frames(&self) -> u64 {
         self.frames
     }
 
@@ -477,7 +477,7 @@ impl<R: Read> FrameReader<R> {
 
 /// Writes frames as a y4m or raw stream, through a buffer of its own; each frame is flushed through to
 /// the inner writer before [`FrameWriter::write_frame`] returns.
-pub(crate) struct FrameWriter<W: Write> {
+pub struct FrameWriter<W: Write> {
     /// The stream.
     inner: BufWriter<W>,
     /// Whether each frame has a `FRAME` line.
@@ -487,19 +487,19 @@ pub(crate) struct FrameWriter<W: Write> {
 impl<W: Write> FrameWriter<W> {
     /// A y4m writer: writes `header.to_line()` at once (buffered: it reaches `writer` with the first frame,
     /// or at [`FrameWriter::finish`]), then "FRAME\n" + planes per frame.
-    pub(crate) fn y4m(writer: W, header: &Y4mHeader) -> io::Result<Self> {
+    pub fn y4m(writer: W, header: &Y4mHeader) -> io::Result<Self> {
         let mut inner = BufWriter::with_capacity(BUF_CAPACITY, writer);
         inner.write_all(header.to_line().as_bytes())?;
         Ok(Self { inner, y4m: true })
     }
 
     /// A raw writer: frames back to back.
-    pub(crate) fn raw(writer: W) -> Self {
+    pub fn raw(writer: W) -> Self {
         Self { inner: BufWriter::with_capacity(BUF_CAPACITY, writer), y4m: false }
     }
 
     /// Writes one frame (its planes/bytes) and flushes it. The caller checks the length.
-    pub(crate) fn write_frame(&mut self, frame: &[u8]) -> io::Result<()> {
+    pub fn write_frame(&mut self, frame: &[u8]) -> io::Result<()> {
         if self.y4m {
             self.inner.write_all(b"FRAME\n")?;
         }
@@ -509,7 +509,7 @@ impl<W: Write> FrameWriter<W> {
 
     /// Writes what comes before a frame's bytes (its `FRAME` line, for y4m) and flushes, for
     /// a caller that writes the bytes itself (spliced into a pipe).
-    pub(crate) fn write_marker(&mut self) -> io::Result<()> {
+    pub fn write_marker(&mut self) -> io::Result<()> {
         if self.y4m {
             self.inner.write_all(b"FRAME\n")?;
         }
@@ -517,7 +517,7 @@ impl<W: Write> FrameWriter<W> {
     }
 
     /// Flushes; returns the inner writer.
-    pub(crate) fn finish(self) -> io::Result<W> {
+    pub fn finish(self) -> io::Result<W> {
         let mut inner = self.inner.into_inner().map_err(|e| e.into_error())?;
         inner.flush()?;
         Ok(inner)
@@ -525,5 +525,4 @@ impl<W: Write> FrameWriter<W> {
 }
 
 #[cfg(test)]
-#[path = "y4m_tests.rs"]
 mod tests;

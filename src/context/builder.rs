@@ -10,12 +10,13 @@ use crate::context::NeuralFrameContext;
 use crate::context::foreign::CallerDevice;
 use crate::context::tiles::Tiling;
 use crate::error::Result;
-use crate::graph::precision::Precision;
 use crate::onnx::declare::Declarations;
 use crate::onnx::{ColorOrder, Layout, Normalization, TensorDeclaration};
 use crate::vulkan::DeviceSelector;
 
-pub use crate::context::tuning::{CudaOptions, PostWait, Tuning, TuningInEffect};
+pub use crate::context::tuning::{
+    CudaOptions, HandoverOptions, ModelOptions, PostWait, ProviderOptions, Tuning, TuningInEffect,
+};
 
 /// Which implementation carries frames between the Vulkan buffers and ONNX Runtime.
 ///
@@ -116,15 +117,6 @@ pub struct ContextBuilder {
     pub(crate) default_kernels: bool,
     /// The caller set an option of the tuning: the tune cache is not consulted.
     pub(crate) tuning_forced: bool,
-    /// The fused session is built beside the first frames (`fast_start`).
-    pub(crate) fast_start: bool,
-    /// The precision the model runs in (CUDA backend).
-    pub(crate) precision: Precision,
-    /// Exact graph rewrites at load (CUDA backend).
-    pub(crate) rewrite_graph: bool,
-    /// Convolutions with their bias and activation as fused `ConvAct` nodes (CUDA backend):
-    /// the caller's choice, or `None` for the default (on where the model runs in fp16).
-    pub(crate) fuse_conv_act: Option<bool>,
 }
 
 impl ContextBuilder {
@@ -146,10 +138,6 @@ impl ContextBuilder {
             memory_budget: None,
             default_kernels: true,
             tuning_forced: false,
-            fast_start: true,
-            precision: Precision::Auto,
-            rewrite_graph: true,
-            fuse_conv_act: None,
         }
     }
 

@@ -14,12 +14,10 @@ use crate::context::ring::Ring;
 use crate::context::setup::{self, BackendReport};
 use crate::context::slots::Slot;
 use crate::context::sync::SyncMode;
-use crate::context::{
-    Backend, ContextBuilder, CudaOptions, NeuralFrameContext, PostWait, Resources, TuningInEffect, record,
-};
+use crate::context::{Backend, ContextBuilder, NeuralFrameContext, PostWait, Resources, TuningInEffect, record};
 use crate::cuda;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::prepare::{self, Preparation, Prepared};
+use crate::graph::prepare::{self, Prepared};
 use crate::interop::SharedTimeline;
 use crate::onnx::session::{Provider, SessionConfig};
 use crate::onnx::{Binding, session};
@@ -47,7 +45,7 @@ fn tuned_builder(b: &ContextBuilder, report: &BackendReport) -> Option<(ContextB
 impl NeuralFrameContext {
     pub(crate) fn new(b: ContextBuilder, caller: Option<CallerDevice>) -> Result<Self> {
         let ctx = Self::new_on_backend(&b, caller.as_ref())?;
-        let kernels = ctx.tuning.cuda.is_some_and(|c| c.prefer_nhwc || c.fuse_conv_bias);
+        let kernels = ctx.tuning.cuda.is_some_and(|c| c.provider.prefer_nhwc || c.provider.fuse_conv_bias);
         // The session runs fused convolutions now (not on fast start's thread, which falls
         // back by itself): its first run here says whether cuDNN takes them.
         let convact = ctx.fused.is_none() && prepare::in_effect(&ctx.precision.rewrites);
@@ -60,7 +58,7 @@ impl NeuralFrameContext {
         // built beside it, and checked there).
         let mut ctx = ctx;
         let t = std::time::Instant::now();
-        let bias = if ctx.tuning.cuda.is_some_and(|c| c.fuse_conv_bias) { "fused" } else { "apart" };
+        let bias = if ctx.tuning.cuda.is_some_and(|c| c.provider.fuse_conv_bias) { "fused" } else { "apart" };
         match ctx.warm_up() {
             Ok(()) => {
                 ctx.report.startup.first_run_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -72,20 +70,20 @@ impl NeuralFrameContext {
             Err(e) if convact && prepare::owns_error(&e.to_string()) => {
                 log::warn!(
                     "cuDNN refused the model's fused convolutions ({e}); running it without them \
-                     (ContextBuilder::fuse_conv_act(false), --fuse-conv-act false, says so up front)"
+                     (CudaOptions::with_fuse_conv_act(false), --fuse-conv-act false, says so up front)"
                 );
                 drop(ctx);
-                let mut ctx = Self::new(b.fuse_conv_act(false), caller)?;
+                let mut ctx = Self::new(b.with_cuda(|c| c.with_fuse_conv_act(false)), caller)?;
                 prepare::not_in_effect(&mut ctx.precision.rewrites, &format!("their first run failed ({e})"));
                 Ok(ctx)
             }
             Err(e) => {
                 log::warn!(
                     "cuDNN refused the model with NHWC kernels (bias {bias}: {e}); running it without them \
-                     (ContextBuilder::prefer_nhwc / fuse_conv_bias, --prefer-nhwc / --fuse-conv-bias, choose)"
+                     (CudaOptions::with_prefer_nhwc / fuse_conv_bias, --prefer-nhwc / --fuse-conv-bias, choose)"
                 );
                 drop(ctx);
-                let b = b.prefer_nhwc(false);
+                let b = b.with_cuda(|c| c.with_prefer_nhwc(false));
                 Self::new_on_backend(&b, caller.as_ref())
             }
         }
@@ -151,7 +149,7 @@ impl NeuralFrameContext {
         if !device.is_owned()
             && device.queue_count() == 1
             && base.cuda.is_some()
-            && b.tuning.cuda.post_wait == PostWait::Host
+            && b.tuning.cuda.handover.post_wait == PostWait::Host
         {
             return Err(Error::InvalidArgument(
                 "PostWait::Host on the caller's single queue would submit each post pass after the caller's own \
@@ -160,7 +158,7 @@ impl NeuralFrameContext {
                     .into(),
             ));
         }
-        if b.tuning.cuda.fuse_conv_bias && !b.tuning.cuda.prefer_nhwc {
+        if b.tuning.cuda.provider.fuse_conv_bias && !b.tuning.cuda.provider.prefer_nhwc {
             return Err(Error::InvalidArgument(
                 "fuse_conv_bias (--fuse-conv-bias) needs prefer_nhwc (--prefer-nhwc): cuDNN fuses a convolution's \
                  bias only into NHWC kernels, and ONNX Runtime fails the first run otherwise"
@@ -180,20 +178,19 @@ impl NeuralFrameContext {
         let n = b.slots.max(1);
         let mut config = SessionConfig {
             provider: Provider::Cpu,
-            conv_search: b.tuning.cuda.conv_search,
-            prefer_nhwc: b.tuning.cuda.prefer_nhwc,
-            fuse_conv_bias: b.tuning.cuda.fuse_conv_bias,
+            conv_search: b.tuning.cuda.provider.conv_search,
+            prefer_nhwc: b.tuning.cuda.provider.prefer_nhwc,
+            fuse_conv_bias: b.tuning.cuda.provider.fuse_conv_bias,
             cuda_stream: None,
             threads: b.threads,
             declared: b.declared.clone(),
         };
         let session_ms;
-        let mut fast = b.fast_start && cuda.is_some() && b.tuning.cuda.fuse_conv_bias;
+        let mut fast = b.tuning.cuda.model.fast_start && cuda.is_some() && b.tuning.cuda.provider.fuse_conv_bias;
         // The model files that run (graph::prepare): the caller's, its fold and fp16 conversion,
         // and that with the fused convolutions. With fast start the first frames run the model
         // without them (no cuDNN plans chosen before them).
-        let asked =
-            Preparation { precision: b.precision, rewrite_graph: b.rewrite_graph, fuse_conv_act: b.fuse_conv_act };
+        let asked = b.tuning.cuda.model;
         let prepared = match cuda {
             #[cfg(feature = "cuda")]
             Some(c) => {
@@ -222,7 +219,7 @@ impl NeuralFrameContext {
                 let t = std::time::Instant::now();
                 // Fast start: the first session keeps the bias apart; the fused one is built
                 // beside the first frames (faststart.rs).
-                config.fuse_conv_bias = b.tuning.cuda.fuse_conv_bias && !fast;
+                config.fuse_conv_bias = b.tuning.cuda.provider.fuse_conv_bias && !fast;
                 // The fused model's session; where ONNX Runtime does not take it (its fused
                 // convolutions), the model's as it is, announced and reported.
                 let mut create_fused = |config: &SessionConfig| {
@@ -256,20 +253,20 @@ impl NeuralFrameContext {
                 }
                 session_ms = t.elapsed().as_secs_f64() * 1e3;
                 // Outputs that ONNX Runtime allocates each run cannot be replayed by a graph.
-                let graphs = b.tuning.cuda.cuda_graph && contract.other_outputs.is_empty();
-                if b.tuning.cuda.cuda_graph && !graphs {
+                let graphs = b.tuning.cuda.provider.cuda_graph && contract.other_outputs.is_empty();
+                if b.tuning.cuda.provider.cuda_graph && !graphs {
                     log::warn!(
                         "CUDA graphs are off: the model has outputs that are not images ({}), which ONNX Runtime \
                          allocates on each run",
                         contract.other_outputs.join(", ")
                     );
                 }
-                let (side, passes) = (b.tuning.cuda.side_stream_wait, b.tuning.cuda.cuda_passes);
+                let (side, passes) = (b.tuning.cuda.handover.side_stream_wait, b.tuning.cuda.handover.cuda_passes);
                 let engine = CudaEngine::new(session, stream, Arc::clone(c), n, graphs, side, passes)?;
                 (Engine::Cuda(engine), contract)
             }
             None => {
-                if b.tuning.cuda.cuda_passes {
+                if b.tuning.cuda.handover.cuda_passes {
                     log::warn!("CUDA passes are not in effect: the context runs on the CPU backend");
                 }
                 let t = std::time::Instant::now();
@@ -340,10 +337,10 @@ impl NeuralFrameContext {
             tuning: TuningInEffect {
                 gpu_timestamps: b.tuning.gpu_timestamps,
                 spin_wait: b.tuning.spin_wait,
-                cuda: on_cuda.then_some(CudaOptions {
-                    cuda_graph: b.tuning.cuda.cuda_graph && no_other_outputs,
-                    fuse_conv_bias: b.tuning.cuda.fuse_conv_bias && !fast,
-                    ..b.tuning.cuda
+                cuda: on_cuda.then(|| {
+                    let c = b.tuning.cuda;
+                    c.with_cuda_graph(c.provider.cuda_graph && no_other_outputs)
+                        .with_fuse_conv_bias(c.provider.fuse_conv_bias && !fast)
                 }),
             },
             back_pressure: b.back_pressure,

@@ -132,7 +132,7 @@ impl NeuralFrameContext {
             input,
             output,
             engine: self.res.engine.kind(),
-            post_wait: self.tuning.cuda.map_or(crate::context::PostWait::Gpu, |c| c.post_wait),
+            post_wait: self.tuning.cuda.map_or(crate::context::PostWait::Gpu, |c| c.handover.post_wait),
             caller_wait: sub.wait.is_some(),
             output_free: sub.output_free.is_some(),
             cuda_waits: sub.cuda_waits,

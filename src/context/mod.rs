@@ -52,7 +52,10 @@ use crate::vulkan::command::CommandPool;
 use crate::vulkan::query::TimestampPool;
 use crate::vulkan::{Device, Instance};
 
-pub use builder::{BackPressure, Backend, ContextBuilder, CudaOptions, PostWait, Tuning, TuningInEffect};
+pub use builder::{
+    BackPressure, Backend, ContextBuilder, CudaOptions, HandoverOptions, ModelOptions, PostWait, ProviderOptions,
+    Tuning, TuningInEffect,
+};
 
 /// Everything that holds GPU objects, in teardown order: registrations (views,
 /// descriptor sets, the caller's imported memory and its CUDA mappings), the
@@ -438,7 +441,7 @@ impl NeuralFrameContext {
     /// # let mut ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
     /// let tuning = ctx.tuning();
     /// match tuning.cuda {
-    ///     Some(cuda) => println!("conv search {:?}, CUDA graphs {}", cuda.conv_search, cuda.cuda_graph),
+    ///     Some(cuda) => println!("conv search {:?}, CUDA graphs {}", cuda.provider.conv_search, cuda.provider.cuda_graph),
     ///     None => println!("no CUDA options in effect on the {} backend", ctx.backend_name()),
     /// }
     /// println!("spin waits {}", tuning.spin_wait);

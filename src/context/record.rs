@@ -225,11 +225,8 @@ impl Recorder<'_> {
         place: Place,
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
-        if let Some(r) = reg.recorded.get(slot).and_then(Option::as_ref)
-            && r.generation == generation
-            && r.tensor == (which.code(), place.index)
-        {
-            return Ok(r.cmd);
+        if let Some(cmd) = recorded(reg, slot, generation, (which.code(), place.index)) {
+            return Ok(cmd);
         }
         let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, true, which)?;
         let pass = self.passes.pre(reg.source(), kind.element)?;
@@ -311,11 +308,8 @@ impl Recorder<'_> {
         place: Place,
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
-        if let Some(r) = reg.recorded.get(slot).and_then(Option::as_ref)
-            && r.generation == generation
-            && r.tensor == (which.code(), place.index)
-        {
-            return Ok(r.cmd);
+        if let Some(cmd) = recorded(reg, slot, generation, (which.code(), place.index)) {
+            return Ok(cmd);
         }
         let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, false, which)?;
         let pass = self.passes.post(reg.target(), kind.element)?;
@@ -445,4 +439,14 @@ pub(crate) unsafe fn host_visibility(device: &Device, pool: &CommandPool) -> Res
         command::end(device, cmd)?;
     }
     Ok(cmd)
+}
+
+/// `reg`'s command buffer for `slot` where it is recorded for the slot buffers' `generation`
+/// and this tensor and place (`key`): resubmitted as it is.
+fn recorded(reg: &Registration, slot: usize, generation: u64, key: (usize, usize)) -> Option<vk::CommandBuffer> {
+    reg.recorded
+        .get(slot)
+        .and_then(Option::as_ref)
+        .filter(|r| r.generation == generation && r.tensor == key)
+        .map(|r| r.cmd)
 }

@@ -35,7 +35,7 @@ use crate::graph::proto::{ModelProto, data_type};
 /// let ctx = NeuralFrameContext::builder("models/upscale.onnx").frame_size(960, 540).build()?;
 /// println!("{}", ctx.precision().reason);
 /// // … or as it is.
-/// let exact = NeuralFrameContext::builder("models/upscale.onnx").precision(Precision::Fp32).frame_size(960, 540).build()?;
+/// let exact = NeuralFrameContext::builder("models/upscale.onnx").map_cuda_options(|c| c.with_precision(Precision::Fp32)).frame_size(960, 540).build()?;
 /// assert_eq!(exact.precision().running, "fp32");
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
@@ -118,7 +118,7 @@ pub struct PrecisionReport {
     /// The converted model that runs, where one does.
     pub converted: Option<PathBuf>,
     /// The graph rewrites applied before (CUDA backend; exact, see
-    /// [`ContextBuilder::rewrite_graph`](crate::ContextBuilder::rewrite_graph)), one line each.
+    /// [`CudaOptions::with_rewrite_graph`](crate::CudaOptions::with_rewrite_graph)), one line each.
     pub rewrites: Vec<String>,
 }
 

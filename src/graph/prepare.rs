@@ -9,16 +9,28 @@ use crate::files::{model_cache_dir, sha256_hex, write_atomically};
 use crate::graph::edit::{CONV_ACT as OP, DEPTH_TO_SPACE, DOMAIN};
 use crate::graph::precision::{self, Precision, PrecisionReport, ProbeRun, Rewrites};
 
-/// What the caller asks of the preparation (the model-preparation group of the CUDA options).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Preparation {
-    /// The precision asked for.
-    pub(crate) precision: Precision,
-    /// The exact rewrites (the skip's fold).
-    pub(crate) rewrite_graph: bool,
+/// The model's preparation on the CUDA backend ([`CudaOptions::model`](crate::CudaOptions::model)):
+/// what the model file becomes before a session loads it, and whether the first frames may run before the
+/// fused session is built. Set with [`CudaOptions`](crate::CudaOptions)'s setters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct ModelOptions {
+    /// The precision the model runs in.
+    pub precision: Precision,
+    /// Exact graph rewrites at load (the nearest-upsample skip's fold).
+    pub rewrite_graph: bool,
     /// The fused convolutions: asked for, refused, or `None` for the default (where the model
     /// runs in fp16).
-    pub(crate) fuse_conv_act: Option<bool>,
+    pub fuse_conv_act: Option<bool>,
+    /// The first frames run before the fused session is built (fast start).
+    pub fast_start: bool,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        Self { precision: Precision::Auto, rewrite_graph: true, fuse_conv_act: None, fast_start: true }
+    }
 }
 
 /// The prepared model.
@@ -35,7 +47,7 @@ pub(crate) struct Prepared {
 /// that runs a model on it) the skip's fold, the precision, then the fused convolutions and
 /// their tails; on the CPU backend the model as it is (`fuse_conv_act` asked for says that it
 /// is not in effect).
-pub(crate) fn prepare(model: &Path, asked: &Preparation, gpu: Option<(&str, &mut ProbeRun<'_>)>) -> Result<Prepared> {
+pub(crate) fn prepare(model: &Path, asked: &ModelOptions, gpu: Option<(&str, &mut ProbeRun<'_>)>) -> Result<Prepared> {
     let on_gpu = gpu.is_some();
     let rewrites = if on_gpu { Rewrites { fold_skip: asked.rewrite_graph } } else { Rewrites::NONE };
     let resolved = precision::resolve(model, asked.precision, rewrites, gpu)?;

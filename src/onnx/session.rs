@@ -21,15 +21,15 @@ use crate::onnx::tensor::{Element, TensorKind};
 /// use neural_frame::{ConvSearch, NeuralFrameContext};
 ///
 /// let ctx = NeuralFrameContext::builder("models/upscale.onnx")
-///     .conv_search(ConvSearch::Exhaustive) // slower first frame, sometimes faster after
+///     .map_cuda_options(|c| c.with_conv_search(ConvSearch::Exhaustive)) // slower first frame, sometimes faster after
 ///     .frame_size(960, 540)
 ///     .build()?;
 /// if let Some(cuda) = ctx.tuning().cuda {
-///     assert_eq!(cuda.conv_search, ConvSearch::Exhaustive); // on the CUDA backend (`cuda` is None off it)
+///     assert_eq!(cuda.provider.conv_search, ConvSearch::Exhaustive); // on the CUDA backend (`cuda` is None off it)
 /// }
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ConvSearch {
     /// Fast start: cuDNN's heuristics.

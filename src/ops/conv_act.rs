@@ -14,13 +14,11 @@
 //! - **CPU** (float16 and float32): a direct convolution in f32, the same formula; it is how
 //!   the rewrite is proven against the original model on ONNX Runtime's CPU provider in CI.
 
-use ort::operator::{
-    BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
-};
+use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
 use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
 
 use crate::graph::edit::CONV_ACT as OP;
-use crate::ops::kernel::{derived_symbol, input_floats, provider, write_output};
+use crate::ops::kernel::{Kind, derived_symbol, input_floats, write_output};
 
 /// The fallbacks' GPU test hook ([`crate::diagnostics::fail_fused_convolutions`]): 0 none,
 /// 1 the CUDA kernels' creation fails, 2 their runs fail.
@@ -164,35 +162,16 @@ pub(crate) fn conv_act_reference(
     y
 }
 
-/// The operator for one provider and element type.
-pub(crate) struct ConvAct {
-    pub(crate) element: TensorElementType,
-    pub(crate) cuda: bool,
-}
+/// The operator: X and W required, B and the slope optional.
+pub(crate) struct ConvAct;
 
-impl Operator for ConvAct {
-    type Kernel<'attr> = BoxedKernel<'attr>;
-
-    fn name(&self) -> &str {
-        OP
-    }
-
-    fn execution_provider_type(&self) -> Option<&str> {
-        provider(self.cuda)
-    }
-
-    fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
-        let t = self.element;
-        [OperatorInput::required(t), OperatorInput::required(t), OperatorInput::optional(t), OperatorInput::optional(t)]
-    }
-
-    fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
-        [OperatorOutput::required(self.element)]
-    }
+impl Kind for ConvAct {
+    const NAME: &'static str = OP;
+    const REQUIRED: usize = 2;
 
     /// `[N, H', W', K]` from X `[N, H, W, C]` (`[N, C, H, W]` with `input_layout` "nchw"),
     /// W `[K, R, S, C]` and the attributes; a size that is not known stays unknown (-1).
-    fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
+    fn infer_shape(ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
         let inputs = ctx.inputs();
         // ONNX Runtime keeps one inference function for the four operators of this name (the
         // first registered): the output's type is the input's, not this operator's own.
@@ -255,15 +234,19 @@ impl Operator for ConvAct {
         ctx.set_output(0, &out)
     }
 
-    fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
+    fn create_kernel<'a>(
+        kctx: &KernelContext<'a>,
+        element: TensorElementType,
+        cuda: bool,
+    ) -> ort::Result<BoxedKernel<'a>> {
         let a = attrs(kctx)?;
-        if self.cuda {
+        if cuda {
             if FAIL.load(std::sync::atomic::Ordering::Relaxed) == 1 {
                 return Err(failed_on_purpose());
             }
-            cuda_kernel(a, self.element)
+            cuda_kernel(a, element)
         } else {
-            Ok(Box::new(CpuKernel { a, half: self.element == TensorElementType::Float16 }))
+            Ok(Box::new(CpuKernel { a, half: element == TensorElementType::Float16 }))
         }
     }
 }

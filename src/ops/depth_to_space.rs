@@ -11,13 +11,11 @@
 //! - **CPU**: the same index map in f32; it is how the rewrite is proven against the original
 //!   model on ONNX Runtime's CPU provider in CI.
 
-use ort::operator::{
-    BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
-};
+use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
 use ort::value::{Shape, SymbolicDimensions, TensorElementType, ValueType};
 
 use crate::graph::edit::{DEPTH_TO_SPACE as OP, DOMAIN};
-use crate::ops::kernel::{derived_symbol, input_dims, input_floats, provider, write_output};
+use crate::ops::kernel::{Kind, derived_symbol, input_dims, input_floats, write_output};
 
 /// The node's attributes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,35 +124,16 @@ pub(crate) fn depth_to_space_reference(
     y
 }
 
-/// The operator for one provider and element type.
-pub(crate) struct DepthToSpace {
-    pub(crate) element: TensorElementType,
-    pub(crate) cuda: bool,
-}
+/// The operator: X required, Z, B and U optional.
+pub(crate) struct DepthToSpace;
 
-impl Operator for DepthToSpace {
-    type Kernel<'attr> = BoxedKernel<'attr>;
-
-    fn name(&self) -> &str {
-        OP
-    }
-
-    fn execution_provider_type(&self) -> Option<&str> {
-        provider(self.cuda)
-    }
-
-    fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
-        let t = self.element;
-        [OperatorInput::required(t), OperatorInput::optional(t), OperatorInput::optional(t), OperatorInput::optional(t)]
-    }
-
-    fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
-        [OperatorOutput::required(self.element)]
-    }
+impl Kind for DepthToSpace {
+    const NAME: &'static str = OP;
+    const REQUIRED: usize = 1;
 
     /// `[N, C, H·b, W·b]` from X `[N, H, W, C·b²]`; a size that is not known goes out as a
     /// named symbol.
-    fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
+    fn infer_shape(ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
         let inputs = ctx.inputs();
         let Some(ValueType::Tensor { ty, shape: xs, dimension_symbols: names }) = inputs.first() else {
             return Ok(());
@@ -193,10 +172,14 @@ impl Operator for DepthToSpace {
         ctx.set_output(0, &out)
     }
 
-    fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
+    fn create_kernel<'a>(
+        kctx: &KernelContext<'a>,
+        element: TensorElementType,
+        cuda: bool,
+    ) -> ort::Result<BoxedKernel<'a>> {
         let a = attrs(kctx)?;
-        let half = self.element == TensorElementType::Float16;
-        if self.cuda { cuda_kernel(a, half) } else { Ok(Box::new(CpuKernel { a, half })) }
+        let half = element == TensorElementType::Float16;
+        if cuda { cuda_kernel(a, half) } else { Ok(Box::new(CpuKernel { a, half })) }
     }
 }
 

@@ -2,12 +2,71 @@
 //! inputs and outputs in f32, errors that name the operator, and the names of dimensions that
 //! shape inference cannot know.
 
-use ort::operator::ComputeContext;
-use ort::value::{DynTensorValueType, ValueType};
+use std::marker::PhantomData;
 
-/// The execution provider an operator of `cuda` registers for (`None`: the CPU's).
-pub(crate) fn provider(cuda: bool) -> Option<&'static str> {
-    cuda.then_some("CUDAExecutionProvider")
+use ort::operator::{
+    BoxedKernel, ComputeContext, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
+};
+use ort::value::{DynTensorValueType, TensorElementType, ValueType};
+
+/// What one operator of the domain is: its name, inputs, shape inference and kernels. The
+/// registration ([`Op`]) is the same for every operator.
+pub(crate) trait Kind: Send + Sync + 'static {
+    /// The operator's name in the domain.
+    const NAME: &'static str;
+    /// Its inputs, of the operator's element type: this many required, the rest of four optional.
+    const REQUIRED: usize;
+    /// The output's type and shape from the inputs' and the attributes.
+    fn infer_shape(ctx: &mut ShapeInferenceContext) -> ort::Result<()>;
+    /// The kernel for a node: the CUDA provider's (`cuda`) or the CPU's, of `element`.
+    fn create_kernel<'a>(
+        kctx: &KernelContext<'a>,
+        element: TensorElementType,
+        cuda: bool,
+    ) -> ort::Result<BoxedKernel<'a>>;
+}
+
+/// Operator `K` registered for one provider and element type.
+pub(crate) struct Op<K> {
+    element: TensorElementType,
+    cuda: bool,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: Kind> Op<K> {
+    /// `K` for the CUDA provider (`cuda`) or the CPU's, of `element` (float or float16).
+    pub(crate) fn new(element: TensorElementType, cuda: bool) -> Self {
+        Self { element, cuda, kind: PhantomData }
+    }
+}
+
+impl<K: Kind> Operator for Op<K> {
+    type Kernel<'attr> = BoxedKernel<'attr>;
+
+    fn name(&self) -> &str {
+        K::NAME
+    }
+
+    fn execution_provider_type(&self) -> Option<&str> {
+        self.cuda.then_some("CUDAExecutionProvider")
+    }
+
+    fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
+        let t = self.element;
+        (0..4).map(move |i| if i < K::REQUIRED { OperatorInput::required(t) } else { OperatorInput::optional(t) })
+    }
+
+    fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
+        [OperatorOutput::required(self.element)]
+    }
+
+    fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
+        K::infer_shape(ctx)
+    }
+
+    fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
+        K::create_kernel(kctx, self.element, self.cuda)
+    }
 }
 
 /// Input `i`'s dims, where it is given; `what` names the operator in an error.

@@ -39,7 +39,7 @@ impl Default for TuneCache {
 }
 
 impl TuneCache {
-    /// Where the cache lives: `$NEURAL_FRAME_TUNE_CACHE` ([`CACHE_ENV`]) if set,
+    /// Where the cache lives: `$NEURAL_FRAME_TUNE_CACHE` ([`CACHE_ENV`](super::CACHE_ENV)) if set,
     /// else `$XDG_CACHE_HOME/neural-frame/tune.json` (an absolute
     /// `XDG_CACHE_HOME`), else `$HOME/.cache/neural-frame/tune.json`; `None`
     /// where none of them is set. Empty values count as unset.
@@ -230,7 +230,7 @@ mod tests {
         let e = read.lookup(&key()).expect("tuned");
         assert_eq!(e.chosen_candidate().and_then(|c| c.pipelined_fps), Some(297.25));
         assert_eq!(e.candidates[2].error.as_deref(), Some("cuDNN refused it: \"quoted\"\nand a second line"));
-        assert_eq!(e.candidates[1].in_effect.map(|o| o.cuda_graph), Some(false));
+        assert_eq!(e.candidates[1].in_effect.map(|o| o.cuda.provider.cuda_graph), Some(false));
         // No temporary file is left beside it.
         let names: Vec<_> = std::fs::read_dir(path.parent().expect("a parent"))
             .expect("listed")

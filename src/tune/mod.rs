@@ -41,7 +41,7 @@ use std::io::Read;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::context::setup::BackendReport;
@@ -234,63 +234,48 @@ pub fn model_sha256(path: &Path) -> Result<String> {
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The options `tune` chooses: the fields of [`Tuning`] and its
-/// [`CudaOptions`] whose best value depends on the model and the machine. The
-/// others (the convolution search, timestamps, the side-stream wait) stay the
-/// caller's. Flat, in the cache file as in memory.
+/// What `neural-frame tune` chooses, and what the tune cache stores: the CUDA options
+/// ([`CudaOptions`], serialised flat as the builder takes them) and the spin wait. Of the CUDA
+/// options the tune chooses the NHWC kernels, the fused bias, CUDA graphs, the CUDA passes and
+/// the post wait; a context that reads an entry takes those, and keeps the caller's others
+/// ([`apply`]).
 ///
 /// ```no_run
-/// use neural_frame::{NeuralFrameContext, PostWait};
+/// use neural_frame::{CudaOptions, NeuralFrameContext, PostWait};
 /// use neural_frame::tune::TunedOptions;
 ///
-/// let options = TunedOptions {
-///     prefer_nhwc: true,
-///     fuse_conv_bias: true,
-///     cuda_graph: true,
-///     cuda_passes: true,
-///     post_wait: PostWait::Gpu,
-///     spin_wait: false,
-/// };
-/// // Forced through the builder's setters: no fallback where cuDNN refuses NHWC.
+/// let options = TunedOptions { cuda: CudaOptions::default().with_post_wait(PostWait::Host), spin_wait: false };
+/// // Forced: the tune cache is not read, and there is no fallback where cuDNN refuses NHWC.
 /// let ctx = options.apply_to(NeuralFrameContext::builder("models/upscale.onnx")).frame_size(960, 540).build()?;
 /// println!("{options} (in effect: {})", TunedOptions::in_effect(&ctx.tuning()));
 /// # Ok::<(), neural_frame::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TunedOptions {
-    /// The CUDA provider's NHWC kernels ([`ContextBuilder::prefer_nhwc`]).
-    pub prefer_nhwc: bool,
-    /// Each convolution's bias fused into it ([`ContextBuilder::fuse_conv_bias`]; needs `prefer_nhwc`).
-    pub fuse_conv_bias: bool,
-    /// Each slot's model run replayed as a CUDA graph ([`ContextBuilder::cuda_graph`]).
-    pub cuda_graph: bool,
-    /// The pre and post passes as CUDA kernels ([`ContextBuilder::cuda_passes`]).
-    pub cuda_passes: bool,
-    /// Where the post pass waits for the model ([`ContextBuilder::post_wait`]): `"gpu"` or `"host"`.
-    #[serde(deserialize_with = "post_wait_by_name")]
-    pub post_wait: PostWait,
+    /// The CUDA options ([`ContextBuilder::cuda_options`]), serialised flat.
+    #[serde(flatten)]
+    pub cuda: CudaOptions,
     /// Frames waited for by polling ([`ContextBuilder::spin_wait`]).
+    #[serde(default)]
     pub spin_wait: bool,
 }
 
 impl TunedOptions {
-    /// The chosen fields of `tuning` (what a caller asks for:
-    /// [`ContextBuilder::tuning`]).
+    /// What `tuning` asks for (what a caller gives [`ContextBuilder::tuning`]).
     ///
     /// ```
     /// use neural_frame::Tuning;
     /// use neural_frame::tune::TunedOptions;
     ///
-    /// let defaults = TunedOptions::from_tuning(&Tuning::default());
-    /// assert!(defaults.prefer_nhwc && defaults.fuse_conv_bias && defaults.cuda_graph && defaults.cuda_passes);
+    /// let d = TunedOptions::from_tuning(&Tuning::default()).cuda;
+    /// assert!(d.provider.prefer_nhwc && d.provider.fuse_conv_bias && d.provider.cuda_graph && d.handover.cuda_passes);
     /// ```
     pub fn from_tuning(tuning: &Tuning) -> Self {
-        Self::from_parts(&tuning.cuda, tuning.spin_wait)
+        Self { cuda: tuning.cuda, spin_wait: tuning.spin_wait }
     }
 
-    /// The chosen fields of what a context runs with
-    /// ([`NeuralFrameContext::tuning`]): off the CUDA backend, where no CUDA
-    /// option is in effect, every CUDA option off and the post pass waiting on
+    /// What a context runs with ([`NeuralFrameContext::tuning`]): off the CUDA backend, where
+    /// no CUDA option is in effect, every chosen CUDA option off and the post pass waiting on
     /// the GPU (as [`first_round`] asks there).
     ///
     /// ```
@@ -299,70 +284,43 @@ impl TunedOptions {
     ///
     /// let cpu = TuningInEffect { gpu_timestamps: true, spin_wait: true, cuda: None };
     /// let o = TunedOptions::in_effect(&cpu);
-    /// assert!(!o.prefer_nhwc && !o.fuse_conv_bias && !o.cuda_graph && !o.cuda_passes && o.spin_wait);
-    /// assert_eq!(o.post_wait, PostWait::Gpu);
+    /// assert!(!o.cuda.provider.prefer_nhwc && !o.cuda.provider.cuda_graph && !o.cuda.handover.cuda_passes && o.spin_wait);
+    /// assert_eq!(o.cuda.handover.post_wait, PostWait::Gpu);
     /// let cuda = TuningInEffect { cuda: Some(CudaOptions::default()), ..cpu };
-    /// assert!(TunedOptions::in_effect(&cuda).cuda_graph);
+    /// assert!(TunedOptions::in_effect(&cuda).cuda.provider.cuda_graph);
     /// ```
     pub fn in_effect(tuning: &TuningInEffect) -> Self {
-        match &tuning.cuda {
-            Some(cuda) => Self::from_parts(cuda, tuning.spin_wait),
-            None => Self {
-                prefer_nhwc: false,
-                fuse_conv_bias: false,
-                cuda_graph: false,
-                cuda_passes: false,
-                post_wait: PostWait::Gpu,
-                spin_wait: tuning.spin_wait,
-            },
-        }
+        let cuda = tuning.cuda.unwrap_or_else(|| {
+            CudaOptions::default()
+                .with_prefer_nhwc(false)
+                .with_cuda_graph(false)
+                .with_cuda_passes(false)
+                .with_post_wait(PostWait::Gpu)
+        });
+        Self { cuda, spin_wait: tuning.spin_wait }
     }
 
-    fn from_parts(cuda: &CudaOptions, spin_wait: bool) -> Self {
-        Self {
-            prefer_nhwc: cuda.prefer_nhwc,
-            fuse_conv_bias: cuda.fuse_conv_bias,
-            cuda_graph: cuda.cuda_graph,
-            cuda_passes: cuda.cuda_passes,
-            post_wait: cuda.post_wait,
-            spin_wait,
-        }
-    }
-
-    /// `builder` with these options forced through its setters
-    /// ([`prefer_nhwc`](ContextBuilder::prefer_nhwc) first, then
-    /// [`fuse_conv_bias`](ContextBuilder::fuse_conv_bias) and the rest): as a
-    /// caller's own choice, so the context does not fall back from NHWC kernels
-    /// that cuDNN refuses. The builder's other settings stay.
+    /// `builder` with these options forced ([`ContextBuilder::tuning`], the builder's GPU
+    /// timestamps kept): as a caller's own choice, so the tune cache is not read and the
+    /// context does not fall back from NHWC kernels that cuDNN refuses. The builder's other
+    /// settings stay.
     ///
     /// ```no_run
-    /// use neural_frame::{NeuralFrameContext, PostWait};
+    /// use neural_frame::{CudaOptions, NeuralFrameContext};
     /// use neural_frame::tune::TunedOptions;
     ///
-    /// let nchw = TunedOptions {
-    ///     prefer_nhwc: false,
-    ///     fuse_conv_bias: false,
-    ///     cuda_graph: true,
-    ///     cuda_passes: true,
-    ///     post_wait: PostWait::Gpu,
-    ///     spin_wait: false,
-    /// };
+    /// let nchw = TunedOptions { cuda: CudaOptions::default().with_prefer_nhwc(false), spin_wait: false };
     /// let ctx = nchw.apply_to(NeuralFrameContext::builder("models/upscale.onnx").slots(4)).frame_size(960, 540).build()?;
-    /// assert!(ctx.tuning().cuda.is_none_or(|c| !c.prefer_nhwc)); // `cuda` is None off the CUDA backend
+    /// assert!(ctx.tuning().cuda.is_none_or(|c| !c.provider.prefer_nhwc)); // `cuda` is None off the CUDA backend
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     #[must_use]
     pub fn apply_to(&self, builder: ContextBuilder) -> ContextBuilder {
-        builder
-            .prefer_nhwc(self.prefer_nhwc)
-            .fuse_conv_bias(self.fuse_conv_bias)
-            .cuda_graph(self.cuda_graph)
-            .cuda_passes(self.cuda_passes)
-            .post_wait(self.post_wait)
-            .spin_wait(self.spin_wait)
+        let tuning = Tuning { cuda: self.cuda, spin_wait: self.spin_wait, ..builder.tuning };
+        builder.tuning(tuning)
     }
 
-    /// The names of the options that differ between `self` and `other`
+    /// The names of the chosen options that differ between `self` and `other`
     /// (`"NHWC kernels"`, `"fused bias"`, `"CUDA graphs"`, `"CUDA passes"`,
     /// `"post wait"`, `"spin wait"`): what a context did not put in effect.
     ///
@@ -371,16 +329,17 @@ impl TunedOptions {
     /// use neural_frame::tune::TunedOptions;
     ///
     /// let asked = TunedOptions::from_tuning(&Tuning::default());
-    /// let ran = TunedOptions { cuda_graph: false, ..asked };
+    /// let ran = TunedOptions { cuda: asked.cuda.with_cuda_graph(false), ..asked };
     /// assert_eq!(asked.differences(&ran), ["CUDA graphs"]);
     /// ```
     pub fn differences(&self, other: &TunedOptions) -> Vec<&'static str> {
+        let (a, b) = (&self.cuda, &other.cuda);
         [
-            (self.prefer_nhwc != other.prefer_nhwc, "NHWC kernels"),
-            (self.fuse_conv_bias != other.fuse_conv_bias, "fused bias"),
-            (self.cuda_graph != other.cuda_graph, "CUDA graphs"),
-            (self.cuda_passes != other.cuda_passes, "CUDA passes"),
-            (self.post_wait != other.post_wait, "post wait"),
+            (a.provider.prefer_nhwc != b.provider.prefer_nhwc, "NHWC kernels"),
+            (a.provider.fuse_conv_bias != b.provider.fuse_conv_bias, "fused bias"),
+            (a.provider.cuda_graph != b.provider.cuda_graph, "CUDA graphs"),
+            (a.handover.cuda_passes != b.handover.cuda_passes, "CUDA passes"),
+            (a.handover.post_wait != b.handover.post_wait, "post wait"),
             (self.spin_wait != other.spin_wait, "spin wait"),
         ]
         .into_iter()
@@ -393,44 +352,41 @@ impl fmt::Display for TunedOptions {
     /// `NHWC, bias fused, graphs on, CUDA passes, post wait gpu, spin off`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let on = |b: bool| if b { "on" } else { "off" };
+        let (p, h) = (&self.cuda.provider, &self.cuda.handover);
         write!(
             f,
             "{}, bias {}, graphs {}, {} passes, post wait {}, spin {}",
-            if self.prefer_nhwc { "NHWC" } else { "NCHW" },
-            if self.fuse_conv_bias { "fused" } else { "apart" },
-            on(self.cuda_graph),
-            if self.cuda_passes { "CUDA" } else { "Vulkan" },
-            post_wait_name(self.post_wait),
+            if p.prefer_nhwc { "NHWC" } else { "NCHW" },
+            if p.fuse_conv_bias { "fused" } else { "apart" },
+            on(p.cuda_graph),
+            if h.cuda_passes { "CUDA" } else { "Vulkan" },
+            post_wait_name(h.post_wait),
             on(self.spin_wait)
         )
     }
 }
 
-/// `tuning` with the fields that `options` chooses replaced, the others
-/// (convolution search, timestamps, side-stream wait) kept.
+/// `tuning` with the fields that the tune chooses taken from `options` (the NHWC kernels, the
+/// fused bias, CUDA graphs, the CUDA passes, the post wait and the spin wait), the others (the
+/// convolution search, the timestamps, the side-stream wait, the model's preparation) kept.
 ///
 /// ```
 /// use neural_frame::{ConvSearch, CudaOptions, PostWait, Tuning};
 /// use neural_frame::tune::{self, TunedOptions};
 ///
-/// let mine = Tuning { cuda: CudaOptions { conv_search: ConvSearch::Exhaustive, ..CudaOptions::default() }, ..Tuning::default() };
-/// let options = TunedOptions { cuda_graph: false, post_wait: PostWait::Host, ..TunedOptions::from_tuning(&mine) };
+/// let mine = Tuning { cuda: CudaOptions::default().with_conv_search(ConvSearch::Exhaustive), ..Tuning::default() };
+/// let options = TunedOptions { cuda: CudaOptions::default().with_cuda_graph(false).with_post_wait(PostWait::Host), spin_wait: false };
 /// let tuned = tune::apply(mine, &options).cuda;
-/// assert_eq!((tuned.cuda_graph, tuned.post_wait, tuned.conv_search), (false, PostWait::Host, ConvSearch::Exhaustive));
+/// assert_eq!((tuned.provider.cuda_graph, tuned.handover.post_wait, tuned.provider.conv_search), (false, PostWait::Host, ConvSearch::Exhaustive));
 /// ```
 pub fn apply(tuning: Tuning, options: &TunedOptions) -> Tuning {
-    Tuning {
-        spin_wait: options.spin_wait,
-        cuda: CudaOptions {
-            prefer_nhwc: options.prefer_nhwc,
-            fuse_conv_bias: options.fuse_conv_bias,
-            cuda_graph: options.cuda_graph,
-            cuda_passes: options.cuda_passes,
-            post_wait: options.post_wait,
-            ..tuning.cuda
-        },
-        ..tuning
-    }
+    let (mut cuda, o) = (tuning.cuda, &options.cuda);
+    cuda.provider.prefer_nhwc = o.provider.prefer_nhwc;
+    cuda.provider.fuse_conv_bias = o.provider.fuse_conv_bias;
+    cuda.provider.cuda_graph = o.provider.cuda_graph;
+    cuda.handover.cuda_passes = o.handover.cuda_passes;
+    cuda.handover.post_wait = o.handover.post_wait;
+    Tuning { spin_wait: options.spin_wait, cuda, ..tuning }
 }
 
 /// The first round of candidates on a backend (`cuda`: the CUDA backend).
@@ -447,27 +403,27 @@ pub fn apply(tuning: Tuning, options: &TunedOptions) -> Tuning {
 /// use neural_frame::tune;
 ///
 /// assert_eq!(tune::first_round(true).len(), 7);
-/// assert!(tune::first_round(false).iter().all(|o| !o.cuda_graph && !o.cuda_passes && !o.prefer_nhwc));
+/// assert!(tune::first_round(false).iter().all(|o| !o.cuda.provider.cuda_graph && !o.cuda.handover.cuda_passes && !o.cuda.provider.prefer_nhwc));
 /// ```
 pub fn first_round(cuda: bool) -> Vec<TunedOptions> {
-    let base = TunedOptions {
-        prefer_nhwc: false,
-        fuse_conv_bias: false,
-        cuda_graph: false,
-        cuda_passes: cuda,
-        post_wait: PostWait::Gpu,
-        spin_wait: false,
-    };
+    let off = CudaOptions::default()
+        .with_prefer_nhwc(false)
+        .with_cuda_graph(false)
+        .with_cuda_passes(cuda)
+        .with_post_wait(PostWait::Gpu);
+    let base = TunedOptions { cuda: off, spin_wait: false };
     if !cuda {
         return vec![base, TunedOptions { spin_wait: true, ..base }];
     }
     let mut round = Vec::new();
     for (prefer_nhwc, fuse_conv_bias) in [(true, true), (true, false), (false, false)] {
         for cuda_graph in [true, false] {
-            round.push(TunedOptions { prefer_nhwc, fuse_conv_bias, cuda_graph, ..base });
+            let cuda =
+                off.with_prefer_nhwc(prefer_nhwc).with_fuse_conv_bias(fuse_conv_bias).with_cuda_graph(cuda_graph);
+            round.push(TunedOptions { cuda, ..base });
         }
     }
-    round.push(TunedOptions { cuda_passes: false, ..round[0] });
+    round.push(TunedOptions { cuda: round[0].cuda.with_cuda_passes(false), ..round[0] });
     round
 }
 
@@ -481,7 +437,7 @@ pub fn first_round(cuda: bool) -> Vec<TunedOptions> {
 /// let best = tune::first_round(true)[0];
 /// let second = tune::second_round(true, &best);
 /// assert_eq!(second.len(), 3);
-/// assert!(second.iter().all(|o| o.prefer_nhwc == best.prefer_nhwc && o.cuda_graph == best.cuda_graph));
+/// assert!(second.iter().all(|o| o.cuda.provider == best.cuda.provider));
 /// assert!(tune::second_round(false, &tune::first_round(false)[1]).is_empty());
 /// ```
 pub fn second_round(cuda: bool, best: &TunedOptions) -> Vec<TunedOptions> {
@@ -491,7 +447,7 @@ pub fn second_round(cuda: bool, best: &TunedOptions) -> Vec<TunedOptions> {
     let mut round = Vec::new();
     for post_wait in [PostWait::Gpu, PostWait::Host] {
         for spin_wait in [false, true] {
-            let candidate = TunedOptions { post_wait, spin_wait, ..*best };
+            let candidate = TunedOptions { cuda: best.cuda.with_post_wait(post_wait), spin_wait };
             if candidate != *best {
                 round.push(candidate);
             }
@@ -600,7 +556,7 @@ pub fn choose(candidates: &[Candidate]) -> Option<usize> {
 ///
 /// let key = TuneKey::from_values("ab12", "cuda", "uuid", "NVIDIA H200", "NVIDIA 580.95.05", "1.31.1", (960, 540));
 /// let fast = TunedOptions::from_tuning(&Tuning::default());
-/// let slow = TunedOptions { cuda_graph: false, ..fast };
+/// let slow = TunedOptions { cuda: fast.cuda.with_cuda_graph(false), ..fast };
 /// let candidates = vec![Candidate::measured(slow, slow, 3.6, 270.0), Candidate::measured(fast, fast, 3.3, 298.0)];
 /// let entry = TuneEntry::from_candidates(key, candidates, 100, 10).expect("a candidate ran");
 /// assert_eq!(entry.chosen, fast);
@@ -685,15 +641,6 @@ fn post_wait_name(wait: PostWait) -> &'static str {
         PostWait::Gpu => "gpu",
         PostWait::Host => "host",
     }
-}
-
-/// [`PostWait`] from the name it serialises as (`"gpu"`, `"host"`).
-fn post_wait_by_name<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<PostWait, D::Error> {
-    let name = String::deserialize(d)?;
-    [PostWait::Gpu, PostWait::Host]
-        .into_iter()
-        .find(|w| post_wait_name(*w) == name)
-        .ok_or_else(|| serde::de::Error::unknown_variant(&name, &["gpu", "host"]))
 }
 
 /// Seconds since the Unix epoch as an RFC 3339 UTC time (the proleptic

@@ -16,10 +16,10 @@ pub(super) fn key() -> TuneKey {
 
 pub(super) fn entry(key: TuneKey, spin_wait: bool) -> TuneEntry {
     let fast = TunedOptions { spin_wait, ..TunedOptions::from_tuning(&Tuning::default()) };
-    let nchw = TunedOptions { prefer_nhwc: false, fuse_conv_bias: false, post_wait: PostWait::Host, ..fast };
+    let nchw = TunedOptions { cuda: fast.cuda.with_prefer_nhwc(false).with_post_wait(PostWait::Host), ..fast };
     let candidates = vec![
         Candidate::measured(nchw, nchw, 5.8, 170.5),
-        Candidate::measured(fast, TunedOptions { cuda_graph: false, ..fast }, 3.36, 297.25),
+        Candidate::measured(fast, TunedOptions { cuda: fast.cuda.with_cuda_graph(false), ..fast }, 3.36, 297.25),
         Candidate::failed(fast, None, "cuDNN refused it: \"quoted\"\nand a second line"),
     ];
     TuneEntry::from_candidates(key, candidates, 100, 10).expect("a candidate ran")
@@ -36,18 +36,27 @@ fn the_rounds_stay_within_a_dozen_contexts_and_never_repeat() {
             for (i, a) in all.iter().enumerate() {
                 assert!(all[i + 1..].iter().all(|b| b != a), "{a} twice");
                 // Never the fused bias without NHWC kernels: the builder refuses it.
-                assert!(!a.fuse_conv_bias || a.prefer_nhwc, "{a}");
+                let (p, h) = (&a.cuda.provider, &a.cuda.handover);
+                assert!(!p.fuse_conv_bias || p.prefer_nhwc, "{a}");
                 // Off CUDA the CUDA options are not in effect: each candidate asks for them off.
-                assert!(cuda || !(a.prefer_nhwc || a.fuse_conv_bias || a.cuda_graph || a.cuda_passes), "{a}");
+                assert!(cuda || !(p.prefer_nhwc || p.fuse_conv_bias || p.cuda_graph || h.cuda_passes), "{a}");
             }
         }
     }
     let cuda = first_round(true);
-    assert_eq!(cuda.iter().filter(|o| !o.cuda_passes).count(), 1, "one with the Vulkan passes, for the record");
-    assert!(cuda.iter().all(|o| o.post_wait == PostWait::Gpu && !o.spin_wait));
+    assert_eq!(
+        cuda.iter().filter(|o| !o.cuda.handover.cuda_passes).count(),
+        1,
+        "one with the Vulkan passes, for the record"
+    );
+    assert!(cuda.iter().all(|o| o.cuda.handover.post_wait == PostWait::Gpu && !o.spin_wait));
     let second = second_round(true, &cuda[2]);
-    assert!(second.iter().any(|o| o.post_wait == PostWait::Host && o.spin_wait));
-    assert!(second.iter().all(|o| o.prefer_nhwc && !o.fuse_conv_bias && o.cuda_graph));
+    assert!(second.iter().any(|o| o.cuda.handover.post_wait == PostWait::Host && o.spin_wait));
+    assert!(
+        second
+            .iter()
+            .all(|o| o.cuda.provider.prefer_nhwc && !o.cuda.provider.fuse_conv_bias && o.cuda.provider.cuda_graph)
+    );
 }
 
 #[test]
@@ -70,21 +79,19 @@ fn the_winner_is_the_fastest_pipelined_ties_going_to_the_lower_latency() {
 
 #[test]
 fn apply_replaces_the_chosen_fields_only() {
-    let cuda = CudaOptions { side_stream_wait: true, ..CudaOptions::default() };
+    let cuda = CudaOptions::default().with_side_stream_wait(true);
     let mine = Tuning { gpu_timestamps: false, cuda, ..Tuning::default() };
-    let options = TunedOptions {
-        prefer_nhwc: false,
-        fuse_conv_bias: false,
-        cuda_graph: false,
-        cuda_passes: false,
-        post_wait: PostWait::Host,
-        spin_wait: true,
-    };
+    let chosen = CudaOptions::default()
+        .with_prefer_nhwc(false)
+        .with_cuda_graph(false)
+        .with_cuda_passes(false)
+        .with_post_wait(PostWait::Host);
+    let options = TunedOptions { cuda: chosen, spin_wait: true };
     let tuned = apply(mine, &options);
-    assert_eq!(TunedOptions::from_tuning(&tuned), options);
+    assert!(TunedOptions::from_tuning(&tuned).differences(&options).is_empty());
     assert_eq!(
-        (tuned.gpu_timestamps, tuned.cuda.side_stream_wait, tuned.cuda.conv_search),
-        (false, true, mine.cuda.conv_search)
+        (tuned.gpu_timestamps, tuned.cuda.handover.side_stream_wait, tuned.cuda.provider.conv_search),
+        (false, true, mine.cuda.provider.conv_search)
     );
 }
 

@@ -57,7 +57,11 @@ unsafe fn barrier(device: &Device, cmd: vk::CommandBuffer, b: vk::ImageMemoryBar
 }
 
 pub(crate) fn region(image: &Image) -> vk::BufferImageCopy {
-    let d = image.desc();
+    desc_region(image.desc())
+}
+
+/// The copy region of a whole single-level colour image described by `d`.
+fn desc_region(d: &super::caps::ImageDesc) -> vk::BufferImageCopy {
     vk::BufferImageCopy::default()
         .image_subresource(vk::ImageSubresourceLayers {
             aspect_mask: vk::ImageAspectFlags::COLOR,
@@ -66,6 +70,66 @@ pub(crate) fn region(image: &Image) -> vk::BufferImageCopy {
             layer_count: 1,
         })
         .image_extent(vk::Extent3D { width: d.width, height: d.height, depth: 1 })
+}
+
+/// An image's layouts and accesses around a copy: it is in `layout` (last written or read as
+/// `access`), the copy runs in `copy_layout`, and it goes to `after` (for `after_access`).
+#[derive(Clone, Copy)]
+struct Around {
+    layout: vk::ImageLayout,
+    access: vk::AccessFlags,
+    copy_layout: vk::ImageLayout,
+    after: vk::ImageLayout,
+    after_access: vk::AccessFlags,
+}
+
+/// Records a copy of `buffer`'s packed texels into the whole image `raw` (described by `desc`),
+/// between a barrier into `around.copy_layout` and one out of it.
+///
+/// # Safety
+/// `cmd` is recording on `device`; `raw` is a live image of `device` in `around.layout`;
+/// `buffer` holds at least `desc.packed_len()` bytes.
+unsafe fn record_to_image(
+    device: &Device,
+    cmd: vk::CommandBuffer,
+    buffer: vk::Buffer,
+    (raw, desc): (vk::Image, &super::caps::ImageDesc),
+    around: Around,
+) {
+    let before = image_barrier(raw, around.layout, around.copy_layout, around.access, vk::AccessFlags::TRANSFER_WRITE);
+    let after =
+        image_barrier(raw, around.copy_layout, around.after, vk::AccessFlags::TRANSFER_WRITE, around.after_access);
+    // SAFETY: the caller's contract: cmd is recording, the barrier names the live image.
+    unsafe { barrier(device, cmd, before) };
+    // SAFETY: as above; the buffer holds the image's packed size.
+    unsafe { device.raw().cmd_copy_buffer_to_image(cmd, buffer, raw, around.copy_layout, &[desc_region(desc)]) };
+    // SAFETY: as for the first barrier.
+    unsafe { barrier(device, cmd, after) };
+}
+
+/// Records a copy of the whole image `raw` (described by `desc`) into `buffer`'s packed texels,
+/// after a barrier into `around.copy_layout`, and one out of it where `around.after` differs.
+///
+/// # Safety
+/// As [`record_to_image`], the buffer written.
+unsafe fn record_from_image(
+    device: &Device,
+    cmd: vk::CommandBuffer,
+    (raw, desc): (vk::Image, &super::caps::ImageDesc),
+    buffer: vk::Buffer,
+    around: Around,
+) {
+    let before = image_barrier(raw, around.layout, around.copy_layout, around.access, vk::AccessFlags::TRANSFER_READ);
+    let after =
+        image_barrier(raw, around.copy_layout, around.after, vk::AccessFlags::TRANSFER_READ, around.after_access);
+    // SAFETY: the caller's contract: cmd is recording, the barrier names the live image.
+    unsafe { barrier(device, cmd, before) };
+    // SAFETY: as above; the buffer holds the image's packed size.
+    unsafe { device.raw().cmd_copy_image_to_buffer(cmd, raw, around.copy_layout, buffer, &[desc_region(desc)]) };
+    if around.after != around.copy_layout {
+        // SAFETY: as for the first barrier.
+        unsafe { barrier(device, cmd, after) };
+    }
 }
 
 fn staging(device: &Arc<Device>, len: usize) -> Result<Buffer> {
@@ -107,36 +171,16 @@ pub(crate) fn upload_image(image: &Image, data: &[u8]) -> Result<()> {
     let device = image.device();
     let mut stage = staging(device, len)?;
     fill_staging(&mut stage, data)?;
-    let record = |cmd: vk::CommandBuffer| {
-        let to_dst = image_barrier(
-            image.raw(),
-            vk::ImageLayout::UNDEFINED,
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            vk::AccessFlags::empty(),
-            vk::AccessFlags::TRANSFER_WRITE,
-        );
-        let to_general = image_barrier(
-            image.raw(),
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            vk::ImageLayout::GENERAL,
-            vk::AccessFlags::TRANSFER_WRITE,
-            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-        );
-        // SAFETY: one_shot records into cmd on this device; the barrier names the live image.
-        unsafe { barrier(device, cmd, to_dst) };
-        // SAFETY: cmd is recording; the staging buffer holds `len` bytes, the image's packed size.
-        unsafe {
-            device.raw().cmd_copy_buffer_to_image(
-                cmd,
-                stage.raw(),
-                image.raw(),
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                &[region(image)],
-            )
-        };
-        // SAFETY: as for the first barrier.
-        unsafe { barrier(device, cmd, to_general) };
+    let around = Around {
+        layout: vk::ImageLayout::UNDEFINED,
+        access: vk::AccessFlags::empty(),
+        copy_layout: vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+        after: vk::ImageLayout::GENERAL,
+        after_access: vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
     };
+    // SAFETY: one_shot records into cmd on this device; the image is live and its packed size
+    // is the staging buffer's.
+    let record = |cmd| unsafe { record_to_image(device, cmd, stage.raw(), (image.raw(), image.desc()), around) };
     // SAFETY: the commands use the image and the staging buffer, both alive until the call returns.
     unsafe { device.one_shot(record) }
 }
@@ -167,28 +211,16 @@ pub(crate) unsafe fn readback_raw(
         vk::ImageLayout::GENERAL | vk::ImageLayout::TRANSFER_SRC_OPTIMAL => layout,
         _ => vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
     };
-    let region = vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: 1,
-        })
-        .image_extent(vk::Extent3D { width: desc.width, height: desc.height, depth: 1 });
-    let record = |cmd: vk::CommandBuffer| {
-        let to_read =
-            image_barrier(raw, layout, copy_layout, vk::AccessFlags::MEMORY_WRITE, vk::AccessFlags::TRANSFER_READ);
-        let back =
-            image_barrier(raw, copy_layout, layout, vk::AccessFlags::TRANSFER_READ, vk::AccessFlags::MEMORY_READ);
-        // SAFETY: one_shot records into cmd on this device; the barrier names the live image (caller's contract).
-        unsafe { barrier(device, cmd, to_read) };
-        // SAFETY: cmd is recording; the staging buffer holds `len` bytes, the image's packed size.
-        unsafe { device.raw().cmd_copy_image_to_buffer(cmd, raw, copy_layout, stage.raw(), &[region]) };
-        if copy_layout != layout {
-            // SAFETY: as for the first barrier.
-            unsafe { barrier(device, cmd, back) };
-        }
+    let around = Around {
+        layout,
+        access: vk::AccessFlags::MEMORY_WRITE,
+        copy_layout,
+        after: layout,
+        after_access: vk::AccessFlags::MEMORY_READ,
     };
+    // SAFETY: one_shot records into cmd on this device; the image is live and in `layout`
+    // (the caller's contract), the staging buffer holds its packed size.
+    let record = |cmd| unsafe { record_from_image(device, cmd, (raw, desc), stage.raw(), around) };
     // SAFETY: the commands use the image (live, caller's contract) and the staging buffer, alive until the call returns.
     unsafe { device.one_shot(record) }?;
     read_staging(&stage, len)
@@ -397,56 +429,31 @@ impl StagedImageCopies {
         let copy_out = pool.allocate()?;
         // SAFETY: copy_in is a fresh command buffer of this device's pool.
         unsafe { super::command::begin(device, copy_in) }?;
-        let before = image_barrier(
-            input.raw(),
-            vk::ImageLayout::GENERAL,
-            vk::ImageLayout::GENERAL,
-            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-            vk::AccessFlags::TRANSFER_WRITE,
-        );
-        let after = image_barrier(
-            input.raw(),
-            vk::ImageLayout::GENERAL,
-            vk::ImageLayout::GENERAL,
-            vk::AccessFlags::TRANSFER_WRITE,
-            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-        );
-        // SAFETY: copy_in is recording; the barrier names the live input image.
-        unsafe { barrier(device, copy_in, before) };
-        // SAFETY: copy_in is recording; the staging buffer holds the image's packed size.
-        unsafe {
-            device.raw().cmd_copy_buffer_to_image(
-                copy_in,
-                upload.raw(),
-                input.raw(),
-                vk::ImageLayout::GENERAL,
-                &[region(input)],
-            )
+        let general = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+        let in_place = |access| Around {
+            layout: vk::ImageLayout::GENERAL,
+            access,
+            copy_layout: vk::ImageLayout::GENERAL,
+            after: vk::ImageLayout::GENERAL,
+            after_access: general,
         };
-        // SAFETY: as for the first barrier.
-        unsafe { barrier(device, copy_in, after) };
+        // SAFETY: copy_in is recording; the input image is live and in GENERAL layout (the
+        // caller's contract), the staging buffer holds its packed size.
+        unsafe { record_to_image(device, copy_in, upload.raw(), (input.raw(), input.desc()), in_place(general)) };
         // SAFETY: copy_in is recording.
         unsafe { super::command::end(device, copy_in) }?;
 
         // SAFETY: copy_out is a fresh command buffer of this device's pool.
         unsafe { super::command::begin(device, copy_out) }?;
-        let to_read = image_barrier(
-            output.raw(),
-            vk::ImageLayout::GENERAL,
-            vk::ImageLayout::GENERAL,
-            vk::AccessFlags::MEMORY_WRITE,
-            vk::AccessFlags::TRANSFER_READ,
-        );
-        // SAFETY: copy_out is recording; the barrier names the live output image.
-        unsafe { barrier(device, copy_out, to_read) };
-        // SAFETY: copy_out is recording; the staging buffer holds the image's packed size.
+        // SAFETY: copy_out is recording; the output image is live and in GENERAL layout (the
+        // caller's contract), the staging buffer holds its packed size.
         unsafe {
-            device.raw().cmd_copy_image_to_buffer(
+            record_from_image(
+                device,
                 copy_out,
-                output.raw(),
-                vk::ImageLayout::GENERAL,
+                (output.raw(), output.desc()),
                 download.raw(),
-                &[region(output)],
+                in_place(vk::AccessFlags::MEMORY_WRITE),
             )
         };
         let to_host = vk::BufferMemoryBarrier::default()

@@ -334,12 +334,12 @@ pub fn a_non_image_output_first(backend: Backend) {
     assert!(c.extra_outputs.is_empty());
     drop(ctx);
     fn graphs(b: ContextBuilder) -> ContextBuilder {
-        b.cuda_graph(true) // refused quietly for such a model: the tuning says so
+        b.map_cuda_options(|c| c.with_cuda_graph(true)) // refused quietly for such a model: the tuning says so
     }
     let (_, db) = check_model(model, backend, graphs, (37, 53), 91);
     assert!(db >= 48.0);
     let ctx = graphs(NeuralFrameContext::builder(model).backend(backend).frame_size(8, 8)).build().expect("context");
-    let graphs = ctx.tuning().cuda.map(|c| c.cuda_graph);
+    let graphs = ctx.tuning().cuda.map(|c| c.provider.cuda_graph);
     assert_eq!(
         graphs,
         (backend == Backend::Cuda).then_some(false),

@@ -223,7 +223,8 @@ pub fn check_backend(model: &str, backend: Backend, width: u32, height: u32, see
 /// these checks' 1e-4), for checks held to fp32 tolerances against ONNX Runtime's CPU run
 /// of the file. The automatic precision and the fold have tests of their own.
 pub fn exact(b: ContextBuilder) -> ContextBuilder {
-    b.precision(neural_frame::Precision::Fp32).rewrite_graph(false)
+    b.map_cuda_options(|c| c.with_precision(neural_frame::Precision::Fp32))
+        .map_cuda_options(|c| c.with_rewrite_graph(false))
 }
 
 /// Options applied to a context's builder by a test.

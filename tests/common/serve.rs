@@ -989,7 +989,7 @@ pub fn in_process(r: &Renderer, backend: Backend, model: &str, pics: &[Vec<u8>],
     // byte for byte.
     let mut ctx = NeuralFrameContext::builder(model)
         .backend(backend)
-        .fast_start(false)
+        .map_cuda_options(|c| c.with_fast_start(false))
         .frame_size(w, h)
         .build()
         .expect("a context");

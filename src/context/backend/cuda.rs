@@ -204,7 +204,7 @@ impl CudaEngine {
                     // frame and after (the tuning's cuda_graph asks, the model refuses).
                     log::warn!(
                         "slot {}: the model cannot be captured as a CUDA graph ({e}); it runs without one \
-                             (ContextBuilder::cuda_graph(false), --cuda-graph false, says so up front)",
+                             (CudaOptions::with_cuda_graph(false), --cuda-graph false, says so up front)",
                         run.slot
                     );
                     slot.graph_failed = true;

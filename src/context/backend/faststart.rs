@@ -4,7 +4,7 @@
 //! Runtime's first run of a model makes cuDNN build a fused plan for every
 //! convolution, compiling its kernels: about a second for an upscaler of 18
 //! convolutions on the H200 with the driver's JIT cache warm, several cold.
-//! A context that fast-starts (`ContextBuilder::fast_start`, on by default)
+//! A context that fast-starts (`CudaOptions::with_fast_start`, on by default)
 //! builds its first session with the bias apart (plans without compilation),
 //! takes frames with it at once, and builds the fused session on a thread of
 //! its own: created on a stream of its own and run once there, on buffers of
@@ -194,7 +194,7 @@ impl NeuralFrameContext {
             Err(e) => {
                 log::warn!(
                     "cuDNN did not take the model with the bias fused ({e}); frames keep NHWC kernels with the bias \
-                     apart and the model as it is (ContextBuilder::fuse_conv_bias(false), --fuse-conv-bias false, and \
+                     apart and the model as it is (CudaOptions::with_fuse_conv_bias(false), --fuse-conv-bias false, and \
                      fuse_conv_act(false), --fuse-conv-act false, say so up front)"
                 );
                 return Ok(true);
@@ -204,7 +204,7 @@ impl NeuralFrameContext {
         self.install_session(ready.session, ready.stream)?;
         // Fast start runs on the CUDA backend only: its options are in effect.
         if let Some(cuda) = &mut self.tuning.cuda {
-            cuda.fuse_conv_bias = true;
+            cuda.provider.fuse_conv_bias = true;
         }
         // The report keeps the first take-over's time (later ones follow a resize).
         if self.report.startup.fused_ms.is_nan() {
@@ -302,7 +302,7 @@ impl NeuralFrameContext {
         };
         let (model, fused_model) = (restart.model.clone(), restart.fused_model.clone());
         let (device, config) = (Arc::clone(&restart.device), restart.config.clone());
-        if self.tuning.cuda.is_some_and(|c| c.fuse_conv_bias) {
+        if self.tuning.cuda.is_some_and(|c| c.provider.fuse_conv_bias) {
             let t = Instant::now();
             let stream = cuda::Stream::with_priority(&device, true)?;
             let quick = SessionConfig { cuda_stream: Some(stream.raw() as *mut std::ffi::c_void), ..config.clone() };
@@ -310,7 +310,7 @@ impl NeuralFrameContext {
             let (session, _) = unsafe { session::create(&model, &quick) }?;
             self.install_session(session, stream)?;
             if let Some(cuda) = &mut self.tuning.cuda {
-                cuda.fuse_conv_bias = false;
+                cuda.provider.fuse_conv_bias = false;
             }
             log::info!(
                 "new size {}×{}: frames take a session with the bias apart ({:.0} ms) while the fused session is built \
@@ -333,7 +333,7 @@ impl NeuralFrameContext {
     }
 
     /// Waits, up to `timeout`, until the context runs the session it was built for:
-    /// with fast start ([`ContextBuilder::fast_start`](crate::ContextBuilder::fast_start)),
+    /// with fast start ([`CudaOptions::with_fast_start`](crate::CudaOptions::with_fast_start)),
     /// the fused session built beside the first frames takes over here. True when it
     /// has (or when there was nothing to wait for: no fast start, the CPU backend, a
     /// fused session that failed, which is logged); false on time-out. For benchmarks,

@@ -258,7 +258,7 @@ impl CudaKernel {
         if plans.is_empty() {
             return Err(format!(
                 "cuDNN offers no fused engine for {} (why: -vv or NEURAL_FRAME_TRACE=1; a library: its logger at debug level); run without the fused \
-                 convolution (--fuse-conv-act false, ContextBuilder::fuse_conv_act(false))",
+                 convolution (--fuse-conv-act false, CudaOptions::with_fuse_conv_act(false))",
                 shape.key()
             ));
         }
@@ -331,14 +331,7 @@ impl CudaKernel {
             return self.run_direct(ctx);
         }
         let err = |m: String| ort::Error::new(format!("{OP}: {m}"));
-        let [n, h, w, c] = dims4(ctx, 0, "input X")?;
-        let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
-        if wc != c {
-            return Err(err(format!("the input has {c} channels, the weight {wc}")));
-        }
-        let (oh, ow) =
-            output_hw(&self.a, h, w, r, s).ok_or_else(|| err(format!("a {r}×{s} window does not fit {h}×{w}")))?;
-        let stream = ctx.stream()?.ok_or_else(|| err("no CUDA stream".into()))?.as_ptr().cast::<c_void>();
+        let Dims { x: [n, h, w, c], kernel: [k, r, s], out: (oh, ow), stream } = self.dims(ctx)?;
         let handle = ctx.resource(CuDNNHandle)?.cast_mut().cast::<c_void>();
         let device = ctx.resource(DeviceId)?;
         let shape = ConvActShape {
@@ -412,14 +405,7 @@ impl CudaKernel {
         use crate::cuda::kernels::{conv_nchw, conv_nchw_unfit};
         use crate::cuda::params::{CONV_ACT_LEAKY, CONV_ACT_NONE, CONV_ACT_PRELU, CONV_ACT_RELU, ConvParams};
         let err = |m: String| ort::Error::new(format!("{OP}: {m}"));
-        let [n, h, w, c] = x_dims(ctx, &self.a)?;
-        let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
-        if wc != c {
-            return Err(err(format!("the input has {c} channels, the weight {wc}")));
-        }
-        let (oh, ow) =
-            output_hw(&self.a, h, w, r, s).ok_or_else(|| err(format!("a {r}×{s} window does not fit {h}×{w}")))?;
-        let stream = ctx.stream()?.ok_or_else(|| err("no CUDA stream".into()))?.as_ptr().cast::<c_void>();
+        let Dims { x: [n, h, w, c], kernel: [k, r, s], out: (oh, ow), stream } = self.dims(ctx)?;
         let device = ctx.resource(DeviceId)?;
         let ordinal = i32::try_from(device).map_err(|_| err(format!("CUDA device {device}")))?;
         let ((x, _), (wt, _), (b, nb), (slope, ns)) =
@@ -487,6 +473,34 @@ pub(crate) static DIRECT_RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic:
 
 /// Those of them that ran `nf_conv3x3_mma` (the GPU tests check which kernel ran).
 pub(crate) static DIRECT_MMA_RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A node's shapes, checked against each other, and the provider's stream.
+struct Dims {
+    /// X's `[n, h, w, c]` (from NCHW where the node reads it so).
+    x: [i64; 4],
+    /// W's `[k, r, s]`.
+    kernel: [i64; 3],
+    /// The output's height and width.
+    out: (i64, i64),
+    /// The provider's compute stream.
+    stream: *mut c_void,
+}
+
+impl CudaKernel {
+    /// The node's shapes: W's channels X's, its window fitting X.
+    fn dims(&self, ctx: &ComputeContext) -> ort::Result<Dims> {
+        let err = |m: String| ort::Error::new(format!("{OP}: {m}"));
+        let [n, h, w, c] = x_dims(ctx, &self.a)?;
+        let [k, r, s, wc] = dims4(ctx, 1, "weight W")?;
+        if wc != c {
+            return Err(err(format!("the input has {c} channels, the weight {wc}")));
+        }
+        let (oh, ow) =
+            output_hw(&self.a, h, w, r, s).ok_or_else(|| err(format!("a {r}×{s} window does not fit {h}×{w}")))?;
+        let stream = ctx.stream()?.ok_or_else(|| err("no CUDA stream".into()))?.as_ptr().cast::<c_void>();
+        Ok(Dims { x: [n, h, w, c], kernel: [k, r, s], out: (oh, ow), stream })
+    }
+}
 
 impl Kernel for CudaKernel {
     /// No panic crosses into ONNX Runtime (ort's kernel trampoline does not catch one): it

@@ -1,0 +1,4 @@
+//! The parts of the `neural-frame` command line that stand on their own, as a library for
+//! its tests: the YUV4MPEG2 container of `neural-frame stream`.
+
+pub mod y4m;
