@@ -31,7 +31,13 @@ pub fn bin() -> PathBuf {
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libneural_frame-")))
+        // The compiled library (.rlib), not the metadata that `cargo clippy` or `cargo check` write
+        // (.rmeta), which says nothing of the binary's age.
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libneural_frame-") && n.ends_with(".rlib"))
+        })
         .filter_map(|p| modified(&p))
         .max();
     if let (Some(lib), Some(binary)) = (newest_lib, modified(&path)) {
