@@ -18,7 +18,7 @@ use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInf
 use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
 
 use crate::graph::edit::CONV_ACT as OP;
-use crate::ops::kernel::{Kind, derived_symbol, input_floats, write_output};
+use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, write_output};
 
 /// The fallbacks' GPU test hook ([`crate::diagnostics::fail_fused_convolutions`]): 0 none,
 /// 1 the CUDA kernels' creation fails, 2 their runs fail.
@@ -290,19 +290,7 @@ fn nchw_to_nhwc(x: &[f32], [n, h, w, c]: [usize; 4]) -> Vec<f32> {
     out
 }
 
-/// The CPU kernel.
-struct CpuKernel {
-    a: Attrs,
-    half: bool,
-}
-
-impl CpuKernel {
-    fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
-        input_floats(ctx, i, self.half)
-    }
-}
-
-impl Kernel for CpuKernel {
+impl Kernel for CpuKernel<Attrs> {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         let missing = |what: &str| ort::Error::new(format!("{OP}: no {what}"));
         let [n, h, w, c] = x_dims(ctx, &self.a)?;

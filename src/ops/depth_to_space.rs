@@ -15,7 +15,7 @@ use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInf
 use ort::value::{Shape, SymbolicDimensions, TensorElementType, ValueType};
 
 use crate::graph::edit::{DEPTH_TO_SPACE as OP, DOMAIN};
-use crate::ops::kernel::{Kind, derived_symbol, input_dims, input_floats, write_output};
+use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, input_dims, write_output};
 
 /// The node's attributes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -231,25 +231,13 @@ pub(crate) fn guarded(run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> 
     crate::ops::kernel::guarded(&format!("{DOMAIN}::{OP}:"), run)
 }
 
-/// The CPU kernel.
-struct CpuKernel {
-    a: Attrs,
-    half: bool,
-}
-
-impl CpuKernel {
-    fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
-        input_floats(ctx, i, self.half)
-    }
-}
-
-impl Kernel for CpuKernel {
+impl Kernel for CpuKernel<Attrs> {
     fn compute(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         guarded(|| self.run(ctx))
     }
 }
 
-impl CpuKernel {
+impl CpuKernel<Attrs> {
     fn run(&mut self, ctx: &ComputeContext) -> ort::Result<()> {
         let (dims, c) = shapes(ctx, &self.a)?;
         let x = self.floats(ctx, 0)?.ok_or_else(|| error("no input X"))?;

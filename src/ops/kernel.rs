@@ -107,6 +107,20 @@ pub(crate) fn guarded(prefix: &str, run: impl FnOnce() -> ort::Result<()>) -> or
     }
 }
 
+/// An operator's CPU kernel: its attributes `A`, float16 or float32 values (`half`), computed in
+/// f32 (the reference the rewrites are proven against).
+pub(crate) struct CpuKernel<A> {
+    pub(crate) a: A,
+    pub(crate) half: bool,
+}
+
+impl<A> CpuKernel<A> {
+    /// Input `i` as f32, if given.
+    pub(crate) fn floats(&self, ctx: &ComputeContext, i: usize) -> ort::Result<Option<Vec<f32>>> {
+        input_floats(ctx, i, self.half)
+    }
+}
+
 /// What a caught panic says (its message, where it has one).
 pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
     panic
