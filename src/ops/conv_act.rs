@@ -15,10 +15,10 @@
 //!   the rewrite is proven against the original model on ONNX Runtime's CPU provider in CI.
 
 use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
-use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
+use ort::value::{DynTensorValueType, TensorElementType, ValueType};
 
 use crate::graph::edit::CONV_ACT as OP;
-use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, write_output};
+use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, set_output, write_output};
 
 /// The fallbacks' GPU test hook ([`crate::diagnostics::fail_fused_convolutions`]): 0 none,
 /// 1 the CUDA kernels' creation fails, 2 their runs fail.
@@ -229,9 +229,7 @@ impl Kind for ConvAct {
                 derived_symbol(name(i), &how[i])
             }
         });
-        let out =
-            ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
-        ctx.set_output(0, &out)
+        set_output(ctx, *ty, dims, symbols)
     }
 
     fn create_kernel<'a>(

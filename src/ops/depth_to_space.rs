@@ -12,10 +12,10 @@
 //!   model on ONNX Runtime's CPU provider in CI.
 
 use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
-use ort::value::{Shape, SymbolicDimensions, TensorElementType, ValueType};
+use ort::value::{TensorElementType, ValueType};
 
 use crate::graph::edit::{DEPTH_TO_SPACE as OP, DOMAIN};
-use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, input_dims, write_output};
+use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, input_dims, set_output, write_output};
 
 /// The node's attributes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -167,9 +167,7 @@ impl Kind for DepthToSpace {
             .iter()
             .zip(&from)
             .map(|(&d, (from, how))| if d < 0 { derived_symbol(from, how) } else { String::new() });
-        let out =
-            ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
-        ctx.set_output(0, &out)
+        set_output(ctx, *ty, dims, symbols)
     }
 
     fn create_kernel<'a>(

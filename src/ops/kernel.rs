@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use ort::operator::{
     BoxedKernel, ComputeContext, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
 };
-use ort::value::{DynTensorValueType, TensorElementType, ValueType};
+use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
 
 /// What one operator of the domain is: its name, inputs, shape inference and kernels. The
 /// registration ([`Op`]) is the same for every operator.
@@ -92,6 +92,18 @@ pub(crate) fn derived_symbol(from: &str, how: &str) -> String {
     } else {
         format!("{from}{how}")
     }
+}
+
+/// Sets output 0 of shape inference: `ty` (the input's element type), `dims` (-1 where not
+/// known) and their symbols (empty where known).
+pub(crate) fn set_output(
+    ctx: &mut ShapeInferenceContext,
+    ty: TensorElementType,
+    dims: impl IntoIterator<Item = i64>,
+    symbols: impl IntoIterator<Item = String>,
+) -> ort::Result<()> {
+    let out = ValueType::Tensor { ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
+    ctx.set_output(0, &out)
 }
 
 /// A kernel's run with every error starting with `prefix` (the operator's name: the fused

@@ -276,30 +276,28 @@ pub(crate) fn to_general(image: &Image) -> Result<()> {
 /// Releases an image in `GENERAL` layout to `VK_QUEUE_FAMILY_EXTERNAL`, so another
 /// device or API may use its memory.
 pub(crate) fn release_to_external(image: &Image) -> Result<()> {
-    let b = image_barrier(
-        image.raw(),
-        vk::ImageLayout::GENERAL,
-        vk::ImageLayout::GENERAL,
-        vk::AccessFlags::MEMORY_WRITE,
-        vk::AccessFlags::empty(),
-    )
-    .src_queue_family_index(image.device().queue_family())
-    .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL);
-    ownership(image, b)
+    external_handover(image, true)
 }
 
 /// Acquires an image from `VK_QUEUE_FAMILY_EXTERNAL`; its contents were left in
 /// `GENERAL` layout by the other side, and stay there.
 pub(crate) fn acquire_from_external(image: &Image) -> Result<()> {
-    let b = image_barrier(
-        image.raw(),
-        vk::ImageLayout::GENERAL,
-        vk::ImageLayout::GENERAL,
-        vk::AccessFlags::empty(),
-        vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-    )
-    .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-    .dst_queue_family_index(image.device().queue_family());
+    external_handover(image, false)
+}
+
+/// The image's ownership moved, in `GENERAL` layout, from this device's queue family to
+/// `VK_QUEUE_FAMILY_EXTERNAL` (`release`, after its writes) or back (before any access).
+fn external_handover(image: &Image, release: bool) -> Result<()> {
+    let (own, external) = (image.device().queue_family(), vk::QUEUE_FAMILY_EXTERNAL);
+    let any = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let ((src, dst), (from, to)) = if release {
+        ((vk::AccessFlags::MEMORY_WRITE, vk::AccessFlags::empty()), (own, external))
+    } else {
+        ((vk::AccessFlags::empty(), any), (external, own))
+    };
+    let general = vk::ImageLayout::GENERAL;
+    let b =
+        image_barrier(image.raw(), general, general, src, dst).src_queue_family_index(from).dst_queue_family_index(to);
     ownership(image, b)
 }
 
