@@ -226,7 +226,7 @@ fn output_dims(a: &Attrs, [n, h, w, _]: [i64; 4], c: i64) -> Vec<i64> {
 
 /// A kernel's run with every error and panic naming the operator ([`kernel::guarded`](crate::ops::kernel::guarded)).
 pub(crate) fn guarded(run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
-    crate::ops::kernel::guarded(&format!("{DOMAIN}::{OP}:"), run)
+    crate::ops::kernel::guarded(|| format!("{DOMAIN}::{OP}:"), run)
 }
 
 impl Kernel for CpuKernel<Attrs> {

@@ -106,14 +106,15 @@ pub(crate) fn set_output(
     ctx.set_output(0, &out)
 }
 
-/// A kernel's run with every error starting with `prefix` (the operator's name: the fused
+/// A kernel's run with every error starting with `prefix()` (the operator's name: the fused
 /// model's fallback knows its own errors by it, `graph::prepare::owns_error`), and a panic
-/// turned into one (ort's kernel trampoline does not catch it).
-pub(crate) fn guarded(prefix: &str, run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
-    let named = |m: &dyn std::fmt::Display| ort::Error::new(format!("{prefix} {m}"));
+/// turned into one (ort's kernel trampoline does not catch it). The prefix is made only on an
+/// error: a run that succeeds (every frame's) allocates nothing here.
+pub(crate) fn guarded(prefix: impl Fn() -> String, run: impl FnOnce() -> ort::Result<()>) -> ort::Result<()> {
+    let named = |m: &dyn std::fmt::Display| ort::Error::new(format!("{} {m}", prefix()));
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) if e.to_string().starts_with(prefix) => Err(e),
+        Ok(Err(e)) if e.to_string().starts_with(&prefix()) => Err(e),
         Ok(Err(e)) => Err(named(&e)),
         Err(panic) => Err(named(&panic_text(panic.as_ref()))),
     }

@@ -509,7 +509,7 @@ impl Kernel for CudaKernel {
         if super::FAIL.load(std::sync::atomic::Ordering::Relaxed) == 2 {
             return Err(super::failed_on_purpose());
         }
-        crate::ops::kernel::guarded(&format!("{OP}:"), || self.run(ctx))
+        crate::ops::kernel::guarded(|| format!("{OP}:"), || self.run(ctx))
     }
 }
 
