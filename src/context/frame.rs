@@ -7,7 +7,7 @@ use ash::vk;
 
 use crate::context::backend::{CallerWaits, Engine, Run};
 use crate::context::plan::{self, PostBatch, Route, Side, Situation};
-use crate::context::record::{Place, Recorder, Tensor};
+use crate::context::record::{Direction, Place, Recorder, Tensor};
 use crate::context::registry::{InputId, OutputId};
 use crate::context::ring::InFlight;
 use crate::context::sync::{Frame, FrameStats, Submission, Submitted, Ticket};
@@ -319,41 +319,33 @@ impl NeuralFrameContext {
             pool: &res.pool,
             on_cuda,
         };
-        let mut pres = Vec::with_capacity(1 + sub.extra_inputs.len());
+        // The passes in their order in the frame's batches: (direction, registration, tensor, kind).
+        let mut jobs = Vec::with_capacity(2 + sub.extra_inputs.len() + sub.extra_outputs.len());
         if pre.extras {
-            for &(k, id) in &sub.extra_inputs {
-                let reg = res.registry.registration_mut(id.0)?;
-                // SAFETY: slot i is free, so no submission of its command buffers is pending.
-                pres.push(unsafe {
-                    recorder.pre(i, reg, tensors, (Tensor::Extra(k), contract.extra_inputs[k].kind), place, generation)
-                }?);
-            }
+            let extra =
+                |&(k, id): &(usize, InputId)| (Direction::Pre, id.0, Tensor::Extra(k), contract.extra_inputs[k].kind);
+            jobs.extend(sub.extra_inputs.iter().map(extra));
         }
         if pre.frame {
-            let reg = res.registry.registration_mut(frame.input.0)?;
-            // SAFETY: as above.
-            pres.push(unsafe { recorder.pre(i, reg, tensors, (Tensor::Frame, kind), place, generation) }?);
+            jobs.push((Direction::Pre, frame.input.0, Tensor::Frame, kind));
         }
-        let mut posts = Vec::with_capacity(1 + sub.extra_outputs.len());
         if post.frame {
-            let reg = res.registry.registration_mut(frame.output.0)?;
-            // SAFETY: as above.
-            posts.push(unsafe { recorder.post(i, reg, tensors, (Tensor::Frame, out_kind), place, generation) }?);
+            jobs.push((Direction::Post, frame.output.0, Tensor::Frame, out_kind));
         }
         if post.extras {
-            for &(k, id) in &sub.extra_outputs {
-                let reg = res.registry.registration_mut(id.0)?;
-                // SAFETY: as above.
-                posts.push(unsafe {
-                    recorder.post(
-                        i,
-                        reg,
-                        tensors,
-                        (Tensor::Extra(k), contract.extra_outputs[k].kind),
-                        place,
-                        generation,
-                    )
-                }?);
+            let extra = |&(k, id): &(usize, OutputId)| {
+                (Direction::Post, id.0, Tensor::Extra(k), contract.extra_outputs[k].kind)
+            };
+            jobs.extend(sub.extra_outputs.iter().map(extra));
+        }
+        let (mut pres, mut posts) = (Vec::with_capacity(jobs.len()), Vec::with_capacity(jobs.len()));
+        for (direction, id, which, kind) in jobs {
+            let reg = res.registry.registration_mut(id)?;
+            // SAFETY: slot i is free, so no submission of its command buffers is pending.
+            let cmd = unsafe { recorder.record((direction, which, kind), i, reg, tensors, place, generation) }?;
+            match direction {
+                Direction::Pre => pres.push(cmd),
+                Direction::Post => posts.push(cmd),
             }
         }
         Ok((pres, posts))

@@ -15,7 +15,7 @@ use crate::vulkan::Device;
 use crate::vulkan::command::{self, CommandPool};
 use crate::vulkan::compute::{DescriptorSet, Resource};
 use crate::vulkan::query::TimestampPool;
-use crate::vulkan::transfer::image_barrier;
+use crate::vulkan::transfer::{buffer_barrier, image_barrier};
 
 use super::passes::Passes;
 
@@ -29,6 +29,31 @@ pub(crate) struct Recorder<'a> {
     pub(crate) on_cuda: bool,
 }
 
+/// Which of a slot's two passes: the pre pass (the caller's input into the slot's tensor)
+/// or the post pass (the slot's tensor into the caller's output).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Pre,
+    Post,
+}
+
+/// One pipeline barrier of a pass's recording.
+struct Barriers {
+    src: vk::PipelineStageFlags,
+    dst: vk::PipelineStageFlags,
+    buffers: Vec<vk::BufferMemoryBarrier<'static>>,
+    images: Option<vk::ImageMemoryBarrier<'static>>,
+}
+
+impl Barriers {
+    /// # Safety
+    /// `cmd` is recording on `device`; the barriers name live resources.
+    unsafe fn record(&self, device: &Device, cmd: vk::CommandBuffer) {
+        // SAFETY: the caller's contract.
+        unsafe { command::barrier(device, cmd, self.src, self.dst, &self.buffers, self.images.as_slice()) };
+    }
+}
+
 /// Ownership transfers of a resource the caller exported: to or from
 /// `VK_QUEUE_FAMILY_EXTERNAL`, in `GENERAL` layout, on the context's family.
 fn families(device: &Device, acquire: bool) -> (u32, u32) {
@@ -37,16 +62,6 @@ fn families(device: &Device, acquire: bool) -> (u32, u32) {
     } else {
         (device.queue_family(), vk::QUEUE_FAMILY_EXTERNAL)
     }
-}
-
-fn buffer_barrier(buffer: vk::Buffer, src: vk::AccessFlags, dst: vk::AccessFlags) -> vk::BufferMemoryBarrier<'static> {
-    vk::BufferMemoryBarrier::default()
-        .buffer(buffer)
-        .size(vk::WHOLE_SIZE)
-        .src_access_mask(src)
-        .dst_access_mask(dst)
-        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
 }
 
 /// Takes a resource for a pass (`write`: the pass overwrites it all) or gives
@@ -211,176 +226,137 @@ impl Recorder<'_> {
         }
     }
 
-    /// Records (or re-records, after a resize) slot `slot`'s pre pass from `reg`
-    /// into its command buffer, unless it is current.
+    /// Records (or re-records, after a resize) slot `slot`'s pre pass from `reg` into its
+    /// tensor, or its post pass from the tensor into `reg`, unless the recording is current.
     ///
     /// # Safety
     /// No submission of this registration's command buffer for `slot` may be pending.
-    pub(crate) unsafe fn pre(
+    pub(crate) unsafe fn record(
         &self,
+        (direction, which, kind): (Direction, Tensor, TensorKind),
         slot: usize,
         reg: &mut Registration,
         tensors: &SlotTensors,
-        (which, kind): (Tensor, TensorKind),
         place: Place,
         generation: u64,
     ) -> Result<vk::CommandBuffer> {
-        if let Some(cmd) = recorded(reg, slot, generation, (which.code(), place.index)) {
+        let key = (which.code(), place.index);
+        if let Some(cmd) = recorded(reg, slot, generation, key) {
             return Ok(cmd);
         }
-        let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, true, which)?;
-        let pass = self.passes.pre(reg.source(), kind.element)?;
+        let pre = direction == Direction::Pre;
+        let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, pre, which)?;
         let size = tensors.size;
-        let (grid, row) = pre_grid(self.device, pass.workgroup, kind, size.width, size.height)?;
-        let srgb =
-            matches!(&reg.resource, Res::Image { format: vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB, .. });
+        let tensor = Resource::StorageBuffer(tensor_raw, tensor_bytes);
+        let alpha = Resource::StorageBuffer(tensors.alpha.raw(), size.alpha_bytes);
         let (format, pitch) = buffer_format(reg);
-        let params = PreParams {
-            srgb: srgb as u32,
-            format,
-            pitch,
-            alpha: (which == Tensor::Frame) as u32,
-            origin_x: place.tile.x,
-            origin_y: place.tile.y,
-            ..PreParams::new(kind, size.width, size.height, row)
+        let (pass, params, grid, resources) = if pre {
+            let pass = self.passes.pre(reg.source(), kind.element)?;
+            let (grid, row) = pre_grid(self.device, pass.workgroup, kind, size.width, size.height)?;
+            let srgb = matches!(
+                &reg.resource,
+                Res::Image { format: vk::Format::R8G8B8A8_SRGB | vk::Format::B8G8R8A8_SRGB, .. }
+            );
+            let params = PreParams {
+                srgb: srgb as u32,
+                format,
+                pitch,
+                alpha: (which == Tensor::Frame) as u32,
+                origin_x: place.tile.x,
+                origin_y: place.tile.y,
+                ..PreParams::new(kind, size.width, size.height, row)
+            };
+            (pass, params.bytes().to_vec(), grid, [source_binding(reg)?, tensor, alpha])
+        } else {
+            let pass = self.passes.post(reg.target(), kind.element)?;
+            let grid = post_grid(self.device, pass.workgroup, size.out_width, size.out_height)?;
+            let at = place.in_output(&size);
+            let params = PostParams {
+                format,
+                pitch,
+                origin_x: at.origin.0,
+                origin_y: at.origin.1,
+                blend_left: at.blend[0],
+                blend_top: at.blend[1],
+                blend_right: at.blend[2],
+                blend_bottom: at.blend[3],
+                margin_x: at.margin.0,
+                margin_y: at.margin.1,
+                ..PostParams::new(kind, (size.width, size.height), (size.out_width, size.out_height))
+            };
+            (pass, params.bytes().to_vec(), grid, [tensor, alpha, target_binding(reg)?])
         };
-        let resources = [
-            source_binding(reg)?,
-            Resource::StorageBuffer(tensor_raw, tensor_bytes),
-            Resource::StorageBuffer(tensors.alpha.raw(), size.alpha_bytes),
-        ];
         // SAFETY: the registration's resource and the slot's buffers outlive the set: the
         // registration is freed only after its frames, the slot buffers only after a drain.
         let set = unsafe { pass.compute.bind(&resources) }?;
         let cmd = self.command_buffer(reg, slot)?;
         let d = self.device;
-        let base = 4 * slot as u32;
+        let base = 4 * slot as u32 + if pre { 0 } else { 2 };
+        let alpha = buffer_barrier(tensors.alpha.raw(), vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::SHADER_READ);
+        let tensor = self.tensor_handover(tensor_raw, direction);
+        let compute = vk::PipelineStageFlags::COMPUTE_SHADER;
+        let all = vk::PipelineStageFlags::ALL_COMMANDS;
+        // The pre pass overwrites the slot's tensor and alpha whole: only ordering against the
+        // last frame's post pass on this queue is needed, which the semaphores give. The post
+        // pass reads what earlier tiles of the frame wrote (`keep`).
+        let (img, buf) = handover(d, reg, true, (!pre, !pre && place.index > 0));
+        let before = if pre {
+            Barriers { src: all, dst: compute, buffers: buf.into_iter().collect(), images: img }
+        } else {
+            Barriers {
+                src: tensor.1 | all,
+                dst: compute,
+                buffers: [tensor.0, alpha].into_iter().chain(buf).collect(),
+                images: img,
+            }
+        };
+        let (img, buf) = handover(d, reg, false, (!pre, false));
+        let after = if pre {
+            let dst = tensor.1 | compute | all;
+            Barriers { src: compute, dst, buffers: [tensor.0, alpha].into_iter().chain(buf).collect(), images: img }
+        } else {
+            Barriers { src: compute, dst: all, buffers: buf.into_iter().collect(), images: img }
+        };
         // SAFETY: the command buffer is not pending (caller's contract); everything recorded
         // names live resources of this device.
         unsafe {
             command::begin(d, cmd)?;
             self.timestamp_pair(cmd, base, true, which);
-            let (img, buf) = handover(d, reg, true, (false, false));
-            // The slot's tensor and alpha are overwritten whole: only ordering against the
-            // last frame's post pass on this queue is needed, which the semaphores give.
-            let src = vk::PipelineStageFlags::ALL_COMMANDS;
-            command::barrier(d, cmd, src, vk::PipelineStageFlags::COMPUTE_SHADER, buf.as_slice(), img.as_slice());
-            pass.compute.record(cmd, &set, &params.bytes(), grid);
-            let (img, buf) = handover(d, reg, false, (false, false));
-            // Hand the tensor over: to CUDA (release to the external queue family) or to the
-            // host (make the writes visible to host reads).
-            let tensor = buffer_barrier(tensor_raw, vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::empty());
-            let (tensor, dst) = if self.on_cuda {
-                let (s, t) = families(d, false);
-                (tensor.src_queue_family_index(s).dst_queue_family_index(t), vk::PipelineStageFlags::BOTTOM_OF_PIPE)
-            } else {
-                (tensor.dst_access_mask(vk::AccessFlags::HOST_READ), vk::PipelineStageFlags::HOST)
-            };
-            let alpha =
-                buffer_barrier(tensors.alpha.raw(), vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::SHADER_READ);
-            let mut buffers = vec![tensor, alpha];
-            buffers.extend(buf);
-            command::barrier(
-                d,
-                cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                dst | vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::ALL_COMMANDS,
-                &buffers,
-                img.as_slice(),
-            );
+            before.record(d, cmd);
+            pass.compute.record(cmd, &set, &params, grid);
+            after.record(d, cmd);
             self.timestamp_pair(cmd, base, false, which);
             command::end(d, cmd)?;
         }
-        store(reg, slot, cmd, set, (generation, (which.code(), place.index)));
+        store(reg, slot, cmd, set, (generation, key));
         Ok(cmd)
     }
 
-    /// Records slot `slot`'s post pass into `reg`, unless it is current.
-    ///
-    /// # Safety
-    /// No submission of this registration's command buffer for `slot` may be pending.
-    pub(crate) unsafe fn post(
+    /// The barrier that hands a slot's tensor over after the pre pass wrote it, or back before
+    /// the post pass reads it: to or from CUDA (a release to or acquire from the external queue
+    /// family), or to or from the host (its reads or writes made visible). With it, the stage it
+    /// waits on (pre: its destination; post: its source).
+    fn tensor_handover(
         &self,
-        slot: usize,
-        reg: &mut Registration,
-        tensors: &SlotTensors,
-        (which, kind): (Tensor, TensorKind),
-        place: Place,
-        generation: u64,
-    ) -> Result<vk::CommandBuffer> {
-        if let Some(cmd) = recorded(reg, slot, generation, (which.code(), place.index)) {
-            return Ok(cmd);
-        }
-        let (tensor_raw, tensor_bytes) = tensor_buffer(tensors, false, which)?;
-        let pass = self.passes.post(reg.target(), kind.element)?;
-        let size = tensors.size;
-        let grid = post_grid(self.device, pass.workgroup, size.out_width, size.out_height)?;
-        let (format, pitch) = buffer_format(reg);
-        let at = place.in_output(&size);
-        let params = PostParams {
-            format,
-            pitch,
-            origin_x: at.origin.0,
-            origin_y: at.origin.1,
-            blend_left: at.blend[0],
-            blend_top: at.blend[1],
-            blend_right: at.blend[2],
-            blend_bottom: at.blend[3],
-            margin_x: at.margin.0,
-            margin_y: at.margin.1,
-            ..PostParams::new(kind, (size.width, size.height), (size.out_width, size.out_height))
+        raw: vk::Buffer,
+        direction: Direction,
+    ) -> (vk::BufferMemoryBarrier<'static>, vk::PipelineStageFlags) {
+        let acquire = direction == Direction::Post;
+        let barrier = if acquire {
+            buffer_barrier(raw, vk::AccessFlags::empty(), vk::AccessFlags::SHADER_READ)
+        } else {
+            buffer_barrier(raw, vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::empty())
         };
-        let resources = [
-            Resource::StorageBuffer(tensor_raw, tensor_bytes),
-            Resource::StorageBuffer(tensors.alpha.raw(), size.alpha_bytes),
-            target_binding(reg)?,
-        ];
-        // SAFETY: as in `pre`.
-        let set = unsafe { pass.compute.bind(&resources) }?;
-        let cmd = self.command_buffer(reg, slot)?;
-        let d = self.device;
-        let base = 4 * slot as u32 + 2;
-        // SAFETY: as in `pre`.
-        unsafe {
-            command::begin(d, cmd)?;
-            self.timestamp_pair(cmd, base, true, which);
-            // Take the output tensor back: from CUDA (acquire from the external queue
-            // family) or from the host (its writes are visible to this submission).
-            let tensor = buffer_barrier(tensor_raw, vk::AccessFlags::empty(), vk::AccessFlags::SHADER_READ);
-            let (tensor, src) = if self.on_cuda {
-                let (s, t) = families(d, true);
-                (tensor.src_queue_family_index(s).dst_queue_family_index(t), vk::PipelineStageFlags::ALL_COMMANDS)
-            } else {
-                (tensor.src_access_mask(vk::AccessFlags::HOST_WRITE), vk::PipelineStageFlags::HOST)
-            };
-            let alpha =
-                buffer_barrier(tensors.alpha.raw(), vk::AccessFlags::SHADER_WRITE, vk::AccessFlags::SHADER_READ);
-            let (img, buf) = handover(d, reg, true, (true, place.index > 0));
-            let mut buffers = vec![tensor, alpha];
-            buffers.extend(buf);
-            command::barrier(
-                d,
-                cmd,
-                src | vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                &buffers,
-                img.as_slice(),
-            );
-            pass.compute.record(cmd, &set, &params.bytes(), grid);
-            let (img, buf) = handover(d, reg, false, (true, false));
-            command::barrier(
-                d,
-                cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                buf.as_slice(),
-                img.as_slice(),
-            );
-            self.timestamp_pair(cmd, base, false, which);
-            command::end(d, cmd)?;
+        match (self.on_cuda, acquire) {
+            (true, _) => {
+                let (s, t) = families(self.device, acquire);
+                let stage =
+                    if acquire { vk::PipelineStageFlags::ALL_COMMANDS } else { vk::PipelineStageFlags::BOTTOM_OF_PIPE };
+                (barrier.src_queue_family_index(s).dst_queue_family_index(t), stage)
+            }
+            (false, true) => (barrier.src_access_mask(vk::AccessFlags::HOST_WRITE), vk::PipelineStageFlags::HOST),
+            (false, false) => (barrier.dst_access_mask(vk::AccessFlags::HOST_READ), vk::PipelineStageFlags::HOST),
         }
-        store(reg, slot, cmd, set, (generation, (which.code(), place.index)));
-        Ok(cmd)
     }
 
     /// The registration's command buffer for `slot` (re-recorded in place), or a new one.
@@ -421,20 +397,14 @@ pub(crate) fn size_mismatch(what: &str, got: (u32, u32), want: (u32, u32)) -> Er
 /// `pool` must belong to `device`.
 pub(crate) unsafe fn host_visibility(device: &Device, pool: &CommandPool) -> Result<vk::CommandBuffer> {
     let cmd = pool.allocate()?;
-    let all = vk::MemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-        .dst_access_mask(vk::AccessFlags::HOST_READ);
     // SAFETY: a fresh command buffer of this device, recorded once here.
     unsafe {
         command::begin(device, cmd)?;
-        device.raw().cmd_pipeline_barrier(
+        command::memory_barrier(
+            device,
             cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            &[all],
-            &[],
-            &[],
+            (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_WRITE),
+            (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
         );
         command::end(device, cmd)?;
     }

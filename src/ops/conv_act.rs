@@ -14,17 +14,19 @@
 //! - **CPU** (float16 and float32): a direct convolution in f32, the same formula; it is how
 //!   the rewrite is proven against the original model on ONNX Runtime's CPU provider in CI.
 
-use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
-use ort::value::{DynTensorValueType, TensorElementType, ValueType};
+use ort::operator::{ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
+use ort::value::DynTensorValueType;
 
 use crate::graph::edit::CONV_ACT as OP;
-use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, set_output, write_output};
+use crate::ops::kernel::{Axis, CpuKernel, Dims, Kind, write_output};
 
 /// The fallbacks' GPU test hook ([`crate::diagnostics::fail_fused_convolutions`]): 0 none,
 /// 1 the CUDA kernels' creation fails, 2 their runs fail.
+#[cfg(feature = "cuda")]
 pub(crate) static FAIL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// The error of a failure the test hook asked for.
+#[cfg(feature = "cuda")]
 pub(crate) fn failed_on_purpose() -> ort::Error {
     ort::Error::new(format!("{OP}: failed on purpose (diagnostics::fail_fused_convolutions)"))
 }
@@ -170,21 +172,10 @@ impl Kind for ConvAct {
     const REQUIRED: usize = 2;
 
     /// `[N, H', W', K]` from X `[N, H, W, C]` (`[N, C, H, W]` with `input_layout` "nchw"),
-    /// W `[K, R, S, C]` and the attributes; a size that is not known stays unknown (-1).
-    fn infer_shape(ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
-        let inputs = ctx.inputs();
-        // ONNX Runtime keeps one inference function for the four operators of this name (the
-        // first registered): the output's type is the input's, not this operator's own.
-        let (
-            Some(ValueType::Tensor { ty, shape: xs, dimension_symbols: names }),
-            Some(ValueType::Tensor { shape: ws, .. }),
-        ) = (inputs.first(), inputs.get(1))
-        else {
-            return Ok(());
-        };
-        if xs.len() != 4 || ws.len() != 4 {
-            return Ok(());
-        }
+    /// W `[K, R, S, C]` and the attributes.
+    fn output_axes<'s>(ctx: &ShapeInferenceContext, inputs: &[Dims<'s>]) -> ort::Result<[Axis<'s>; 4]> {
+        let [x, w] = inputs else { return Err(ort::Error::new(format!("{OP}: not two inputs"))) };
+        let (xs, ws) = (x.dims, w.dims);
         let (pads, strides, dilations): (Vec<i64>, Vec<i64>, Vec<i64>) =
             (ctx.attr("pads")?, ctx.attr("strides")?, ctx.attr("dilations")?);
         if pads.len() != 4 || strides.len() != 2 || dilations.len() != 2 {
@@ -207,11 +198,8 @@ impl Kind for ConvAct {
             _ => (-1, -1),
         };
         // An unknown size goes out as a named symbol: a bare -1 would reach ONNX's shape inference
-        // of the nodes after as a value (DepthToSpace ×4 made it -4). The name follows from the
-        // input's and the window (derived_symbol).
-        let dims = [xs[0], oh, ow, ws[0]];
-        // The output's axes 0 to 2 (N, H', W') come from X's N, H, W (axis 3, K, has no name here).
-        let name = |i: usize| [0, hx, wx].get(i).and_then(|&a| names.get(a)).map_or("", String::as_str);
+        // of the nodes after as a value (DepthToSpace ×4 made it -4). N, H', W' are named after
+        // X's N, H, W and the window; K (W's axis 0) has no name here.
         let window = |axis: usize, k: i64| {
             let (p, st, d) = (&a.pads, a.strides[axis], a.dilations[axis]);
             // A window that keeps the size keeps the name (ONNX Runtime may then reuse buffers
@@ -219,44 +207,27 @@ impl Kind for ConvAct {
             let keeps = k >= 1 && st == 1 && p[axis] + p[axis + 2] == d * (k - 1);
             if keeps { String::new() } else { format!("*conv{k}s{st}d{d}p{}.{}", p[axis], p[axis + 2]) }
         };
-        let how = [String::new(), window(0, ws[1]), window(1, ws[2]), String::new()];
-        let symbols = dims.iter().enumerate().map(|(i, &d)| {
-            if d >= 0 {
-                String::new()
-            } else if i == 3 {
-                derived_symbol("", "")
-            } else {
-                derived_symbol(name(i), &how[i])
-            }
-        });
-        set_output(ctx, *ty, dims, symbols)
+        Ok([
+            Axis { dim: xs[0], from: x.name(0), how: String::new() },
+            Axis { dim: oh, from: x.name(hx), how: window(0, ws[1]) },
+            Axis { dim: ow, from: x.name(wx), how: window(1, ws[2]) },
+            Axis { dim: ws[0], from: "", how: String::new() },
+        ])
     }
 
-    fn create_kernel<'a>(
-        kctx: &KernelContext<'a>,
-        element: TensorElementType,
-        cuda: bool,
-    ) -> ort::Result<BoxedKernel<'a>> {
-        let a = attrs(kctx)?;
-        if cuda {
-            if FAIL.load(std::sync::atomic::Ordering::Relaxed) == 1 {
-                return Err(failed_on_purpose());
-            }
-            cuda_kernel(a, element)
-        } else {
-            Ok(Box::new(CpuKernel { a, half: element == TensorElementType::Float16 }))
+    type Attrs = Attrs;
+
+    fn attrs(kctx: &KernelContext<'_>) -> ort::Result<Attrs> {
+        attrs(kctx)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_kernel<'a>(a: Attrs, half: bool) -> ort::Result<ort::operator::BoxedKernel<'a>> {
+        if FAIL.load(std::sync::atomic::Ordering::Relaxed) == 1 {
+            return Err(failed_on_purpose());
         }
+        Ok(Box::new(cuda::CudaKernel::new(a, half)))
     }
-}
-
-#[cfg(feature = "cuda")]
-fn cuda_kernel<'a>(a: Attrs, element: TensorElementType) -> ort::Result<BoxedKernel<'a>> {
-    Ok(Box::new(cuda::CudaKernel::new(a, element == TensorElementType::Float16)))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_kernel<'a>(_: Attrs, _: TensorElementType) -> ort::Result<BoxedKernel<'a>> {
-    Err(ort::Error::new(format!("{OP} on CUDA: neural-frame was built without its `cuda` feature")))
 }
 
 /// A tensor input's dims, as four values.

@@ -11,11 +11,10 @@
 //! - **CPU**: the same index map in f32; it is how the rewrite is proven against the original
 //!   model on ONNX Runtime's CPU provider in CI.
 
-use ort::operator::{BoxedKernel, ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
-use ort::value::{TensorElementType, ValueType};
+use ort::operator::{ComputeContext, Kernel, KernelContext, ShapeInferenceContext};
 
 use crate::graph::edit::{DEPTH_TO_SPACE as OP, DOMAIN};
-use crate::ops::kernel::{CpuKernel, Kind, derived_symbol, input_dims, set_output, write_output};
+use crate::ops::kernel::{Axis, CpuKernel, Dims, Kind, input_dims, write_output};
 
 /// The node's attributes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -131,16 +130,10 @@ impl Kind for DepthToSpace {
     const NAME: &'static str = OP;
     const REQUIRED: usize = 1;
 
-    /// `[N, C, H·b, W·b]` from X `[N, H, W, C·b²]`; a size that is not known goes out as a
-    /// named symbol.
-    fn infer_shape(ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
-        let inputs = ctx.inputs();
-        let Some(ValueType::Tensor { ty, shape: xs, dimension_symbols: names }) = inputs.first() else {
-            return Ok(());
-        };
-        if xs.len() != 4 {
-            return Ok(());
-        }
+    /// `[N, C, H·b, W·b]` from X `[N, H, W, C·b²]`.
+    fn output_axes<'s>(ctx: &ShapeInferenceContext, inputs: &[Dims<'s>]) -> ort::Result<[Axis<'s>; 4]> {
+        let [x] = inputs else { return Err(error("not one required input")) };
+        let xs = x.dims;
         let b: i64 = ctx.attr("blocksize")?;
         if b < 1 {
             return Err(error("blocksize below 1"));
@@ -154,41 +147,25 @@ impl Kind for DepthToSpace {
             (_, Some(c)) => c,
             _ => -1,
         };
-        let dims = [xs[0], c, known(xs[1], &|h| h * b), known(xs[2], &|w| w * b)];
         // Named after the input's (X is NHWC: N, H, W, C at 0, 1, 2, 3).
-        let name = |i: usize| names.get(i).map_or("", String::as_str);
-        let from = [
-            (name(0), String::new()),
-            (name(3), format!("/{}", b * b)),
-            (name(1), format!("*{b}")),
-            (name(2), format!("*{b}")),
-        ];
-        let symbols = dims
-            .iter()
-            .zip(&from)
-            .map(|(&d, (from, how))| if d < 0 { derived_symbol(from, how) } else { String::new() });
-        set_output(ctx, *ty, dims, symbols)
+        Ok([
+            Axis { dim: xs[0], from: x.name(0), how: String::new() },
+            Axis { dim: c, from: x.name(3), how: format!("/{}", b * b) },
+            Axis { dim: known(xs[1], &|h| h * b), from: x.name(1), how: format!("*{b}") },
+            Axis { dim: known(xs[2], &|w| w * b), from: x.name(2), how: format!("*{b}") },
+        ])
     }
 
-    fn create_kernel<'a>(
-        kctx: &KernelContext<'a>,
-        element: TensorElementType,
-        cuda: bool,
-    ) -> ort::Result<BoxedKernel<'a>> {
-        let a = attrs(kctx)?;
-        let half = element == TensorElementType::Float16;
-        if cuda { cuda_kernel(a, half) } else { Ok(Box::new(CpuKernel { a, half })) }
+    type Attrs = Attrs;
+
+    fn attrs(kctx: &KernelContext<'_>) -> ort::Result<Attrs> {
+        attrs(kctx)
     }
-}
 
-#[cfg(feature = "cuda")]
-fn cuda_kernel<'a>(a: Attrs, half: bool) -> ort::Result<BoxedKernel<'a>> {
-    Ok(Box::new(CudaKernel { a, half }))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_kernel<'a>(_: Attrs, _: bool) -> ort::Result<BoxedKernel<'a>> {
-    Err(error("on CUDA: neural-frame was built without its `cuda` feature"))
+    #[cfg(feature = "cuda")]
+    fn cuda_kernel<'a>(a: Attrs, half: bool) -> ort::Result<ort::operator::BoxedKernel<'a>> {
+        Ok(Box::new(CudaKernel { a, half }))
+    }
 }
 
 /// X's dims, checked against the attributes, Z's (which must match X's), B's (`[c·b²]`) and U's

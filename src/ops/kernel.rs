@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 
 use ort::operator::{
-    BoxedKernel, ComputeContext, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
+    BoxedKernel, ComputeContext, Kernel, KernelContext, Operator, OperatorInput, OperatorOutput, ShapeInferenceContext,
 };
 use ort::value::{DynTensorValueType, Shape, SymbolicDimensions, TensorElementType, ValueType};
 
@@ -16,14 +16,18 @@ pub(crate) trait Kind: Send + Sync + 'static {
     const NAME: &'static str;
     /// Its inputs, of the operator's element type: this many required, the rest of four optional.
     const REQUIRED: usize;
-    /// The output's type and shape from the inputs' and the attributes.
-    fn infer_shape(ctx: &mut ShapeInferenceContext) -> ort::Result<()>;
-    /// The kernel for a node: the CUDA provider's (`cuda`) or the CPU's, of `element`.
-    fn create_kernel<'a>(
-        kctx: &KernelContext<'a>,
-        element: TensorElementType,
-        cuda: bool,
-    ) -> ort::Result<BoxedKernel<'a>>;
+    /// The output's four axes from the required inputs' shapes (each a 4-D tensor: shape
+    /// inference says nothing of the output otherwise) and the attributes. Its element type is
+    /// the first input's: ONNX Runtime keeps one inference function for the operators of one
+    /// name (the first registered), not each operator's own.
+    fn output_axes<'s>(ctx: &ShapeInferenceContext, inputs: &[Dims<'s>]) -> ort::Result<[Axis<'s>; 4]>;
+    /// A node's attributes, which its kernels keep.
+    type Attrs: Send + 'static;
+    /// The node's attributes, checked.
+    fn attrs(kctx: &KernelContext<'_>) -> ort::Result<Self::Attrs>;
+    /// The CUDA provider's kernel for a node, of float16 (`half`) or float32 values.
+    #[cfg(feature = "cuda")]
+    fn cuda_kernel<'a>(a: Self::Attrs, half: bool) -> ort::Result<BoxedKernel<'a>>;
 }
 
 /// Operator `K` registered for one provider and element type.
@@ -40,7 +44,10 @@ impl<K: Kind> Op<K> {
     }
 }
 
-impl<K: Kind> Operator for Op<K> {
+impl<K: Kind> Operator for Op<K>
+where
+    CpuKernel<K::Attrs>: Kernel,
+{
     type Kernel<'attr> = BoxedKernel<'attr>;
 
     fn name(&self) -> &str {
@@ -61,11 +68,37 @@ impl<K: Kind> Operator for Op<K> {
     }
 
     fn infer_shape(&self, ctx: &mut ShapeInferenceContext) -> ort::Result<()> {
-        K::infer_shape(ctx)
+        let inputs = ctx.inputs();
+        let mut shapes = Vec::with_capacity(K::REQUIRED);
+        for v in inputs.iter().take(K::REQUIRED) {
+            match v {
+                ValueType::Tensor { shape, dimension_symbols, .. } if shape.len() == 4 => {
+                    shapes.push(Dims { dims: shape, names: dimension_symbols })
+                }
+                _ => return Ok(()),
+            }
+        }
+        let Some(ValueType::Tensor { ty, .. }) = inputs.first().filter(|_| shapes.len() == K::REQUIRED) else {
+            return Ok(());
+        };
+        let axes = K::output_axes(ctx, &shapes)?;
+        let dims = axes.each_ref().map(|a| a.dim);
+        let symbols = axes.map(|a| if a.dim >= 0 { String::new() } else { derived_symbol(a.from, &a.how) });
+        let out =
+            ValueType::Tensor { ty: *ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
+        ctx.set_output(0, &out)
     }
 
     fn create_kernel<'attr>(&self, kctx: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
-        K::create_kernel(kctx, self.element, self.cuda)
+        let a = K::attrs(kctx)?;
+        let half = self.element == TensorElementType::Float16;
+        if !self.cuda {
+            return Ok(Box::new(CpuKernel { a, half }));
+        }
+        #[cfg(feature = "cuda")]
+        return K::cuda_kernel(a, half);
+        #[cfg(not(feature = "cuda"))]
+        Err(ort::Error::new(format!("{} on CUDA: neural-frame was built without its `cuda` feature", K::NAME)))
     }
 }
 
@@ -85,7 +118,7 @@ pub(crate) fn input_dims(ctx: &ComputeContext, i: usize, what: &str) -> ort::Res
 /// dims of one name to be equal, and reuses one value's buffer for the other: a fixed name for
 /// every output made two DepthToSpace stages share a buffer too small for the second); a name
 /// of its own where the input's dimension has none.
-pub(crate) fn derived_symbol(from: &str, how: &str) -> String {
+fn derived_symbol(from: &str, how: &str) -> String {
     static FRESH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     if from.is_empty() {
         format!("neural_frame_unknown_{}", FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
@@ -94,16 +127,26 @@ pub(crate) fn derived_symbol(from: &str, how: &str) -> String {
     }
 }
 
-/// Sets output 0 of shape inference: `ty` (the input's element type), `dims` (-1 where not
-/// known) and their symbols (empty where known).
-pub(crate) fn set_output(
-    ctx: &mut ShapeInferenceContext,
-    ty: TensorElementType,
-    dims: impl IntoIterator<Item = i64>,
-    symbols: impl IntoIterator<Item = String>,
-) -> ort::Result<()> {
-    let out = ValueType::Tensor { ty, shape: Shape::new(dims), dimension_symbols: SymbolicDimensions::new(symbols) };
-    ctx.set_output(0, &out)
+/// A required input's shape at shape inference: its dims (-1 where not known) and their
+/// symbolic names.
+pub(crate) struct Dims<'a> {
+    pub(crate) dims: &'a [i64],
+    names: &'a [String],
+}
+
+impl<'a> Dims<'a> {
+    /// Axis `axis`'s symbolic name ("" where it has none).
+    pub(crate) fn name(&self, axis: usize) -> &'a str {
+        self.names.get(axis).map_or("", String::as_str)
+    }
+}
+
+/// One axis of the output at shape inference: its size (-1 where not known) and, for a size
+/// not known, the input's symbol it follows from and how ([`derived_symbol`]).
+pub(crate) struct Axis<'a> {
+    pub(crate) dim: i64,
+    pub(crate) from: &'a str,
+    pub(crate) how: String,
 }
 
 /// A kernel's run with every error starting with `prefix()` (the operator's name: the fused

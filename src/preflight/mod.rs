@@ -30,7 +30,7 @@ use crate::cuda;
 use crate::error::{Error, Result, format_uuid};
 use crate::vulkan::{
     self, AdapterInfo, Buffer, BufferMemory, Device, DeviceSelector, Image, ImageDesc, Instance, InstanceOptions,
-    TimelineSemaphore, pattern, transfer,
+    TimelineSemaphore, device::Batch, pattern, transfer,
 };
 
 /// Options shared by the stages.
@@ -715,9 +715,18 @@ pub(crate) fn semaphore_handoff(
         // submission on the queue, so submitting the waiting batch first deadlocks.
         let t = Instant::now();
         // SAFETY: the three semaphores are live timelines of this device.
-        unsafe { device.submit_timeline(&[], &[(to_cuda.raw(), n)], vk::Fence::null()) }?;
+        unsafe {
+            device.submit_batch(0, Batch { signal: &[(to_cuda.raw(), n)], ..Batch::default() }, vk::Fence::null())
+        }?;
         // SAFETY: as above.
-        unsafe { device.submit_timeline(&[(to_vulkan.raw(), n)], &[(done.raw(), n)], vk::Fence::null()) }?;
+        unsafe {
+            let wait = [(to_vulkan.raw(), n, vk::PipelineStageFlags::ALL_COMMANDS)];
+            device.submit_batch(
+                0,
+                Batch { wait: &wait, signal: &[(done.raw(), n)], ..Batch::default() },
+                vk::Fence::null(),
+            )
+        }?;
         if !passed.wait_timeout(LIMIT)? {
             failure = Some(format!("round {n}: CUDA did not see Vulkan's signal within {LIMIT:?}"));
             break;

@@ -90,3 +90,19 @@ pub(crate) unsafe fn barrier(
     // SAFETY: cmd is recording on this device; the barriers name live resources (caller's contract).
     unsafe { device.raw().cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[], buffers, images) };
 }
+
+/// Records a global memory barrier: `src_access` in `src` stages made visible to `dst_access`
+/// in `dst` stages.
+///
+/// # Safety
+/// `cmd` must be recording on `device`.
+pub(crate) unsafe fn memory_barrier(
+    device: &Device,
+    cmd: vk::CommandBuffer,
+    (src, src_access): (vk::PipelineStageFlags, vk::AccessFlags),
+    (dst, dst_access): (vk::PipelineStageFlags, vk::AccessFlags),
+) {
+    let all = vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access);
+    // SAFETY: cmd is recording on this device (caller's contract).
+    unsafe { device.raw().cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[all], &[], &[]) };
+}

@@ -63,6 +63,16 @@ pub struct Device {
     instance: Arc<Instance>,
 }
 
+/// One submission's command buffers and timeline waits and signals ([`Device::submit_batch`]).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Batch<'a> {
+    pub(crate) cmds: &'a [vk::CommandBuffer],
+    /// `(semaphore, value, stage that waits)`.
+    pub(crate) wait: &'a [(vk::Semaphore, u64, vk::PipelineStageFlags)],
+    /// `(semaphore, value)`.
+    pub(crate) signal: &'a [(vk::Semaphore, u64)],
+}
+
 impl Device {
     /// Chooses a physical device and creates a logical device on it.
     pub(crate) fn new(instance: &Arc<Instance>, selector: DeviceSelector) -> Result<Arc<Self>> {
@@ -387,32 +397,39 @@ impl Device {
         result
     }
 
-    /// Submits a batch with no commands that waits for and signals timeline
-    /// values on queue 0 (pre-flight's semaphore hand-off).
+    /// Submits one batch to queue `index`: its command buffers, after its timeline waits
+    /// (each `(semaphore, value, stage)`), signalling its timeline values, with `fence`.
+    /// At most four waits and four signals; nothing is allocated (the per-frame paths use it).
     ///
     /// # Safety
-    /// Every semaphore must be a live timeline semaphore of this device.
-    pub(crate) unsafe fn submit_timeline(
-        &self,
-        wait: &[(vk::Semaphore, u64)],
-        signal: &[(vk::Semaphore, u64)],
-        fence: vk::Fence,
-    ) -> Result<()> {
-        let wait_sems: Vec<_> = wait.iter().map(|w| w.0).collect();
-        let wait_vals: Vec<_> = wait.iter().map(|w| w.1).collect();
-        let signal_sems: Vec<_> = signal.iter().map(|s| s.0).collect();
-        let signal_vals: Vec<_> = signal.iter().map(|s| s.1).collect();
-        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait.len()];
+    /// As [`submit_to`](Self::submit_to); every semaphore is a live timeline semaphore of
+    /// this device.
+    pub(crate) unsafe fn submit_batch(&self, index: usize, batch: Batch<'_>, fence: vk::Fence) -> Result<()> {
+        const MOST: usize = 4;
+        let (nw, ns) = (batch.wait.len(), batch.signal.len());
+        if nw > MOST || ns > MOST {
+            return Err(Error::internal(format!("a batch of {nw} waits and {ns} signals (at most {MOST} each)")));
+        }
+        let (mut wait_sems, mut wait_vals) = ([vk::Semaphore::null(); MOST], [0u64; MOST]);
+        let mut stages = [vk::PipelineStageFlags::empty(); MOST];
+        for (k, &(sem, value, stage)) in batch.wait.iter().enumerate() {
+            (wait_sems[k], wait_vals[k], stages[k]) = (sem, value, stage);
+        }
+        let (mut signal_sems, mut signal_vals) = ([vk::Semaphore::null(); MOST], [0u64; MOST]);
+        for (k, &(sem, value)) in batch.signal.iter().enumerate() {
+            (signal_sems[k], signal_vals[k]) = (sem, value);
+        }
         let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_vals)
-            .signal_semaphore_values(&signal_vals);
+            .wait_semaphore_values(&wait_vals[..nw])
+            .signal_semaphore_values(&signal_vals[..ns]);
         let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&wait_sems)
-            .wait_dst_stage_mask(&stages)
-            .signal_semaphores(&signal_sems)
+            .command_buffers(batch.cmds)
+            .wait_semaphores(&wait_sems[..nw])
+            .wait_dst_stage_mask(&stages[..nw])
+            .signal_semaphores(&signal_sems[..ns])
             .push_next(&mut timeline);
-        // SAFETY: a batch without commands; the semaphores are live (caller's contract).
-        unsafe { self.submit_to(0, &[submit], fence) }
+        // SAFETY: the caller's contract.
+        unsafe { self.submit_to(index, &[submit], fence) }
     }
 
     /// Waits until the device is idle (teardown of devices this value owns, tests),

@@ -9,16 +9,13 @@ use std::sync::Arc;
 use ash::vk;
 
 use crate::error::{Error, Result};
-use crate::vulkan::device::Device;
+use crate::vulkan::device::{Batch, Device};
 use crate::vulkan::memory::{Buffer, BufferMemory, Image};
 
-const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
-    aspect_mask: vk::ImageAspectFlags::COLOR,
-    base_mip_level: 0,
-    level_count: 1,
-    base_array_layer: 0,
-    layer_count: 1,
-};
+/// The whole of a colour image of one mip level and one layer.
+fn color() -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange::default().aspect_mask(vk::ImageAspectFlags::COLOR).level_count(1).layer_count(1)
+}
 
 /// An image barrier over the whole colour image.
 pub(crate) fn image_barrier(
@@ -36,24 +33,30 @@ pub(crate) fn image_barrier(
         .dst_access_mask(dst_access)
         .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
         .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .subresource_range(COLOR)
+        .subresource_range(color())
+}
+
+/// A barrier over the whole buffer, on no queue family transfer.
+pub(crate) fn buffer_barrier(
+    buffer: vk::Buffer,
+    src: vk::AccessFlags,
+    dst: vk::AccessFlags,
+) -> vk::BufferMemoryBarrier<'static> {
+    vk::BufferMemoryBarrier::default()
+        .buffer(buffer)
+        .size(vk::WHOLE_SIZE)
+        .src_access_mask(src)
+        .dst_access_mask(dst)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
 }
 
 /// # Safety
 /// `cmd` must be recording on `device`; the barrier must name a live image of it.
 unsafe fn barrier(device: &Device, cmd: vk::CommandBuffer, b: vk::ImageMemoryBarrier<'_>) {
+    let all = vk::PipelineStageFlags::ALL_COMMANDS;
     // SAFETY: cmd is recording on this device; the barrier names a live image (caller's contract).
-    unsafe {
-        device.raw().cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &[b],
-        )
-    };
+    unsafe { super::command::barrier(device, cmd, all, all, &[], &[b]) };
 }
 
 pub(crate) fn region(image: &Image) -> vk::BufferImageCopy {
@@ -63,12 +66,9 @@ pub(crate) fn region(image: &Image) -> vk::BufferImageCopy {
 /// The copy region of a whole single-level colour image described by `d`.
 fn desc_region(d: &super::caps::ImageDesc) -> vk::BufferImageCopy {
     vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: 1,
-        })
+        .image_subresource(
+            vk::ImageSubresourceLayers::default().aspect_mask(vk::ImageAspectFlags::COLOR).layer_count(1),
+        )
         .image_extent(vk::Extent3D { width: d.width, height: d.height, depth: 1 })
 }
 
@@ -369,21 +369,10 @@ fn need_usage(buffer: &Buffer, usage: vk::BufferUsageFlags) -> Result<()> {
 /// # Safety
 /// `cmd` must be recording on `device`.
 pub(crate) unsafe fn full_barrier(device: &Device, cmd: vk::CommandBuffer) {
-    let all = vk::MemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
-        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+    let (all, rw) =
+        (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
     // SAFETY: cmd is recording on this device (caller's contract).
-    unsafe {
-        device.raw().cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::DependencyFlags::empty(),
-            &[all],
-            &[],
-            &[],
-        )
-    };
+    unsafe { super::command::memory_barrier(device, cmd, (all, rw), (all, rw)) };
 }
 
 /// Host frames through persistent staging: two host-visible, coherent buffers
@@ -454,21 +443,14 @@ impl StagedImageCopies {
                 in_place(vk::AccessFlags::MEMORY_WRITE),
             )
         };
-        let to_host = vk::BufferMemoryBarrier::default()
-            .buffer(download.raw())
-            .size(vk::WHOLE_SIZE)
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::HOST_READ)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED);
+        let to_host = buffer_barrier(download.raw(), vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::HOST_READ);
         // SAFETY: copy_out is recording; the barrier names the live staging buffer.
         unsafe {
-            device.raw().cmd_pipeline_barrier(
+            super::command::barrier(
+                device,
                 copy_out,
                 vk::PipelineStageFlags::TRANSFER,
                 vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &[],
                 &[to_host],
                 &[],
             )
@@ -504,11 +486,9 @@ impl StagedImageCopies {
     /// `signal` must be a live timeline semaphore of this device whose value is below
     /// `value`; the previous frame's copies must have completed ([`wait_out`](Self::wait_out)).
     pub(crate) unsafe fn submit_in(&self, signal: vk::Semaphore, value: u64) -> Result<()> {
-        let (cmds, sems, values) = ([self.copy_in], [signal], [value]);
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
-        let submit = vk::SubmitInfo::default().command_buffers(&cmds).signal_semaphores(&sems).push_next(&mut timeline);
+        let batch = Batch { cmds: &[self.copy_in], signal: &[(signal, value)], ..Batch::default() };
         // SAFETY: copy_in is executable and not pending (caller's contract); the semaphore is live.
-        unsafe { self.device.submit_to(0, &[submit], vk::Fence::null()) }
+        unsafe { self.device.submit_batch(0, batch, vk::Fence::null()) }
     }
 
     /// Submits output image → staging on queue 0 once `wait = value`, with the fence.
@@ -517,16 +497,10 @@ impl StagedImageCopies {
     /// `wait` must be a live timeline semaphore of this device that reaches `value`
     /// once the output image is written.
     pub(crate) unsafe fn submit_out(&mut self, wait: vk::Semaphore, value: u64) -> Result<()> {
-        let (cmds, sems, values) = ([self.copy_out], [wait], [value]);
-        let stages = [vk::PipelineStageFlags::TRANSFER];
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
-        let submit = vk::SubmitInfo::default()
-            .command_buffers(&cmds)
-            .wait_semaphores(&sems)
-            .wait_dst_stage_mask(&stages)
-            .push_next(&mut timeline);
+        let wait = [(wait, value, vk::PipelineStageFlags::TRANSFER)];
+        let batch = Batch { cmds: &[self.copy_out], wait: &wait, ..Batch::default() };
         // SAFETY: copy_out is executable and not pending (the last fence was waited for); the semaphore is live.
-        unsafe { self.device.submit_to(0, &[submit], self.res.fence.raw()) }?;
+        unsafe { self.device.submit_batch(0, batch, self.res.fence.raw()) }?;
         self.pending = true;
         Ok(())
     }

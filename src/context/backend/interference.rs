@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::vulkan::TimelineSemaphore;
 use crate::vulkan::command;
 use crate::vulkan::compute::{DescriptorSet, Resource};
+use crate::vulkan::device::Batch;
 
 /// What runs beside the model in [`NeuralFrameContext::interference`].
 ///
@@ -276,25 +277,14 @@ impl NeuralFrameContext {
         signal_shared: Option<u64>,
         k: u64,
     ) -> Result<()> {
-        let mut signal = vec![probe.done.raw()];
-        let mut values = vec![k];
-        if let Some(v) = signal_shared {
-            signal.push(probe.shared.raw());
-            values.push(v);
-        }
-        let wait_sem = [probe.shared.raw()];
-        let wait_val = [wait.unwrap_or(0)];
-        let stages = [vk::PipelineStageFlags::ALL_COMMANDS];
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
-        let mut info = vk::SubmitInfo::default().command_buffers(cmds).signal_semaphores(&signal);
-        if wait.is_some() {
-            timeline = timeline.wait_semaphore_values(&wait_val);
-            info = info.wait_semaphores(&wait_sem).wait_dst_stage_mask(&stages);
-        }
-        let info = info.push_next(&mut timeline);
+        let mut signal = vec![(probe.done.raw(), k)];
+        signal.extend(signal_shared.map(|v| (probe.shared.raw(), v)));
+        let wait: Vec<_> =
+            wait.map(|v| (probe.shared.raw(), v, vk::PipelineStageFlags::ALL_COMMANDS)).into_iter().collect();
+        let queue = if wait.is_empty() { 0 } else { 1 };
         // SAFETY: the command buffers are executable and not pending (each probe submission is
         // waited for before the next); the semaphores are the probe's own.
-        unsafe { self.res.device.submit_to(if wait.is_some() { 1 } else { 0 }, &[info], vk::Fence::null()) }
+        unsafe { self.res.device.submit_batch(queue, Batch { cmds, wait: &wait, signal: &signal }, vk::Fence::null()) }
     }
 
     /// Enqueues model run `k` of a probe under `load`.

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::vulkan::Device;
 use crate::vulkan::command::{self, CommandPool};
 use crate::vulkan::compute::{ComputePass, DescriptorSet, Resource, linear_grid};
+use crate::vulkan::device::Batch;
 use crate::vulkan::memory::{Buffer, BufferMemory, Image};
 use crate::vulkan::sync::Fence;
 use crate::vulkan::transfer::{full_barrier, region};
@@ -260,11 +261,9 @@ impl Lane {
     /// # Safety
     /// `signal` must be a live timeline semaphore of this device below `value`.
     pub(crate) unsafe fn submit_in(&mut self, signal: vk::Semaphore, value: u64) -> Result<()> {
-        let (cmds, sems, values) = ([self.copy_in], [signal], [value]);
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
-        let submit = vk::SubmitInfo::default().command_buffers(&cmds).signal_semaphores(&sems).push_next(&mut timeline);
+        let batch = Batch { cmds: &[self.copy_in], signal: &[(signal, value)], ..Batch::default() };
         // SAFETY: copy_in is executable and not pending (its fence was waited for in upload_mut).
-        unsafe { self.device.submit_to(0, &[submit], self.res.fence_in.raw()) }?;
+        unsafe { self.device.submit_batch(0, batch, self.res.fence_in.raw()) }?;
         self.pending_in = true;
         Ok(())
     }
@@ -275,16 +274,10 @@ impl Lane {
     /// `wait` must be a live timeline semaphore of this device that reaches `value`
     /// once the output image is written.
     pub(crate) unsafe fn submit_out(&mut self, wait: vk::Semaphore, value: u64) -> Result<()> {
-        let (cmds, sems, values) = ([self.copy_out], [wait], [value]);
-        let stages = [vk::PipelineStageFlags::ALL_COMMANDS];
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
-        let submit = vk::SubmitInfo::default()
-            .command_buffers(&cmds)
-            .wait_semaphores(&sems)
-            .wait_dst_stage_mask(&stages)
-            .push_next(&mut timeline);
+        let wait = [(wait, value, vk::PipelineStageFlags::ALL_COMMANDS)];
+        let batch = Batch { cmds: &[self.copy_out], wait: &wait, ..Batch::default() };
         // SAFETY: copy_out is executable and not pending (the last fence was waited for).
-        unsafe { self.device.submit_to(0, &[submit], self.res.fence_out.raw()) }?;
+        unsafe { self.device.submit_batch(0, batch, self.res.fence_out.raw()) }?;
         self.pending_out = true;
         Ok(())
     }
