@@ -2,8 +2,6 @@
 //! `Send`, errors are classified by kind, the library never prints, and the
 //! example renderer matches ONNX Runtime in both ways in.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use common::pipeline::{expected_image, reference_output};

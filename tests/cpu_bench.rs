@@ -1,7 +1,5 @@
 //! `neural-frame bench` on the CPU backend: every mode runs and reports.
 
-mod common;
-
 use common::{json, neural_frame, text};
 
 /// The modes a report should list: `caller frames` after the pipelined mode where it

@@ -1,8 +1,6 @@
 //! Model contract v2 on the CPU backend, on whatever Vulkan driver is present
-//! (lavapipe in CI): the scenarios of tests/common/contract.rs, each against
+//! (lavapipe in CI): the scenarios of tests/common/src/contract.rs, each against
 //! ONNX Runtime's CPU provider run directly.
-
-mod common;
 
 use common::contract;
 use neural_frame::Backend;

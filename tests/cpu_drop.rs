@@ -2,8 +2,6 @@
 //! of its own: the open-fd count is process-wide, and other tests running in
 //! parallel would move it.
 
-mod common;
-
 use neural_frame::Backend;
 
 #[test]

@@ -1,7 +1,5 @@
 //! The renderer's own frames on the CPU backend, on whatever Vulkan driver is
-//! present (lavapipe in CI): the scenarios of tests/common/foreign.rs.
-
-mod common;
+//! present (lavapipe in CI): the scenarios of tests/common/src/foreign.rs.
 
 use common::foreign;
 use neural_frame::Backend;

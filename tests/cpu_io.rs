@@ -3,8 +3,6 @@
 //! two outputs, and the unclear cases of issue 25: each is written correctly
 //! or refused before any work, with a message that names the problem and the fix.
 
-mod common;
-
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};

@@ -2,9 +2,7 @@
 //! output dims' symbols are checked by a probe run, which wins with a warning
 //! where they disagree; a correct model keeps its scale without one; and ONNX
 //! Runtime's shape error on a frame is said in the contract's terms. The frames
-//! are compared with ONNX Runtime's CPU run (tests/common/contract.rs).
-
-mod common;
+//! are compared with ONNX Runtime's CPU run (tests/common/src/contract.rs).
 
 use std::sync::Mutex;
 

@@ -2,8 +2,6 @@
 //! ONNX Runtime's CPU provider), compared with ONNX Runtime run directly on the
 //! same input. Output memory is poisoned first, so unwritten bytes show.
 
-mod common;
-
 use std::path::Path;
 
 use ash::vk;

@@ -1,8 +1,6 @@
 //! Pre-flight stage 1 for real on whatever Vulkan driver is present (Mesa's
 //! lavapipe in CI), and the error paths of the command.
 
-mod common;
-
 use common::{json, neural_frame, text};
 use neural_frame::{Backend, ErrorKind, NeuralFrameContext, SyncMode};
 

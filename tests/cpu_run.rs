@@ -1,8 +1,6 @@
 //! `neural-frame run` end to end on the CPU backend, and its error paths: each
 //! exits 1 with a message that says what is wrong and leaves no output file.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use common::{json, neural_frame, text};

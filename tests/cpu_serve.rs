@@ -2,8 +2,6 @@
 //! (lavapipe has external memory fds but no external semaphore fds), the whole
 //! protocol, its faults, and the client crate.
 
-mod common;
-
 use common::serve;
 use neural_frame_client::{SyncMode, SyncPreference};
 

@@ -2,9 +2,7 @@
 //! (the CPU backend, host mode): a stalled hand-over, a session stuck in a
 //! driver call, SIGTERM while one is stuck, idle clients at `--max-clients`, a
 //! flood of unanswered Submits, memory files shorter than the driver maps, and
-//! models refused at start. Scenarios in tests/common/serve_limits.rs.
-
-mod common;
+//! models refused at start. Scenarios in tests/common/src/serve_limits.rs.
 
 use common::serve::limits;
 

@@ -1,10 +1,8 @@
 //! `neural-frame stream` (docs/stream.md) end to end on the CPU backend: y4m and raw
 //! frames through pipes, files and FIFOs, every output frame compared with an
-//! independent reference (tests/common/stream.rs: the document's conversions in f64
+//! independent reference (tests/common/src/stream.rs: the document's conversions in f64
 //! and ONNX Runtime's CPU run of the model), and its error paths: exit status, a
 //! message that names the problem, and whole, valid frames before it.
-
-mod common;
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;

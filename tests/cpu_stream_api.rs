@@ -1,8 +1,6 @@
 //! The library's host streams on the CPU backend (lavapipe's Vulkan for the copies and
 //! the colour conversion, ONNX Runtime's CPU provider for the model): every frame
-//! against the independent reference (tests/common/stream.rs).
-
-mod common;
+//! against the independent reference (tests/common/src/stream.rs).
 
 use common::host_stream::{check_rgb24_stream, check_yuv_stream};
 use common::pipeline::plain;

@@ -2,8 +2,6 @@
 //! queues, so the process's memory stays flat instead of growing with the frames the
 //! consumer has not read yet.
 
-mod common;
-
 use std::io::{Read as _, Write as _};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

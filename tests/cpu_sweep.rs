@@ -3,8 +3,6 @@
 //! says what is wrong, nothing crashes, and no output or temporary file is
 //! left behind.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

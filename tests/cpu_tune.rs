@@ -4,8 +4,6 @@
 //! waits off and on, chooses one, and writes an entry keyed by the backend
 //! `cpu`, the device, its driver, ONNX Runtime, the model's SHA-256 and the size.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use common::{json, neural_frame, text};

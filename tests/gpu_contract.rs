@@ -1,9 +1,7 @@
 //! Model contract v2 on the CUDA backend (Vulkan buffers imported into CUDA,
 //! ONNX Runtime's CUDA provider bound by pointer): the scenarios of
-//! tests/common/contract.rs, each against ONNX Runtime's CPU provider. Needs an
+//! tests/common/src/contract.rs, each against ONNX Runtime's CPU provider. Needs an
 //! NVIDIA GPU.
-
-mod common;
 
 use common::{contract, gpu};
 use neural_frame::Backend;

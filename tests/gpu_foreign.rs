@@ -1,8 +1,6 @@
 //! The renderer's own frames on the CUDA backend (an NVIDIA GPU): the scenarios
-//! of tests/common/foreign.rs, with CUDA running the model between the
+//! of tests/common/src/foreign.rs, with CUDA running the model between the
 //! renderer's Vulkan work, handed over through shared timeline semaphores.
-
-mod common;
 
 use common::{foreign, gpu};
 use neural_frame::Backend;

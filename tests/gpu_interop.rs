@@ -3,8 +3,6 @@
 //! 100 semaphore round trips, 200 imports without a leak) are in
 //! `src/interop.rs`, run by the library's test binary.
 
-mod common;
-
 use common::{GPU, gpu};
 use neural_frame::preflight::{self, Details, Status};
 use neural_frame::{Backend, NeuralFrameContext, format_uuid};

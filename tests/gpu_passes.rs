@@ -6,8 +6,6 @@
 //! for the caller's timeline, and tiles and extra inputs as the Vulkan passes
 //! convert them. Needs an NVIDIA GPU.
 
-mod common;
-
 use ash::vk;
 use common::gpu;
 use common::pipeline::{Tolerance, Tune, check_frames, check_host_pinned, picture, ring_matches_sync};

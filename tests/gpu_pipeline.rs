@@ -2,8 +2,6 @@
 //! Runtime's CUDA provider bound by pointer), compared with ONNX Runtime's CPU
 //! provider run directly on the same input. Needs an NVIDIA GPU.
 
-mod common;
-
 use ash::vk;
 use common::gpu;
 use common::pipeline::{Tolerance, check_backend, check_frames, check_host_pinned};

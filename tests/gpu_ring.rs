@@ -1,8 +1,6 @@
 //! The ring on the CUDA backend: frames handed Vulkan → CUDA → Vulkan through
 //! timeline semaphores, several in flight, with each tuning option. Needs an NVIDIA GPU.
 
-mod common;
-
 use common::pipeline::{Tune, plain};
 use common::{gpu, open_fds};
 use neural_frame::{BackPressure, Backend, ContextBuilder, NeuralFrameContext, PostWait};

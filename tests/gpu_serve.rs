@@ -1,9 +1,7 @@
 //! `neural-frame serve` on the CUDA backend in GPU mode (an NVIDIA GPU): the
 //! worker's GPU waits on the client's timeline and the client's GPU on the
-//! worker's, with the scenarios of tests/common/serve.rs. The worker binary is
+//! worker's, with the scenarios of tests/common/src/serve.rs. The worker binary is
 //! `NEURAL_FRAME_BIN` (else cargo's), the example `NEURAL_FRAME_RENDER`.
-
-mod common;
 
 use common::{gpu, serve};
 use neural_frame::Backend;

@@ -1,10 +1,8 @@
 //! Host streams on the CUDA backend (issue 26): YUV and RGB24 frames through pinned
 //! staging, the colour conversion in Vulkan compute passes, the model on ONNX Runtime's
 //! CUDA provider with the CUDA pre and post passes; every frame against the independent
-//! reference (tests/common/stream.rs: f64 conversions, ONNX Runtime's CPU run). Needs an
+//! reference (tests/common/src/stream.rs: f64 conversions, ONNX Runtime's CPU run). Needs an
 //! NVIDIA GPU.
-
-mod common;
 
 use common::gpu;
 use common::host_stream::{check_rgb24_stream, check_yuv_stream};

@@ -1,7 +1,7 @@
 //! The C API of neural-frame (issue 24 §1): opaque handles, a status code from every call
 //! and the message of the last failure, for C and C++ programs. The header,
 //! `include/neural_frame.h`, is generated from this crate's sources by cbindgen
-//! (`tests/header.rs` fails when the committed one differs; `NEURAL_FRAME_BLESS=1`
+//! (`capi/header`, which CI runs, fails when the committed one differs; its `--write`
 //! rewrites it), and its preamble (`cbindgen.toml`) states the conventions: who frees
 //! what, which pointers are borrowed, how strings come back, who closes a descriptor.
 //!

@@ -1,6 +1,5 @@
 //! Independent references for the pipeline tests: test pictures, ONNX Runtime
 //! run directly on host tensors, and the expected output image computed on the CPU.
-#![allow(dead_code)]
 
 use std::path::Path;
 

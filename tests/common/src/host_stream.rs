@@ -1,7 +1,6 @@
 //! The library's host streams (`NeuralFrameContext::host_stream`) checked frame by
 //! frame against the independent references of `stream.rs`: YUV → RGB in f64,
 //! ONNX Runtime's CPU run of the model, RGB → YUV. Shared by the CPU and GPU tests.
-#![allow(dead_code)]
 
 use neural_frame::{
     Backend, ChromaSiting, FrameStats, HostLayout, NeuralFrameContext, Subsampling, YuvLayout, YuvMatrix, YuvRange,

@@ -3,7 +3,6 @@
 //! (tests/gpu_serve.rs): a worker process, and clients that are this test
 //! process (a renderer of examples/support with neural-frame-client on it) or
 //! raw sockets that break the protocol on purpose.
-#![allow(dead_code)]
 
 use std::io::Read as _;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -965,7 +964,7 @@ pub fn client_crate_dependency_tree() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["tree", "-p", "neural-frame-client", "-e", "normal", "--prefix", "none", "--offline"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(super::root())
         .output()
         .expect("cargo tree runs");
     let tree = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -1332,8 +1331,7 @@ fn protocol_doc_hex(doc: &str, title: &str) -> Vec<u8> {
 
 /// docs/protocol.md's examples (§11) are what the reference encoder writes, and decode back.
 pub fn protocol_doc_examples_are_true() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.md"))
-        .expect("docs/protocol.md");
+    let doc = std::fs::read_to_string(super::root().join("docs/protocol.md")).expect("docs/protocol.md");
     let hello = Message::Hello {
         version: 1,
         device_uuid: std::array::from_fn(|i| 0x10 + i as u8),

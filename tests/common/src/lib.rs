@@ -1,5 +1,5 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests (tests/*.rs): a crate of its own, compiled once
+//! rather than into each test binary.
 
 pub mod contract;
 pub mod foreign;
@@ -10,6 +10,11 @@ pub mod stream;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+/// The repository's root (the `neural-frame` package's directory).
+pub fn root() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
 
 /// The `neural-frame` binary (package `neural-frame-cli`): `NEURAL_FRAME_BIN`, else the one
 /// cargo built beside this test (`target/<profile>/neural-frame`; `cargo test --workspace` and

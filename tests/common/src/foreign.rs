@@ -4,9 +4,8 @@
 //! buffers and timelines over by handle (bring your own device) or by file
 //! descriptor, and every result is compared with ONNX Runtime's CPU run. The
 //! renderer's instance runs under the validation layer, which must stay silent.
-#![allow(dead_code)]
 
-#[path = "../../examples/support/renderer.rs"]
+#[path = "../../../examples/support/renderer.rs"]
 pub mod renderer;
 
 use std::path::Path;

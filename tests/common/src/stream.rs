@@ -2,7 +2,6 @@
 //! writer and parser, the YUV ↔ RGB conversions computed in f64 straight from the
 //! document's formulas, and ONNX Runtime's CPU run of the model on every frame.
 //! Nothing here comes from the CLI's code.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 
