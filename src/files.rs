@@ -29,6 +29,103 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     written
 }
 
+/// The most a cache file may hold: a larger one is refused, not read (`/dev/zero` or a sparse
+/// file named as a cache would otherwise be read until memory runs out).
+pub(crate) const CACHE_LIMIT: u64 = 64 << 20;
+
+/// Reads a cache file of at most `limit` bytes: `None` where there is none. Only a regular
+/// file is read (a FIFO would block the reader, a device never end): anything else, or a
+/// larger file, is an [`std::io::ErrorKind::InvalidInput`] error that says what it is.
+pub(crate) fn read_cache_file(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let refuse = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    let kind = |m: &std::fs::Metadata| -> Option<&'static str> {
+        let t = m.file_type();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if t.is_fifo() {
+                return Some("a FIFO");
+            }
+            if t.is_char_device() {
+                return Some("a character device");
+            }
+            if t.is_block_device() {
+                return Some("a block device");
+            }
+            if t.is_socket() {
+                return Some("a socket");
+            }
+        }
+        if t.is_dir() {
+            Some("a directory")
+        } else if !t.is_file() {
+            Some("not a regular file")
+        } else {
+            None
+        }
+    };
+    let check = |m: &std::fs::Metadata| match kind(m) {
+        Some(what) => Err(refuse(format!("it is {what}, not a regular file"))),
+        None if m.len() > limit => {
+            Err(refuse(format!("it holds {} bytes, more than a cache's {limit} (a cache is far smaller)", m.len())))
+        }
+        None => Ok(()),
+    };
+    // Looked at before it is opened: opening a FIFO blocks until a writer comes.
+    match std::fs::metadata(path) {
+        Ok(m) => check(&m)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // A FIFO put in its place since: opened without blocking, then refused by the check below.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = match options.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    check(&file.metadata()?)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(refuse(format!("it holds more than a cache's {limit} bytes")));
+    }
+    Ok(Some(bytes))
+}
+
+/// Runs `change` with the cache file at `path` locked against every other writer that locks it
+/// (an exclusive lock on `.NAME.lock` beside it: the file itself is replaced by a rename, so it
+/// cannot carry the lock). Where another process holds the lock, says so once and waits for it.
+pub(crate) fn with_cache_lock<T>(path: &Path, change: impl FnOnce() -> Result<T>) -> Result<T> {
+    let io = |what: String| move |source| Error::Io { what, source };
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("the cache {} names no file", path.display())))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(format!("creating the cache's directory {}", dir.display())))?;
+    let lock_path = dir.join(format!(".{}.lock", name.to_string_lossy()));
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io(format!("opening the cache's lock file {}", lock_path.display())))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            log::info!("waiting for another process that is writing {}", path.display());
+            lock.lock().map_err(io(format!("locking {}", lock_path.display())))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(format!("locking {}", lock_path.display()))(e)),
+    }
+    // The lock goes with the file, when `lock` is dropped after the change.
+    change()
+}
+
 /// The variable that names the tune cache's file; the other caches go beside it.
 pub(crate) const TUNE_CACHE_ENV: &str = "NEURAL_FRAME_TUNE_CACHE";
 

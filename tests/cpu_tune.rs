@@ -254,3 +254,52 @@ fn contexts_take_the_options_tune_chose_unless_the_caller_chose_some() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!text(&o).contains("options from the tune cache"), "{}", text(&o));
 }
+
+/// Four `tune`s of four sizes into one cache at once, for 20 rounds: every round's cache holds
+/// all four entries (the cache is read, changed and written under a lock).
+#[test]
+fn concurrent_tunes_into_one_cache_lose_no_entry() {
+    let dir = TempDir::new("concurrent");
+    let sizes = ["16x16", "24x16", "32x16", "40x16"];
+    for round in 0..20 {
+        let cache = dir.file(&format!("round{round}/tune.json"));
+        std::thread::scope(|s| {
+            let runs: Vec<_> = sizes.iter().map(|size| s.spawn(|| tune(&cache, size, &["--quiet"], &[]))).collect();
+            for run in runs {
+                let o = run.join().expect("a tune thread");
+                assert_eq!(o.status.code(), Some(0), "round {round}: {}", text(&o));
+            }
+        });
+        let entries = cache_json(&cache)["entries"].as_array().map_or(0, Vec::len);
+        assert_eq!(entries, sizes.len(), "round {round}: {} entries of {}", entries, sizes.len());
+    }
+}
+
+/// A tune cache that is a FIFO, a directory, /dev/zero or a 10 GB sparse file: `run` does not
+/// block or read it, warns with its path and what to do, and runs with the defaults; `tune`
+/// refuses it before measuring.
+#[test]
+fn a_cache_that_is_not_a_regular_file_is_refused_with_its_path() {
+    let dir = TempDir::new("not-regular");
+    std::fs::create_dir_all(&dir.0).expect("made");
+    let fifo = dir.file("fifo.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success(), "mkfifo");
+    let sparse = dir.file("sparse.json");
+    std::fs::File::create(&sparse).and_then(|f| f.set_len(10 << 30)).expect("a 10 GB sparse file");
+    let out = dir.file("out.png");
+    for cache in [fifo, dir.0.clone(), PathBuf::from("/dev/zero"), sparse] {
+        let start = std::time::Instant::now();
+        let args =
+            ["run", "--backend", "cpu", "--model", MODEL, "--input", "models/coffee.png", "--output", utf8(&out)];
+        let o = neural_frame(&args, &[("NEURAL_FRAME_TUNE_CACHE", utf8(&cache))]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{cache:?}: {t}");
+        assert!(t.contains(utf8(&cache)) && t.contains("NEURAL_FRAME_TUNE_CACHE"), "{cache:?}: {t}");
+        let o = tune(&cache, "16x16", &[], &[]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{cache:?}: {t}");
+        assert!(t.contains(utf8(&cache)) && !t.contains("pipelined"), "refused before measuring: {t}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "{cache:?} took {:?}", start.elapsed());
+    }
+}

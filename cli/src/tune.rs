@@ -94,8 +94,9 @@ pub(crate) fn run(opts: TuneOptions) -> Result<()> {
     let cache_path = opts.cache.clone().or_else(TuneCache::default_path).context(
         "no place for the tune cache: none of NEURAL_FRAME_TUNE_CACHE, XDG_CACHE_HOME or HOME is set; pass --cache PATH",
     )?;
-    // Before minutes of measuring: a cache that cannot be read fails now; a corrupt one is replaced.
-    load_cache(&cache_path, true)?;
+    // Before minutes of measuring: a cache that cannot be read fails now; a corrupt one is
+    // replaced when the result is written (with a warning).
+    check_cache(&cache_path)?;
     let show = Progress::new(opts.json);
 
     // A context with the defaults: the backend, the devices and the key.
@@ -134,14 +135,11 @@ pub(crate) fn run(opts: TuneOptions) -> Result<()> {
     let chosen = tune::choose(&candidates);
     let warmup = warmup_frames(opts.warmup, slots);
     let entry = TuneEntry::from_candidates(key.clone(), candidates.clone(), opts.frames, warmup);
-    // Read again just before writing: another tune may have added entries meanwhile. A
-    // failure is reported after the measurements are, so that they are not lost.
-    let saved = entry.map(|entry| -> Result<bool> {
-        let mut cache = load_cache(&cache_path, false)?;
-        let replaced = cache.insert(entry).is_some();
-        cache.save(&cache_path)?;
-        Ok(replaced)
-    });
+    // Read again, changed and written under the cache's lock: another tune may have added
+    // entries meanwhile, or be writing now. A failure is reported after the measurements are,
+    // so that they are not lost.
+    let saved = entry
+        .map(|entry| -> Result<bool> { Ok(TuneCache::update(&cache_path, |cache| cache.insert(entry).is_some())?) });
     let (written, replaced) = match &saved {
         Some(Ok(replaced)) => (true, *replaced),
         _ => (false, false),
@@ -204,17 +202,12 @@ fn refuse_chosen_options(m: &ModelArgs) {
     crate::Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit()
 }
 
-/// The cache at `path`; a corrupt one (said once, `warn`) is replaced by an empty one.
-fn load_cache(path: &Path, warn: bool) -> Result<TuneCache> {
+/// Whether the cache at `path` can be read and replaced: a corrupt one can (its file is
+/// replaced), a path that is not a regular file or cannot be read cannot.
+fn check_cache(path: &Path) -> Result<()> {
     match TuneCache::load(path) {
-        Ok(cache) => Ok(cache),
-        Err(neural_frame::Error::Io { what, source }) if source.kind() == std::io::ErrorKind::InvalidData => {
-            if warn {
-                log::warn!("{what}: {source}; tune replaces it");
-            }
-            Ok(TuneCache::default())
-        }
-        Err(e) => Err(e.into()),
+        Err(neural_frame::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => Ok(()),
+        loaded => loaded.map(drop).map_err(Into::into),
     }
 }
 

@@ -107,11 +107,15 @@ pub(crate) fn render(entries: &BTreeMap<String, Entry>) -> String {
 
 /// The file's entries; empty when it is missing, unreadable or garbled.
 fn read(path: &Path) -> BTreeMap<String, Entry> {
-    match std::fs::read(path) {
-        Ok(bytes) => parse(&String::from_utf8_lossy(&bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+    match crate::files::read_cache_file(path, crate::files::CACHE_LIMIT) {
+        Ok(Some(bytes)) => parse(&String::from_utf8_lossy(&bytes)),
+        Ok(None) => BTreeMap::new(),
         Err(e) => {
-            log::debug!("cuDNN plan cache {}: unreadable ({e}); treated as empty", path.display());
+            log::warn!(
+                "cuDNN plan cache {}: not read ({e}); treated as empty (remove it, or name another cache \
+                 directory with NEURAL_FRAME_TUNE_CACHE)",
+                path.display()
+            );
             BTreeMap::new()
         }
     }
@@ -134,20 +138,23 @@ pub(crate) fn remove(path: &Path, key: &str) {
 }
 
 fn update(path: &Path, key: &str, entry: Option<Entry>) {
-    // One writer at a time in this process (another process's write may still win the rename:
-    // the entries it did not know are then chosen again by a later run).
+    // One writer at a time in this process (the file lock does not order a process's own
+    // threads) and across processes (the lock file beside the cache).
     static WRITING: Mutex<()> = Mutex::new(());
     if !valid_key(key) {
         log::debug!("cuDNN plan cache: the key {key:?} does not fit a line; not stored");
         return;
     }
     let _guard = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut entries = read(path);
-    match entry {
-        Some(entry) => entries.insert(key.to_string(), entry),
-        None => entries.remove(key),
-    };
-    match crate::files::write_atomically(path, render(&entries).as_bytes()) {
+    let written = crate::files::with_cache_lock(path, || {
+        let mut entries = read(path);
+        match entry {
+            Some(entry) => entries.insert(key.to_string(), entry),
+            None => entries.remove(key),
+        };
+        crate::files::write_atomically(path, render(&entries).as_bytes())
+    });
+    match written {
         Ok(()) => log::debug!("cuDNN plan cache {}: {key} updated", path.display()),
         Err(e) => log::warn!("cuDNN plan cache {}: not written: {e}", path.display()),
     }

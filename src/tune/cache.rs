@@ -76,9 +76,17 @@ impl TuneCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn load(path: &Path) -> Result<Self> {
-        let text = match std::fs::read(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+        let text = match crate::files::read_cache_file(path, crate::files::CACHE_LIMIT) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(Self::default()),
+            Err(source) if source.kind() == std::io::ErrorKind::InvalidInput => {
+                let what = format!(
+                    "the tune cache {} is not read (name a regular file with NEURAL_FRAME_TUNE_CACHE, or remove \
+                     what is there)",
+                    path.display()
+                );
+                return Err(Error::Io { what, source });
+            }
             Err(source) => {
                 return Err(Error::Io { what: format!("reading the tune cache {}", path.display()), source });
             }
@@ -138,6 +146,36 @@ impl TuneCache {
     /// Every entry, in the order added.
     pub fn entries(&self) -> &[TuneEntry] {
         &self.entries
+    }
+
+    /// Reads the cache at `path`, changes it with `change` and writes it back, all under a
+    /// lock that other `update`s of the same file wait for (a process that waits says so in the
+    /// log): concurrent `neural-frame tune`s into one cache lose no entry. A corrupt cache is
+    /// replaced (with a warning in the log); a path that is not a regular file is an error.
+    /// `change`'s result is returned.
+    ///
+    /// ```
+    /// use neural_frame::tune::TuneCache;
+    /// # let dir = std::env::temp_dir().join(format!("neural-frame-doc-{}-tune-update", std::process::id()));
+    /// let path = dir.join("tune.json");
+    /// let had = TuneCache::update(&path, |cache| cache.entries().len())?;
+    /// assert_eq!(had, 0);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), neural_frame::Error>(())
+    /// ```
+    pub fn update<T>(path: &Path, change: impl FnOnce(&mut TuneCache) -> T) -> Result<T> {
+        crate::files::with_cache_lock(path, || {
+            let mut cache = match Self::load(path) {
+                Err(Error::Io { what, source }) if source.kind() == std::io::ErrorKind::InvalidData => {
+                    log::warn!("{what}: {source}; it is replaced");
+                    Self::default()
+                }
+                loaded => loaded?,
+            };
+            let out = change(&mut cache);
+            cache.save(path)?;
+            Ok(out)
+        })
     }
 
     /// Writes the cache to `path`: to a temporary file `.NAME.PID.tmp` in the same
@@ -210,6 +248,58 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+
+    /// Four writers updating one cache at once, 20 times each (threads: the file lock excludes
+    /// every open of the lock file, in this process as in others) lose no entry.
+    #[test]
+    fn concurrent_updates_lose_no_entry() {
+        let dir = TempDir::new("concurrent");
+        let path = dir.0.join("tune.json");
+        std::thread::scope(|s| {
+            for writer in 0..4u32 {
+                let path = &path;
+                s.spawn(move || {
+                    for round in 0..20u32 {
+                        let k = TuneKey { width: 1000 + writer, height: 1000 + round, ..key() };
+                        TuneCache::update(path, |cache| cache.insert(entry(k, false))).expect("updated");
+                    }
+                });
+            }
+        });
+        let cache = TuneCache::load(&path).expect("read back");
+        assert_eq!(cache.entries().len(), 80, "entries were lost");
+    }
+
+    /// A cache path that is not a regular file, or is far too large, is refused at once with
+    /// the path and what it is: never opened and read (a FIFO would block, /dev/zero never end).
+    #[test]
+    fn a_cache_that_is_not_a_regular_file_is_refused_at_once() {
+        let dir = TempDir::new("not-regular");
+        std::fs::create_dir_all(&dir.0).expect("made");
+        let fifo = dir.0.join("fifo.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("a C path");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let sparse = dir.0.join("sparse.json");
+        std::fs::File::create(&sparse).and_then(|f| f.set_len(10 << 30)).expect("a 10 GB sparse file");
+        let cases = [
+            (fifo.clone(), "a FIFO"),
+            (dir.0.clone(), "a directory"),
+            (PathBuf::from("/dev/zero"), "a character device"),
+            (sparse, "more than a cache's"),
+        ];
+        for (path, says) in cases {
+            let start = std::time::Instant::now();
+            let e = TuneCache::load(&path).expect_err("refused");
+            let text = format!("{e}: {}", std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default());
+            assert!(start.elapsed() < std::time::Duration::from_secs(1), "{path:?} took {:?}", start.elapsed());
+            assert!(text.contains(&path.display().to_string()) && text.contains(says), "{path:?}: {text}");
+            assert!(text.contains("NEURAL_FRAME_TUNE_CACHE"), "says what to do: {text}");
+            // And an update refuses it too, without replacing it.
+            assert!(TuneCache::update(&path, |_| ()).is_err(), "{path:?} updated");
+        }
+        assert!(std::fs::metadata(&fifo).is_ok_and(|m| !m.is_file()), "the FIFO is still there");
     }
 
     #[test]
