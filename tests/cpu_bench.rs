@@ -307,3 +307,21 @@ fn bench_serve_writes_both_modes_and_argv() {
     // Without --json the table goes to stdout, the JSON only to the file.
     assert!(String::from_utf8_lossy(&o.stdout).contains("per-frame overhead of the worker"), "{}", text(&o));
 }
+
+/// `--json-file -` writes the report to stdout (as `--json` does), not to a file named `-`.
+#[test]
+fn json_file_dash_is_stdout() {
+    let dir = std::env::temp_dir().join(format!("neural-frame-bench-dash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("made");
+    let model = common::root().join("models/test/tiny-x2-f32.onnx");
+    let args = ["bench", "--backend", "cpu", "--model", model.to_str().expect("UTF-8"), "--size", "32x16"];
+    let exe = common::bin();
+    let more = ["--frames", "3", "--warmup", "1", "--json-file", "-"];
+    let o = std::process::Command::new(exe).args(args).args(more).current_dir(&dir).output().expect("runs");
+    let cwd_dash = dir.join("-").exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!cwd_dash, "a file named - was written");
+    let r = json(&o);
+    assert!(r["modes"].as_array().is_some_and(|m| !m.is_empty()), "{r}");
+}

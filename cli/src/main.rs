@@ -359,7 +359,7 @@ enum Command {
         /// overhead and pipelined throughput against in-process).
         #[arg(long, conflicts_with_all = ["devices", "diagnose"])]
         serve: bool,
-        /// Also write the report as JSON to this file.
+        /// Also write the report as JSON to this file (`-`: to stdout, as --json)
         #[arg(long)]
         json_file: Option<PathBuf>,
         /// Print the report as JSON.
@@ -439,7 +439,7 @@ enum Command {
         /// else ~/.cache/neural-frame/tune.json).
         #[arg(long)]
         cache: Option<PathBuf>,
-        /// Also write the report as JSON to this file.
+        /// Also write the report as JSON to this file (`-`: to stdout, as --json)
         #[arg(long)]
         json_file: Option<PathBuf>,
         /// Print the report as JSON.
@@ -763,7 +763,8 @@ fn python_onnx_runtime() -> Option<PathBuf> {
         .clone()
 }
 
-/// Prints a report as JSON or as text (not with `--quiet`), and writes the JSON to `json_file` when given.
+/// Prints a report as JSON or as text (not with `--quiet`), and writes the JSON to `json_file` when given
+/// (`-`: to stdout, as `--json` does).
 pub(crate) fn emit(
     report: &impl serde::Serialize,
     json: bool,
@@ -771,10 +772,11 @@ pub(crate) fn emit(
     text: impl FnOnce() -> String,
 ) -> anyhow::Result<()> {
     let encoded = serde_json::to_string_pretty(report)?;
-    if let Some(f) = json_file {
+    let to_stdout = json_file.is_some_and(|f| f.as_os_str() == "-");
+    if let Some(f) = json_file.filter(|_| !to_stdout) {
         std::fs::write(f, &encoded).with_context(|| format!("writing {}", f.display()))?;
     }
-    if json {
+    if json || to_stdout {
         println!("{encoded}");
     } else if !logger::quiet() {
         print!("{}", text());

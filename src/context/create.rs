@@ -266,8 +266,9 @@ impl NeuralFrameContext {
                 (Engine::Cuda(engine), contract)
             }
             None => {
+                // On by default, so not worth a warning: nobody need have asked for them.
                 if b.tuning.cuda.handover.cuda_passes {
-                    log::warn!("CUDA passes are not in effect: the context runs on the CPU backend");
+                    log::info!("CUDA passes are not in effect: the context runs on the CPU backend");
                 }
                 let t = std::time::Instant::now();
                 // SAFETY: no CUDA stream is involved.

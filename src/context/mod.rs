@@ -214,10 +214,13 @@ impl NeuralFrameContext {
                     model: self.model.display().to_string(),
                     message: format!(
                         "takes only {fw}×{fh} frames (static input shape); got {width}×{height}{}",
-                        if tiling.is_some() {
-                            format!(" in tiles of {:?}", tiling.map(|t| t.tile))
-                        } else {
-                            String::new()
+                        match tiling {
+                            Some(t) => format!(
+                                " in tiles of {}×{} (tiles of a fixed-size model must be its size: --tile {fw}x{fh}, \
+                                 or `Tiling::new({fw}, {fh}, overlap)` in the library)",
+                                t.tile.0, t.tile.1
+                            ),
+                            None => String::new(),
                         }
                     ),
                 });
