@@ -155,11 +155,24 @@ impl Rgba8 {
     pub fn read(reader: impl std::io::Read, name: &str) -> Result<Self> {
         use std::io::Read as _;
         let err = |message: String| Error::ImageFile { path: name.to_string(), message };
+        let mut reader = reader.take(MAX_ENCODED_BYTES + 1);
+        // Its first bytes before the rest: a stream that is no PNG or JPEG (/dev/zero, a device,
+        // random bytes) is refused at once, not read for gigabytes first.
         let mut bytes = Vec::new();
-        reader.take(MAX_ENCODED_BYTES + 1).read_to_end(&mut bytes).map_err(|e| err(format!("cannot read it: {e}")))?;
+        (&mut reader).take(8).read_to_end(&mut bytes).map_err(|e| err(format!("cannot read it: {e}")))?;
         if bytes.is_empty() {
             return Err(err("is empty: no PNG or JPEG was given".into()));
         }
+        let png = b"\x89PNG\r\n\x1a\n".starts_with(&bytes);
+        let jpeg = [0xff, 0xd8, 0xff].starts_with(&bytes[..bytes.len().min(3)]);
+        if !png && !jpeg {
+            let start: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            return Err(err(format!(
+                "is not a PNG or JPEG: it starts with the bytes {}; give a PNG or JPEG",
+                start.join(" ")
+            )));
+        }
+        reader.read_to_end(&mut bytes).map_err(|e| err(format!("cannot read it: {e}")))?;
         if bytes.len() as u64 > MAX_ENCODED_BYTES {
             return Err(err(format!(
                 "is longer than {} GiB, the most read from a stream; give a smaller picture",

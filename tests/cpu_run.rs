@@ -458,3 +458,40 @@ fn tiles_from_the_command_line() {
         assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
     }
 }
+
+/// `--input /dev/zero` and `/dev/urandom` (and any stream that is no PNG or JPEG) are refused
+/// at once from their first bytes: within a second, the process's peak memory under 200 MiB
+/// (from `wait4`, the child's own), not after reading gigabytes.
+#[test]
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its peak memory
+fn a_device_as_input_is_refused_at_once() {
+    use std::io::Read as _;
+    for device in ["/dev/zero", "/dev/urandom"] {
+        let out = tmp(&format!("device-{}.png", device.trim_start_matches("/dev/")));
+        let model = "models/test/tiny-x2-f32.onnx";
+        let args =
+            ["run", "--backend", "cpu", "--model", model, "--input", device, "--output", out.to_str().expect("UTF-8")];
+        let start = std::time::Instant::now();
+        let mut child = std::process::Command::new(common::bin())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("runs");
+        // SAFETY: rusage is plain data; all zeros is a valid value.
+        let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+        // SAFETY: the child's pid, waited for once here (not through `child.wait`).
+        let waited = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+        let took = start.elapsed();
+        assert_eq!(waited, child.id() as libc::pid_t, "wait4");
+        let mut e = String::new();
+        child.stderr.take().expect("stderr").read_to_string(&mut e).expect("stderr read");
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1, "status {status:#x}: {e}");
+        assert!(took < std::time::Duration::from_secs(1), "{device} refused after {took:?}");
+        let peak_mib = usage.ru_maxrss / 1024;
+        assert!(peak_mib < 200, "{device}: peak memory {peak_mib} MiB");
+        assert!(e.contains(device) && e.contains("not a PNG or JPEG"), "{e}");
+        assert!(!out.exists(), "{} was written", out.display());
+        println!("{device}: refused after {took:?}, peak memory {peak_mib} MiB");
+    }
+}
