@@ -267,6 +267,26 @@ fn onnx_runtime_missing() {
     );
 }
 
+/// `--ort-library` naming a FIFO or a directory says what it is, not that it does not exist.
+#[test]
+fn an_onnx_runtime_path_that_is_no_file_says_what_it_is() {
+    let fifo = tmp("ort-fifo.so");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+    let dir = std::env::temp_dir();
+    let cases =
+        [(fifo.to_str().expect("UTF-8"), "is not a regular file"), (dir.to_str().expect("UTF-8"), "is a directory")];
+    for (i, (path, says)) in cases.into_iter().enumerate() {
+        fails(
+            &["run", "--backend", "cpu", "--size", "8x8", "--ort-library", path],
+            &[],
+            &tmp(&format!("e-ort-{i}.png")),
+            &[path, says],
+        );
+    }
+    let _ = std::fs::remove_file(&fifo);
+}
+
 #[test]
 fn a_library_that_is_not_onnx_runtime() {
     let vulkan = ["/usr/lib/x86_64-linux-gnu/libvulkan.so.1", "/usr/lib/aarch64-linux-gnu/libvulkan.so.1"]

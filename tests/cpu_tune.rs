@@ -303,3 +303,15 @@ fn a_cache_that_is_not_a_regular_file_is_refused_with_its_path() {
         assert!(start.elapsed() < std::time::Duration::from_secs(30), "{cache:?} took {:?}", start.elapsed());
     }
 }
+
+/// A cache whose directory cannot be made is refused before measuring, naming it, with the
+/// OS's reason said once.
+#[test]
+fn an_unwritable_cache_is_refused_before_measuring() {
+    let cache = Path::new("/proc/neural-frame-nonexistent/tune.json");
+    let o = tune(cache, "16x16", &[], &[]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(e.contains(utf8(cache)) && !text(&o).contains("pipelined"), "{}", text(&o));
+    assert_eq!(e.matches("(os error").count(), 1, "the OS error once: {e}");
+}

@@ -541,13 +541,30 @@ fn main() -> ExitCode {
     match dispatch(cli.command, cli.quiet) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("neural-frame: error: {}", shorten_long_words(&format!("{e:#}")));
+            eprintln!("neural-frame: error: {}", shorten_long_words(&chain_text(&e)));
             if let Some(hint) = hint(&e) {
                 eprintln!("neural-frame: hint: {hint}");
             }
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes, `: ` between them, each said once: a library error that names its
+/// cause in its own text (the I/O errors do) is not followed by that cause again.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// What the command line's flags can do about an error of the library, by its kind.

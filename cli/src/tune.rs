@@ -97,6 +97,11 @@ pub(crate) fn run(opts: TuneOptions) -> Result<()> {
     // Before minutes of measuring: a cache that cannot be read fails now; a corrupt one is
     // replaced when the result is written (with a warning).
     check_cache(&cache_path)?;
+    if let Some(dir) = cache_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!("the tune cache {} cannot be written: creating its directory failed", cache_path.display())
+        })?;
+    }
     let show = Progress::new(opts.json);
 
     // A context with the defaults: the backend, the devices and the key.

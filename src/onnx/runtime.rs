@@ -135,12 +135,19 @@ pub(crate) fn environment() -> Result<&'static ort::environment::Environment> {
 /// Where the library would be loaded from, without loading it.
 pub(crate) fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
     let mut tried = Vec::new();
+    // What a path that is no library file is: missing, or something else (a directory, a FIFO).
+    let not_a_file = |p: &Path| match std::fs::metadata(p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
+        Err(e) => format!("cannot be read ({e})"),
+        Ok(m) if m.is_dir() => "is a directory, not the library file (libonnxruntime.so…)".to_string(),
+        Ok(_) => "is not a regular file (a FIFO or a device?), not the library file".to_string(),
+    };
     if let Some(p) = explicit {
         if p.is_file() {
             return Ok((p.to_path_buf(), "the path given (ContextBuilder::ort_library)".into()));
         }
         return Err(Error::OnnxRuntimeMissing {
-            reason: format!("the ONNX Runtime library given, {}, does not exist", p.display()),
+            reason: format!("the ONNX Runtime library given, {}, {}", p.display(), not_a_file(p)),
         });
     }
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
@@ -148,7 +155,7 @@ pub(crate) fn find(explicit: Option<&Path>) -> Result<(PathBuf, String)> {
         if p.is_file() {
             return Ok((p, "ORT_DYLIB_PATH".into()));
         }
-        return Err(Error::OnnxRuntimeMissing { reason: format!("ORT_DYLIB_PATH={}: no such file", p.display()) });
+        return Err(Error::OnnxRuntimeMissing { reason: format!("ORT_DYLIB_PATH={} {}", p.display(), not_a_file(&p)) });
     }
     let gpu_first = ["ort-gpu", "ort-cpu"];
     for base in project_roots() {
