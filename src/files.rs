@@ -31,11 +31,13 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// The most a cache file may hold: a larger one is refused, not read (`/dev/zero` or a sparse
 /// file named as a cache would otherwise be read until memory runs out).
+#[cfg(any(feature = "tune", feature = "cuda"))]
 pub(crate) const CACHE_LIMIT: u64 = 64 << 20;
 
 /// Reads a cache file of at most `limit` bytes: `None` where there is none. Only a regular
 /// file is read (a FIFO would block the reader, a device never end): anything else, or a
 /// larger file, is an [`std::io::ErrorKind::InvalidInput`] error that says what it is.
+#[cfg(any(feature = "tune", feature = "cuda"))]
 pub(crate) fn read_cache_file(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read;
     let refuse = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
@@ -100,6 +102,7 @@ pub(crate) fn read_cache_file(path: &Path, limit: u64) -> std::io::Result<Option
 /// Runs `change` with the cache file at `path` locked against every other writer that locks it
 /// (an exclusive lock on `.NAME.lock` beside it: the file itself is replaced by a rename, so it
 /// cannot carry the lock). Where another process holds the lock, says so once and waits for it.
+#[cfg(any(feature = "tune", feature = "cuda"))]
 pub(crate) fn with_cache_lock<T>(path: &Path, change: impl FnOnce() -> Result<T>) -> Result<T> {
     let io = |what: String| move |source| Error::Io { what, source };
     let name = path
