@@ -76,9 +76,10 @@ fn store_and_lookup_through_a_file() {
     assert_eq!(lookup(&path, "second"), Some(entry(4, &[], 0.25)));
     let text = std::fs::read_to_string(&path).expect("the cache file");
     assert_eq!(text.lines().filter(|l| l.starts_with(KEY)).count(), 1, "{text}");
-    // No temporary files left beside it.
-    let names: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().map(|e| e.file_name()).collect();
-    assert_eq!(names, [std::ffi::OsString::from(FILE_NAME)]);
+    // No temporary files left beside it: the cache and its lock file only.
+    let mut names: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().map(|e| e.file_name()).collect();
+    names.sort();
+    assert_eq!(names, [format!(".{FILE_NAME}.lock"), FILE_NAME.to_owned()].map(std::ffi::OsString::from));
     // A key that cannot be one field is not stored.
     store(&path, "bad\tkey", entry(1, &[], 1.0));
     assert_eq!(parse(&std::fs::read_to_string(&path).expect("the cache file")).len(), 2);
