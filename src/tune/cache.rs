@@ -166,8 +166,11 @@ impl TuneCache {
     pub fn update<T>(path: &Path, change: impl FnOnce(&mut TuneCache) -> T) -> Result<T> {
         crate::files::with_cache_lock(path, || {
             let mut cache = match Self::load(path) {
-                Err(Error::Io { what, source }) if source.kind() == std::io::ErrorKind::InvalidData => {
-                    log::warn!("{what}: {source}; it is replaced");
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+                    log::warn!(
+                        "the tune cache {} cannot be read ({source}): tune replaces it with a new cache",
+                        path.display()
+                    );
                     Self::default()
                 }
                 loaded => loaded?,
