@@ -1,7 +1,9 @@
 //! `neural-frame serve` against clients that misbehave (issue 25) on lavapipe
 //! (the CPU backend, host mode): a stalled hand-over, a session stuck in a
 //! driver call, SIGTERM while one is stuck, idle clients at `--max-clients`, a
-//! flood of unanswered Submits, memory files shorter than the driver maps, and
+//! flood of unanswered Submits, memory files shorter than the driver maps, a
+//! client racing its slot memory from a second thread (100 hand-overs, and
+//! 1,000 in an ignored test that CI runs), and
 //! models refused at start. Scenarios in tests/common/src/serve_limits.rs.
 
 use common::serve::limits;
@@ -34,6 +36,18 @@ fn a_flood_of_submits_is_bounded() {
 #[test]
 fn memory_files_shorter_than_the_driver_maps_are_refused() {
     limits::memory_files_shorter_than_the_driver_maps_are_refused("cpu");
+}
+
+#[test]
+fn a_client_racing_its_slot_memory_cannot_end_the_worker() {
+    limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 100);
+}
+
+/// The same for 1,000 hand-overs (about a minute): CI runs it (.ci/run).
+#[test]
+#[ignore = "about a minute: run by CI, or with --ignored"]
+fn a_client_racing_its_slot_memory_a_thousand_times_cannot_end_the_worker() {
+    limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 1000);
 }
 
 #[test]

@@ -198,6 +198,17 @@ fn peer(stream: &UnixStream) -> std::io::Result<(i32, u32)> {
     Ok((cred.pid, cred.uid))
 }
 
+/// Hands the memory that an ended session freed back to the system: the allocator
+/// keeps freed memory in its arenas, and a worker whose sessions come and go (each
+/// builds a context) would otherwise keep the peak of every burst of clients.
+fn give_back_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 fn refuse(stream: &UnixStream, code: ErrorCode, message: String) {
     let _ = wire::send(stream, &Message::Error { code, message }, &[]);
     let _ = stream.shutdown(std::net::Shutdown::Both);
@@ -331,6 +342,7 @@ pub(crate) fn serve(options: ServeOptions) -> anyhow::Result<()> {
         let (wt, w) = (watch.clone(), who.clone());
         let spawned = std::thread::Builder::new().name(format!("client {id}")).spawn(move || {
             let reason = session::run(stream, &s, &STOP, &w, &wt);
+            give_back_freed_memory();
             wt.free_place(&s.active);
             let after = if wt.abandoned() { " (its abandoned session's thread ended now)" } else { "" };
             say(format_args!("{w} disconnected: {reason}{after}"));

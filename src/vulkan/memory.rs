@@ -54,7 +54,7 @@ fn allocate(
     dedicated: Dedicated,
     flags: vk::MemoryPropertyFlags,
     source: Source,
-) -> Result<(vk::DeviceMemory, AllocationInfo)> {
+) -> Result<(Memory, AllocationInfo)> {
     let (size, type_index, dedicated_on) = match &source {
         Source::Import(m) => (m.info.size, m.info.memory_type_index, m.info.dedicated),
         _ => {
@@ -110,6 +110,12 @@ fn allocate(
         Source::Import(_) => info = info.push_next(&mut import),
     }
     let importing = matches!(source, Source::Import(_));
+    // A memory file, kept to check the driver's host mapping of it once imported.
+    #[cfg(target_os = "linux")]
+    let file = match &source {
+        Source::Import(m) => crate::vulkan::mapped_file::MemoryFile::of(&m.handle),
+        _ => None,
+    };
     // SAFETY: info and its chain are valid for the call; on success an imported fd belongs to Vulkan.
     let memory = unsafe { device.raw().allocate_memory(&info, None) }.map_err(|result| match result {
         // An import allocates nothing new: a refusal means the descriptor or its description is wrong
@@ -129,7 +135,97 @@ fn allocate(
         // handle is closed (VK_KHR_external_memory_win32 takes a reference of its own).
         handle::imported(m.handle);
     }
-    Ok((memory, AllocationInfo { size, memory_type_index: type_index, dedicated: dedicated_on }))
+    #[cfg(target_os = "linux")]
+    let file = match file {
+        Some(file) => check_host_mapping(device, memory, size, type_index, &file)?,
+        None => None,
+    };
+    #[cfg(not(target_os = "linux"))]
+    let file = None;
+    Ok((Memory { raw: memory, file }, AllocationInfo { size, memory_type_index: type_index, dedicated: dedicated_on }))
+}
+
+/// Where the driver maps imported memory on the host, checks that the mapping lies
+/// within the memory file it came from (mapped_file.rs): mapped, looked up, unmapped,
+/// and never touched. The mapping, to free it safely; a refused import is undone
+/// without the driver reading the file's header again.
+#[cfg(target_os = "linux")]
+fn check_host_mapping(
+    device: &Device,
+    memory: vk::DeviceMemory,
+    size: u64,
+    type_index: u32,
+    file: &crate::vulkan::mapped_file::MemoryFile,
+) -> Result<Option<FileMapping>> {
+    if !device.memory_type_flags(type_index).contains(vk::MemoryPropertyFlags::HOST_VISIBLE) {
+        return Ok(None);
+    }
+    // SAFETY: a live, host-visible allocation, not mapped yet; the pointer is only compared.
+    let ptr = match unsafe { device.raw().map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) } {
+        Ok(p) => p,
+        Err(result) => {
+            // SAFETY: unused, and never mapped.
+            unsafe { device.raw().free_memory(memory, None) };
+            return Err(Error::Vulkan { call: "vkMapMemory", result });
+        }
+    };
+    let checked = file.check_mapping(ptr as *const u8, size);
+    // SAFETY: mapped just above.
+    unsafe { device.raw().unmap_memory(memory) };
+    match checked {
+        Ok(mapping) => Ok(Some(mapping)),
+        Err(refused) => {
+            match refused.mapping {
+                // SAFETY: nothing used the memory; its mapping is disarmed, then the driver frees it.
+                Some(m) if m.disarmable() => unsafe {
+                    m.disarm();
+                    device.raw().free_memory(memory, None);
+                },
+                // The driver's free would read a header that is not there: the mapping goes, and the
+                // allocation's small record stays with the device, unfreed.
+                // SAFETY: nothing used the memory, and it is never freed.
+                Some(m) => unsafe { m.unmap() },
+                None => {}
+            }
+            Err(Error::InvalidArgument(format!("the imported memory is refused: {}", refused.why)))
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+use crate::vulkan::mapped_file::FileMapping;
+
+/// Elsewhere no imported memory is a file this process maps.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+struct FileMapping;
+
+#[cfg(not(target_os = "linux"))]
+impl FileMapping {
+    unsafe fn disarm(&self) {}
+}
+
+/// A `VkDeviceMemory`, and the driver's host mapping of the memory file it was
+/// imported from (made safe to free: mapped_file.rs).
+#[derive(Debug)]
+struct Memory {
+    raw: vk::DeviceMemory,
+    file: Option<FileMapping>,
+}
+
+impl Memory {
+    /// Frees it.
+    ///
+    /// # Safety
+    /// Nothing may use it (no resource bound to it is used, nor its mapping), and it is freed once.
+    unsafe fn free(&self, device: &Device) {
+        if let Some(file) = &self.file {
+            // SAFETY: the caller's promise; the free follows.
+            unsafe { file.disarm() };
+        }
+        // SAFETY: the caller's promise.
+        unsafe { device.raw().free_memory(self.raw, None) };
+    }
 }
 
 /// Exports `memory` as a new handle, with how it was allocated.
@@ -165,7 +261,7 @@ pub(crate) unsafe fn export_caller_memory(
 /// A 2D image with its own memory. Destroys the image, then frees the memory.
 pub(crate) struct Image {
     raw: vk::Image,
-    memory: vk::DeviceMemory,
+    memory: Memory,
     desc: ImageDesc,
     allocation: AllocationInfo,
     exportable: bool,
@@ -226,11 +322,11 @@ impl Image {
             allocate(device, req, wanted, Dedicated::Image(raw), vk::MemoryPropertyFlags::DEVICE_LOCAL, source)
                 .and_then(|(memory, allocation)| {
                     // SAFETY: memory fits the image's requirements (checked in allocate).
-                    match unsafe { device.raw().bind_image_memory(raw, memory, 0) } {
+                    match unsafe { device.raw().bind_image_memory(raw, memory.raw, 0) } {
                         Ok(()) => Ok((memory, allocation)),
                         Err(result) => {
                             // SAFETY: memory is unused.
-                            unsafe { device.raw().free_memory(memory, None) };
+                            unsafe { memory.free(device) };
                             Err(Error::Vulkan { call: "vkBindImageMemory", result })
                         }
                     }
@@ -253,7 +349,7 @@ impl Image {
             return Err(Error::internal("export of an image that was not created exportable"));
         }
         // SAFETY: the memory was allocated exportable (Source::Export) for this handle type.
-        unsafe { export_fd(&self.device, self.memory, self.allocation) }
+        unsafe { export_fd(&self.device, self.memory.raw, self.allocation) }
     }
 
     /// The raw image.
@@ -276,7 +372,7 @@ impl Drop for Image {
         // (one-shot transfers wait on a fence; the pipeline retires its slots).
         unsafe { self.device.raw().destroy_image(self.raw, None) };
         // SAFETY: the image bound to this memory is gone.
-        unsafe { self.device.raw().free_memory(self.memory, None) };
+        unsafe { self.memory.free(&self.device) };
     }
 }
 
@@ -295,7 +391,7 @@ pub(crate) enum BufferMemory {
 /// A buffer with its own memory; host-visible ones stay mapped.
 pub(crate) struct Buffer {
     raw: vk::Buffer,
-    memory: vk::DeviceMemory,
+    memory: Memory,
     mapped: *mut u8,
     len: u64,
     usage: vk::BufferUsageFlags,
@@ -402,10 +498,10 @@ impl Buffer {
             allocate(device, req, wanted, Dedicated::Buffer(raw), flags, source).and_then(|(memory, allocation)| {
                 let bound = (|| {
                     // SAFETY: memory fits the buffer's requirements.
-                    unsafe { device.raw().bind_buffer_memory(raw, memory, 0) }.call("vkBindBufferMemory")?;
+                    unsafe { device.raw().bind_buffer_memory(raw, memory.raw, 0) }.call("vkBindBufferMemory")?;
                     let mapped = if kind != BufferMemory::DeviceLocal {
                         // SAFETY: the memory is host-visible and not mapped yet.
-                        unsafe { device.raw().map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+                        unsafe { device.raw().map_memory(memory.raw, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
                             .call("vkMapMemory")? as *mut u8
                     } else {
                         std::ptr::null_mut()
@@ -416,7 +512,7 @@ impl Buffer {
                     Ok(mapped) => Ok((memory, allocation, mapped)),
                     Err(e) => {
                         // SAFETY: memory is unused (binding failed or mapping failed before use).
-                        unsafe { device.raw().free_memory(memory, None) };
+                        unsafe { memory.free(device) };
                         Err(e)
                     }
                 }
@@ -439,7 +535,7 @@ impl Buffer {
             return Err(Error::internal("export of a buffer that was not created exportable"));
         }
         // SAFETY: the memory was allocated exportable (Source::Export) for this handle type.
-        unsafe { export_fd(&self.device, self.memory, self.allocation) }
+        unsafe { export_fd(&self.device, self.memory.raw, self.allocation) }
     }
 
     /// The raw buffer.
@@ -489,6 +585,6 @@ impl Drop for Buffer {
         // SAFETY: callers wait for GPU work using the buffer before dropping it.
         unsafe { self.device.raw().destroy_buffer(self.raw, None) };
         // SAFETY: the buffer is gone; freeing also unmaps.
-        unsafe { self.device.raw().free_memory(self.memory, None) };
+        unsafe { self.memory.free(&self.device) };
     }
 }

@@ -11,6 +11,8 @@ pub(crate) mod conv;
 pub(crate) mod device;
 pub(crate) mod external;
 pub(crate) mod instance;
+#[cfg(target_os = "linux")]
+pub(crate) mod mapped_file;
 pub(crate) mod memory;
 pub(crate) mod pattern;
 pub(crate) mod query;

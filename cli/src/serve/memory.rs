@@ -37,8 +37,23 @@ impl Driver {
 ///   the allocation;
 /// - that it cannot shrink while the worker maps it: sealed against shrinking
 ///   (`F_SEAL_SHRINK`; Mesa seals its memfds so), or sealed here where the file
-///   allows it. A file its owner can still cut is refused.
+///   allows it, and then measured again. A file its owner can still cut is
+///   refused.
+///
+/// The header can still change after this read; the library checks the mapping
+/// the driver made against the file after the import (its `mapped_file.rs`).
 pub(crate) fn check(fd: &OwnedFd, allocation: u64, driver: Driver) -> Result<(), (ErrorCode, String)> {
+    if file_len(fd).is_none() {
+        return Ok(());
+    }
+    check_length(fd, allocation, driver)?;
+    seal_against_shrinking(fd)?;
+    // Measured again once sealed: a file cut between the first look and the seal passed it.
+    check_length(fd, allocation, driver)
+}
+
+/// The file's length against the allocation and, for Mesa's memfds, its header.
+fn check_length(fd: &OwnedFd, allocation: u64, driver: Driver) -> Result<(), (ErrorCode, String)> {
     let Some(len) = file_len(fd) else { return Ok(()) };
     let too_small = |m: String| Err((ErrorCode::TooSmall, m));
     if len < allocation {
@@ -82,7 +97,7 @@ pub(crate) fn check(fd: &OwnedFd, allocation: u64, driver: Driver) -> Result<(),
             ));
         }
     }
-    seal_against_shrinking(fd)
+    Ok(())
 }
 
 /// The length of the regular file or memfd behind `fd`; `None` for anything

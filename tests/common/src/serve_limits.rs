@@ -115,6 +115,36 @@ fn welcomed(r: &Renderer, w: &Worker) -> Welcomed {
     Welcomed { raw, mems: [m(16 * 8 * 4), m(output.bytes().expect("size"))] }
 }
 
+/// [`welcomed`], once the worker has a place: the sessions that just ended free
+/// theirs a moment later (their threads end after the Error or the close).
+fn welcomed_when_free(r: &Renderer, w: &Worker) -> Welcomed {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let raw = Raw::new(&w.socket);
+        raw.send(&hello(r, 16, 8, 1), &[]);
+        match neural_frame_client::wire::recv(&raw.s).map(|(m, _)| m) {
+            Ok(Message::Welcome { output, .. }) => {
+                let m = |size: u64| SlotMemory {
+                    allocation_size: size,
+                    buffer_size: size,
+                    memory_type_index: 0,
+                    usage: vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
+                    dedicated: true,
+                };
+                return Welcomed { raw, mems: [m(16 * 8 * 4), m(output.bytes().expect("size"))] };
+            }
+            Ok(Message::Error { code: ErrorCode::Busy, .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => {
+                std::thread::sleep(Duration::from_millis(200));
+                let state = std::fs::read_to_string(format!("/proc/{}/stat", w.pid())).unwrap_or_default();
+                panic!("{other:?} where a Welcome belongs; the worker ({state}); its log:\n{}", w.log())
+            }
+        }
+    }
+}
+
 /// A client that sends its Hello and then nothing: the hand-over's deadline
 /// (`--session-timeout 3`, before the 10 s wait for Slots) ends it with
 /// `Error(Timeout)`, its place (the last one) is freed, and a new client is
@@ -397,6 +427,161 @@ pub fn memory_files_shorter_than_the_driver_maps_are_refused(backend: &str) {
     let (status, took, log) = terminate(worker, Duration::from_secs(10));
     println!("{log}");
     assert!(status.success(), "SIGTERM: {status} after {took:?}");
+}
+
+/// A client that changes its slot memory from a second thread while the worker
+/// checks and imports it, and while frames run on it, for `attempts` hand-overs
+/// (each builds a context in the worker: about 60 ms on lavapipe). Each attempt hands over a sealable memfd holding lavapipe's
+/// export (header and all); the racing thread, until the attempt ends, flips the
+/// header's mapping size and data offset between the true values and lies (past
+/// the file's end, an offset beyond the mapping, a mapping of a few bytes), cuts
+/// the file and grows it back (possible until the worker seals it), adds seals
+/// (against writing, against further seals) and rewrites the data. Each attempt
+/// ends in Ready and frames, or in an Error of the hand-over; never in a dead
+/// worker. A well-behaved client is served every 50 attempts, equal to ONNX
+/// Runtime's CPU run, and the worker's descriptors and threads end where they
+/// started. Lavapipe only (its memory is a memfd); elsewhere there is nothing to
+/// race.
+pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, attempts: u64) {
+    use std::os::unix::fs::FileExt as _;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let _serial = serial();
+    let mut worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let mut good = good_client(&r, &worker);
+    let base = settled(&worker);
+    let probe = welcomed(&r, &worker);
+    let (b_in, m_in, fd_in) = slot(&r, probe.mems[0].allocation_size);
+    let (b_out, m_out, fd_out) = slot(&r, probe.mems[1].allocation_size);
+    drop(probe);
+    let real_len = std::fs::File::from(fd_in.try_clone().expect("dup")).metadata().map(|m| m.len()).unwrap_or(0);
+    if real_len == 0 {
+        println!("the driver's memory is not a file here: nothing to race");
+        return;
+    }
+    let mut head = [0u8; 16];
+    std::fs::File::from(fd_in.try_clone().expect("dup")).read_exact_at(&mut head, 0).expect("lavapipe's header");
+    let word = |i: usize| u64::from_ne_bytes(head[i..i + 8].try_into().expect("8 bytes"));
+    let (mapped, offset) = (word(0), word(8));
+    // The header's lies: (mapping size, data offset).
+    let lies = [
+        (mapped + (1 << 20), offset),    // a mapping past the file's end
+        (mapped, mapped + (1 << 30)),    // data far beyond the mapping
+        (u64::MAX - 4095, offset),       // a mapping no process can make
+        (offset + 16, offset),           // a mapping of 16 bytes of data
+        (mapped, offset + (mapped / 2)), // data that runs past the mapping
+    ];
+    let slots = Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false };
+    let mut outcomes = std::collections::BTreeMap::<String, u64>::new();
+    let flips = AtomicU64::new(0);
+    let started = Instant::now();
+    for attempt in 0..attempts {
+        let w = welcomed_when_free(&r, &worker);
+        let memory = std::fs::File::from(sealable_copy(&fd_in, real_len));
+        let done = AtomicBool::new(false);
+        let outcome = std::thread::scope(|scope| {
+            // The racer stops when the attempt ends, a panic included (the scope joins it).
+            struct Stop<'a>(&'a AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let _stop = Stop(&done);
+            let racer = scope.spawn(|| {
+                let mut k = attempt;
+                while !done.load(Ordering::Relaxed) {
+                    k += 1;
+                    let header = |(size, off): (u64, u64)| {
+                        let mut h = [0u8; 16];
+                        h[..8].copy_from_slice(&size.to_ne_bytes());
+                        h[8..].copy_from_slice(&off.to_ne_bytes());
+                        let _ = memory.write_all_at(&h, 0);
+                    };
+                    match k % 8 {
+                        0 | 2 | 4 => header(lies[(k / 8 % lies.len() as u64) as usize]),
+                        1 | 3 | 5 => header((mapped, offset)),
+                        6 => {
+                            // Cut and grown back: refused by the seal once the worker sealed it.
+                            let _ = memory.set_len(m_in.allocation_size / 2);
+                            let _ = memory.set_len(real_len);
+                        }
+                        _ => {
+                            let seal = if k % 16 == 7 { libc::F_SEAL_WRITE } else { libc::F_SEAL_SEAL };
+                            // SAFETY: fcntl on an open descriptor of ours.
+                            unsafe { libc::fcntl(memory.as_raw_fd(), libc::F_ADD_SEALS, seal) };
+                            let _ = memory.write_all_at(&[k as u8; 64], offset + 64 * (k % 8));
+                        }
+                    }
+                    flips.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            w.raw.send(&slots, &[memory.as_raw_fd(), fd_out.as_raw_fd()]);
+            let recv = || {
+                neural_frame_client::wire::recv(&w.raw.s).map(|(m, _)| m).unwrap_or_else(|e| {
+                    panic!("attempt {attempt}: no message from the worker ({e}); its log:\n{}", worker.log())
+                })
+            };
+            let outcome = match recv() {
+                Message::Ready { .. } => {
+                    // Frames while the racer goes on: each ends in Done or an Error, never a dead worker.
+                    let mut last = "Ready".to_owned();
+                    for frame in 1..=2 {
+                        let submit =
+                            Message::Submit { frame, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 };
+                        w.raw.send(&submit, &[]);
+                        last = loop {
+                            match recv() {
+                                Message::Done { .. } => break "frames done".to_owned(),
+                                Message::Error { code, .. } => break format!("{code:?} in a frame"),
+                                _ => continue,
+                            }
+                        };
+                        if !last.starts_with("frames") {
+                            break;
+                        }
+                    }
+                    last
+                }
+                Message::Error { code, .. } => format!("{code:?} at the hand-over"),
+                other => panic!("{other:?} where Ready or an Error belongs"),
+            };
+            done.store(true, Ordering::Relaxed);
+            racer.join().expect("the racing thread");
+            outcome
+        });
+        *outcomes.entry(outcome).or_default() += 1;
+        drop(w);
+        assert!(
+            worker.child.try_wait().expect("try_wait").is_none(),
+            "the worker died in attempt {attempt}:\n{}",
+            worker.log()
+        );
+        if attempt % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(100));
+            if let Some(status) = worker.child.try_wait().expect("try_wait") {
+                panic!("the worker ended ({status}) by attempt {attempt}:\n{}", worker.log());
+            }
+            served(&r, &mut good, 2 + attempt / 50, "during the race");
+        }
+    }
+    println!(
+        "{attempts} hand-overs in {:.1} s, {} changes to the memory while the worker looked: {outcomes:?}",
+        started.elapsed().as_secs_f64(),
+        flips.load(Ordering::Relaxed)
+    );
+    assert!(outcomes.keys().any(|k| k.contains("at the hand-over")), "no lie was ever caught: {outcomes:?}");
+    assert!(outcomes.contains_key("frames done"), "no attempt got through to frames: {outcomes:?}");
+    let mut new = good_client(&r, &worker);
+    served(&r, &mut new, 2, "a new client after the race");
+    new.close(&r);
+    back_to(&worker, base, "after the race");
+    good.close(&r);
+    r.destroy_buffer(b_in);
+    r.destroy_buffer(b_out);
+    assert_eq!(r.validation_errors(), 0);
+    let (status, took, log) = terminate(worker, Duration::from_secs(10));
+    assert!(status.success(), "SIGTERM: {status} after {took:?}:\n{log}");
 }
 
 /// A memfd made with `MFD_ALLOW_SEALING`, unsealed, holding `like`'s first `len` bytes.
