@@ -515,3 +515,22 @@ fn a_device_as_input_is_refused_at_once() {
         println!("{device}: refused after {took:?}, peak memory {peak_mib} MiB");
     }
 }
+
+/// SIGTERM while `run` waits for a writer of its input FIFO: exit code 130
+/// within a second, saying so, and no output.
+#[test]
+fn sigterm_while_the_input_fifo_has_no_writer_ends_run_at_once() {
+    let fifo = tmp("input.fifo");
+    let out = tmp("never.png");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap_or("")).expect("a path");
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let args =
+        ["run", "--backend", "cpu", "--input", fifo.to_str().unwrap_or(""), "--output", out.to_str().unwrap_or("")];
+    let (code, took, stderr) = common::sigterm_when(&args, common::waits_on_a_fifo);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(1), "{took:?}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(!out.exists(), "an output after the interruption");
+    let _ = std::fs::remove_file(&fifo);
+}

@@ -109,3 +109,18 @@ fn pixel_values_keep_the_contract() {
 fn protocol_doc_examples_are_true() {
     serve::protocol_doc_examples_are_true();
 }
+
+/// SIGTERM while the worker sets itself up (the model checked, a trial context
+/// built, before it listens): exit code 0, as once it serves, within a second.
+#[test]
+fn sigterm_while_setting_up_ends_serve_at_once() {
+    let socket = std::env::temp_dir().join(format!("nf-serve-setup-{}.sock", std::process::id()));
+    let args = ["serve", "--backend", "cpu", "--model", "models/test/tiny-x2-f32.onnx", "--socket"];
+    let args: Vec<&str> = args.into_iter().chain([socket.to_str().unwrap_or("")]).collect();
+    // As soon as it catches the signal: it is setting up.
+    let (code, took, stderr) = common::sigterm_when(&args, common::catches_sigterm);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(1), "{took:?}: {stderr}");
+    assert!(stderr.contains("interrupted"), "not during the set-up: {stderr}");
+    assert!(!socket.exists(), "the socket is left behind: {stderr}");
+}

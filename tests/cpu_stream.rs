@@ -647,3 +647,38 @@ fn ffmpeg_round_trip() {
     assert_eq!(back.clip.frames.len(), 30, "the frames ffmpeg read");
     println!("ffmpeg round trip: 30 frames of 128×96 decoded by ffmpeg");
 }
+
+fn fifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(s(path)).expect("a path");
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// SIGTERM while `stream` waits, before its first frame, for a writer of its input
+/// FIFO or for a reader of its output FIFO: exit code 130 (docs/stream.md) within
+/// a second, saying so.
+#[test]
+fn sigterm_while_waiting_on_a_fifo_ends_stream_at_once() {
+    let d = dir("sigterm");
+    let (input, output) = (d.join("in.fifo"), d.join("out.fifo"));
+    fifo(&input);
+    fifo(&output);
+    let clip = d.join("clip.y4m");
+    let mut y4m = b"YUV4MPEG2 W16 H8 F25:1 Ip A1:1 C444\n".to_vec();
+    for k in 0..2u8 {
+        y4m.extend_from_slice(b"FRAME\n");
+        y4m.extend((0..16 * 8 * 3).map(|i| (i as u8).wrapping_mul(7).wrapping_add(k)));
+    }
+    std::fs::write(&clip, &y4m).expect("a clip");
+    let out_file = d.join("out.y4m");
+    for (what, args) in [
+        ("its input", ["stream", "--backend", "cpu", "--model", MODEL, "--input", s(&input), "--output", s(&out_file)]),
+        ("its output", ["stream", "--backend", "cpu", "--model", MODEL, "--input", s(&clip), "--output", s(&output)]),
+    ] {
+        let (code, took, stderr) = common::sigterm_when(&args, common::waits_on_a_fifo);
+        assert_eq!(code, Some(130), "waiting on {what}: {stderr}");
+        assert!(took < Duration::from_secs(1), "waiting on {what}: {took:?}");
+        assert!(stderr.contains("interrupted"), "waiting on {what}: {stderr}");
+    }
+}

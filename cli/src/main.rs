@@ -682,6 +682,8 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             }
         }
         Command::Run { model, input, output, size, frames, json } => {
+            // Nothing to drain: a signal ends `run` at once (its outputs are renamed into place whole).
+            signals::install(130)?;
             run::run_model(&model, input, output, size, frames, json, quiet)?;
             Ok(0)
         }

@@ -257,11 +257,12 @@ fn exit_leaving_stuck_threads(socket: &Path, stuck: usize) -> ! {
 }
 
 pub(crate) fn serve(options: ServeOptions) -> anyhow::Result<()> {
+    crate::signals::install(0)?;
     options.model.check_model()?;
     let stall = StallHook::from_env()?;
     check_contract(&options.model)?;
-    crate::signals::install()?;
     let listener = bind(&options.socket)?;
+    crate::signals::drain(130);
     listener.set_nonblocking(true).context("making the socket non-blocking")?;
     // SAFETY: getuid cannot fail.
     let me = unsafe { libc::getuid() };

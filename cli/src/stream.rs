@@ -283,7 +283,7 @@ fn describe_write_error(e: &std::io::Error, written: u64) -> String {
 
 /// Runs the stream; the exit code (0, or 130 when interrupted).
 pub(crate) fn run(args: &StreamArgs, quiet: bool) -> anyhow::Result<u8> {
-    signals::install()?;
+    signals::install(130)?;
     args.model.check_model()?;
     let started = Instant::now();
     let (frames, shape, count) = open_frames(args)?;
@@ -342,6 +342,7 @@ pub(crate) fn run(args: &StreamArgs, quiet: bool) -> anyhow::Result<u8> {
         bar
     });
 
+    signals::drain(130);
     let mut t = Times::default();
     let (mut input_done, mut interrupted) = (false, false);
     let mut input_error: Option<y4m::StreamError> = None;

@@ -61,6 +61,69 @@ pub fn neural_frame(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("the neural-frame binary runs")
 }
 
+/// Starts `neural-frame` with `args`, sends it SIGTERM once `blocked` says (of its
+/// pid) that it has reached the wait to interrupt, or after 3 s,
+/// and waits (at most 10 s) for it to end: its exit code (`None`: killed by a
+/// signal), how long it took after the signal, and its stderr.
+pub fn sigterm_when(args: &[&str], blocked: impl Fn(u32) -> bool) -> (Option<i32>, std::time::Duration, String) {
+    use std::time::{Duration, Instant};
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let log = std::env::temp_dir().join(format!("nf-sigterm-{}-{n}.log", std::process::id()));
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("a log file"))
+        .spawn()
+        .expect("the neural-frame binary runs");
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    let start = Instant::now();
+    while !blocked(child.id()) && start.elapsed() < Duration::from_secs(3) {
+        assert!(child.try_wait().expect("try_wait").is_none(), "it ended before the signal:\n{}", read());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.try_wait().expect("try_wait").is_none(), "it ended before the signal:\n{}", read());
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if signalled.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = signalled.elapsed();
+    let stderr = read();
+    let _ = std::fs::remove_file(&log);
+    (status.code(), took, stderr)
+}
+
+/// Whether a thread of process `pid` waits in opening a FIFO for its other end
+/// (the kernel's `wait_for_partner`, in /proc/PID/task/*/wchan).
+pub fn waits_on_a_fifo(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("wchan")).is_ok_and(|w| w.trim() == "wait_for_partner"))
+}
+
+/// Whether process `pid` has a handler of its own for SIGTERM (SigCgt in
+/// /proc/PID/status): before it, SIGTERM ends the process by the signal.
+pub fn catches_sigterm(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0)
+}
+
 /// stdout and stderr as text, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
