@@ -534,3 +534,19 @@ fn sigterm_while_the_input_fifo_has_no_writer_ends_run_at_once() {
     assert!(!out.exists(), "an output after the interruption");
     let _ = std::fs::remove_file(&fifo);
 }
+
+/// `--input NAME=PIC` with a name the model lacks, and no picture for the frame:
+/// the message names the name and the model's inputs (it said only that the
+/// frame's input had no picture).
+#[test]
+fn an_input_name_the_model_lacks_is_named_with_the_inputs() {
+    let out = tmp("nosuch.png");
+    let o = neural_frame(
+        &["run", "--backend", "cpu", "--input", "nosuch=models/coffee.png", "--output", out.to_str().unwrap_or("")],
+        &[],
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(e.contains("`nosuch`") && e.contains("`input` (the frame"), "{e}");
+    assert!(!out.exists());
+}

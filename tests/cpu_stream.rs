@@ -682,3 +682,30 @@ fn sigterm_while_waiting_on_a_fifo_ends_stream_at_once() {
         assert!(stderr.contains("interrupted"), "waiting on {what}: {stderr}");
     }
 }
+
+/// A model that takes more inputs than the frame is refused at the set-up, naming
+/// its inputs and what to use instead (it failed at frame 1 with a library-only
+/// remedy); a set-up refused leaves no output file it created, and an existing one
+/// as it was.
+#[test]
+fn a_model_of_two_inputs_is_refused_at_set_up_leaving_the_output_alone() {
+    let d = dir("two-inputs");
+    let clip = d.join("clip.y4m");
+    let mut y4m = b"YUV4MPEG2 W16 H8 F25:1 Ip A1:1 C444\nFRAME\n".to_vec();
+    y4m.extend((0..16 * 8 * 3).map(|i| (i as u8).wrapping_mul(7)));
+    std::fs::write(&clip, &y4m).expect("a clip");
+    let (new, old) = (d.join("new.y4m"), d.join("old.y4m"));
+    std::fs::write(&old, "kept").expect("an old file");
+    for out in [&new, &old] {
+        let model = "models/test/tiny-x1-f32-color-albedo.onnx";
+        let o = common::neural_frame(
+            &["stream", "--backend", "cpu", "--model", model, "--input", s(&clip), "--output", s(out)],
+            &[],
+        );
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains("`albedo`") && e.contains("neural-frame run --input") && !e.contains("frame 1"), "{e}");
+    }
+    assert!(!new.exists(), "the output the refused stream created is left behind");
+    assert_eq!(std::fs::read_to_string(&old).ok().as_deref(), Some("kept"), "an existing output was changed");
+}

@@ -274,6 +274,15 @@ pub(crate) fn run_model(
     let mut ctx = args.context(width, height)?;
     let setup_ms = t.elapsed().as_secs_f64() * 1e3;
     let contract = ctx.contract().clone();
+    // A name the model does not have is the first thing wrong with the command line.
+    for (name, ..) in &extra_pictures {
+        if *name != contract.input_name && contract.extra_input(name).is_none() {
+            anyhow::bail!(
+                "--input {name}=…: the model has no input `{name}`; its inputs are {}",
+                contract.describe_inputs()
+            );
+        }
+    }
     // The frame's picture: the unnamed --input, else the one named like the model's frame input.
     let (input, picture) = match (plain_input, extra_pictures.iter().position(|(n, ..)| *n == contract.input_name)) {
         (Some(_), Some(_)) => anyhow::bail!(
@@ -291,14 +300,6 @@ pub(crate) fn run_model(
         ),
         (_, None) => (input, picture),
     };
-    for (name, ..) in &extra_pictures {
-        if contract.extra_input(name).is_none() {
-            anyhow::bail!(
-                "--input {name}=…: the model has no input `{name}`; its inputs are {}",
-                contract.describe_inputs()
-            );
-        }
-    }
     let missing: Vec<String> = contract
         .extra_inputs
         .iter()

@@ -109,29 +109,55 @@ fn open_input(path: &Path) -> anyhow::Result<Box<dyn Read + Send>> {
 
 /// The output, and where it is a pipe or FIFO, its descriptor and capacity (frames are
 /// spliced into it).
-type Output = (Box<dyn Write + Send>, Option<(RawFd, usize)>);
+/// The output: its file, the pipe's descriptor and capacity where it is a pipe, and
+/// the path of a regular file this run created (removed if the set-up fails).
+struct Output {
+    file: std::fs::File,
+    pipe: Option<(RawFd, usize)>,
+    created: Option<std::path::PathBuf>,
+}
 
 fn open_output(path: &Path, input: &Path) -> anyhow::Result<Output> {
-    let file = if is_std(path) {
+    let (file, created) = if is_std(path) {
         // Standard output's own descriptor, unbuffered (std's Stdout is line-buffered).
         let fd = std::io::stdout().as_fd().try_clone_to_owned().context("duplicating standard output")?;
-        std::fs::File::from(fd)
+        (std::fs::File::from(fd), None)
     } else {
         open_output_file(path, input)?
     };
     widen_pipe(file.as_fd());
     let pipe = pipe::capacity(file.as_raw_fd()).map(|c| (file.as_raw_fd(), c));
-    Ok((Box::new(file), pipe))
+    Ok(Output { file, pipe, created })
 }
 
-fn open_output_file(path: &Path, input: &Path) -> anyhow::Result<std::fs::File> {
+/// Opens (creating, not yet truncating) the output file: a set-up refused after it
+/// leaves an existing file as it was, and removes one it created.
+fn open_output_file(path: &Path, input: &Path) -> anyhow::Result<(std::fs::File, Option<std::path::PathBuf>)> {
     if !is_std(input)
         && let (Ok(a), Ok(b)) = (std::fs::canonicalize(path), std::fs::canonicalize(input))
         && a == b
     {
         bail!("--output {} is the input: give the output a path of its own", path.display());
     }
-    std::fs::File::create(path).with_context(|| format!("opening --output {}", path.display()))
+    let existed = std::fs::symlink_metadata(path).is_ok();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("opening --output {}", path.display()))?;
+    let created = !existed && file.metadata().is_ok_and(|m| m.is_file());
+    Ok((file, created.then(|| path.to_path_buf())))
+}
+
+impl Output {
+    /// The set-up succeeded: a regular file is emptied for the frames, and kept.
+    fn take(self) -> anyhow::Result<(Box<dyn Write + Send>, Option<(RawFd, usize)>)> {
+        if self.file.metadata().is_ok_and(|m| m.is_file()) {
+            self.file.set_len(0).context("emptying --output for the frames")?;
+        }
+        Ok((Box::new(self.file), self.pipe))
+    }
 }
 
 /// What the frames are: their size, their layout, and how the output is headed.
@@ -287,15 +313,36 @@ pub(crate) fn run(args: &StreamArgs, quiet: bool) -> anyhow::Result<u8> {
     args.model.check_model()?;
     let started = Instant::now();
     let (frames, shape, count) = open_frames(args)?;
-    let (output, pipe) = open_output(&args.output, &args.input)?;
+    let output = open_output(&args.output, &args.input)?;
     if shape.header.as_ref().is_some_and(|h| h.interlaced) && !quiet {
         eprintln!("neural-frame: warning: the stream is interlaced; its frames are processed as progressive pictures");
     }
-    let mut ctx = args.model.context(shape.width, shape.height)?;
+    let set_up = (|| {
+        let mut ctx = args.model.context(shape.width, shape.height)?;
+        let extra = &ctx.contract().extra_inputs;
+        if !extra.is_empty() {
+            bail!(
+                "the model takes more inputs than the frame ({}), and `stream` gives it the frame alone: run it with \
+                 `neural-frame run --input NAME=PATH` for each, or from the library with `Frame::with_input`",
+                ctx.contract().describe_inputs()
+            );
+        }
+        let stream = ctx
+            .host_stream(shape.layout, shape.layout, args.depth)
+            .with_context(|| format!("setting up {} lanes for {}×{} frames", args.depth, shape.width, shape.height))?;
+        Ok((ctx, stream))
+    })();
+    let (mut ctx, mut stream) = match set_up {
+        Ok(v) => v,
+        Err(e) => {
+            if let Some(path) = &output.created {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+    };
+    let (output, pipe) = output.take()?;
     let (ow, oh) = ctx.output_size();
-    let mut stream = ctx
-        .host_stream(shape.layout, shape.layout, args.depth)
-        .with_context(|| format!("setting up {} lanes for {}×{} frames", args.depth, shape.width, shape.height))?;
     let setup_ms = started.elapsed().as_secs_f64() * 1e3;
     if !quiet {
         let report = ctx.report();

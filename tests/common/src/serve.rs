@@ -538,6 +538,25 @@ pub fn faults_get_an_error_and_the_worker_keeps_serving(backend: &str) {
     let raw = Raw::new(&worker.socket);
     raw.send(&Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 }, &[]);
     raw.expect_error(ErrorCode::State, "before the Hello");
+    // A worker's message from the client (a Welcome): well formed, in the wrong place.
+    let raw = Raw::new(&worker.socket);
+    let welcome = Message::Welcome {
+        version: protocol::VERSION,
+        sync_mode: protocol::SyncMode::Host,
+        model: String::new(),
+        output: Geometry {
+            width: w,
+            height: h,
+            format: vk::Format::R8G8B8A8_UNORM.as_raw() as u32,
+            row_pitch: 4 * w as u64,
+        },
+        max_in_flight: 1,
+    };
+    raw.send(&welcome, &[]);
+    raw.expect_error(ErrorCode::State, "Welcome");
+    let raw = welcomed(hello(&r, w, h, 1));
+    raw.send(&welcome, &[]);
+    raw.expect_error(ErrorCode::State, "a Welcome message where the Slots belong");
     // A UUID of another GPU.
     let raw = Raw::new(&worker.socket);
     raw.send(&edit_hello(hello(&r, w, h, 1), |m| m.device_uuid[0] ^= 0xff), &[]);
