@@ -150,9 +150,12 @@ fn open_output_file(path: &Path, input: &Path) -> anyhow::Result<(std::fs::File,
     Ok((file, created.then(|| path.to_path_buf())))
 }
 
+/// Where the frames go, and the pipe's descriptor and capacity where it is a pipe.
+type Sink = (Box<dyn Write + Send>, Option<(RawFd, usize)>);
+
 impl Output {
     /// The set-up succeeded: a regular file is emptied for the frames, and kept.
-    fn take(self) -> anyhow::Result<(Box<dyn Write + Send>, Option<(RawFd, usize)>)> {
+    fn take(self) -> anyhow::Result<Sink> {
         if self.file.metadata().is_ok_and(|m| m.is_file()) {
             self.file.set_len(0).context("emptying --output for the frames")?;
         }
