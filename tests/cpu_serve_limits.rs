@@ -3,8 +3,8 @@
 //! driver call, SIGTERM while one is stuck, idle clients at `--max-clients`, a
 //! flood of unanswered Submits, memory files shorter than the driver maps, a
 //! client racing its slot memory from a second thread (100 hand-overs, and
-//! 1,000 in an ignored test that CI runs), and
-//! models refused at start. Scenarios in tests/common/src/serve_limits.rs.
+//! 1,000 in an ignored test that CI runs), the worker's memory after 15 bursts
+//! of 60 clients (ignored, CI runs it), and models refused at start. Scenarios in tests/common/src/serve_limits.rs.
 
 use common::serve::limits;
 
@@ -48,6 +48,13 @@ fn a_client_racing_its_slot_memory_cannot_end_the_worker() {
 #[ignore = "about a minute: run by CI, or with --ignored"]
 fn a_client_racing_its_slot_memory_a_thousand_times_cannot_end_the_worker() {
     limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 1000);
+}
+
+/// 15 bursts of 60 clients (about a minute): CI runs it (.ci/run).
+#[test]
+#[ignore = "about a minute: run by CI, or with --ignored"]
+fn worker_memory_comes_back_after_a_thousand_clients() {
+    limits::worker_memory_comes_back_after_bursts("cpu", 15, 60);
 }
 
 #[test]

@@ -18,6 +18,18 @@ pub(crate) struct MemoryFile {
     dev: (u64, u64),
     ino: u64,
     before: Vec<u64>,
+    /// Held from before the import to the check (and the undoing of a refused one).
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Imports of memory files and their frees, one at a time in the process: the
+/// import's mapping is told apart as the one that was not there before it, which
+/// holds only while no other import or free of the same file maps or unmaps.
+static MAPPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The lock that orders imports of memory files and their frees.
+pub(crate) fn lock() -> std::sync::MutexGuard<'static, ()> {
+    MAPPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The driver's host mapping of an imported memory file: the mapping (`start`,
@@ -54,11 +66,13 @@ impl MemoryFile {
             return None;
         }
         let dev = libc::dev_t::from(meta.dev());
+        let lock = lock();
         let mut f = MemoryFile {
             dev: (libc::major(dev).into(), libc::minor(dev).into()),
             ino: meta.ino(),
             file,
             before: Vec::new(),
+            _lock: lock,
         };
         f.before = f.mappings().map(|m| m.iter().map(|m| m.start).collect()).unwrap_or_default();
         Some(f)
@@ -259,6 +273,7 @@ mod tests {
         assert_eq!(unsafe { libc::munmap(data.sub(offset).cast(), size) }, 0);
 
         // A header that said 5 pages: the mapping runs past the file's end.
+        drop(file);
         let file = MemoryFile::of(&fd).expect("a memory file");
         let long = map(&fd, 5 * page as usize);
         // SAFETY: as above.
@@ -272,6 +287,7 @@ mod tests {
         unsafe { refused.mapping.expect("the mapping").unmap() };
 
         // An offset that points out of the mapping, into memory that is not the file.
+        drop(file);
         let file = MemoryFile::of(&fd).expect("a memory file");
         let q = map(&fd, 3 * page as usize);
         let elsewhere = Box::new([0u8; 64]);
@@ -284,6 +300,7 @@ mod tests {
         let _ = q;
 
         // Data inside the header: refused.
+        drop(file);
         let file = MemoryFile::of(&fd).expect("a memory file");
         let r = map(&fd, 3 * page as usize);
         // SAFETY: as above.
@@ -293,11 +310,13 @@ mod tests {
         unsafe { refused.mapping.expect("the mapping").unmap() };
 
         // No mapping made by the import at all.
+        drop(file);
         let file = MemoryFile::of(&fd).expect("a memory file");
         let refused = file.check_mapping(elsewhere.as_ptr(), 64).expect_err("no mapping");
         assert!(refused.why.contains("made no mapping") && refused.mapping.is_none(), "{}", refused.why);
 
         // A pipe is no memory file.
+        drop(file);
         let (rd, _wr) = std::io::pipe().expect("pipe");
         assert!(MemoryFile::of(&rd).is_none());
     }

@@ -219,6 +219,9 @@ impl Memory {
     /// # Safety
     /// Nothing may use it (no resource bound to it is used, nor its mapping), and it is freed once.
     unsafe fn free(&self, device: &Device) {
+        // Frees of memory files wait for an import of one to be checked (mapped_file.rs).
+        #[cfg(target_os = "linux")]
+        let _lock = self.file.as_ref().map(|_| crate::vulkan::mapped_file::lock());
         if let Some(file) = &self.file {
             // SAFETY: the caller's promise; the free follows.
             unsafe { file.disarm() };

@@ -584,6 +584,70 @@ pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, atte
     assert!(status.success(), "SIGTERM: {status} after {took:?}:\n{log}");
 }
 
+/// Bursts of `clients` clients at once, `bursts` times: each client hands over
+/// its slots (the worker builds it a context and imports them), runs one frame
+/// and leaves. The worker's memory once each burst has ended stays within 1.25×
+/// its memory after the first (the allocator's freed memory is handed back when
+/// sessions end), and its descriptors and threads return to where they were.
+pub fn worker_memory_comes_back_after_bursts(backend: &str, bursts: usize, clients: usize) {
+    let _serial = serial();
+    let max = clients.to_string();
+    let mut worker = Worker::start(backend, F32, &["--max-clients", &max]);
+    let r = Renderer::new(true).expect("a renderer");
+    let base = settled(&worker);
+    let probe = welcomed(&r, &worker);
+    let (b_in, m_in, fd_in) = slot(&r, probe.mems[0].allocation_size);
+    let (b_out, m_out, fd_out) = slot(&r, probe.mems[1].allocation_size);
+    drop(probe);
+    let hello = hello(&r, 16, 8, 1);
+    let slots = Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false };
+    let fds = [fd_in.as_raw_fd(), fd_out.as_raw_fd()];
+    let mut after = Vec::new();
+    for burst in 0..bursts {
+        let served = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..clients {
+                scope.spawn(|| {
+                    let raw = Raw::new(&worker.socket);
+                    raw.send(&hello, &[]);
+                    let Message::Welcome { .. } = raw.recv() else { panic!("no Welcome") };
+                    raw.send(&slots, &fds);
+                    assert_eq!(raw.recv(), Message::Ready { timelines: 0 });
+                    raw.send(
+                        &Message::Submit { frame: 1, input_slot: 0, output_slot: 0, rendered: 0, output_free: 0 },
+                        &[],
+                    );
+                    loop {
+                        match raw.recv() {
+                            Message::Done { .. } => break,
+                            Message::Enqueued { .. } | Message::Consumed { .. } => {}
+                            other => panic!("{other:?} where the frame's messages belong"),
+                        }
+                    }
+                    served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                });
+            }
+        });
+        assert_eq!(served.into_inner(), clients);
+        assert!(worker.child.try_wait().expect("try_wait").is_none(), "the worker died:\n{}", worker.log());
+        let now = settled(&worker);
+        println!("burst {}: {clients} clients served; the worker holds {now:?}", burst + 1);
+        assert_eq!((now.fds, now.threads), (base.fds, base.threads), "burst {}: {now:?} against {base:?}", burst + 1);
+        after.push(now.rss_kib);
+    }
+    let (first, last) = (after[0], *after.last().unwrap_or(&0));
+    println!(
+        "the worker's memory: {} KiB before, {first} KiB after the first burst, {last} KiB after the last ({:.2}×)",
+        base.rss_kib,
+        last as f64 / first as f64
+    );
+    assert!(last * 4 <= first * 5, "after {bursts} bursts the worker holds {last} KiB, more than 1.25× {first} KiB");
+    r.destroy_buffer(b_in);
+    r.destroy_buffer(b_out);
+    let (status, took, log) = terminate(worker, Duration::from_secs(10));
+    assert!(status.success(), "SIGTERM: {status} after {took:?}:\n{log}");
+}
+
 /// A memfd made with `MFD_ALLOW_SEALING`, unsealed, holding `like`'s first `len` bytes.
 fn sealable_copy(like: &std::os::fd::OwnedFd, len: u64) -> std::os::fd::OwnedFd {
     use std::os::fd::FromRawFd as _;
