@@ -27,6 +27,9 @@ fn upscales_the_bundled_sample_4x_on_the_cpu_backend() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(png_size(&out), (2400, 1600), "coffee.png is 600×400");
+    // Nobody asked for the CUDA options: the CPU backend does not warn that they are not in effect.
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!e.contains("not in effect") && !e.contains("warning"), "{e}");
     let s = String::from_utf8_lossy(&o.stdout);
     for needle in ["upload", "pre", "infer", "post", "readback", "cpu backend"] {
         assert!(s.contains(needle), "{needle:?} missing:\n{}", text(&o));
