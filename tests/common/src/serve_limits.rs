@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::super::foreign::renderer::Renderer;
 use super::super::pipeline::{max_diff, picture};
-use super::{F32, Raw, Side, Worker, connect, expected, hello, serial, slot, truncated_memfd};
+use super::{F32, RBuffer, Raw, Side, Worker, connect, expected, hello, serial, slot, truncated_memfd};
 use ash::vk;
 use neural_frame_client::protocol::{ErrorCode, Message, SlotMemory};
 use neural_frame_client::{Client, Options, SyncPreference};
@@ -105,14 +105,21 @@ fn welcomed(r: &Renderer, w: &Worker) -> Welcomed {
     let raw = Raw::new(&w.socket);
     raw.send(&hello(r, 16, 8, 1), &[]);
     let Message::Welcome { output, .. } = raw.recv() else { panic!("no Welcome") };
-    let m = |size: u64| SlotMemory {
-        allocation_size: size,
-        buffer_size: size,
-        memory_type_index: 0,
-        usage: vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
-        dedicated: true,
-    };
-    Welcomed { raw, mems: [m(16 * 8 * 4), m(output.bytes().expect("size"))] }
+    Welcomed::new(raw, output)
+}
+
+impl Welcomed {
+    /// The memory of a 16×8 input slot and of an output slot of `output`'s size.
+    fn new(raw: Raw, output: neural_frame_client::protocol::Geometry) -> Welcomed {
+        let m = |size: u64| SlotMemory {
+            allocation_size: size,
+            buffer_size: size,
+            memory_type_index: 0,
+            usage: vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
+            dedicated: true,
+        };
+        Welcomed { raw, mems: [m(16 * 8 * 4), m(output.bytes().expect("size"))] }
+    }
 }
 
 /// [`welcomed`], once the worker has a place: the sessions that just ended free
@@ -123,16 +130,7 @@ fn welcomed_when_free(r: &Renderer, w: &Worker) -> Welcomed {
         let raw = Raw::new(&w.socket);
         raw.send(&hello(r, 16, 8, 1), &[]);
         match neural_frame_client::wire::recv(&raw.s).map(|(m, _)| m) {
-            Ok(Message::Welcome { output, .. }) => {
-                let m = |size: u64| SlotMemory {
-                    allocation_size: size,
-                    buffer_size: size,
-                    memory_type_index: 0,
-                    usage: vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
-                    dedicated: true,
-                };
-                return Welcomed { raw, mems: [m(16 * 8 * 4), m(output.bytes().expect("size"))] };
-            }
+            Ok(Message::Welcome { output, .. }) => return Welcomed::new(raw, output),
             Ok(Message::Error { code: ErrorCode::Busy, .. }) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -355,6 +353,46 @@ pub fn a_flood_of_submits_is_bounded(backend: &str) {
     assert!(status.success(), "SIGTERM: {status} after {took:?}:\n{log}");
 }
 
+/// A slot pair of the renderer's exportable memory, sized by a Welcome: its
+/// buffers, descriptions and descriptors, and the length of the input's memory
+/// file (0 where the driver's memory is not a file).
+struct SlotPair {
+    b_in: RBuffer,
+    m_in: SlotMemory,
+    fd_in: std::os::fd::OwnedFd,
+    b_out: RBuffer,
+    m_out: SlotMemory,
+    fd_out: std::os::fd::OwnedFd,
+    file_len: u64,
+}
+
+impl SlotPair {
+    fn new(r: &Renderer, w: &Welcomed) -> SlotPair {
+        let (b_in, m_in, fd_in) = slot(r, w.mems[0].allocation_size);
+        let (b_out, m_out, fd_out) = slot(r, w.mems[1].allocation_size);
+        let file_len = std::fs::File::from(fd_in.try_clone().expect("dup")).metadata().map(|m| m.len()).unwrap_or(0);
+        SlotPair { b_in, m_in, fd_in, b_out, m_out, fd_out, file_len }
+    }
+    /// The Slots message that hands them over in host mode.
+    fn slots(&self) -> Message {
+        Message::Slots { inputs: vec![self.m_in], outputs: vec![self.m_out], timeline: false }
+    }
+    fn destroy(self, r: &Renderer) {
+        r.destroy_buffer(self.b_in);
+        r.destroy_buffer(self.b_out);
+    }
+}
+
+/// A worker, a renderer, a well-behaved client served its first frame, and what
+/// the worker holds then.
+fn with_a_good_client(backend: &str) -> (Worker, Renderer, Side, Held) {
+    let worker = Worker::start(backend, F32, &[]);
+    let r = Renderer::new(true).expect("a renderer");
+    let good = good_client(&r, &worker);
+    let base = settled(&worker);
+    (worker, r, good, base)
+}
+
 /// Memory files that would fault when the driver maps them, each answered
 /// before any driver call while a client is served before, during and after:
 /// a memfd with lavapipe's header cut to exactly the allocation (its import
@@ -364,21 +402,17 @@ pub fn a_flood_of_submits_is_bounded(backend: &str) {
 /// (its memory is a memfd); elsewhere the check has nothing to look at.
 pub fn memory_files_shorter_than_the_driver_maps_are_refused(backend: &str) {
     let _serial = serial();
-    let mut worker = Worker::start(backend, F32, &[]);
-    let r = Renderer::new(true).expect("a renderer");
-    let mut good = good_client(&r, &worker);
-    let base = settled(&worker);
+    let (mut worker, r, mut good, base) = with_a_good_client(backend);
     let w = welcomed(&r, &worker);
-    let (b_in, m_in, fd_in) = slot(&r, w.mems[0].allocation_size);
-    let (b_out, m_out, fd_out) = slot(&r, w.mems[1].allocation_size);
-    let real_len = std::fs::File::from(fd_in.try_clone().expect("dup")).metadata().map(|m| m.len()).unwrap_or(0);
+    let pair = SlotPair::new(&r, &w);
+    let (m_in, fd_in, fd_out, real_len) = (pair.m_in, &pair.fd_in, &pair.fd_out, pair.file_len);
     if real_len == 0 {
         println!("the driver's memory is not a file here: nothing to check");
         return;
     }
-    let slots = Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false };
+    let slots = pair.slots();
     // 1. lavapipe's header, cut to exactly the allocation size.
-    let cut = truncated_memfd(&fd_in, m_in.allocation_size);
+    let cut = truncated_memfd(fd_in, m_in.allocation_size);
     w.raw.send(&slots, &[cut.as_raw_fd(), fd_out.as_raw_fd()]);
     match w.raw.recv() {
         Message::Error { code, message } => {
@@ -399,12 +433,12 @@ pub fn memory_files_shorter_than_the_driver_maps_are_refused(backend: &str) {
     served(&r, &mut good, 2, "during the memory faults");
     // 2. The full length, in a memfd that cannot be sealed: its owner could cut it later.
     let w = welcomed(&r, &worker);
-    let unsealable = truncated_memfd(&fd_in, real_len);
+    let unsealable = truncated_memfd(fd_in, real_len);
     w.raw.send(&slots, &[unsealable.as_raw_fd(), fd_out.as_raw_fd()]);
     w.raw.expect_error(ErrorCode::BadHandle, "cut it while the worker maps it");
     // 3. The full length in a sealable memfd: sealed by the worker, then served.
     let w = welcomed(&r, &worker);
-    let sealable = sealable_copy(&fd_in, real_len);
+    let sealable = sealable_copy(fd_in, real_len);
     w.raw.send(&slots, &[sealable.as_raw_fd(), fd_out.as_raw_fd()]);
     assert_eq!(w.raw.recv(), Message::Ready { timelines: 0 });
     let file = std::fs::File::from(sealable);
@@ -421,8 +455,7 @@ pub fn memory_files_shorter_than_the_driver_maps_are_refused(backend: &str) {
     worker.wait_log("disconnected", 4);
     back_to(&worker, base, "after the memory faults");
     good.close(&r);
-    r.destroy_buffer(b_in);
-    r.destroy_buffer(b_out);
+    pair.destroy(&r);
     assert_eq!(r.validation_errors(), 0);
     let (status, took, log) = terminate(worker, Duration::from_secs(10));
     println!("{log}");
@@ -446,15 +479,9 @@ pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, atte
     use std::os::unix::fs::FileExt as _;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let _serial = serial();
-    let mut worker = Worker::start(backend, F32, &[]);
-    let r = Renderer::new(true).expect("a renderer");
-    let mut good = good_client(&r, &worker);
-    let base = settled(&worker);
-    let probe = welcomed(&r, &worker);
-    let (b_in, m_in, fd_in) = slot(&r, probe.mems[0].allocation_size);
-    let (b_out, m_out, fd_out) = slot(&r, probe.mems[1].allocation_size);
-    drop(probe);
-    let real_len = std::fs::File::from(fd_in.try_clone().expect("dup")).metadata().map(|m| m.len()).unwrap_or(0);
+    let (mut worker, r, mut good, base) = with_a_good_client(backend);
+    let pair = SlotPair::new(&r, &welcomed(&r, &worker));
+    let (m_in, fd_in, fd_out, real_len) = (pair.m_in, &pair.fd_in, &pair.fd_out, pair.file_len);
     if real_len == 0 {
         println!("the driver's memory is not a file here: nothing to race");
         return;
@@ -471,13 +498,13 @@ pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, atte
         (offset + 16, offset),           // a mapping of 16 bytes of data
         (mapped, offset + (mapped / 2)), // data that runs past the mapping
     ];
-    let slots = Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false };
+    let slots = pair.slots();
     let mut outcomes = std::collections::BTreeMap::<String, u64>::new();
     let flips = AtomicU64::new(0);
     let started = Instant::now();
     for attempt in 0..attempts {
         let w = welcomed_when_free(&r, &worker);
-        let memory = std::fs::File::from(sealable_copy(&fd_in, real_len));
+        let memory = std::fs::File::from(sealable_copy(fd_in, real_len));
         let done = AtomicBool::new(false);
         let outcome = std::thread::scope(|scope| {
             // The racer stops when the attempt ends, a panic included (the scope joins it).
@@ -577,8 +604,7 @@ pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, atte
     new.close(&r);
     back_to(&worker, base, "after the race");
     good.close(&r);
-    r.destroy_buffer(b_in);
-    r.destroy_buffer(b_out);
+    pair.destroy(&r);
     assert_eq!(r.validation_errors(), 0);
     let (status, took, log) = terminate(worker, Duration::from_secs(10));
     assert!(status.success(), "SIGTERM: {status} after {took:?}:\n{log}");
@@ -595,13 +621,10 @@ pub fn worker_memory_comes_back_after_bursts(backend: &str, bursts: usize, clien
     let mut worker = Worker::start(backend, F32, &["--max-clients", &max]);
     let r = Renderer::new(true).expect("a renderer");
     let base = settled(&worker);
-    let probe = welcomed(&r, &worker);
-    let (b_in, m_in, fd_in) = slot(&r, probe.mems[0].allocation_size);
-    let (b_out, m_out, fd_out) = slot(&r, probe.mems[1].allocation_size);
-    drop(probe);
+    let pair = SlotPair::new(&r, &welcomed(&r, &worker));
     let hello = hello(&r, 16, 8, 1);
-    let slots = Message::Slots { inputs: vec![m_in], outputs: vec![m_out], timeline: false };
-    let fds = [fd_in.as_raw_fd(), fd_out.as_raw_fd()];
+    let slots = pair.slots();
+    let fds = [pair.fd_in.as_raw_fd(), pair.fd_out.as_raw_fd()];
     let mut after = Vec::new();
     for burst in 0..bursts {
         let served = std::sync::atomic::AtomicUsize::new(0);
@@ -642,8 +665,7 @@ pub fn worker_memory_comes_back_after_bursts(backend: &str, bursts: usize, clien
         last as f64 / first as f64
     );
     assert!(last * 4 <= first * 5, "after {bursts} bursts the worker holds {last} KiB, more than 1.25× {first} KiB");
-    r.destroy_buffer(b_in);
-    r.destroy_buffer(b_out);
+    pair.destroy(&r);
     let (status, took, log) = terminate(worker, Duration::from_secs(10));
     assert!(status.success(), "SIGTERM: {status} after {took:?}:\n{log}");
 }
