@@ -604,6 +604,8 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             json_file,
             json,
         } => {
+            // Nothing to drain: a signal ends `bench` at once, with 130 (its report is written at its end only).
+            signals::install(130)?;
             image_io::check_picture_size(size.0, size.1).with_context(|| format!("--size {}x{}", size.0, size.1))?;
             model.check_model()?;
             let picture = Rgba8::load(&input.unwrap_or_else(default_input))?;
@@ -712,6 +714,8 @@ fn dispatch(command: Command, quiet: bool) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Tune { model, size, frames, warmup, cache, json_file, json } => {
+            // A signal ends `tune` at once, with 130: its cache is written whole (renamed) or not at all.
+            signals::install(130)?;
             tune::run(tune::TuneOptions { model, size, frames, warmup, cache, json, json_file })?;
             Ok(0)
         }
