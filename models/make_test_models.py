@@ -26,6 +26,9 @@ Models that the pipeline runs:
 - tiny-x2-f32-says-x3.onnx: tiny-x2-f32 with metadata scale=3, though it
   upscales ×2: its dynamic shapes cannot contradict the metadata, so the
   error shows only when a frame runs, and must name the metadata.
+- tiny-x2-f32-fixed-32x24.onnx: the tiny_x2 net (seed 2034) with a static
+  input shape [1, 3, 24, 32] (output [1, 3, 48, 64]): a fixed-size model, whose
+  frames and tiles must be its size. Metadata scale=2.
 - tiny-x2-f32-nhwc.onnx: input [1, h, w, 3], output [1, h2, w2, 3]: Transpose
   to NCHW, the tiny_x2 net (seed 2025), Transpose back. Metadata scale=2 only:
   the layout must be detected from the shape.
@@ -134,6 +137,14 @@ def tiny_x2(dtype, seed=2024, name="tiny-x2"):
     nodes, inits = tiny_x2_body(dtype, seed, "input", "output")
     g = helper.make_graph(nodes, name, [io("input", dtype, [1, 3, "h", "w"])],
                           [io("output", dtype, [1, 3, "h2", "w2"])], inits)
+    return helper.make_model(g, opset_imports=OPSET)
+
+
+def tiny_x2_fixed(seed=2034, w=32, h=24):
+    """The tiny_x2 net with a static input shape [1, 3, h, w]: a fixed-size model."""
+    nodes, inits = tiny_x2_body(F32, seed, "input", "output")
+    g = helper.make_graph(nodes, "tiny-x2-fixed", [io("input", F32, [1, 3, h, w])],
+                          [io("output", F32, [1, 3, 2 * h, 2 * w])], inits)
     return helper.make_model(g, opset_imports=OPSET)
 
 
@@ -311,6 +322,7 @@ def write():
     save(tiny_x2_score_first(), "tiny-x2-f32-score-first.onnx", 2)
     save(tiny_x2_dims_say_x1(), "tiny-x2-f32-dims-say-x1.onnx", None)
     save(tiny_x1_same_dims(15, "tiny-x1-dims-say-x2", ("2*h", "2*w")), "tiny-x1-f32-dims-say-x2.onnx", None)
+    save(tiny_x2_fixed(), "tiny-x2-f32-fixed-32x24.onnx", 2)
 
 
 ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(uint8)": np.uint8,

@@ -553,3 +553,32 @@ fn an_input_name_the_model_lacks_is_named_with_the_inputs() {
     assert!(e.contains("`nosuch`") && e.contains("`input` (the frame"), "{e}");
     assert!(!out.exists());
 }
+
+/// `--tile` on a fixed-size model whose size the tiles are not: the message names
+/// the tile size and the fix (it printed `Some((16, 16))`), and the model's own
+/// size as the tile runs.
+#[test]
+fn a_fixed_size_models_tile_mismatch_names_the_tile_and_the_fix() {
+    let out = tmp("fixed.png");
+    let model = "models/test/tiny-x2-f32-fixed-32x24.onnx";
+    let o = neural_frame(
+        &["run", "--backend", "cpu", "--model", model, "--size", "64x48", "--tile", "16x16", "--tile-overlap", "2"]
+            .into_iter()
+            .chain(["--output", out.to_str().unwrap_or("")])
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(e.contains("tiles of 16×16") && e.contains("--tile 32x24") && !e.contains("Some("), "{e}");
+    assert!(e.contains("(--backend cpu)") && !e.contains("Cpu"), "no Debug names: {e}");
+    let o = neural_frame(
+        &["run", "--backend", "cpu", "--model", model, "--size", "64x48", "--tile", "32x24", "--tile-overlap", "2"]
+            .into_iter()
+            .chain(["--output", out.to_str().unwrap_or("")])
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(png_size(&out), (128, 96));
+}

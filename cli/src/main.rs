@@ -49,6 +49,17 @@ enum BackendArg {
     Cpu,
 }
 
+impl BackendArg {
+    /// Its name on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BackendArg::Auto => "auto",
+            BackendArg::Cuda => "cuda",
+            BackendArg::Cpu => "cpu",
+        }
+    }
+}
+
 /// `bench --caller-queue`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CallerQueueArg {
@@ -265,7 +276,7 @@ impl ModelArgs {
         self.check_model()?;
         self.builder(width, height)
             .build()
-            .with_context(|| format!("setting up {} on the {:?} backend", self.model.display(), self.backend))
+            .with_context(|| format!("setting up {} (--backend {})", self.model.display(), self.backend.name()))
     }
 }
 

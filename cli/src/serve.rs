@@ -267,11 +267,11 @@ pub(crate) fn serve(options: ServeOptions) -> anyhow::Result<()> {
     // SAFETY: getuid cannot fail.
     let me = unsafe { libc::getuid() };
     say(format_args!(
-        "serving {} on {} (backend {:?}, at most {} clients, sessions bounded by {} s, idle ones ended after {}; \
+        "serving {} on {} (backend {}, at most {} clients, sessions bounded by {} s, idle ones ended after {}; \
          Ctrl-C stops)",
         options.model.model.display(),
         options.socket.display(),
-        options.model.backend,
+        options.model.backend.name(),
         options.max_clients,
         options.session_timeout.as_secs(),
         options.idle_timeout.map_or("never".to_string(), |t| format!("{} s", t.as_secs()))
