@@ -100,6 +100,14 @@ impl Worker {
         w
     }
 
+    /// Whether the worker's process is running (not ended, nor a zombie).
+    pub fn alive(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().chars().next()))
+            .is_some_and(|state| state != Some('Z') && state != Some('X'))
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
