@@ -40,14 +40,24 @@ fn memory_files_shorter_than_the_driver_maps_are_refused() {
 
 #[test]
 fn a_client_racing_its_slot_memory_cannot_end_the_worker() {
-    limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 100);
+    limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 100, false);
 }
 
 /// The same for 1,000 hand-overs (about a minute): CI runs it (.ci/run).
 #[test]
 #[ignore = "about a minute: run by CI, or with --ignored"]
 fn a_client_racing_its_slot_memory_a_thousand_times_cannot_end_the_worker() {
-    limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 1000);
+    limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 1000, false);
+}
+
+/// With the lie lavapipe refuses itself (a mapping too short for the allocation):
+/// its own refusal frees by the header the client may have changed again, inside
+/// vkAllocateMemory. Open (issue 47): fails about once in 600 attempts, so it is
+/// not in CI.
+#[test]
+#[ignore = "fails: lavapipe's own refusal of an import reads the client's header again (issue 47, open)"]
+fn a_client_racing_a_mapping_lavapipe_refuses_itself_cannot_end_the_worker() {
+    limits::a_client_racing_its_slot_memory_cannot_end_the_worker("cpu", 1000, true);
 }
 
 /// 15 bursts of 60 clients (about a minute): CI runs it (.ci/run).

