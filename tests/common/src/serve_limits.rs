@@ -480,8 +480,8 @@ pub fn memory_files_shorter_than_the_driver_maps_are_refused(backend: &str) {
 /// lavapipe refuses itself: its refusal frees the mapping by the header as it
 /// reads it *then* (Mesa's `os_free_fd`), inside `vkAllocateMemory`, before the
 /// worker can step in, so a second flip in those microseconds unmaps past the
-/// mapping and the worker faults later. That window is open (issue 47): about
-/// once in 600 attempts on CI's machine.
+/// mapping and the worker faults later. That window is open (issue 47): with
+/// this lie the worker died once in CI (attempt 587 of 1,000).
 pub fn a_client_racing_its_slot_memory_cannot_end_the_worker(backend: &str, attempts: u64, too_short: bool) {
     use std::os::unix::fs::FileExt as _;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
