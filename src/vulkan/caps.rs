@@ -93,6 +93,22 @@ fn check_features(device: &Device, what: &str, features: vk::ExternalMemoryFeatu
     Ok(ExternalSupport { features })
 }
 
+/// Host memory (a memory file the library maps: host_file.rs) must be importable for `what`.
+#[cfg(target_os = "linux")]
+fn check_host_import(device: &Device, what: &str, features: vk::ExternalMemoryFeatureFlags) -> Result<()> {
+    if features.contains(vk::ExternalMemoryFeatureFlags::IMPORTABLE) {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        device: device.info().name.clone(),
+        what: format!(
+            "importing {what} from a memory file as host memory (driver reports: {})",
+            conv::external_features(features)
+        ),
+        remedy: "use another format or usage".into(),
+    })
+}
+
 fn need_memory_fd(device: &Device) -> Result<()> {
     if device.can_share_memory() {
         return Ok(());
@@ -120,7 +136,26 @@ pub(crate) fn check_image_size(device: &Device, width: u32, height: u32) -> Resu
 /// (`OPAQUE_WIN32` on Windows).
 pub(crate) fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<ExternalSupport> {
     need_memory_fd(device)?;
-    let mut external_info = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(MEMORY_HANDLE);
+    let (what, features) = image_external_features(device, desc, MEMORY_HANDLE)?;
+    check_features(device, &what, features)
+}
+
+/// Checks that images like `desc` can be bound to host memory (a memory file the library maps: host_file.rs).
+#[cfg(target_os = "linux")]
+pub(crate) fn image_host_import_support(device: &Device, desc: &ImageDesc) -> Result<()> {
+    let (what, features) =
+        image_external_features(device, desc, vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT)?;
+    check_host_import(device, &what, features)
+}
+
+/// What the driver says about images like `desc` with external memory of `handle_type`:
+/// the images named, and the features.
+fn image_external_features(
+    device: &Device,
+    desc: &ImageDesc,
+    handle_type: vk::ExternalMemoryHandleTypeFlags,
+) -> Result<(String, vk::ExternalMemoryFeatureFlags)> {
+    let mut external_info = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(handle_type);
     let info = vk::PhysicalDeviceImageFormatInfo2::default()
         .format(desc.format)
         .ty(vk::ImageType::TYPE_2D)
@@ -158,24 +193,36 @@ pub(crate) fn image_export_support(device: &Device, desc: &ImageDesc) -> Result<
             max.height
         )));
     }
-    check_features(device, &what, external_props.external_memory_properties.external_memory_features)
+    Ok((what, external_props.external_memory_properties.external_memory_features))
 }
 
 /// Checks that a buffer with this usage can be exported and imported as `OPAQUE_FD`
 /// (`OPAQUE_WIN32` on Windows).
 pub(crate) fn buffer_export_support(device: &Device, usage: vk::BufferUsageFlags) -> Result<ExternalSupport> {
     need_memory_fd(device)?;
-    let info = vk::PhysicalDeviceExternalBufferInfo::default().usage(usage).handle_type(MEMORY_HANDLE);
+    let features = buffer_external_features(device, usage, MEMORY_HANDLE);
+    check_features(device, &format!("buffers with usage {usage:?}"), features)
+}
+
+/// Checks that buffers of `usage` can be bound to host memory (a memory file the library maps: host_file.rs).
+#[cfg(target_os = "linux")]
+pub(crate) fn buffer_host_import_support(device: &Device, usage: vk::BufferUsageFlags) -> Result<()> {
+    let features = buffer_external_features(device, usage, vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT);
+    check_host_import(device, &format!("buffers with usage {usage:?}"), features)
+}
+
+fn buffer_external_features(
+    device: &Device,
+    usage: vk::BufferUsageFlags,
+    handle_type: vk::ExternalMemoryHandleTypeFlags,
+) -> vk::ExternalMemoryFeatureFlags {
+    let info = vk::PhysicalDeviceExternalBufferInfo::default().usage(usage).handle_type(handle_type);
     let mut props = vk::ExternalBufferProperties::default();
     // SAFETY: the physical device belongs to the instance.
     unsafe {
         device.instance().raw().get_physical_device_external_buffer_properties(device.physical(), &info, &mut props)
     };
-    check_features(
-        device,
-        &format!("buffers with usage {usage:?}"),
-        props.external_memory_properties.external_memory_features,
-    )
+    props.external_memory_properties.external_memory_features
 }
 
 /// Checks that timeline semaphores can be exported and imported as `OPAQUE_FD`

@@ -11,6 +11,13 @@ use crate::vulkan::adapter::{self, AdapterInfo, DeviceSelector, OPTIONAL_EXTENSI
 use crate::vulkan::external::{MemoryLoader, SemaphoreLoader};
 use crate::vulkan::instance::Instance;
 
+/// Whether the physical device has a device extension.
+fn has_extension(instance: &Instance, physical: vk::PhysicalDevice, name: &CStr) -> bool {
+    // SAFETY: physical comes from this instance.
+    unsafe { instance.raw().enumerate_device_extension_properties(physical) }
+        .is_ok_and(|list| list.iter().any(|e| e.extension_name_as_c_str() == Ok(name)))
+}
+
 /// How long a blocking one-shot submission may take before it is an error.
 const ONE_SHOT_TIMEOUT_NS: u64 = 30_000_000_000;
 
@@ -50,6 +57,10 @@ pub struct Device {
     pub(crate) memory_ext: Option<MemoryLoader>,
     /// The external semaphore extension's functions, where enabled.
     pub(crate) semaphore_ext: Option<SemaphoreLoader>,
+    /// `VK_EXT_external_memory_host`'s functions and `minImportedHostPointerAlignment`, where enabled
+    /// (imports of memory files: `host_file.rs`, Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) host_memory_ext: Option<(ash::ext::external_memory_host::Device, u64)>,
     raw: ash::Device,
     queues: Vec<Queue>,
     queue_family: u32,
@@ -106,6 +117,12 @@ impl Device {
         if info.external_semaphore_fd {
             extensions.extend(OPTIONAL_EXTENSIONS);
         }
+        // Memory files (Mesa's exports) are imported as host memory the library maps itself (host_file.rs).
+        let host_memory =
+            cfg!(target_os = "linux") && has_extension(instance, physical, ash::ext::external_memory_host::NAME);
+        if host_memory {
+            extensions.push(ash::ext::external_memory_host::NAME);
+        }
         let ext_ptrs: Vec<*const i8> = extensions.iter().map(|e| e.as_ptr()).collect();
         // Two queues where the family has them: the pipeline's post passes wait for
         // CUDA, and on a second queue they do not hold back the next frame's pre pass.
@@ -124,7 +141,7 @@ impl Device {
             // SAFETY: the family and these indices were requested in `create`.
             .map(|i| Queue { raw: unsafe { raw.get_device_queue(queue_family, i) }, lock: Arc::default() })
             .collect();
-        let exts = (true, info.external_semaphore_fd);
+        let exts = (true, info.external_semaphore_fd, host_memory);
         Self::finish(instance, physical, info, raw, queue_family, queues, exts, true)
     }
 
@@ -171,7 +188,7 @@ impl Device {
         let lock = lock.unwrap_or_default();
         let mut queues = vec![Queue { raw: device.queue, lock: Arc::clone(&lock) }];
         queues.extend(device.post_queue.map(|raw| Queue { raw, lock }));
-        let exts = (device.external_memory_fd, device.external_semaphore_fd);
+        let exts = (device.external_memory_fd, device.external_semaphore_fd, false);
         Self::finish(instance, device.physical, info, raw, device.queue_family, queues, exts, false)
     }
 
@@ -183,7 +200,7 @@ impl Device {
         raw: ash::Device,
         queue_family: u32,
         queues: Vec<Queue>,
-        (external_memory_fd, external_semaphore_fd): (bool, bool),
+        (external_memory_fd, external_semaphore_fd, host_memory): (bool, bool, bool),
         owned: bool,
     ) -> Result<Arc<Self>> {
         let raw_instance = instance.raw();
@@ -199,11 +216,19 @@ impl Device {
         // SAFETY: physical comes from this instance.
         let memory_properties = unsafe { raw_instance.get_physical_device_memory_properties(physical) };
         let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
         let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maintenance3);
+        if host_memory {
+            props2 = props2.push_next(&mut host_props);
+        }
         // SAFETY: physical comes from this instance; the chain lives until the call returns.
         unsafe { raw_instance.get_physical_device_properties2(physical, &mut props2) };
         let limits = props2.properties.limits;
         let max_allocation = maintenance3.max_memory_allocation_size;
+        let host_memory_ext = host_memory.then(|| {
+            let ext = ash::ext::external_memory_host::Device::new(raw_instance, &raw);
+            (ext, host_props.min_imported_host_pointer_alignment)
+        });
         // SAFETY: physical comes from this instance.
         let families = unsafe { raw_instance.get_physical_device_queue_family_properties(physical) };
         let timestamps = limits.timestamp_period > 0.0
@@ -234,6 +259,7 @@ impl Device {
             one_shot: Mutex::new(OneShot { pool, fence }),
             memory_ext,
             semaphore_ext,
+            host_memory_ext,
             raw,
             queues,
             queue_family,

@@ -45,7 +45,38 @@ enum Source {
     Plain,
     Export,
     Import(ExportedMemory),
+    /// A memory file, mapped by the library and imported as host memory (host_file.rs).
+    #[cfg(target_os = "linux")]
+    HostFile(HostFile, AllocationInfo),
 }
+
+impl Source {
+    /// An import: through the driver, or, for a memory file on a device that imports host
+    /// memory, through the library's own mapping of it (host_file.rs; the descriptor is closed).
+    fn import(device: &Device, memory: ExportedMemory) -> Result<Self> {
+        #[cfg(target_os = "linux")]
+        if let Some((_, alignment)) = &device.host_memory_ext
+            && crate::vulkan::host_file::is_memory_file(std::os::fd::AsFd::as_fd(&memory.handle))
+        {
+            let file = HostFile::map(std::os::fd::AsFd::as_fd(&memory.handle), memory.info.size, *alignment)?;
+            return Ok(Source::HostFile(file, memory.info));
+        }
+        let _ = device;
+        Ok(Source::Import(memory))
+    }
+
+    /// The external handle type the resource is created for.
+    fn handle_type(&self) -> vk::ExternalMemoryHandleTypeFlags {
+        match self {
+            #[cfg(target_os = "linux")]
+            Source::HostFile(..) => vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT,
+            _ => HANDLE,
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+use crate::vulkan::host_file::HostFile;
 
 fn allocate(
     device: &Device,
@@ -55,6 +86,11 @@ fn allocate(
     flags: vk::MemoryPropertyFlags,
     source: Source,
 ) -> Result<(Memory, AllocationInfo)> {
+    #[cfg(target_os = "linux")]
+    let source = match source {
+        Source::HostFile(file, info) => return allocate_host_file(device, req, file, info),
+        source => source,
+    };
     let (size, type_index, dedicated_on) = match &source {
         Source::Import(m) => (m.info.size, m.info.memory_type_index, m.info.dedicated),
         _ => {
@@ -105,17 +141,11 @@ fn allocate(
         _ => external::ImportMemoryInfo::default(),
     };
     match &source {
-        Source::Plain => {}
         Source::Export => info = info.push_next(&mut export),
         Source::Import(_) => info = info.push_next(&mut import),
+        _ => {}
     }
     let importing = matches!(source, Source::Import(_));
-    // A memory file, kept to check the driver's host mapping of it once imported.
-    #[cfg(target_os = "linux")]
-    let file = match &source {
-        Source::Import(m) => crate::vulkan::mapped_file::MemoryFile::of(&m.handle),
-        _ => None,
-    };
     // SAFETY: info and its chain are valid for the call; on success an imported fd belongs to Vulkan.
     let memory = unsafe { device.raw().allocate_memory(&info, None) }.map_err(|result| match result {
         // An import allocates nothing new: a refusal means the descriptor or its description is wrong
@@ -135,97 +165,91 @@ fn allocate(
         // handle is closed (VK_KHR_external_memory_win32 takes a reference of its own).
         handle::imported(m.handle);
     }
-    #[cfg(target_os = "linux")]
-    let file = match file {
-        Some(file) => check_host_mapping(device, memory, size, type_index, &file)?,
-        None => None,
-    };
-    #[cfg(not(target_os = "linux"))]
-    let file = None;
-    Ok((Memory { raw: memory, file }, AllocationInfo { size, memory_type_index: type_index, dedicated: dedicated_on }))
+    Ok((Memory::new(memory), AllocationInfo { size, memory_type_index: type_index, dedicated: dedicated_on }))
 }
 
-/// Where the driver maps imported memory on the host, checks that the mapping lies
-/// within the memory file it came from (mapped_file.rs): mapped, looked up, unmapped,
-/// and never touched. The mapping, to free it safely; a refused import is undone
-/// without the driver reading the file's header again.
+/// Imports the library's own mapping of a memory file as host memory
+/// (`VK_EXT_external_memory_host`), of the memory type the exporter named; the
+/// resource is bound at the data's offset in it.
 #[cfg(target_os = "linux")]
-fn check_host_mapping(
+fn allocate_host_file(
     device: &Device,
-    memory: vk::DeviceMemory,
-    size: u64,
-    type_index: u32,
-    file: &crate::vulkan::mapped_file::MemoryFile,
-) -> Result<Option<FileMapping>> {
-    if !device.memory_type_flags(type_index).contains(vk::MemoryPropertyFlags::HOST_VISIBLE) {
-        return Ok(None);
-    }
-    // SAFETY: a live, host-visible allocation, not mapped yet; the pointer is only compared.
-    let ptr = match unsafe { device.raw().map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) } {
-        Ok(p) => p,
-        Err(result) => {
-            // SAFETY: unused, and never mapped.
-            unsafe { device.raw().free_memory(memory, None) };
-            return Err(Error::Vulkan { call: "vkMapMemory", result });
-        }
+    req: vk::MemoryRequirements,
+    file: HostFile,
+    info: AllocationInfo,
+) -> Result<(Memory, AllocationInfo)> {
+    let refuse = |why: String| Err(Error::InvalidArgument(format!("the imported memory file is refused: {why}")));
+    let Some((ext, _)) = &device.host_memory_ext else {
+        return Err(Error::internal("a memory file imported without VK_EXT_external_memory_host"));
     };
-    let checked = file.check_mapping(ptr as *const u8, size);
-    // SAFETY: mapped just above.
-    unsafe { device.raw().unmap_memory(memory) };
-    match checked {
-        Ok(mapping) => Ok(Some(mapping)),
-        Err(refused) => {
-            match refused.mapping {
-                // SAFETY: nothing used the memory; its mapping is disarmed, then the driver frees it.
-                Some(m) if m.disarmable() => unsafe {
-                    m.disarm();
-                    device.raw().free_memory(memory, None);
-                },
-                // The driver's free would read a header that is not there: the mapping goes, and the
-                // allocation's small record stays with the device, unfreed.
-                // SAFETY: nothing used the memory, and it is never freed.
-                Some(m) => unsafe { m.unmap() },
-                None => {}
-            }
-            Err(Error::InvalidArgument(format!("the imported memory is refused: {}", refused.why)))
-        }
+    let handle_type = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+    let mut props = vk::MemoryHostPointerPropertiesEXT::default();
+    // SAFETY: the extension is enabled on this device; the pointer is the start of a live mapping.
+    let r = unsafe {
+        (ext.fp().get_memory_host_pointer_properties_ext)(device.raw().handle(), handle_type, file.ptr(), &mut props)
+    };
+    if r != vk::Result::SUCCESS {
+        return Err(Error::Vulkan { call: "vkGetMemoryHostPointerPropertiesEXT", result: r });
     }
+    let index = info.memory_type_index;
+    if index >= device.memory_type_count() || props.memory_type_bits & req.memory_type_bits & (1 << index) == 0 {
+        return refuse(format!(
+            "its description names memory type {index}, but \"{}\" imports it as types {:#b} and the resource \
+             allows {:#b}: describe the memory type the exporter allocated, on the same physical device",
+            device.info().name,
+            props.memory_type_bits,
+            req.memory_type_bits
+        ));
+    }
+    if info.size < req.size {
+        return refuse(format!(
+            "its allocation of {} bytes is smaller than the {} bytes the described resource needs",
+            info.size, req.size
+        ));
+    }
+    if !file.data_offset().is_multiple_of(req.alignment.max(1)) {
+        return refuse(format!(
+            "its data starts at offset {}, not a multiple of the {} bytes the resource must be aligned to",
+            file.data_offset(),
+            req.alignment
+        ));
+    }
+    let mut import = vk::ImportMemoryHostPointerInfoEXT::default().handle_type(handle_type).host_pointer(file.ptr());
+    let alloc =
+        vk::MemoryAllocateInfo::default().allocation_size(file.len()).memory_type_index(index).push_next(&mut import);
+    // SAFETY: the chain is valid for the call; the mapping outlives the allocation (Memory frees it first).
+    let raw = unsafe { device.raw().allocate_memory(&alloc, None) }.call("vkAllocateMemory")?;
+    let offset = file.data_offset();
+    Ok((Memory { raw, offset, _mapping: Some(file) }, AllocationInfo { dedicated: false, ..info }))
 }
 
-#[cfg(target_os = "linux")]
-use crate::vulkan::mapped_file::FileMapping;
-
-/// Elsewhere no imported memory is a file this process maps.
-#[cfg(not(target_os = "linux"))]
-#[derive(Debug)]
-struct FileMapping;
-
-#[cfg(not(target_os = "linux"))]
-impl FileMapping {
-    unsafe fn disarm(&self) {}
-}
-
-/// A `VkDeviceMemory`, and the driver's host mapping of the memory file it was
-/// imported from (made safe to free: mapped_file.rs).
+/// A `VkDeviceMemory`, where a resource's data starts in it, and the library's
+/// own mapping of the memory file it was imported from (host_file.rs).
 #[derive(Debug)]
 struct Memory {
     raw: vk::DeviceMemory,
-    file: Option<FileMapping>,
+    /// Where resources are bound: 0, or the data's offset in a memory file.
+    offset: u64,
+    /// Unmapped when this value drops, after [`free`](Self::free).
+    #[cfg(target_os = "linux")]
+    _mapping: Option<HostFile>,
 }
 
 impl Memory {
-    /// Frees it.
+    fn new(raw: vk::DeviceMemory) -> Self {
+        Memory {
+            raw,
+            offset: 0,
+            #[cfg(target_os = "linux")]
+            _mapping: None,
+        }
+    }
+
+    /// Frees it (a memory file's mapping goes when this value drops).
     ///
     /// # Safety
     /// Nothing may use it (no resource bound to it is used, nor its mapping), and it is freed once.
     unsafe fn free(&self, device: &Device) {
-        // Frees of memory files wait for an import of one to be checked (mapped_file.rs).
-        #[cfg(target_os = "linux")]
-        let _lock = self.file.as_ref().map(|_| crate::vulkan::mapped_file::lock());
-        if let Some(file) = &self.file {
-            // SAFETY: the caller's promise; the free follows.
-            unsafe { file.disarm() };
-        }
         // SAFETY: the caller's promise.
         unsafe { device.raw().free_memory(self.raw, None) };
     }
@@ -288,24 +312,33 @@ impl Image {
     /// On success the descriptor belongs to the image; on failure it is closed.
     pub(crate) fn import(device: &Arc<Device>, desc: ImageDesc, memory: ExportedMemory) -> Result<Self> {
         caps::check_image_size(device, desc.width, desc.height)?;
-        let support = image_export_support(device, &desc)?;
-        if support.dedicated_only() && !memory.info.dedicated {
-            return Err(Error::InvalidArgument(format!(
-                "\"{}\" shares {:?} images only as dedicated allocations, but the memory is described as not \
-                 dedicated",
-                device.info().name,
-                desc.format
-            )));
+        let source = Source::import(device, memory)?;
+        match &source {
+            Source::Import(memory) => {
+                let support = image_export_support(device, &desc)?;
+                if support.dedicated_only() && !memory.info.dedicated {
+                    return Err(Error::InvalidArgument(format!(
+                        "\"{}\" shares {:?} images only as dedicated allocations, but the memory is described as \
+                         not dedicated",
+                        device.info().name,
+                        desc.format
+                    )));
+                }
+            }
+            #[cfg(target_os = "linux")]
+            Source::HostFile(..) => caps::image_host_import_support(device, &desc)?,
+            _ => {}
         }
-        Self::create(device, desc, Source::Import(memory), false)
+        Self::create(device, desc, source, false)
     }
 
     fn create(device: &Arc<Device>, desc: ImageDesc, source: Source, dedicated_only: bool) -> Result<Self> {
         caps::texel_bytes(desc.format)?;
         caps::check_image_size(device, desc.width, desc.height)?;
-        let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE);
+        let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(source.handle_type());
         let mut info = desc.create_info();
         let shared = !matches!(source, Source::Plain);
+        let exportable = matches!(source, Source::Export | Source::Import(_));
         if shared {
             info = info.push_next(&mut external);
         }
@@ -325,7 +358,7 @@ impl Image {
             allocate(device, req, wanted, Dedicated::Image(raw), vk::MemoryPropertyFlags::DEVICE_LOCAL, source)
                 .and_then(|(memory, allocation)| {
                     // SAFETY: memory fits the image's requirements (checked in allocate).
-                    match unsafe { device.raw().bind_image_memory(raw, memory.raw, 0) } {
+                    match unsafe { device.raw().bind_image_memory(raw, memory.raw, memory.offset) } {
                         Ok(()) => Ok((memory, allocation)),
                         Err(result) => {
                             // SAFETY: memory is unused.
@@ -336,7 +369,7 @@ impl Image {
                 });
         match allocated {
             Ok((memory, allocation)) => {
-                Ok(Self { raw, memory, desc, allocation, exportable: shared, device: Arc::clone(device) })
+                Ok(Self { raw, memory, desc, allocation, exportable, device: Arc::clone(device) })
             }
             Err(e) => {
                 // SAFETY: the image has no memory bound and is unused.
@@ -439,20 +472,30 @@ impl Buffer {
         usage: vk::BufferUsageFlags,
         exported: ExportedMemory,
     ) -> Result<Self> {
-        let support = buffer_export_support(device, usage)?;
-        if support.dedicated_only() && !exported.info.dedicated {
-            return Err(Error::InvalidArgument(format!(
-                "\"{}\" shares buffers only as dedicated allocations, but the memory is described as not dedicated",
-                device.info().name
-            )));
+        let info = exported.info;
+        let source = Source::import(device, exported)?;
+        match &source {
+            Source::Import(exported) => {
+                let support = buffer_export_support(device, usage)?;
+                if support.dedicated_only() && !exported.info.dedicated {
+                    return Err(Error::InvalidArgument(format!(
+                        "\"{}\" shares buffers only as dedicated allocations, but the memory is described as not \
+                         dedicated",
+                        device.info().name
+                    )));
+                }
+            }
+            #[cfg(target_os = "linux")]
+            Source::HostFile(..) => caps::buffer_host_import_support(device, usage)?,
+            _ => {}
         }
-        let flags = device.memory_type_flags(exported.info.memory_type_index);
+        let flags = device.memory_type_flags(info.memory_type_index);
         let memory = if flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT) {
             BufferMemory::HostVisible
         } else {
             BufferMemory::DeviceLocal
         };
-        Self::create(device, len, usage, memory, Source::Import(exported), false)
+        Self::create(device, len, usage, memory, source, false)
     }
 
     fn create(
@@ -474,7 +517,8 @@ impl Buffer {
             });
         }
         let shared = !matches!(source, Source::Plain);
-        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(HANDLE);
+        let exportable = matches!(source, Source::Export | Source::Import(_));
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(source.handle_type());
         let mut info = vk::BufferCreateInfo::default().size(len).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         if shared {
             info = info.push_next(&mut external);
@@ -501,11 +545,19 @@ impl Buffer {
             allocate(device, req, wanted, Dedicated::Buffer(raw), flags, source).and_then(|(memory, allocation)| {
                 let bound = (|| {
                     // SAFETY: memory fits the buffer's requirements.
-                    unsafe { device.raw().bind_buffer_memory(raw, memory.raw, 0) }.call("vkBindBufferMemory")?;
+                    unsafe { device.raw().bind_buffer_memory(raw, memory.raw, memory.offset) }
+                        .call("vkBindBufferMemory")?;
                     let mapped = if kind != BufferMemory::DeviceLocal {
                         // SAFETY: the memory is host-visible and not mapped yet.
-                        unsafe { device.raw().map_memory(memory.raw, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
-                            .call("vkMapMemory")? as *mut u8
+                        unsafe {
+                            device.raw().map_memory(
+                                memory.raw,
+                                memory.offset,
+                                vk::WHOLE_SIZE,
+                                vk::MemoryMapFlags::empty(),
+                            )
+                        }
+                        .call("vkMapMemory")? as *mut u8
                     } else {
                         std::ptr::null_mut()
                     };
@@ -522,7 +574,7 @@ impl Buffer {
             });
         match result {
             Ok((memory, allocation, mapped)) => {
-                Ok(Self { raw, memory, mapped, len, usage, allocation, exportable: shared, device: Arc::clone(device) })
+                Ok(Self { raw, memory, mapped, len, usage, allocation, exportable, device: Arc::clone(device) })
             }
             Err(e) => {
                 // SAFETY: the buffer is unused.

@@ -10,9 +10,9 @@ pub(crate) mod compute;
 pub(crate) mod conv;
 pub(crate) mod device;
 pub(crate) mod external;
-pub(crate) mod instance;
 #[cfg(target_os = "linux")]
-pub(crate) mod mapped_file;
+pub(crate) mod host_file;
+pub(crate) mod instance;
 pub(crate) mod memory;
 pub(crate) mod pattern;
 pub(crate) mod query;

@@ -40,8 +40,9 @@ impl Driver {
 ///   allows it, and then measured again. A file its owner can still cut is
 ///   refused.
 ///
-/// The header can still change after this read; the library checks the mapping
-/// the driver made against the file after the import (its `mapped_file.rs`).
+/// The header can still change after this read: the library maps the file itself
+/// and reads the data's offset once, and the driver never sees the file (its
+/// `vulkan/host_file.rs`).
 pub(crate) fn check(fd: &OwnedFd, allocation: u64, driver: Driver) -> Result<(), (ErrorCode, String)> {
     if file_len(fd).is_none() {
         return Ok(());
