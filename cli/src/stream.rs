@@ -107,8 +107,6 @@ fn open_input(path: &Path) -> anyhow::Result<Box<dyn Read + Send>> {
     Ok(Box::new(file))
 }
 
-/// The output, and where it is a pipe or FIFO, its descriptor and capacity (frames are
-/// spliced into it).
 /// The output: its file, the pipe's descriptor and capacity where it is a pipe, and
 /// the path of a regular file this run created (removed if the set-up fails).
 struct Output {

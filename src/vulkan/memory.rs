@@ -106,26 +106,7 @@ fn allocate(
         }
     };
     if let Source::Import(m) = &source {
-        if type_index >= device.memory_type_count() {
-            return Err(Error::InvalidArgument(format!(
-                "imported memory names memory type {type_index}, but \"{}\" has {} memory types",
-                device.info().name,
-                device.memory_type_count()
-            )));
-        }
-        if req.memory_type_bits & (1 << type_index) == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "imported memory of type {type_index} cannot back this resource (allowed types {:#b}): \
-                 describe the same resource the exporter allocated, on the same physical device",
-                req.memory_type_bits
-            )));
-        }
-        if m.info.size < req.size {
-            return Err(Error::InvalidArgument(format!(
-                "imported memory of {} bytes is smaller than the {} bytes the described resource needs",
-                m.info.size, req.size
-            )));
-        }
+        check_import(device, req, &m.info)?;
     }
     let mut info = vk::MemoryAllocateInfo::default().allocation_size(size).memory_type_index(type_index);
     let mut dedicated_info = match dedicated {
@@ -168,6 +149,33 @@ fn allocate(
     Ok((Memory::new(memory), AllocationInfo { size, memory_type_index: type_index, dedicated: dedicated_on }))
 }
 
+/// Checks an imported allocation's description against the resource it is to back: a
+/// memory type the device has and the resource allows, and enough bytes.
+fn check_import(device: &Device, req: vk::MemoryRequirements, info: &AllocationInfo) -> Result<()> {
+    let type_index = info.memory_type_index;
+    if type_index >= device.memory_type_count() {
+        return Err(Error::InvalidArgument(format!(
+            "imported memory names memory type {type_index}, but \"{}\" has {} memory types",
+            device.info().name,
+            device.memory_type_count()
+        )));
+    }
+    if req.memory_type_bits & (1 << type_index) == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "imported memory of type {type_index} cannot back this resource (allowed types {:#b}): \
+             describe the same resource the exporter allocated, on the same physical device",
+            req.memory_type_bits
+        )));
+    }
+    if info.size < req.size {
+        return Err(Error::InvalidArgument(format!(
+            "imported memory of {} bytes is smaller than the {} bytes the described resource needs",
+            info.size, req.size
+        )));
+    }
+    Ok(())
+}
+
 /// Imports the library's own mapping of a memory file as host memory
 /// (`VK_EXT_external_memory_host`), of the memory type the exporter named; the
 /// resource is bound at the data's offset in it.
@@ -191,20 +199,13 @@ fn allocate_host_file(
     if r != vk::Result::SUCCESS {
         return Err(Error::Vulkan { call: "vkGetMemoryHostPointerPropertiesEXT", result: r });
     }
+    check_import(device, req, &info)?;
     let index = info.memory_type_index;
-    if index >= device.memory_type_count() || props.memory_type_bits & req.memory_type_bits & (1 << index) == 0 {
+    if props.memory_type_bits & (1 << index) == 0 {
         return refuse(format!(
-            "its description names memory type {index}, but \"{}\" imports it as types {:#b} and the resource \
-             allows {:#b}: describe the memory type the exporter allocated, on the same physical device",
+            "its description names memory type {index}, but \"{}\" imports host memory as types {:#b}",
             device.info().name,
-            props.memory_type_bits,
-            req.memory_type_bits
-        ));
-    }
-    if info.size < req.size {
-        return refuse(format!(
-            "its allocation of {} bytes is smaller than the {} bytes the described resource needs",
-            info.size, req.size
+            props.memory_type_bits
         ));
     }
     if !file.data_offset().is_multiple_of(req.alignment.max(1)) {
@@ -219,8 +220,7 @@ fn allocate_host_file(
         vk::MemoryAllocateInfo::default().allocation_size(file.len()).memory_type_index(index).push_next(&mut import);
     // SAFETY: the chain is valid for the call; the mapping outlives the allocation (Memory frees it first).
     let raw = unsafe { device.raw().allocate_memory(&alloc, None) }.call("vkAllocateMemory")?;
-    let offset = file.data_offset();
-    Ok((Memory { raw, offset, _mapping: Some(file) }, AllocationInfo { dedicated: false, ..info }))
+    Ok((Memory { raw, mapping: Some(file) }, AllocationInfo { dedicated: false, ..info }))
 }
 
 /// A `VkDeviceMemory`, where a resource's data starts in it, and the library's
@@ -228,21 +228,27 @@ fn allocate_host_file(
 #[derive(Debug)]
 struct Memory {
     raw: vk::DeviceMemory,
-    /// Where resources are bound: 0, or the data's offset in a memory file.
-    offset: u64,
     /// Unmapped when this value drops, after [`free`](Self::free).
     #[cfg(target_os = "linux")]
-    _mapping: Option<HostFile>,
+    mapping: Option<HostFile>,
 }
 
 impl Memory {
     fn new(raw: vk::DeviceMemory) -> Self {
         Memory {
             raw,
-            offset: 0,
             #[cfg(target_os = "linux")]
-            _mapping: None,
+            mapping: None,
         }
+    }
+
+    /// Where resources are bound: 0, or the data's offset in a memory file.
+    fn offset(&self) -> u64 {
+        #[cfg(target_os = "linux")]
+        if let Some(file) = &self.mapping {
+            return file.data_offset();
+        }
+        0
     }
 
     /// Frees it (a memory file's mapping goes when this value drops).
@@ -358,7 +364,7 @@ impl Image {
             allocate(device, req, wanted, Dedicated::Image(raw), vk::MemoryPropertyFlags::DEVICE_LOCAL, source)
                 .and_then(|(memory, allocation)| {
                     // SAFETY: memory fits the image's requirements (checked in allocate).
-                    match unsafe { device.raw().bind_image_memory(raw, memory.raw, memory.offset) } {
+                    match unsafe { device.raw().bind_image_memory(raw, memory.raw, memory.offset()) } {
                         Ok(()) => Ok((memory, allocation)),
                         Err(result) => {
                             // SAFETY: memory is unused.
@@ -545,14 +551,14 @@ impl Buffer {
             allocate(device, req, wanted, Dedicated::Buffer(raw), flags, source).and_then(|(memory, allocation)| {
                 let bound = (|| {
                     // SAFETY: memory fits the buffer's requirements.
-                    unsafe { device.raw().bind_buffer_memory(raw, memory.raw, memory.offset) }
+                    unsafe { device.raw().bind_buffer_memory(raw, memory.raw, memory.offset()) }
                         .call("vkBindBufferMemory")?;
                     let mapped = if kind != BufferMemory::DeviceLocal {
                         // SAFETY: the memory is host-visible and not mapped yet.
                         unsafe {
                             device.raw().map_memory(
                                 memory.raw,
-                                memory.offset,
+                                memory.offset(),
                                 vk::WHOLE_SIZE,
                                 vk::MemoryMapFlags::empty(),
                             )
