@@ -18,7 +18,7 @@ pub(crate) use crate::cuda::{CudaDevice, MappedBuffer, SurfaceFormat};
 use crate::error::{Error, Result};
 use crate::handle::{self, ExternalHandle};
 use crate::onnx::Placement;
-use crate::vulkan::{Buffer, BufferMemory, Device, ExportedMemory, TimelineSemaphore};
+use crate::vulkan::{Allocation, Buffer, BufferMemory, Device, ExportedMemory, TimelineSemaphore};
 
 /// A Vulkan timeline semaphore and, on the CUDA backend, its CUDA import.
 pub(crate) struct SharedTimeline {
@@ -190,12 +190,22 @@ pub(crate) fn tensor_memory(cuda: Option<&MappedBuffer>, host: Option<&Buffer>) 
     }
 }
 
+/// Memory the caller exported, imported once: into the context's Vulkan device, and,
+/// where the CUDA passes can reach it, into CUDA, mapped whole.
+pub(crate) struct SharedAllocation {
+    pub(crate) cuda: Option<MappedBuffer>,
+    pub(crate) vulkan: Arc<Allocation>,
+}
+
 /// How the CUDA passes reach a registration's memory.
 pub(crate) enum CudaAccess {
     /// An image's memory mapped as a CUDA array, through a surface object.
     Surface(cuda::Surface),
     /// A linear buffer's memory as a device pointer, and its row pitch in bytes.
     Buffer { mapped: MappedBuffer, pitch: u32 },
+    /// A planar frame's planes (R, G, B; one plane given three times) as device pointers
+    /// into imported memory, which `_memory` keeps mapped, and their row pitches in bytes.
+    Planes { ptrs: [u64; 3], pitches: [u32; 3], _memory: Vec<Arc<SharedAllocation>> },
 }
 
 /// A registration's memory as the CUDA passes see it (imported into CUDA once).
@@ -213,6 +223,17 @@ impl CudaView {
             CudaAccess::Buffer { mapped, pitch } => {
                 (mapped.ptr(), self.format as u32, cuda::Access::Buffer as u32, *pitch)
             }
+            CudaAccess::Planes { ptrs, pitches, .. } => {
+                (ptrs[0], self.format as u32, cuda::Access::Planes as u32, pitches[0])
+            }
+        }
+    }
+
+    /// Planes 1 and 2 of a planar frame, and their row pitches in bytes (zeros otherwise).
+    pub(crate) fn planes(&self) -> (u64, u64, u32, u32) {
+        match &self.access {
+            CudaAccess::Planes { ptrs, pitches, .. } => (ptrs[1], ptrs[2], pitches[1], pitches[2]),
+            _ => (0, 0, 0, 0),
         }
     }
 }

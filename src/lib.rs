@@ -145,10 +145,11 @@ pub use context::foreign::{
     BufferImport, CallerBuffer, CallerDevice, CallerImage, CallerMemory, DeviceIdentity, ImageImport, ImportError,
     MemoryImport, PixelLayout, SemaphoreImport,
 };
+pub use context::planes::{PLANE_FORMATS, PlanarFrame, Plane};
 pub use context::register::{
     AUX_INPUT_IMAGE_FORMATS, INPUT_FORMATS, INPUT_USAGE, OUTPUT_BUFFER_FORMATS, OUTPUT_IMAGE_FORMATS, OUTPUT_USAGE,
 };
-pub use context::registry::{InputId, OutputId, TimelineId};
+pub use context::registry::{InputId, MemoryId, OutputId, TimelineId};
 pub use context::setup::{BackendReport, StartupTimes, suitable_devices};
 pub use context::stream::{ChromaSiting, HostLayout, HostStream, Subsampling, YuvLayout, YuvMatrix, YuvRange};
 pub use context::sync::{ExportedTimelines, Frame, FrameStats, SignalPoint, Submitted, SyncMode, SyncPoint, Ticket};

@@ -347,6 +347,31 @@ impl Renderer {
     }
 
     /// A buffer; host-visible and mapped when `host`, exportable when asked.
+    /// An exportable, device-local buffer over an allocation of its own that is not
+    /// dedicated to it: a host's pooled block, into which a context places planes at offsets.
+    pub fn pool(&self, size: u64, usage: vk::BufferUsageFlags) -> Result<RBuffer> {
+        let mut external =
+            vk::ExternalMemoryBufferCreateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage).push_next(&mut external);
+        // SAFETY: info is valid.
+        let buffer = unsafe { self.device.create_buffer(&info, None) }.context("vkCreateBuffer")?;
+        // SAFETY: buffer is live.
+        let req = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+        let type_index = self.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)?;
+        let mut export =
+            vk::ExportMemoryAllocateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let alloc_info = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(type_index)
+            .push_next(&mut export);
+        // SAFETY: info is valid for the call.
+        let memory = unsafe { self.device.allocate_memory(&alloc_info, None) }.context("vkAllocateMemory")?;
+        // SAFETY: the memory fits the buffer.
+        unsafe { self.device.bind_buffer_memory(buffer, memory, 0) }?;
+        let alloc = Allocation { memory, size: req.size, type_index, dedicated: false };
+        Ok(RBuffer { buffer, alloc, size, usage, mapped: std::ptr::null_mut() })
+    }
+
     pub fn buffer(&self, size: u64, usage: vk::BufferUsageFlags, host: bool, exportable: bool) -> Result<RBuffer> {
         let mut external =
             vk::ExternalMemoryBufferCreateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);

@@ -91,7 +91,7 @@ impl NeuralFrameContext {
     /// Runs `import` on duplicates of the caller's descriptor: on success the
     /// original is closed (the context owns the memory now), on failure it goes
     /// back to the caller inside the error.
-    fn with_memory<T>(
+    pub(super) fn with_memory<T>(
         &mut self,
         memory: MemoryImport,
         import: impl FnOnce(&mut Self, &dyn Fn() -> Result<ExportedMemory>) -> Result<T>,

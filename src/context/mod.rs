@@ -21,6 +21,7 @@ pub(crate) mod frame;
 pub(crate) mod import;
 pub(crate) mod passes;
 pub(crate) mod plan;
+pub(crate) mod planes;
 pub(crate) mod record;
 pub(crate) mod register;
 pub(crate) mod registry;

@@ -35,6 +35,8 @@ pub(crate) enum Source {
     Image,
     /// A linear buffer.
     Buffer,
+    /// A planar frame: a buffer a plane.
+    Planes,
 }
 
 /// What the post pass writes.
@@ -46,6 +48,8 @@ pub(crate) enum Target {
     Image16,
     /// A linear buffer.
     Buffer,
+    /// A planar frame: a buffer a plane.
+    Planes,
 }
 
 /// One pipeline with its workgroup size.
@@ -102,8 +106,8 @@ impl LazyPass {
 /// pass per target. Each pipeline is built on first use.
 pub(crate) struct Passes {
     device: Arc<Device>,
-    pre: Vec<(Element, [LazyPass; 2])>,
-    post: Vec<(Element, [LazyPass; 3])>,
+    pre: Vec<(Element, [LazyPass; 3])>,
+    post: Vec<(Element, [LazyPass; 4])>,
 }
 
 /// The passes made for tensors of `element`.
@@ -119,6 +123,8 @@ const SB: vk::DescriptorType = vk::DescriptorType::STORAGE_BUFFER;
 const PRE_IMAGE_TYPES: [vk::DescriptorType; 3] = [vk::DescriptorType::SAMPLED_IMAGE, SB, SB];
 const BUFFER_TYPES: [vk::DescriptorType; 3] = [SB, SB, SB];
 const POST_IMAGE_TYPES: [vk::DescriptorType; 3] = [SB, SB, vk::DescriptorType::STORAGE_IMAGE];
+/// The planar passes: bindings 0 to 2 as a buffer's, then planes 1 and 2.
+const PLANES_TYPES: [vk::DescriptorType; 5] = [SB, SB, SB, SB, SB];
 
 fn suffix(element: Element) -> &'static str {
     match element {
@@ -133,7 +139,7 @@ impl Passes {
     /// entry points checked now, their pipelines built on first use).
     pub(crate) fn new(device: &Arc<Device>, inputs: &[Element], outputs: &[Element]) -> Result<Self> {
         let (pre_size, post_size) = (PreParams::SIZE, PostParams::SIZE);
-        let mut pre: Vec<(Element, [LazyPass; 2])> = Vec::new();
+        let mut pre: Vec<(Element, [LazyPass; 3])> = Vec::new();
         for &e in inputs {
             if pre.iter().any(|(k, _)| *k == e) {
                 continue;
@@ -144,10 +150,11 @@ impl Passes {
                 [
                     LazyPass::new(&PRE_IMAGE, &name, &PRE_IMAGE_TYPES, pre_size)?,
                     LazyPass::new(&PRE_BUFFER, &name, &BUFFER_TYPES, pre_size)?,
+                    LazyPass::new(&PRE_PLANES, &name, &PLANES_TYPES, pre_size)?,
                 ],
             ));
         }
-        let mut post: Vec<(Element, [LazyPass; 3])> = Vec::new();
+        let mut post: Vec<(Element, [LazyPass; 4])> = Vec::new();
         for &e in outputs {
             if post.iter().any(|(k, _)| *k == e) {
                 continue;
@@ -159,6 +166,7 @@ impl Passes {
                     LazyPass::new(&POST_IMAGE8, &name, &POST_IMAGE_TYPES, post_size)?,
                     LazyPass::new(&POST_IMAGE16, &name, &POST_IMAGE_TYPES, post_size)?,
                     LazyPass::new(&POST_BUFFER, &name, &BUFFER_TYPES, post_size)?,
+                    LazyPass::new(&POST_PLANES, &name, &PLANES_TYPES, post_size)?,
                 ],
             ));
         }
@@ -170,6 +178,7 @@ impl Passes {
         Ok(match source {
             Source::Image => &p[0],
             Source::Buffer => &p[1],
+            Source::Planes => &p[2],
         })
     }
 
@@ -179,6 +188,7 @@ impl Passes {
             Target::Image8 => &p[0],
             Target::Image16 => &p[1],
             Target::Buffer => &p[2],
+            Target::Planes => &p[3],
         })
     }
 

@@ -6,7 +6,7 @@
 use ash::vk;
 
 use crate::context::passes::{PostParams, PreParams, post_grid, pre_grid};
-use crate::context::registry::{Origin, Registration, Resource as Res};
+use crate::context::registry::{Origin, PlacedPlane, Registration, Resource as Res};
 use crate::context::slots::SlotTensors;
 use crate::context::tiles::Tile;
 use crate::error::{Error, Result};
@@ -71,19 +71,23 @@ fn handover(
     reg: &Registration,
     acquire: bool,
     (write, keep): (bool, bool),
-) -> (Option<vk::ImageMemoryBarrier<'static>>, Option<vk::BufferMemoryBarrier<'static>>) {
+) -> (Option<vk::ImageMemoryBarrier<'static>>, Vec<vk::BufferMemoryBarrier<'static>>) {
     // A post pass reads what earlier tiles wrote (blending) as well as writing.
     let shader =
         if write { vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE } else { vk::AccessFlags::SHADER_READ };
     let other = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
     let (src, dst) = if acquire { (other, shader) } else { (shader, other) };
+    let imported = |raw: vk::Buffer| {
+        let (s, d) = families(device, acquire);
+        buffer_barrier(raw, src, dst).src_queue_family_index(s).dst_queue_family_index(d)
+    };
     match (&reg.resource, reg.origin) {
         (Res::Image { raw, .. }, Origin::Imported) => {
             let (s, d) = families(device, acquire);
             let b = image_barrier(*raw, vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL, src, dst)
                 .src_queue_family_index(s)
                 .dst_queue_family_index(d);
-            (Some(b), None)
+            (Some(b), Vec::new())
         }
         (Res::Image { raw, layout, .. }, origin) => {
             // The caller's outputs are discarded (UNDEFINED) before the pass writes them, unless
@@ -96,32 +100,50 @@ fn handover(
                 (true, true) => (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL),
                 (true, false) => (vk::ImageLayout::GENERAL, *layout),
             };
-            (Some(image_barrier(*raw, old, new, src, dst)), None)
+            (Some(image_barrier(*raw, old, new, src, dst)), Vec::new())
         }
-        (Res::Buffer { raw, .. }, Origin::Imported) => {
-            let (s, d) = families(device, acquire);
-            (None, Some(buffer_barrier(*raw, src, dst).src_queue_family_index(s).dst_queue_family_index(d)))
+        (Res::Buffer { raw, .. }, Origin::Imported) => (None, vec![imported(*raw)]),
+        (Res::Buffer { raw, .. }, _) => (None, vec![buffer_barrier(*raw, src, dst)]),
+        (Res::Planes { planes, .. }, _) => (None, planes.iter().map(|p| imported(p.buffer.raw())).collect()),
+    }
+}
+
+/// The planes a planar pass binds: R, G and B (a single plane three times).
+fn plane_bindings(planes: &[PlacedPlane]) -> Result<[Resource; 3]> {
+    let at = |k: usize| {
+        planes
+            .get(k)
+            .or(planes.first())
+            .map(|p| Resource::StorageBuffer(p.buffer.raw(), p.buffer.len()))
+            .ok_or_else(|| Error::internal("a planar frame without planes"))
+    };
+    Ok([at(0)?, at(1)?, at(2)?])
+}
+
+/// What the pre pass reads: its first binding, and a planar frame's planes 1 and 2.
+fn source_binding(reg: &Registration) -> Result<(Resource, Vec<Resource>)> {
+    match &reg.resource {
+        Res::Image { view, layout, .. } => Ok((Resource::SampledImage(view.raw(), *layout), Vec::new())),
+        Res::Buffer { raw, bytes, .. } => Ok((Resource::StorageBuffer(*raw, *bytes), Vec::new())),
+        Res::Planes { planes, .. } => {
+            let [r, g, b] = plane_bindings(planes)?;
+            Ok((r, vec![g, b]))
         }
-        (Res::Buffer { raw, .. }, _) => (None, Some(buffer_barrier(*raw, src, dst))),
     }
 }
 
-fn source_binding(reg: &Registration) -> Result<Resource> {
+/// What the post pass writes: its bindings from the third on.
+fn target_binding(reg: &Registration) -> Result<Vec<Resource>> {
     match &reg.resource {
-        Res::Image { view, layout, .. } => Ok(Resource::SampledImage(view.raw(), *layout)),
-        Res::Buffer { raw, bytes, .. } => Ok(Resource::StorageBuffer(*raw, *bytes)),
+        Res::Image { view, .. } => Ok(vec![Resource::StorageImage(view.raw())]),
+        Res::Buffer { raw, bytes, .. } => Ok(vec![Resource::StorageBuffer(*raw, *bytes)]),
+        Res::Planes { planes, .. } => Ok(plane_bindings(planes)?.to_vec()),
     }
 }
 
-fn target_binding(reg: &Registration) -> Result<Resource> {
-    match &reg.resource {
-        Res::Image { view, .. } => Ok(Resource::StorageImage(view.raw())),
-        Res::Buffer { raw, bytes, .. } => Ok(Resource::StorageBuffer(*raw, *bytes)),
-    }
-}
-
-/// The format code the shaders read a buffer's pixels with, and its pitch in words.
-fn buffer_format(reg: &Registration) -> (u32, u32) {
+/// The format code the shaders read a buffer's pixels with, and its pitch in words; for a
+/// planar frame also each plane's start and planes 1 and 2's pitches, in words.
+fn buffer_format(reg: &Registration) -> (u32, u32, [u32; 3], [u32; 2]) {
     match &reg.resource {
         Res::Buffer { format, pitch, .. } => {
             let code = match *format {
@@ -129,9 +151,16 @@ fn buffer_format(reg: &Registration) -> (u32, u32) {
                 vk::Format::R16G16B16A16_SFLOAT => 2,
                 _ => 0,
             };
-            (code, (*pitch / 4) as u32)
+            (code, (*pitch / 4) as u32, [0; 3], [0; 2])
         }
-        Res::Image { .. } => (0, 0),
+        Res::Planes { format, planes } => {
+            let code = if *format == vk::Format::R16_SFLOAT { 4 } else { 3 };
+            let plane = |k: usize| planes.get(k).or(planes.first());
+            let start = |k: usize| plane(k).map_or(0, |p| p.start);
+            let pitch = |k: usize| plane(k).map_or(0, |p| (p.pitch / 4) as u32);
+            (code, pitch(0), [start(0), start(1), start(2)], [pitch(1), pitch(2)])
+        }
+        Res::Image { .. } => (0, 0, [0; 3], [0; 2]),
     }
 }
 
@@ -249,7 +278,7 @@ impl Recorder<'_> {
         let size = tensors.size;
         let tensor = Resource::StorageBuffer(tensor_raw, tensor_bytes);
         let alpha = Resource::StorageBuffer(tensors.alpha.raw(), size.alpha_bytes);
-        let (format, pitch) = buffer_format(reg);
+        let (format, pitch, [plane0, plane1, plane2], [pitch1, pitch2]) = buffer_format(reg);
         let (pass, params, grid, resources) = if pre {
             let pass = self.passes.pre(reg.source(), kind.element)?;
             let (grid, row) = pre_grid(self.device, pass.workgroup, kind, size.width, size.height)?;
@@ -264,9 +293,16 @@ impl Recorder<'_> {
                 alpha: (which == Tensor::Frame) as u32,
                 origin_x: place.tile.x,
                 origin_y: place.tile.y,
+                plane0,
+                plane1,
+                plane2,
+                pitch1,
+                pitch2,
                 ..PreParams::new(kind, size.width, size.height, row)
             };
-            (pass, params.bytes().to_vec(), grid, [source_binding(reg)?, tensor, alpha])
+            let (first, planes) = source_binding(reg)?;
+            let resources: Vec<Resource> = [first, tensor, alpha].into_iter().chain(planes).collect();
+            (pass, params.bytes().to_vec(), grid, resources)
         } else {
             let pass = self.passes.post(reg.target(), kind.element)?;
             let grid = post_grid(self.device, pass.workgroup, size.out_width, size.out_height)?;
@@ -282,9 +318,15 @@ impl Recorder<'_> {
                 blend_bottom: at.blend[3],
                 margin_x: at.margin.0,
                 margin_y: at.margin.1,
+                plane0,
+                plane1,
+                plane2,
+                pitch1,
+                pitch2,
                 ..PostParams::new(kind, (size.width, size.height), (size.out_width, size.out_height))
             };
-            (pass, params.bytes().to_vec(), grid, [tensor, alpha, target_binding(reg)?])
+            let resources: Vec<Resource> = [tensor, alpha].into_iter().chain(target_binding(reg)?).collect();
+            (pass, params.bytes().to_vec(), grid, resources)
         };
         // SAFETY: the registration's resource and the slot's buffers outlive the set: the
         // registration is freed only after its frames, the slot buffers only after a drain.
@@ -301,7 +343,7 @@ impl Recorder<'_> {
         // pass reads what earlier tiles of the frame wrote (`keep`).
         let (img, buf) = handover(d, reg, true, (!pre, !pre && place.index > 0));
         let before = if pre {
-            Barriers { src: all, dst: compute, buffers: buf.into_iter().collect(), images: img }
+            Barriers { src: all, dst: compute, buffers: buf, images: img }
         } else {
             Barriers {
                 src: tensor.1 | all,
@@ -315,7 +357,7 @@ impl Recorder<'_> {
             let dst = tensor.1 | compute | all;
             Barriers { src: compute, dst, buffers: [tensor.0, alpha].into_iter().chain(buf).collect(), images: img }
         } else {
-            Barriers { src: compute, dst: all, buffers: buf.into_iter().collect(), images: img }
+            Barriers { src: compute, dst: all, buffers: buf, images: img }
         };
         // SAFETY: the command buffer is not pending (caller's contract); everything recorded
         // names live resources of this device.

@@ -7,7 +7,7 @@ use ash::vk;
 
 use crate::context::passes::{Source, Target};
 use crate::error::{Error, Result};
-use crate::interop::{CudaView, MappedBuffer, SharedTimeline};
+use crate::interop::{CudaView, MappedBuffer, SharedAllocation, SharedTimeline};
 use crate::onnx::TensorValue;
 use crate::vulkan::compute::{DescriptorSet, ImageView};
 use crate::vulkan::{Buffer, Image};
@@ -81,6 +81,21 @@ pub struct OutputId(pub(crate) Key);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TimelineId(pub(crate) Key);
 
+/// An allocation the caller exported, imported once, into which frames' planes are
+/// placed. Made only by the context's `import_memory`.
+///
+/// ```no_run
+/// use neural_frame::{MemoryId, MemoryImport, NeuralFrameContext};
+///
+/// # fn host(ctx: &mut NeuralFrameContext, block: MemoryImport) -> neural_frame::Result<()> {
+/// let memory: MemoryId = ctx.import_memory(block)?; // a host's pooled allocation, once
+/// // ... place frames' planes in it with place_input_planes / place_output_planes ...
+/// ctx.release_memory(memory)?; // freed once no placed plane uses it
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemoryId(pub(crate) Key);
+
 /// Who the memory belongs to, which decides the barriers around its use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origin {
@@ -118,6 +133,22 @@ pub(crate) enum Resource {
         /// or memory only CUDA sees).
         _owned: Option<Buffer>,
     },
+    /// A planar frame: a buffer a plane (R, G, B; or one), placed in imported memory.
+    Planes {
+        /// `R32_SFLOAT` or `R16_SFLOAT`.
+        format: vk::Format,
+        planes: Vec<PlacedPlane>,
+    },
+}
+
+/// One plane of a planar frame: a buffer placed in imported memory at or below the
+/// plane's offset (where the buffer's alignment allows), and where the plane starts in it.
+pub(crate) struct PlacedPlane {
+    pub(crate) buffer: Buffer,
+    /// Where the plane's first row starts in the buffer, in 32-bit words.
+    pub(crate) start: u32,
+    /// Row pitch in bytes.
+    pub(crate) pitch: u64,
 }
 
 /// The model reads or writes the caller's buffer itself: no pass runs (the
@@ -160,6 +191,7 @@ impl Registration {
         match self.resource {
             Resource::Image { .. } => Source::Image,
             Resource::Buffer { .. } => Source::Buffer,
+            Resource::Planes { .. } => Source::Planes,
         }
     }
 
@@ -169,6 +201,7 @@ impl Registration {
             Resource::Image { format: vk::Format::R16G16B16A16_SFLOAT, .. } => Target::Image16,
             Resource::Image { .. } => Target::Image8,
             Resource::Buffer { .. } => Target::Buffer,
+            Resource::Planes { .. } => Target::Planes,
         }
     }
 
@@ -185,6 +218,8 @@ pub(crate) enum Entry {
     /// The caller's timeline (imported into CUDA too where it came by descriptor on
     /// the CUDA backend), or the context's own for the host.
     Timeline(SharedTimeline),
+    /// Imported memory, for planes placed in it (which keep it alive themselves).
+    Memory(std::sync::Arc<SharedAllocation>),
 }
 
 struct Cell {
@@ -267,7 +302,9 @@ impl Registry {
     pub(crate) fn registration_mut(&mut self, key: Key) -> Result<&mut Registration> {
         match self.cell_mut(key)? {
             Entry::Input(r) | Entry::Output(r) => Ok(r),
-            Entry::Timeline(_) => Err(Error::internal("a timeline where a registration was expected")),
+            Entry::Timeline(_) | Entry::Memory(_) => {
+                Err(Error::internal("a timeline or memory where a registration was expected"))
+            }
         }
     }
 
@@ -276,6 +313,14 @@ impl Registry {
         match self.cell(id.0)? {
             Entry::Timeline(t) => Ok(t),
             _ => Err(Error::internal("a timeline handle naming something else")),
+        }
+    }
+
+    /// Imported memory.
+    pub(crate) fn memory(&self, id: MemoryId) -> Result<&std::sync::Arc<SharedAllocation>> {
+        match self.cell(id.0)? {
+            Entry::Memory(m) => Ok(m),
+            _ => Err(Error::internal("a memory handle naming something else")),
         }
     }
 

@@ -60,6 +60,9 @@ pub enum Access {
     Surface = 0,
     /// A linear buffer, through a device pointer.
     Buffer = 1,
+    /// Planes of floats or halves ([`SurfaceFormat::R32F`], [`SurfaceFormat::R16F`]), one a
+    /// colour channel, through a device pointer each.
+    Planes = 2,
 }
 
 /// [`TensorParams::element`] (and [`ShuffleParams::element`]): `ELEMENT_*` in passes.cu.
@@ -117,6 +120,14 @@ pub struct PreParams {
     pub tag: u32,
     /// The model's input tensor.
     pub tensor: TensorParams,
+    /// [`Access::Planes`]: planes 1 and 2 (plane 0 is `source`), device pointers.
+    pub plane1: u64,
+    /// See `plane1`.
+    pub plane2: u64,
+    /// [`Access::Planes`]: planes 1 and 2's row pitch in bytes (plane 0's is `pitch`).
+    pub pitch1: u32,
+    /// See `pitch1`.
+    pub pitch2: u32,
 }
 
 /// `struct PostParams` in passes.cu.
@@ -163,6 +174,14 @@ pub struct PostParams {
     pub tag: u32,
     /// The model's output tensor.
     pub tensor: TensorParams,
+    /// [`Access::Planes`]: planes 1 and 2 (plane 0 is `target`), device pointers.
+    pub plane1: u64,
+    /// See `plane1`.
+    pub plane2: u64,
+    /// [`Access::Planes`]: planes 1 and 2's row pitch in bytes (plane 0's is `pitch`).
+    pub pitch1: u32,
+    /// See `pitch1`.
+    pub pitch2: u32,
 }
 
 /// `struct ShuffleParams` in tail.cu: the fused-convolution rewrite's DepthToSpace
@@ -292,7 +311,7 @@ pub const MMA_GROUP: u32 = 64;
 pub const MMA_BLOCK: u32 = 128;
 
 const _: () = assert!(std::mem::size_of::<TensorParams>() == 56);
-const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56);
-const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56);
+const _: () = assert!(std::mem::size_of::<PreParams>() == 48 + 56 + 24);
+const _: () = assert!(std::mem::size_of::<PostParams>() == 80 + 56 + 24);
 const _: () = assert!(std::mem::size_of::<ShuffleParams>() == 40 + 32);
 const _: () = assert!(std::mem::size_of::<ConvParams>() == 40 + 18 * 4);

@@ -35,6 +35,7 @@ typedef unsigned long long u64;
 // How a pass reaches the caller's memory (Access in params.rs).
 #define ACCESS_SURFACE 0u
 #define ACCESS_BUFFER 1u
+#define ACCESS_PLANES 2u
 // Tensor element types.
 #define ELEMENT_F32 0u
 #define ELEMENT_F16 1u
@@ -62,6 +63,10 @@ struct PreParams {
     u32 origin_y;
     u32 tag;      // non-zero: a pixel whose alpha is not 1 writes it to alpha[width * height]
     Tensor t;
+    u64 plane1;   // ACCESS_PLANES: planes 1 and 2 (plane 0 is `source`), device pointers
+    u64 plane2;
+    u32 pitch1;   // ACCESS_PLANES: planes 1 and 2's row pitch in bytes (plane 0's is `pitch`)
+    u32 pitch2;
 };
 
 struct PostParams {
@@ -84,6 +89,10 @@ struct PostParams {
     u32 margin_y;
     u32 tag;          // non-zero: the frame is opaque (alpha 1 everywhere) unless alpha[width * height] == tag
     Tensor t;
+    u64 plane1;       // ACCESS_PLANES: planes 1 and 2 (plane 0 is `target`), device pointers
+    u64 plane2;
+    u32 pitch1;       // ACCESS_PLANES: planes 1 and 2's row pitch in bytes (plane 0's is `pitch`)
+    u32 pitch2;
 };
 
 __device__ __forceinline__ float half_to_float(u16 h) {
@@ -173,6 +182,27 @@ __device__ __forceinline__ float4 load_buffer(u64 data, u32 format, u32 pitch, u
     return unpack_rgba8(reinterpret_cast<const u32*>(row)[x], format);
 }
 
+// Plane k's row y: planes 0, 1 and 2 hold R, G and B (one plane: its pointers given three times).
+__device__ __forceinline__ u8* plane_row(u64 p0, u64 p1, u64 p2, u32 pitch0, u32 pitch1, u32 pitch2, u32 k, u32 y) {
+    u64 base = k == 0u ? p0 : k == 1u ? p1 : p2;
+    u32 pitch = k == 0u ? pitch0 : k == 1u ? pitch1 : pitch2;
+    return reinterpret_cast<u8*>(base) + (u64)y * pitch;
+}
+
+// Pixel (x, y) of planes of floats (FORMAT_R32F) or halves (FORMAT_R16F), alpha 1, as
+// pre_buffer.wgsl reads them.
+__device__ __forceinline__ float4 load_planes(u64 p0, u64 p1, u64 p2, u32 pitch0, u32 pitch1, u32 pitch2, u32 format,
+                                              u32 x, u32 y) {
+    float v[3];
+#pragma unroll
+    for (u32 k = 0; k < 3u; k++) {
+        const u8* row = plane_row(p0, p1, p2, pitch0, pitch1, pitch2, k, y);
+        v[k] = format == FORMAT_R16F ? half_to_float(reinterpret_cast<const u16*>(row)[x])
+                                     : reinterpret_cast<const float*>(row)[x];
+    }
+    return make_float4(v[0], v[1], v[2], 1.0f);
+}
+
 __device__ __forceinline__ float4 load_texel(u64 source, u32 kind, u32 format, u32 pitch, u32 x, u32 y) {
     if (kind == ACCESS_BUFFER) {
         return load_buffer(source, format, pitch, x, y);
@@ -192,6 +222,20 @@ __device__ __forceinline__ u32 pack_code(float v) {
 __device__ __forceinline__ void store_surface(const PostParams& p, u32 x, u32 y, float4 c);
 
 __device__ __forceinline__ void store_texel(const PostParams& p, u32 x, u32 y, float4 c) {
+    if (p.kind == ACCESS_PLANES) {
+        // As post_buffer.wgsl: R, G and B into planes 0, 1 and 2, as the model gave them.
+        float v[3] = {c.x, c.y, c.z};
+#pragma unroll
+        for (u32 k = 0; k < 3u; k++) {
+            u8* row = plane_row(p.target, p.plane1, p.plane2, p.pitch, p.pitch1, p.pitch2, k, y);
+            if (p.format == FORMAT_R16F) {
+                reinterpret_cast<u16*>(row)[x] = float_to_half(v[k]);
+            } else {
+                reinterpret_cast<float*>(row)[x] = v[k];
+            }
+        }
+        return;
+    }
     if (p.kind == ACCESS_BUFFER) {
         u8* row = reinterpret_cast<u8*>(p.target) + (u64)y * p.pitch;
         if (p.format == FORMAT_RGBA16F) {
@@ -256,7 +300,9 @@ extern "C" __global__ void nf_pre(PreParams p) {
     }
     u32 px = y * p.width + x;
     u32 plane = p.width * p.height;
-    float4 c = load_texel(p.source, p.kind, p.format, p.pitch, p.origin_x + x, p.origin_y + y);
+    float4 c = p.kind == ACCESS_PLANES ? load_planes(p.source, p.plane1, p.plane2, p.pitch, p.pitch1, p.pitch2, p.format,
+                                                     p.origin_x + x, p.origin_y + y)
+                                       : load_texel(p.source, p.kind, p.format, p.pitch, p.origin_x + x, p.origin_y + y);
 #pragma unroll
     for (u32 ch = 0u; ch < 4u; ch++) {
         if (ch >= p.t.channels) {
@@ -334,6 +380,9 @@ __device__ __forceinline__ float ramp(int x, u32 strip, u32 margin) {
 
 // What an earlier tile wrote at (x, y) of the output, for blending.
 __device__ __forceinline__ float4 load_prev(const PostParams& p, u32 x, u32 y) {
+    if (p.kind == ACCESS_PLANES) {
+        return load_planes(p.target, p.plane1, p.plane2, p.pitch, p.pitch1, p.pitch2, p.format, x, y);
+    }
     if (p.kind == ACCESS_BUFFER) {
         return load_buffer(p.target, p.format, p.pitch, x, y);
     }

@@ -10,8 +10,8 @@ struct Params {
     height: u32,     // input frame height
     out_width: u32,  // output width (width × scale)
     out_height: u32, // output height
-    format: u32,     // buffer target: 0 RGBA8, 1 BGRA8, 2 RGBA16F
-    pitch: u32,      // buffer target: row pitch in 32-bit words
+    format: u32,     // buffer target: 0 RGBA8, 1 BGRA8, 2 RGBA16F; planes: 3 f32, 4 f16
+    pitch: u32,      // buffer target: row pitch in 32-bit words (planes: plane 0's)
     nhwc: u32,       // 1: [1, H, W, C]; 0: [1, C, H, W]
     channels: u32,   // C: 1, 3 or 4
     bgr: u32,        // 1: tensor channels 0 and 2 are B and R
@@ -31,6 +31,11 @@ struct Params {
     blend_bottom: u32, // ... and with the tiles below it
     margin_x: u32,     // output pixels at each end of a shared strip that blending ignores (the overlap)
     margin_y: u32,
+    plane0: u32,       // planar target: where each plane starts in its buffer, in 32-bit words
+    plane1: u32,
+    plane2: u32,
+    pitch1: u32,       // planar target: planes 1 and 2's row pitch in 32-bit words
+    pitch2: u32,
 }
 
 var<immediate> p: Params;
@@ -80,9 +85,7 @@ fn ramp(x: i32, strip: u32, margin: u32) -> f32 {
 // (1 − t) + t·(1 − b)·(1 − r) of a pixel's weight (every tile of the rows above,
 // and this row's up to this one): this tile blends over what they wrote with
 // its own weight over that, which leaves each tile its weight in the end.
-fn put(x: u32, y: u32, c: vec4<f32>) {
-    let gx = p.origin_x + x;
-    let gy = p.origin_y + y;
+fn blended(x: u32, y: u32, c: vec4<f32>) -> vec4<f32> {
     let l = ramp(i32(x), p.blend_left, p.margin_x);
     let t = ramp(i32(y), p.blend_top, p.margin_y);
     let r = ramp(i32(x) - i32(p.out_width - p.blend_right), p.blend_right, p.margin_x) * f32(p.blend_right > 0u);
@@ -94,10 +97,9 @@ fn put(x: u32, y: u32, c: vec4<f32>) {
         w = own / so_far;
     }
     if w < 1.0 {
-        store(gx, gy, mix(load_prev(gx, gy), c, w));
-    } else {
-        store(gx, gy, c);
+        return mix(load_prev(p.origin_x + x, p.origin_y + y), c, w);
     }
+    return c;
 }
 
 // The tensor element index of output pixel i, channel ch.
@@ -127,47 +129,66 @@ fn pixel(t: vec4<f32>, x: u32, y: u32) -> vec4<f32> {
     return v;
 }
 
-@compute @workgroup_size(8, 8)
-fn post_f32(@builtin(global_invocation_id) id: vec3<u32>) {
-    if id.x >= p.out_width || id.y >= p.out_height {
-        return;
-    }
-    let i = id.y * p.out_width + id.x;
-    var t = vec4<f32>(0.0);
-    for (var ch = 0u; ch < p.channels; ch++) {
-        t[ch] = bitcast<f32>(tensor[index(i, ch)]);
-    }
-    put(id.x, id.y, pixel(t, id.x, id.y));
-}
-
 fn half_at(e: u32) -> f32 {
     let pair = unpack2x16float(tensor[e / 2u]);
     return select(pair.x, pair.y, (e & 1u) == 1u);
 }
 
-@compute @workgroup_size(8, 8)
-fn post_f16(@builtin(global_invocation_id) id: vec3<u32>) {
-    if id.x >= p.out_width || id.y >= p.out_height {
-        return;
-    }
-    let i = id.y * p.out_width + id.x;
+// Tile pixel (x, y) as written: its channels read from a tensor of `element`s (0 f32,
+// 1 f16, 2 u8), as colour values, blended over what earlier tiles wrote.
+fn value(x: u32, y: u32, element: u32) -> vec4<f32> {
+    let i = y * p.out_width + x;
     var t = vec4<f32>(0.0);
     for (var ch = 0u; ch < p.channels; ch++) {
-        t[ch] = half_at(index(i, ch));
+        let e = index(i, ch);
+        if element == 0u {
+            t[ch] = bitcast<f32>(tensor[e]);
+        } else if element == 1u {
+            t[ch] = half_at(e);
+        } else {
+            t[ch] = f32((tensor[e / 4u] >> (8u * (e % 4u))) & 0xffu);
+        }
     }
-    put(id.x, id.y, pixel(t, id.x, id.y));
+    return blended(x, y, pixel(t, x, y));
+}
+
+// Writes tile pixel (x, y) into the caller's output at the tile's place. Where two
+// pixels share a word of the output (`pairs`: planes of halves), the item of the
+// pair's even pixel writes the word whole; a pixel whose pair partner lies outside
+// the tile is written alone, its partner's half kept.
+fn emit(x: u32, y: u32, element: u32) {
+    if x >= p.out_width || y >= p.out_height {
+        return;
+    }
+    let gx = p.origin_x + x;
+    let gy = p.origin_y + y;
+    if !pairs() {
+        store(gx, gy, value(x, y, element));
+        return;
+    }
+    let odd = (gx & 1u) == 1u;
+    if odd && x != 0u {
+        return; // the pair's even pixel, in this tile, writes it
+    }
+    let a = value(x, y, element);
+    if odd || x + 1u >= p.out_width {
+        store_half(gx, gy, a);
+        return;
+    }
+    store_pair(gx, gy, a, value(x + 1u, y, element));
+}
+
+@compute @workgroup_size(8, 8)
+fn post_f32(@builtin(global_invocation_id) id: vec3<u32>) {
+    emit(id.x, id.y, 0u);
+}
+
+@compute @workgroup_size(8, 8)
+fn post_f16(@builtin(global_invocation_id) id: vec3<u32>) {
+    emit(id.x, id.y, 1u);
 }
 
 @compute @workgroup_size(8, 8)
 fn post_u8(@builtin(global_invocation_id) id: vec3<u32>) {
-    if id.x >= p.out_width || id.y >= p.out_height {
-        return;
-    }
-    let i = id.y * p.out_width + id.x;
-    var t = vec4<f32>(0.0);
-    for (var ch = 0u; ch < p.channels; ch++) {
-        let e = index(i, ch);
-        t[ch] = f32((tensor[e / 4u] >> (8u * (e % 4u))) & 0xffu);
-    }
-    put(id.x, id.y, pixel(t, id.x, id.y));
+    emit(id.x, id.y, 2u);
 }

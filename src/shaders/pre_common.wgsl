@@ -15,8 +15,8 @@ struct Params {
     height: u32,   // frame height (model input H)
     srgb: u32,     // image source: 1 when the view decodes sRGB (re-encode to the stored codes)
     row: u32,      // work items per grid row (dispatch width × 64)
-    format: u32,   // buffer source: 0 RGBA8, 1 BGRA8, 2 RGBA16F
-    pitch: u32,    // buffer source: row pitch in 32-bit words
+    format: u32,   // buffer source: 0 RGBA8, 1 BGRA8, 2 RGBA16F; planes: 3 f32, 4 f16
+    pitch: u32,    // buffer source: row pitch in 32-bit words (planes: plane 0's)
     nhwc: u32,     // 1: [1, H, W, C]; 0: [1, C, H, W]
     channels: u32, // C, 1 to 4
     bgr: u32,      // 1: tensor channels 0 and 2 are the frame's B and R
@@ -31,6 +31,11 @@ struct Params {
     alpha: u32,    // 1: write the frame's alpha (the frame's input); 0: an extra input, leave it
     origin_x: u32, // the tile's place in the caller's frame (0, 0 untiled)
     origin_y: u32,
+    plane0: u32,   // planar source: where each plane starts in its buffer, in 32-bit words
+    plane1: u32,
+    plane2: u32,
+    pitch1: u32,   // planar source: planes 1 and 2's row pitch in 32-bit words
+    pitch2: u32,
 }
 
 var<immediate> p: Params;

@@ -27,5 +27,5 @@ pub use external::{
     EXTERNAL_SEMAPHORE_HANDLE_TYPE,
 };
 pub(crate) use instance::{Instance, InstanceOptions};
-pub(crate) use memory::{Buffer, BufferMemory, ExportedMemory, Image};
+pub(crate) use memory::{Allocation, Buffer, BufferMemory, ExportedMemory, Image};
 pub(crate) use sync::TimelineSemaphore;

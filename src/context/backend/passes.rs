@@ -31,13 +31,17 @@ impl NeuralFrameContext {
         let view = |reg: &Registration| {
             reg.cuda
                 .as_ref()
-                .map(|c| c.params())
+                .map(|c| (c.params(), c.planes()))
                 .ok_or_else(|| Error::internal("a frame on the CUDA route with memory that is not in CUDA"))
         };
         let ptr = |m: (crate::onnx::Placement, *mut std::ffi::c_void)| m.1 as u64;
         let pre_params = |reg: &Registration, kind: TensorKind, data: u64| -> Result<PreParams> {
-            let (source, format, kind_code, pitch) = view(reg)?;
+            let ((source, format, kind_code, pitch), (plane1, plane2, pitch1, pitch2)) = view(reg)?;
             Ok(PreParams {
+                plane1,
+                plane2,
+                pitch1,
+                pitch2,
                 source,
                 width: s.width,
                 height: s.height,
@@ -53,9 +57,13 @@ impl NeuralFrameContext {
         // The tile's place and shared strips in output pixels, as the Vulkan post pass has them.
         let at = place.in_output(&s);
         let post_params = |reg: &Registration, kind: TensorKind, data: u64| -> Result<PostParams> {
-            let (target, format, kind_code, pitch) = view(reg)?;
+            let ((target, format, kind_code, pitch), (plane1, plane2, pitch1, pitch2)) = view(reg)?;
             let [blend_left, blend_top, blend_right, blend_bottom] = at.blend;
             Ok(PostParams {
+                plane1,
+                plane2,
+                pitch1,
+                pitch2,
                 target,
                 width: s.width,
                 height: s.height,

@@ -56,7 +56,7 @@ pub fn element_index(kind: TensorKind, plane: usize, px: usize, ch: usize) -> us
 }
 
 /// `(mul, add)` of tensor channel `ch`, from the declared range written out by hand.
-fn affine(n: Normalization, ch: usize) -> (f32, f32) {
+pub fn affine(n: Normalization, ch: usize) -> (f32, f32) {
     match n {
         Normalization::Unit => (1.0, 0.0),
         Normalization::Signed => (2.0, -1.0),
@@ -68,7 +68,7 @@ fn affine(n: Normalization, ch: usize) -> (f32, f32) {
 }
 
 /// The RGBA channel that tensor channel `ch` holds.
-fn rgba_channel(kind: TensorKind, ch: usize) -> usize {
+pub fn rgba_channel(kind: TensorKind, ch: usize) -> usize {
     if kind.color == ColorOrder::Bgr && kind.channels >= 3 && ch < 3 { 2 - ch } else { ch }
 }
 
