@@ -44,6 +44,12 @@ void nf_check(nf_status s, const char *call) {
          nf_last_error_message());
 }
 
+// What the library announces (a fallback to the CPU backend, an option not in effect), on
+// stderr. Called from any thread the library logs on: stderr is fine for that.
+extern "C" void log_to_stderr(void *, nf_log_level level, const char *message) {
+  std::fprintf(stderr, "neural-frame %s: %s\n", level <= NF_LOG_WARN ? "warning" : "info", message);
+}
+
 // A string the C API returns by the size-in/size-out convention.
 std::string nf_string(nf_status (*get)(const nf_context *, char *, size_t *), const nf_context *ctx) {
   size_t len = 0;
@@ -413,7 +419,11 @@ int run(const Args &a) {
   nf_queue_lock *lock = nullptr;
   nf_check(nf_queue_lock_new(&lock), "nf_queue_lock_new");
 
-  // The context, on the renderer's device and queue: everything by handle.
+  // The context, on the renderer's device and queue: everything by handle. The header this
+  // program was built with must be the library's (or older, of the same minor while 0.x).
+  if (nf_version_number() < NF_VERSION_NUMBER || nf_version_number() / 1000 != NF_VERSION_NUMBER / 1000)
+    fail(std::string("built against neural-frame ") + NF_VERSION + ", running with " + nf_version());
+  nf_check(nf_set_log_callback(log_to_stderr, nullptr, NF_LOG_WARN), "nf_set_log_callback");
   nf_builder *builder = nullptr;
   nf_check(nf_builder_new(a.model.c_str(), &builder), "nf_builder_new");
   nf_check(nf_builder_set_backend(builder, a.backend), "nf_builder_set_backend");
@@ -421,7 +431,7 @@ int run(const Args &a) {
   nf_check(nf_builder_set_slots(builder, 2), "nf_builder_set_slots");
   if (!a.ort_library.empty())
     nf_check(nf_builder_set_ort_library(builder, a.ort_library.c_str()), "nf_builder_set_ort_library");
-  nf_vulkan_device device{};
+  nf_vulkan_device device = NF_VULKAN_DEVICE_INIT;  // struct_size set, the rest 0
   device.get_instance_proc_addr = reinterpret_cast<nf_vk_get_instance_proc_addr>(vkGetInstanceProcAddr);
   device.instance = r.instance;
   device.api_version = VK_API_VERSION_1_2;
@@ -495,13 +505,33 @@ int run(const Args &a) {
   // Register once: the images with their memory (exportable: CUDA's passes reach them), the
   // "rendered" and "read" timelines.
   const int32_t rgba8 = VK_FORMAT_R8G8B8A8_UNORM, optimal = VK_IMAGE_TILING_OPTIMAL, general = VK_IMAGE_LAYOUT_GENERAL;
-  nf_caller_image in_desc{raw_of(input.image), rgba8, w, h, input.usage, optimal, general};
-  nf_caller_image out_desc{raw_of(output.image), rgba8, ow, oh, output.usage, optimal, general};
+  // Both in GENERAL: the input when "rendered" is reached (the draw leaves it so), the output
+  // when "output ready" is reached (the context writes it in GENERAL and leaves it so).
+  auto describe = [&](const Image &image, uint32_t width, uint32_t height) {
+    nf_caller_image d = NF_CALLER_IMAGE_INIT;
+    d.image = raw_of(image.image);
+    d.format = rgba8;
+    d.width = width;
+    d.height = height;
+    d.usage = image.usage;
+    d.tiling = optimal;
+    d.layout = general;
+    return d;
+  };
+  nf_caller_image in_desc = describe(input, w, h);
+  nf_caller_image out_desc = describe(output, ow, oh);
   nf_input in_id = 0;
   nf_output out_id = 0;
   if (r.exportable) {
-    nf_caller_memory in_mem{raw_of(input.memory), input.size, true};
-    nf_caller_memory out_mem{raw_of(output.memory), output.size, true};
+    auto memory_of = [](const Image &image) {
+      nf_caller_memory m = NF_CALLER_MEMORY_INIT;
+      m.memory = raw_of(image.memory);
+      m.allocation_size = image.size;
+      m.dedicated = true;
+      return m;
+    };
+    nf_caller_memory in_mem = memory_of(input);
+    nf_caller_memory out_mem = memory_of(output);
     nf_check(nf_context_register_input_image_with_memory(ctx, &in_desc, &in_mem, &in_id), "register the input");
     nf_check(nf_context_register_output_image_with_memory(ctx, &out_desc, &out_mem, &out_id), "register the output");
   } else {
@@ -523,13 +553,13 @@ int run(const Args &a) {
     w.pValues = &value;
     vk_check(vkWaitSemaphores(r.device, &w, 60000000000ull), what);
   };
-  nf_ticket last{};
+  nf_ticket last = NF_TICKET_INIT;
   for (uint64_t n = 1; n <= a.frames; n++) {
     std::vector<std::pair<VkSemaphore, uint64_t>> draw_waits;
     if (last.value) draw_waits.emplace_back(semaphore_of(last.input_consumed_semaphore), last.input_consumed_value);
     if (n > 1) host_wait(rendered, n - 1, "vkWaitSemaphores (the last draw done)");
     submit(r, lock, draw, draw_waits, {{rendered, n}});
-    nf_frame frame{};
+    nf_frame frame = NF_FRAME_INIT;
     frame.input = in_id;
     frame.output = out_id;
     frame.wait_timeline = rendered_id;
@@ -538,7 +568,7 @@ int run(const Args &a) {
       frame.output_free_timeline = read_id;
       frame.output_free_value = n - 1;
     }
-    nf_ticket ticket{};
+    nf_ticket ticket = NF_TICKET_INIT;
     nf_check(nf_context_submit(ctx, &frame, &ticket), "nf_context_submit");
     if (ticket.value == 0) fail("a blocking ring dropped a frame");
     if (n > 1) host_wait(read, n - 1, "vkWaitSemaphores (the last read done)");
@@ -551,7 +581,7 @@ int run(const Args &a) {
   wait.pSemaphores = &read;
   wait.pValues = &a.frames;
   vk_check(vkWaitSemaphores(r.device, &wait, 60000000000ull), "vkWaitSemaphores (the last result read)");
-  nf_frame_stats stats{};
+  nf_frame_stats stats = NF_FRAME_STATS_INIT;
   nf_check(nf_context_wait(ctx, last.value, &stats), "nf_context_wait");
   std::printf("%llu frames %ux%u -> %ux%u; the last: model %.2f ms, pre %.2f ms, post %.2f ms, %.2f ms in all, %s\n",
               static_cast<unsigned long long>(a.frames), w, h, ow, oh, stats.infer_ms, stats.pre_ms, stats.post_ms,

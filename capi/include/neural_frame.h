@@ -15,12 +15,16 @@
  *
  * CONVENTIONS
  * - Status: every call returns an nf_status, NF_STATUS_OK (0) on success, except
- *   nf_version, nf_last_error_message and the *_free calls. After a failure,
+ *   nf_version, nf_version_number, nf_last_error_message and the *_free calls; each
+ *   call's comment lists the codes it returns and when ("Status:"). Any call may also
+ *   return NF_STATUS_INTERNAL (a bug), and a later version may add codes: treat a code
+ *   you do not know as a failure. After a failure,
  *   nf_last_error_message() gives the text (what failed, why, what to do). That string
  *   is owned by the library, is thread-local, and stays valid until the next nf_* call
  *   on the same thread other than a *_free call: copy it to keep it. A successful call
  *   resets it to ""; the *_free calls leave it as it was (free, then report). Out
- *   arguments are written on success only.
+ *   arguments are written on success only. Messages name the C API's functions, structs
+ *   and constants (the library's Rust names are translated).
  * - Handles: nf_builder, nf_context and nf_queue_lock are opaque. nf_builder_new,
  *   nf_context_new, nf_context_new_on_device and nf_queue_lock_new give the caller a
  *   handle it owns and frees exactly once with nf_builder_free, nf_context_free or
@@ -55,6 +59,47 @@
  * - Panics never cross the boundary: a bug inside the library returns
  *   NF_STATUS_INTERNAL with its message.
  *
+ * VERSIONED STRUCTS
+ * - Every struct a caller fills in or the library fills in for it (nf_frame, nf_ticket,
+ *   nf_frame_stats, nf_vulkan_device, nf_caller_image, nf_caller_memory,
+ *   nf_caller_buffer, nf_image_import, nf_buffer_import, nf_semaphore_import,
+ *   nf_cuda_options) starts with `uint32_t struct_size`: the caller sets it to sizeof
+ *   the struct as its header has it, with the struct's init macro, which also zeroes
+ *   the rest: `nf_frame f = NF_FRAME_INIT;` (or `NF_STRUCT_INIT(nf_frame)`; C++ too).
+ * - Later versions add fields at the end only, each 0 when unused (so an older
+ *   program's struct means "unused" for them), keeping the struct's size a multiple of
+ *   8 bytes. The library reads (or writes) only the first struct_size bytes: a program
+ *   built against an older header keeps working with a newer library. Against an older
+ *   library, a newer program's struct is taken where every field that library does not
+ *   know is 0; one that is set gives NF_STATUS_UNSUPPORTED (never ignored). Out structs
+ *   (nf_ticket, nf_frame_stats) get their fields the library does not know zeroed; the
+ *   library leaves struct_size as the caller set it.
+ * - A struct_size smaller than the struct's first version (not set), or above 4096,
+ *   gives NF_STATUS_STRUCT_SIZE, before the call does anything.
+ * - Structs embedded in others (nf_pixel_layout, nf_memory_import) and array elements
+ *   (nf_named_input, nf_named_output) are fixed: they never grow, and have no
+ *   struct_size; a need for more becomes a new field of the struct around them.
+ *
+ * VERSION: NF_VERSION ("MAJOR.MINOR.PATCH") and NF_VERSION_MAJOR, _MINOR, _PATCH and
+ * NF_VERSION_NUMBER (MAJOR * 1000000 + MINOR * 1000 + PATCH) are the header's;
+ * nf_version() and nf_version_number() are the library's that runs. A program runs
+ * with a library of the same major version (while it is 0: the same minor) and at
+ * least its header's version.
+ *
+ * LOGGING: what the library announces (fallbacks, slow paths, options not in effect)
+ * reaches the caller through nf_set_log_callback, and nowhere else (nothing is printed).
+ *
+ * SYNCHRONISATION (details at nf_frame, nf_ticket, nf_caller_image, nf_image_import):
+ * a frame's waits (nf_frame.wait_timeline, .output_free_timeline) are GPU waits at
+ * VK_PIPELINE_STAGE_ALL_COMMANDS_BIT of the context's batches (or on its CUDA stream);
+ * "input consumed" is reached when every read of the inputs is done, "output ready"
+ * when every write of the outputs is complete and available, visible to the stages of
+ * the caller's wait on it. Frames retire inside the context's calls: each
+ * nf_context_submit retires the frame whose slot it reuses, so a renderer that waits on
+ * the GPU only never has to call a host function to retire frames (nf_ticket says when
+ * it must: before destroying what it unregistered, with NF_POST_WAIT_HOST, in
+ * NF_SYNC_HOST).
+ *
  * WINDOWS: nf_external_handle is an NT HANDLE (OPAQUE_WIN32) instead of a file
  * descriptor; Vulkan and CUDA never own one, so the library closes a handle it imported
  * and the caller closes what nf_context_export_timelines gave it. The Windows build is
@@ -69,6 +114,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* The header's version, "MAJOR.MINOR.PATCH": compare it with nf_version(). */
+#define NF_VERSION "0.1.0"
+
+
+// The major version of the header (`capi/Cargo.toml`'s version, checked by the tests).
+#define NF_VERSION_MAJOR 0
+
+// The minor version of the header.
+#define NF_VERSION_MINOR 1
+
+// The patch version of the header.
+#define NF_VERSION_PATCH 0
+
+// The header's version as one number, `MAJOR * 1000000 + MINOR * 1000 + PATCH`, for `#if`
+// and for comparing with `nf_version_number()`.
+#define NF_VERSION_NUMBER 1000
 
 // The usage an input image needs (`VK_IMAGE_USAGE_SAMPLED_BIT`): the pre pass samples it.
 #define NF_INPUT_IMAGE_USAGE 4
@@ -114,6 +175,10 @@ typedef enum nf_status {
   // A caller buffer is smaller than what the call writes; the size it needs is in the
   // size argument (strings) or the message.
   NF_STATUS_BUFFER_TOO_SMALL = 15,
+  // A struct's `struct_size` (its first field) is smaller than the struct's first version,
+  // or larger than 4096: it was not set. Set it to `sizeof` the struct, with the struct's
+  // `NF_*_INIT` macro (see VERSIONED STRUCTS in the preamble).
+  NF_STATUS_STRUCT_SIZE = 16,
 } nf_status;
 
 // The options of a context to be built (opaque). Made by `nf_builder_new`, freed by
@@ -166,7 +231,12 @@ typedef nf_vk_void_function (*nf_vk_get_instance_proc_addr)(void *instance, cons
 // `VK_KHR_external_memory_fd` and `VK_KHR_external_semaphore_fd` enabled (listed in
 // `enabled_device_extensions`); without them `NF_BACKEND_AUTO` runs the CPU backend,
 // announced. The CPU backend needs neither.
+//
+// A versioned struct: `nf_vulkan_device d = NF_VULKAN_DEVICE_INIT;` sets `struct_size` and
+// zeroes the rest.
 typedef struct nf_vulkan_device {
+  // `sizeof(nf_vulkan_device)` as the caller's header has it (`NF_VULKAN_DEVICE_INIT`).
+  uint32_t struct_size;
   // The loader's `vkGetInstanceProcAddr`, which the instance's functions are loaded through.
   nf_vk_get_instance_proc_addr get_instance_proc_addr;
   // The caller's `VkInstance`.
@@ -221,7 +291,8 @@ typedef uint64_t nf_output;
 // never reused by that context. 0 is no timeline.
 typedef uint64_t nf_timeline;
 
-// One of a model's extra inputs, by the model's name for it (`nf_frame`).
+// One of a model's extra inputs, by the model's name for it (`nf_frame`). An element of
+// an array: fixed, it never grows (a later need is a new array field of `nf_frame`).
 typedef struct nf_named_input {
   // The model's input name (NUL-terminated UTF-8; read during the call only).
   const char *name;
@@ -229,7 +300,8 @@ typedef struct nf_named_input {
   nf_input input;
 } nf_named_input;
 
-// One of a model's extra outputs to convert into a registered output (`nf_frame`).
+// One of a model's extra outputs to convert into a registered output (`nf_frame`). An
+// element of an array: fixed, it never grows.
 typedef struct nf_named_output {
   // The model's output name (NUL-terminated UTF-8; read during the call only).
   const char *name;
@@ -237,22 +309,40 @@ typedef struct nf_named_output {
   nf_output output;
 } nf_named_output;
 
-// One frame to run: which registered input and output, and what to wait for. Zero it
-// (`nf_frame f = {0};`) and fill in what applies.
+// One frame to run: which registered input and output, and what to wait for. A versioned
+// struct: `nf_frame f = NF_FRAME_INIT;` sets `struct_size` and zeroes the rest; fill in what
+// applies. Later versions add fields at the end (lists of waits and signals), 0 when unused.
+//
+// Where the context waits: for a Vulkan pass, in the `vkQueueSubmit` of the batch that
+// runs it, with `pWaitDstStageMask` `VK_PIPELINE_STAGE_ALL_COMMANDS_BIT` (the semaphore wait
+// makes the caller's writes before its signal available and visible to the pass; no
+// barrier of the caller's is needed for memory, only for the layout and, for imported
+// resources, the queue family: see `nf_caller_image`, `nf_image_import`); on the CUDA
+// backend, where CUDA kernels or the model touch the memory first, on the model's CUDA
+// stream before them (`nf_context_register_exportable_timeline`, or a timeline imported by
+// fd), else in a Vulkan batch of the context's; on the CPU backend, on the host inside
+// `nf_context_submit`, before anything is submitted (bounded by the frame timeout:
+// `NF_STATUS_TIMEOUT`), except the post pass's wait for `output_free_timeline`, which stays
+// a GPU wait where a Vulkan post pass writes the output.
 typedef struct nf_frame {
+  // `sizeof(nf_frame)` as the caller's header has it (`NF_FRAME_INIT`).
+  uint32_t struct_size;
   // The input (image or buffer).
   nf_input input;
   // The output (image or buffer).
   nf_output output;
-  // "The input is written": the context's GPU waits for this timeline to reach
-  // `wait_value` before reading the input. 0: no wait (the input is written already;
-  // always so in `NF_SYNC_HOST`).
+  // "The input is written": the context waits for this timeline to reach `wait_value`
+  // before its first read of the input and the extra inputs (the pre pass, or CUDA's
+  // kernels or the model; see above for the stage). 0: no wait (the input is written
+  // already; always so in `NF_SYNC_HOST`). On a queue the caller shares with the context
+  // the value must come from a submission made before `nf_context_submit`, or the host.
   nf_timeline wait_timeline;
   // The value `wait_timeline` must reach.
   uint64_t wait_value;
-  // "The output may be overwritten": the context's GPU waits for this timeline to reach
-  // `output_free_value` before writing the output (the caller's reads of an earlier
-  // result are done). 0: no wait.
+  // "The output may be overwritten": the context waits for this timeline to reach
+  // `output_free_value` before its first write of the output and the extra outputs (the
+  // post pass, or CUDA's kernels or the model), so that the caller's reads of an earlier
+  // result are done. 0: no wait. Frames before it and the model run meanwhile.
   nf_timeline output_free_timeline;
   // The value `output_free_timeline` must reach.
   uint64_t output_free_value;
@@ -275,25 +365,65 @@ typedef struct nf_frame {
 // (`vkWaitSemaphores`). The semaphores are the context's own, on the caller's device for
 // a context built on it (with import by fd the caller imports
 // `nf_context_export_timelines`' descriptors once and waits on those for the same
-// values); they live as long as the context: never destroy them.
+// values); they live as long as the context: never destroy them. In `NF_SYNC_HOST` they
+// are not the caller's to wait on: use `nf_context_wait` and its kin.
+//
+// A versioned struct the library writes: `nf_ticket t = NF_TICKET_INIT;` sets its
+// `struct_size` (the library fills in the fields it covers).
+//
+// Retirement: a frame's slot, its times and its hold on the registrations it used are
+// released when the frame retires, which happens inside the context's own calls, never on
+// its own: at the latest in the `nf_context_submit` that reuses its slot (the one `slots`
+// frames later, which first retires the frame in that slot, waiting on the host for it
+// where it is not done under `NF_BACK_PRESSURE_BLOCK`), or in `nf_context_wait`,
+// `_wait_timeout`, `_try_wait`, `_wait_all`, `nf_context_readback`, `nf_context_resize` and
+// `nf_context_free`. A renderer that waits for "output ready" on its GPU only and keeps
+// submitting never has to call a host function to retire frames: nothing grows (the
+// library keeps the times of the last 64 frames), and the frames retire on the next
+// submits. It calls one on the host only (1) for the last frames before it stops, or
+// before it destroys an image, buffer or semaphore it unregistered: `nf_context_wait` of
+// the last frame that used it, or `nf_context_wait_all`; (2) with `NF_POST_WAIT_HOST` (CUDA
+// backend), where a post pass is handed to the GPU only by a call on the context: the last
+// frame's "output ready" comes once `nf_context_try_wait` (or any wait, or the next submit)
+// runs after its model finished; (3) in `NF_SYNC_HOST`, where completion comes only from
+// `nf_context_wait` and its kin.
 typedef struct nf_ticket {
+  // `sizeof(nf_ticket)` as the caller's header has it (`NF_TICKET_INIT`); the library
+  // leaves it as it is.
+  uint32_t struct_size;
   // The frame's number: pass it to `nf_context_wait` and its kin.
   uint64_t value;
-  // "Input consumed" (`VkSemaphore`): once it reaches `input_consumed_value` the caller
-  // may write the input again.
+  // "Input consumed" (`VkSemaphore`): reaches `input_consumed_value` once every read of
+  // the frame's input and extra inputs is done (the pre pass's, or CUDA's). After a wait
+  // for it (on the GPU, any stage, or on the host) the caller may write the input again;
+  // an input image by handle is in the layout it was registered with, an imported one was
+  // released to `VK_QUEUE_FAMILY_EXTERNAL` in `GENERAL` (the caller acquires it).
   uint64_t input_consumed_semaphore;
   // The value "input consumed" reaches for this frame.
   uint64_t input_consumed_value;
-  // "Output ready" (`VkSemaphore`): once it reaches `output_ready_value` the caller may
-  // read the output.
+  // "Output ready" (`VkSemaphore`): reaches `output_ready_value` once every write of the
+  // frame's output and extra outputs is complete and made available (the post pass ends
+  // with a barrier to `VK_PIPELINE_STAGE_ALL_COMMANDS_BIT`, `VK_ACCESS_MEMORY_READ_BIT |
+  // WRITE_BIT`, and the batch signals after it; CUDA signals after its kernels or the
+  // model). A wait for it in the caller's `vkQueueSubmit` makes those writes visible to
+  // the stages of its `pWaitDstStageMask` with no barrier of the caller's for memory. A host
+  // wait (`vkWaitSemaphores`, `nf_context_wait`) says the writes are done; host reads of the
+  // memory need the caller's own barrier to `VK_PIPELINE_STAGE_HOST_BIT` and
+  // `VK_ACCESS_HOST_READ_BIT` after that wait (the post pass makes none). An output image by
+  // handle is then in the layout it was registered with (`GENERAL` on
+  // CUDA's route), an imported one released to `VK_QUEUE_FAMILY_EXTERNAL` in `GENERAL`.
   uint64_t output_ready_semaphore;
   // The value "output ready" reaches for this frame.
   uint64_t output_ready_value;
 } nf_ticket;
 
 // Times of one frame, in milliseconds (NaN: not measured, or no longer kept: the times of
-// the last 64 retired frames are).
+// the last 64 retired frames are). A versioned struct the library writes:
+// `nf_frame_stats s = NF_FRAME_STATS_INIT;` sets its `struct_size`.
 typedef struct nf_frame_stats {
+  // `sizeof(nf_frame_stats)` as the caller's header has it (`NF_FRAME_STATS_INIT`); the
+  // library leaves it as it is.
+  uint32_t struct_size;
   // The frame's ticket value.
   uint64_t ticket;
   // The pre pass on the GPU.
@@ -319,6 +449,8 @@ typedef struct nf_frame_stats {
   bool post_pass;
   // Whether the frame's passes ran as CUDA kernels (rather than Vulkan compute passes).
   bool cuda_passes;
+  // Padding to the struct's end (0): later fields start at its size.
+  uint8_t reserved[5];
 } nf_frame_stats;
 
 #if defined(__unix__)
@@ -336,7 +468,9 @@ typedef void *nf_external_handle;
 // Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`), and how it was
 // allocated: the importer repeats the allocation exactly. The exporter's device is named
 // by its `deviceUUID` and `driverUUID` (`VkPhysicalDeviceIDProperties`); an import is
-// refused unless both equal the context's (`nf_context_device_identity`).
+// refused unless both equal the context's (`nf_context_device_identity`). Embedded in
+// `nf_image_import` and `nf_buffer_import`: fixed, it never grows (new fields go at the end
+// of the struct that embeds it).
 typedef struct nf_memory_import {
   // The descriptor (Windows: the NT handle): the context's once an import succeeds,
   // still the caller's after a failure.
@@ -353,12 +487,30 @@ typedef struct nf_memory_import {
   uint8_t driver_uuid[16];
 } nf_memory_import;
 
-// An image whose memory the caller exported. The context makes an image of the same
-// description over it. Ownership moves through `VK_QUEUE_FAMILY_EXTERNAL`, in `GENERAL`
-// layout on both sides: the caller releases an input to it after writing and acquires
-// it back after "input consumed"; it releases an output before handing it over and
-// acquires it after "output ready".
+// An image whose memory the caller exported (a context of its own on the exporter's
+// physical device). A versioned struct: `nf_image_import i = NF_IMAGE_IMPORT_INIT;`.
+//
+// What is transferred: the descriptor (`memory.fd`) becomes the context's once the import
+// succeeds (Vulkan owns it: the caller neither closes nor reuses it; on Windows the library
+// closes the handle); the memory itself is shared, not moved: the caller keeps its own
+// image and memory, and the context makes an image of the same description over its own
+// import of the memory, released when the registration is unregistered and its frames are
+// done (or the context is freed). A failed import leaves the descriptor open and the
+// caller's.
+//
+// Layout and queue family, per frame: the image is in `VK_IMAGE_LAYOUT_GENERAL` on both
+// sides, and ownership moves through `VK_QUEUE_FAMILY_EXTERNAL`. An input: after writing
+// it, the caller releases it (a barrier from its queue family to `VK_QUEUE_FAMILY_EXTERNAL`,
+// new layout `GENERAL`) before the frame's wait is reached; the pre pass acquires it, reads
+// it, and releases it back to `VK_QUEUE_FAMILY_EXTERNAL`; after "input consumed" the caller
+// acquires it (`VK_QUEUE_FAMILY_EXTERNAL` to its family, from `GENERAL`). An output: the
+// caller releases it in `GENERAL` before handing it over (before the frame's
+// `output_free_timeline` value, or `nf_context_submit`), the post pass acquires it, writes
+// it (what it held is kept where the pass does not write) and releases it; after "output
+// ready" the caller acquires it from `GENERAL`.
 typedef struct nf_image_import {
+  // `sizeof(nf_image_import)` as the caller's header has it (`NF_IMAGE_IMPORT_INIT`).
+  uint32_t struct_size;
   // The memory.
   struct nf_memory_import memory;
   // The image's `VkFormat`.
@@ -371,12 +523,16 @@ typedef struct nf_image_import {
   uint32_t usage;
   // Its `VkImageTiling`.
   int32_t tiling;
+  // Padding to the struct's end (0): later fields start at its size.
+  uint32_t reserved;
 } nf_image_import;
 
 // How pixels lie in a linear buffer: `height` rows of `width` pixels, `row_pitch` bytes
 // apart (a multiple of 4, at least width times the bytes per pixel), from offset 0.
 // Formats: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT`
-// (outputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM` or `R16G16B16A16_SFLOAT`).
+// (outputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM` or `R16G16B16A16_SFLOAT`). Embedded
+// in `nf_caller_buffer` and `nf_buffer_import`: fixed, it never grows (new fields go at the
+// end of the struct that embeds it).
 typedef struct nf_pixel_layout {
   // Pixels per row.
   uint32_t width;
@@ -388,8 +544,12 @@ typedef struct nf_pixel_layout {
   int32_t format;
 } nf_pixel_layout;
 
-// A linear buffer whose memory the caller exported (ownership moves as for images).
+// A linear buffer whose memory the caller exported: the descriptor and the memory as for
+// `nf_image_import`, and ownership moves through `VK_QUEUE_FAMILY_EXTERNAL` the same way
+// (buffer barriers, no layout). A versioned struct (`NF_BUFFER_IMPORT_INIT`).
 typedef struct nf_buffer_import {
+  // `sizeof(nf_buffer_import)` as the caller's header has it (`NF_BUFFER_IMPORT_INIT`).
+  uint32_t struct_size;
   // The memory.
   struct nf_memory_import memory;
   // The buffer's size (`VkBufferCreateInfo::size`).
@@ -400,8 +560,13 @@ typedef struct nf_buffer_import {
   struct nf_pixel_layout layout;
 } nf_buffer_import;
 
-// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`).
+// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`). The
+// descriptor becomes the context's once the import succeeds (as for `nf_image_import`); the
+// semaphore is shared: the caller keeps signalling its own. A versioned struct
+// (`NF_SEMAPHORE_IMPORT_INIT`).
 typedef struct nf_semaphore_import {
+  // `sizeof(nf_semaphore_import)` as the caller's header has it (`NF_SEMAPHORE_IMPORT_INIT`).
+  uint32_t struct_size;
   // The descriptor (Windows: the NT handle): the context's once the import succeeds,
   // still the caller's after a failure.
   nf_external_handle fd;
@@ -412,7 +577,17 @@ typedef struct nf_semaphore_import {
   uint8_t device_uuid[16];
   // The exporter's `driverUUID`.
   uint8_t driver_uuid[16];
+  // Padding to a multiple of 8 bytes (0): later fields start at the struct's size.
+  uint32_t reserved;
 } nf_semaphore_import;
+
+// A log level: one of the `NF_LOG_*` values (the order of `log::Level`).
+typedef int nf_log_level;
+
+// The caller's log callback: `user` as given to `nf_set_log_callback`, the record's level
+// (`NF_LOG_ERROR` … `NF_LOG_TRACE`), and its text (NUL-terminated UTF-8, valid during the
+// call only: copy it to keep it; the library's names in it are the C API's).
+typedef void (*nf_log_callback)(void *user, nf_log_level level, const char *message);
 
 // cuDNN's convolution algorithm search (CUDA backend): one of the `NF_CONV_SEARCH_*` values.
 typedef uint32_t nf_conv_search;
@@ -426,14 +601,14 @@ typedef uint32_t nf_precision;
 // A setting that may be left to the library: one of the `NF_TRISTATE_*` values.
 typedef uint32_t nf_tristate;
 
-// The CUDA backend's options (none is in effect on the CPU backend). Fill one with
-// `nf_cuda_options_default`, change what you need, and give it to
-// `nf_builder_set_cuda_options`. Fields may be added at the end in later versions:
-// `struct_size` says which fields the caller's header had (`nf_cuda_options_default` sets
-// it; keep it), and a library reads only those, the others at their defaults. Each `uint8_t`
-// field is 0 (off) or 1 (on).
+// The CUDA backend's options (none is in effect on the CPU backend). A versioned struct:
+// `nf_cuda_options o = NF_CUDA_OPTIONS_INIT;` sets its `struct_size`, then
+// `nf_cuda_options_default(&o)` fills in the library's defaults; change what you need and
+// give it to `nf_builder_set_cuda_options`. Fields may be added at the end in later versions
+// (a library reads the fields the caller's `struct_size` covers, the others at their
+// defaults). Each `uint8_t` field is 0 (off) or 1 (on).
 typedef struct nf_cuda_options {
-  // `sizeof(nf_cuda_options)` as the caller's header has it.
+  // `sizeof(nf_cuda_options)` as the caller's header has it (`NF_CUDA_OPTIONS_INIT` sets it).
   uint32_t struct_size;
   // ONNX Runtime's CUDA provider: cuDNN's convolution search (`NF_CONV_SEARCH_HEURISTIC`,
   // the default, `_EXHAUSTIVE` or `_DEFAULT`).
@@ -466,18 +641,37 @@ typedef struct nf_cuda_options {
   // The model's preparation: each convolution with its bias and activation as one fused
   // cuDNN kernel (`NF_TRISTATE_DEFAULT`: where the model runs in fp16).
   nf_tristate fuse_conv_act;
+  // Padding to a multiple of 8 bytes (0): later fields start at the struct's size.
+  uint32_t reserved_end;
 } nf_cuda_options;
 
-// One of the caller's images, by handle (a context on the caller's device). Inputs:
-// `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT` (and, for a
-// model's extra inputs, `R16_SFLOAT`, `R32_SFLOAT`, `R16G16_SFLOAT`, `R32G32_SFLOAT`,
-// `R32G32B32A32_SFLOAT`), of the frame size, with `NF_INPUT_IMAGE_USAGE`, read in `layout`
-// (`VK_IMAGE_LAYOUT_GENERAL` or `_SHADER_READ_ONLY_OPTIMAL`) and left so. Outputs:
-// `R8G8B8A8_UNORM` or `R16G16B16A16_SFLOAT`, of the output size, with
-// `NF_OUTPUT_IMAGE_USAGE`, written in `GENERAL` (what they held is discarded) and left
-// in `layout`. The image is used on the context's queue family (or created with
-// concurrent sharing): the context records no queue family transfer for it.
+// One of the caller's images, by handle (a context on the caller's device). A versioned
+// struct: `nf_caller_image i = NF_CALLER_IMAGE_INIT;` sets `struct_size` and zeroes the rest.
+//
+// Inputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT` (and,
+// for a model's extra inputs, `R16_SFLOAT`, `R32_SFLOAT`, `R16G16_SFLOAT`, `R32G32_SFLOAT`,
+// `R32G32B32A32_SFLOAT`), of the frame size, with `NF_INPUT_IMAGE_USAGE`. Layout: the image
+// is in `layout` (`VK_IMAGE_LAYOUT_GENERAL` or `_SHADER_READ_ONLY_OPTIMAL`) when the frame's
+// `wait_timeline` value is reached (the caller's submission that signals it transitions it
+// there first), or at `nf_context_submit` for a frame without a wait; the pre pass samples
+// it in that layout and leaves it so (after "input consumed" it is still in `layout`).
+//
+// Outputs: `R8G8B8A8_UNORM` or `R16G16B16A16_SFLOAT`, of the output size, with
+// `NF_OUTPUT_IMAGE_USAGE`. Layout: at `nf_context_submit` (and until the frame's
+// `output_free_timeline` value) the image may be in any layout: the post pass transitions
+// it from `VK_IMAGE_LAYOUT_UNDEFINED` (what it held is discarded) to `GENERAL`, writes it,
+// and transitions it to `layout` (any layout but `UNDEFINED` and `PREINITIALIZED`), which it
+// is in once "output ready" is reached. Registered with its memory
+// (`nf_context_register_output_image_with_memory`) on the CUDA backend, where CUDA writes it
+// in place, `layout` must be `GENERAL` and the image stays in `GENERAL` throughout (any
+// other layout makes its frames take the Vulkan passes, logged).
+//
+// Ownership: the image stays the caller's (never destroyed by the context); it is used on
+// the context's queue family (or created with `VK_SHARING_MODE_CONCURRENT`): the context
+// records no queue family transfer for it, and the caller records none either.
 typedef struct nf_caller_image {
+  // `sizeof(nf_caller_image)` as the caller's header has it (`NF_CALLER_IMAGE_INIT`).
+  uint32_t struct_size;
   // The `VkImage`.
   uint64_t image;
   // Its `VkFormat`.
@@ -490,12 +684,17 @@ typedef struct nf_caller_image {
   uint32_t usage;
   // Its `VkImageTiling`.
   int32_t tiling;
-  // The `VkImageLayout` it is in when handed over (inputs) or comes back in (outputs).
+  // The `VkImageLayout` it is in when handed over (inputs: when the frame's wait is
+  // reached) or comes back in (outputs: when "output ready" is reached).
   int32_t layout;
 } nf_caller_image;
 
-// One of the caller's linear buffers, by handle (a context on the caller's device).
+// One of the caller's linear buffers, by handle (a context on the caller's device). No
+// layout; used on the context's queue family (or `VK_SHARING_MODE_CONCURRENT`), no queue
+// family transfer. Stays the caller's. A versioned struct (`NF_CALLER_BUFFER_INIT`).
 typedef struct nf_caller_buffer {
+  // `sizeof(nf_caller_buffer)` as the caller's header has it (`NF_CALLER_BUFFER_INIT`).
+  uint32_t struct_size;
   // The `VkBuffer`.
   uint64_t buffer;
   // Its size in bytes (at least `row_pitch` times `height`).
@@ -508,14 +707,19 @@ typedef struct nf_caller_buffer {
 
 // The memory one of the caller's images is bound to (at offset 0), allocated exportable
 // (`VkExportMemoryAllocateInfo` with `OPAQUE_FD`, on a device with
-// `VK_KHR_external_memory_fd`): with it the CUDA backend's passes reach the image.
+// `VK_KHR_external_memory_fd`): with it the CUDA backend's passes reach the image. The
+// memory stays the caller's. A versioned struct (`NF_CALLER_MEMORY_INIT`).
 typedef struct nf_caller_memory {
+  // `sizeof(nf_caller_memory)` as the caller's header has it (`NF_CALLER_MEMORY_INIT`).
+  uint32_t struct_size;
   // The `VkDeviceMemory`.
   uint64_t memory;
   // `VkMemoryAllocateInfo::allocationSize`.
   uint64_t allocation_size;
   // Whether it is a dedicated allocation for the image.
   bool dedicated;
+  // Padding to the struct's end (0): later fields start at its size.
+  uint8_t reserved[7];
 } nf_caller_memory;
 
 // CUDA where the device has a CUDA twin and ONNX Runtime's CUDA provider registers;
@@ -577,6 +781,26 @@ typedef struct nf_caller_memory {
 // comes from `nf_context_wait` and its kin.
 #define NF_SYNC_HOST 1
 
+// No message (as `max_level`: turns the callback off).
+#define NF_LOG_OFF 0
+
+// Errors: something failed that a call's status does not report (a context freed while
+// its frames never finished).
+#define NF_LOG_ERROR 1
+
+// Warnings: a fallback or an option not in effect (the CPU backend instead of CUDA, cuDNN
+// refusing a kernel), said once.
+#define NF_LOG_WARN 2
+
+// What the library chose and why (a slow path taken, an option not in effect).
+#define NF_LOG_INFO 3
+
+// Steps of the set-up, with times.
+#define NF_LOG_DEBUG 4
+
+// Everything, per frame.
+#define NF_LOG_TRACE 5
+
 // fp16 where the model gains from it and a probe frame agrees with fp32; else the model's own.
 #define NF_PRECISION_AUTO 0
 
@@ -615,14 +839,28 @@ typedef struct nf_caller_memory {
 extern "C" {
 #endif // __cplusplus
 
-// The library's version, e.g. "0.1.0": a static string, never to be freed. Callable
-// at any time; it does not touch the last error message.
+// The version of the library that runs, e.g. "0.1.0" (compare it with the header's
+// `NF_VERSION`): a static string, never to be freed. A program built against a header of
+// version M.m.p runs with a library of the same M (and, while M is 0, the same m) and a
+// version at least as new; `nf_version_number()` compares as a number.
+//
+// Status: none (it returns the text). Callable at any time; it does not touch the last
+// error message.
 const char *nf_version(void);
+
+// The version of the library that runs as one number, `MAJOR * 1000000 + MINOR * 1000 +
+// PATCH` (compare it with the header's `NF_VERSION_NUMBER`).
+//
+// Status: none (it returns the number). Callable at any time; it does not touch the last
+// error message.
+uint32_t nf_version_number(void);
 
 // The message of the last call on this thread that failed, or "" when the last call
 // succeeded (`*_free` calls do not count): NUL-terminated UTF-8, owned by the library,
 // valid until the next `nf_*` call on this thread other than a `*_free` (copy it to keep
 // it). Never NULL; it does not reset the message.
+//
+// Status: none (it returns the text).
 const char *nf_last_error_message(void);
 
 // Makes a builder for the ONNX model at `model_path` (NUL-terminated; copied, so the
@@ -630,6 +868,9 @@ const char *nf_last_error_message(void);
 // precision auto, no frame size. The file is read by `nf_context_new`, not here.
 // On success `*out` is a new builder the caller frees with `nf_builder_free`; on failure
 // `*out` is left as it was.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `model_path` or `out` is NULL, or
+// `model_path` is empty; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `model_path` is NULL or a NUL-terminated string; `out` is NULL or writable.
@@ -640,11 +881,18 @@ enum nf_status nf_builder_new(const char *model_path, struct nf_builder **out);
 //
 // The last error message stays as it was.
 //
+// Status: none (it returns nothing).
+//
 // # Safety
 // `b` is NULL or a builder of `nf_builder_new` not freed before and not in use.
 void nf_builder_free(struct nf_builder *b);
 
 // Sets the backend: `NF_BACKEND_AUTO` (the default), `NF_BACKEND_CUDA` or `NF_BACKEND_CPU`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `backend` is none of
+// the `NF_BACKEND_*` values; `NF_STATUS_INTERNAL`: a bug. (So for every `nf_builder_set_*` call:
+// a value it refuses is `NF_STATUS_INVALID_ARGUMENT`, with a message naming it; what the value
+// means for the device is checked by `nf_context_new`.)
 //
 // # Safety
 // `b` is NULL or a live builder, not used by another thread during the call (so for
@@ -654,11 +902,17 @@ enum nf_status nf_builder_set_backend(struct nf_builder *b, nf_backend backend);
 // Sets the input frame size in pixels (both above 0). A context needs one to be built;
 // `nf_context_infer_rgba8` changes it to each input's size.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or a side is 0;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_frame_size(struct nf_builder *b, uint32_t width, uint32_t height);
 
 // Sets the number of frames that may be in flight at once (the ring's slots, 3 by default).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `slots` is 0;
+// `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // As `nf_builder_set_backend`.
@@ -669,6 +923,9 @@ enum nf_status nf_builder_set_slots(struct nf_builder *b, uint32_t slots);
 // the working directory or the executable's parent directories. ONNX Runtime is loaded
 // once per process: the first context decides.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `path` is NULL or `path` is
+// empty; `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // As `nf_builder_set_backend`; `path` is NULL or a NUL-terminated string.
 enum nf_status nf_builder_set_ort_library(struct nf_builder *b, const char *path);
@@ -676,12 +933,18 @@ enum nf_status nf_builder_set_ort_library(struct nf_builder *b, const char *path
 // Sets the bound on every host wait for a frame, in milliseconds (default 30000, above
 // 0): a wait that runs out returns `NF_STATUS_TIMEOUT` and the frame stays in flight.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `milliseconds` is 0;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_frame_timeout_ms(struct nf_builder *b, uint64_t milliseconds);
 
 // Sets what `nf_context_submit` does when every slot is busy: `NF_BACK_PRESSURE_BLOCK`
 // (the default) or `NF_BACK_PRESSURE_SKIP`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `policy` is none of
+// the `NF_BACK_PRESSURE_*` values; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // As `nf_builder_set_backend`.
@@ -691,6 +954,9 @@ enum nf_status nf_builder_set_back_pressure(struct nf_builder *b, nf_back_pressu
 // context (each side larger than three times the overlap); the post pass blends the
 // tiles' shared strips. With an overlap of at least the model's receptive radius the
 // result equals the untiled one.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL, a side is 0 or not
+// larger than three overlaps; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // As `nf_builder_set_backend`.
@@ -702,12 +968,19 @@ enum nf_status nf_builder_set_tiling(struct nf_builder *b,
 // A memory budget in bytes for the slot buffers: a frame size whose buffers would exceed
 // it runs in tiles, the largest square ones that fit.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+// bug.
+//
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_memory_budget(struct nf_builder *b, uint64_t bytes);
 
 // Builds the context's own device on the physical device whose `deviceUUID` is the 16
 // bytes at `uuid` (for import by file descriptor: the renderer's). `nf_context_new` only.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `uuid` is NULL;
+// `NF_STATUS_INTERNAL`: a bug. (A UUID no device has: `NF_STATUS_NO_DEVICE` from
+// `nf_context_new`.)
 //
 // # Safety
 // As `nf_builder_set_backend`; `uuid` is NULL or points to 16 readable bytes.
@@ -716,11 +989,17 @@ enum nf_status nf_builder_set_device_uuid(struct nf_builder *b, const uint8_t *u
 // Builds the context's own device on the physical device at `index` in
 // `vkEnumeratePhysicalDevices`' order. `nf_context_new` only.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+// bug. (An index no device has: `NF_STATUS_NO_DEVICE` from `nf_context_new`.)
+//
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_device_index(struct nf_builder *b, uint32_t index);
 
 // CPU threads for ONNX Runtime's CPU provider (default, or 0: ONNX Runtime's choice).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+// bug.
 //
 // # Safety
 // As `nf_builder_set_backend`.
@@ -730,6 +1009,9 @@ enum nf_status nf_builder_set_threads(struct nf_builder *b, uint32_t threads);
 // off; `nf_context_new` fails where the layer is not installed). On the caller's
 // device, validation is the caller's instance's.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+// bug.
+//
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_validation(struct nf_builder *b, bool on);
@@ -737,11 +1019,17 @@ enum nf_status nf_builder_set_validation(struct nf_builder *b, bool on);
 // Times the pre and post passes with Vulkan timestamp queries (default on; off: the
 // stats' `pre_ms` and `post_ms` are NaN).
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+// bug.
+//
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_gpu_timestamps(struct nf_builder *b, bool on);
 
 // Waits for frames by polling on the host instead of sleeping (default off).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+// bug.
 //
 // # Safety
 // As `nf_builder_set_backend`.
@@ -750,11 +1038,17 @@ enum nf_status nf_builder_set_spin_wait(struct nf_builder *b, bool on);
 // Declares the layout of every image tensor of the model (`NF_LAYOUT_NCHW` or
 // `_NHWC`), where its shapes are ambiguous or its metadata says nothing.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `layout` is
+// `NF_LAYOUT_MODEL` or none of the `NF_LAYOUT_*` values; `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // As `nf_builder_set_backend`.
 enum nf_status nf_builder_set_layout(struct nf_builder *b, nf_layout layout);
 
 // Declares the colour order of every image tensor (`NF_COLOR_ORDER_RGB` or `_BGR`).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `order` is
+// `NF_COLOR_ORDER_MODEL` or none of the `NF_COLOR_ORDER_*` values; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // As `nf_builder_set_backend`.
@@ -763,6 +1057,10 @@ enum nf_status nf_builder_set_color_order(struct nf_builder *b, nf_color_order o
 // Declares the value range of every float image tensor (`NF_NORMALIZATION_UNIT`,
 // `_SIGNED`, `_BYTE`, or `_MEAN_STD` with `mean` and `std`, 3 floats each, read only
 // then; NULL otherwise is fine).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL, `normalization` is
+// `NF_NORMALIZATION_MODEL` or none of the values, or for `_MEAN_STD` `mean` or `std` is NULL or
+// holds a value that is not finite or a std of 0; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // As `nf_builder_set_backend`; `mean` and `std` are NULL or point to 3 readable floats.
@@ -773,6 +1071,10 @@ enum nf_status nf_builder_set_normalization(struct nf_builder *b,
 
 // Declares layout, colour order and range of every image tensor at once, replacing
 // the three setters above; `NF_*_MODEL` leaves that one to the model.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL, a value is none of its
+// constants, or `_MEAN_STD`'s `mean` or `std` is NULL or not acceptable; `NF_STATUS_INTERNAL`: a
+// bug.
 //
 // # Safety
 // As `nf_builder_set_normalization`.
@@ -785,6 +1087,9 @@ enum nf_status nf_builder_declare(struct nf_builder *b,
 
 // Declares one tensor by name (NUL-terminated UTF-8; copied): it wins over the
 // declarations for every tensor. `NF_*_MODEL` leaves that one to those and the model.
+//
+// Status: as `nf_builder_declare`, and `NF_STATUS_INVALID_ARGUMENT` where `name` is NULL or not
+// UTF-8 (a name the model lacks: `NF_STATUS_MODEL_CONTRACT` from `nf_context_new`).
 //
 // # Safety
 // As `nf_builder_set_normalization`; `name` is NULL or a NUL-terminated string.
@@ -802,6 +1107,17 @@ enum nf_status nf_builder_declare_tensor(struct nf_builder *b,
 // `nf_context_free`; on failure `*out` is left as it was and the message says why
 // (for a missing model file: `NF_STATUS_MODEL_CONTRACT`, naming the file).
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `out` is NULL, or an option
+// does not fit (no frame size, tiles the model refuses); `NF_STATUS_MODEL_CONTRACT` where the
+// model file is missing or unreadable, or does not fit the pipeline; `NF_STATUS_RUNTIME_MISSING`
+// where ONNX Runtime cannot be loaded; `NF_STATUS_NO_DEVICE` where there is no Vulkan loader,
+// driver or device matching the selector; `NF_STATUS_PROVIDER_UNAVAILABLE` for `NF_BACKEND_CUDA`
+// where CUDA or its provider cannot be used (`NF_BACKEND_AUTO` runs the CPU backend instead,
+// logged); `NF_STATUS_UNSUPPORTED` where the device lacks what is needed (the validation layer
+// asked for and not installed); `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: a
+// call of theirs failed; `NF_STATUS_DEVICE_LOST`; `NF_STATUS_IO`: the tune cache or a converted
+// model could not be read or written; `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `b` is NULL or a live builder, not used by another thread during the call; `out` is
 // NULL or writable.
@@ -814,6 +1130,8 @@ enum nf_status nf_context_new(const struct nf_builder *b, struct nf_context **ou
 //
 // The last error message stays as it was.
 //
+// Status: none (it returns nothing). A frame that never finishes is logged (`NF_LOG_ERROR`).
+//
 // # Safety
 // `c` is NULL or a context of `nf_context_new`/`nf_context_new_on_device` not freed
 // before and not in use.
@@ -822,6 +1140,10 @@ void nf_context_free(struct nf_context *c);
 // The backend that runs, "cuda" or "cpu", into `buf` by the string convention (see the
 // header's preamble).
 //
+// Status: `NF_STATUS_OK` (also for a query, `buf` NULL); `NF_STATUS_BUFFER_TOO_SMALL` (with
+// `*len` the size needed); `NF_STATUS_INVALID_ARGUMENT` where `c` or `len` is NULL;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context; `len` is NULL or points to a `size_t`; `buf` is NULL or
 // points to `*len` writable bytes.
@@ -829,12 +1151,16 @@ enum nf_status nf_context_backend_name(const struct nf_context *c, char *buf, si
 
 // The Vulkan device's name (`deviceName`), into `buf` by the string convention.
 //
+// Status: as `nf_context_backend_name`.
+//
 // # Safety
 // As `nf_context_backend_name`.
 enum nf_status nf_context_device_name(const struct nf_context *c, char *buf, size_t *len);
 
 // Why `NF_BACKEND_AUTO` fell back to the CPU backend, or "" where it did not, into
 // `buf` by the string convention.
+//
+// Status: as `nf_context_backend_name`.
 //
 // # Safety
 // As `nf_context_backend_name`.
@@ -848,17 +1174,24 @@ enum nf_status nf_context_fallback_reason(const struct nf_context *c, char *buf,
 // tensors and the start-up times. For logs and people; its lines may change between
 // versions (programs read the dedicated calls).
 //
+// Status: as `nf_context_backend_name`.
+//
 // # Safety
 // As `nf_context_backend_name`.
 enum nf_status nf_context_report(const struct nf_context *c, char *buf, size_t *len);
 
 // The current input frame size in pixels.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `width` or `height` is NULL;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context; `width` and `height` are NULL or writable.
 enum nf_status nf_context_frame_size(const struct nf_context *c, uint32_t *width, uint32_t *height);
 
 // The output size in pixels of the current frame size (the frame size times the scale).
+//
+// Status: as `nf_context_frame_size`.
 //
 // # Safety
 // `c` is NULL or a live context; `width` and `height` are NULL or writable.
@@ -869,6 +1202,9 @@ enum nf_status nf_context_output_size(const struct nf_context *c,
 // The model's scale: output width over input width (`x`), output height over input
 // height (`y`). An input of WxH gives an output of (W*x)x(H*y).
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `x` or `y` is NULL;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context; `x` and `y` are NULL or writable.
 enum nf_status nf_context_scale(const struct nf_context *c, uint32_t *x, uint32_t *y);
@@ -878,11 +1214,21 @@ enum nf_status nf_context_scale(const struct nf_context *c, uint32_t *x, uint32_
 // registrations of the old size are refused by the frames after it: register the
 // new size's images and buffers.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL, a side is 0, or the
+// model or tiling does not take the size; `NF_STATUS_MODEL_CONTRACT` where the model fails at
+// that size; `NF_STATUS_TIMEOUT` where a frame in flight does not finish within the frame
+// timeout; `NF_STATUS_UNSUPPORTED` where the device's limits do not allow it; `NF_STATUS_VULKAN`,
+// `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: a call of theirs failed; `NF_STATUS_DEVICE_LOST`;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call.
 enum nf_status nf_context_resize(struct nf_context *c, uint32_t width, uint32_t height);
 
 // The context's sync mode, `NF_SYNC_GPU` or `NF_SYNC_HOST`, into `*mode`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `mode` is NULL;
+// `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context; `mode` is NULL or writable.
@@ -891,6 +1237,9 @@ enum nf_status nf_context_sync_mode(const struct nf_context *c, nf_sync_mode *mo
 // The ring's state: its slots (frames that may be in flight), the frames in flight now,
 // and the frames dropped so far under `NF_BACK_PRESSURE_SKIP`. Any of the out pointers
 // may be NULL (not written).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL; `NF_STATUS_INTERNAL`: a
+// bug.
 //
 // # Safety
 // `c` is NULL or a live context; each out pointer is NULL or writable.
@@ -902,6 +1251,9 @@ enum nf_status nf_context_ring(const struct nf_context *c,
 // The context's device identity, which memory and semaphores imported by fd must come
 // from: its `deviceUUID` and `driverUUID`, 16 bytes each, into `device_uuid` and
 // `driver_uuid`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `device_uuid` or `driver_uuid`
+// is NULL; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context; `device_uuid` and `driver_uuid` are NULL or point to 16
@@ -915,6 +1267,11 @@ enum nf_status nf_context_device_identity(const struct nf_context *c,
 // at once where there is none to wait for). Frames before it may differ from later
 // ones in the last bit of a channel: a program that compares results byte for byte
 // waits here first.
+//
+// Status: `NF_STATUS_OK` (settled or not: see `*settled`); `NF_STATUS_INVALID_ARGUMENT` where `c`
+// or `settled` is NULL; `NF_STATUS_TIMEOUT` where frames in flight do not finish before the
+// switch; `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: building the fused session failed;
+// `NF_STATUS_DEVICE_LOST`; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `settled`
@@ -930,6 +1287,12 @@ enum nf_status nf_context_wait_settled(struct nf_context *c, uint64_t timeout_ms
 // made anew; the session stays). Blocks until the frame is done. Both buffers are
 // borrowed for the call only.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_BUFFER_TOO_SMALL` where `output_len` is short (nothing
+// runs); `NF_STATUS_INVALID_ARGUMENT` where `c`, `input` or `output` is NULL, or a side is 0 or
+// the output too large; and as `nf_context_resize` (a new size) and `nf_context_submit`
+// (`NF_STATUS_TIMEOUT`, `NF_STATUS_DEVICE_LOST`, `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`,
+// `NF_STATUS_ONNX_RUNTIME`); `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `input` is
 // NULL or points to `width`*`height`*4 readable bytes; `output` is NULL or points to
@@ -944,6 +1307,9 @@ enum nf_status nf_context_infer_rgba8(struct nf_context *c,
 // Makes a queue lock, unlocked. On success `*out` is a new lock the caller frees with
 // `nf_queue_lock_free`.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `out` is NULL;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `out` is NULL or writable.
 enum nf_status nf_queue_lock_new(struct nf_queue_lock **out);
@@ -951,7 +1317,7 @@ enum nf_status nf_queue_lock_new(struct nf_queue_lock **out);
 // Frees the caller's reference to a queue lock (contexts keep theirs). NULL is ignored.
 // Freeing does not release it: a thread that holds it releases it first.
 //
-// The last error message stays as it was.
+// Status: none (it returns nothing). The last error message stays as it was.
 //
 // # Safety
 // `lock` is NULL or a lock of `nf_queue_lock_new` not freed before and not in use.
@@ -962,11 +1328,17 @@ void nf_queue_lock_free(struct nf_queue_lock *lock);
 // across an `nf_*` call on a context that uses it (that call would wait for it forever).
 // The same thread releases it. Taking it twice on one thread is refused.
 //
+// Status: `NF_STATUS_OK` once held; `NF_STATUS_INVALID_ARGUMENT` where `lock` is NULL or
+// this thread holds it already; `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `lock` is NULL or a live lock.
 enum nf_status nf_queue_lock_acquire(const struct nf_queue_lock *lock);
 
 // Releases the lock this thread took with `nf_queue_lock_acquire`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `lock` is NULL or this thread
+// does not hold it; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `lock` is NULL or a live lock.
@@ -980,8 +1352,22 @@ enum nf_status nf_queue_lock_release(const struct nf_queue_lock *lock);
 // for the caller's `vkQueueSubmit`. On success `*out` is a new context the caller frees
 // with `nf_context_free` before it destroys the device or the instance.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b`, `device`, `out` or a
+// handle `device` must give is NULL, or an option does not fit the device (the frame size
+// unset or too large, `NF_POST_WAIT_HOST` on a single queue); `NF_STATUS_STRUCT_SIZE` where
+// `device->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where the device lacks what is
+// needed (Vulkan 1.2, timeline semaphores, a format or limit), or a newer header's field is
+// set; `NF_STATUS_MODEL_CONTRACT` where the model file is missing, unreadable or does not
+// fit the pipeline; `NF_STATUS_RUNTIME_MISSING` where ONNX Runtime cannot be loaded;
+// `NF_STATUS_PROVIDER_UNAVAILABLE` for `NF_BACKEND_CUDA` where CUDA or its provider cannot
+// be used (`NF_BACKEND_AUTO` then runs the CPU backend, logged); `NF_STATUS_VULKAN`,
+// `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: a call of theirs failed;
+// `NF_STATUS_DEVICE_LOST`: the device was lost; `NF_STATUS_IO`: the tune cache or a
+// converted model could not be read or written; `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
-// `b` is NULL or a live builder; `device` is NULL or points to a description whose
+// `b` is NULL or a live builder; `device` is NULL or points to a description (of
+// `device->struct_size` readable bytes) whose
 // handles are valid as it says (the device created from the instance on the physical
 // device with `timelineSemaphore` enabled and the extensions it lists, the queues of its
 // family), and outlive the context and every registration made on it; the caller
@@ -992,35 +1378,54 @@ enum nf_status nf_context_new_on_device(const struct nf_builder *b,
                                         struct nf_context **out);
 
 // Submits one frame and writes its ticket to `*ticket` (`value` 0: every slot was busy
-// and the builder's policy is `NF_BACK_PRESSURE_SKIP`, so nothing was submitted). With
-// `NF_BACK_PRESSURE_BLOCK` a full ring waits on the host for its oldest frame first
-// (bounded by the frame timeout). The frame's waits are GPU waits on the caller's
-// registered timelines (`NF_SYNC_GPU`); on a queue shared with the caller their values
-// must come from submissions made before this call, or from the host. On the CPU backend
-// the model runs inside this call. Refused, with the model's tensors listed, where the
-// frame leaves out an extra input, names one the model lacks or twice, or a registration
-// of another size.
+// and the builder's policy is `NF_BACK_PRESSURE_SKIP`, so nothing was submitted). It first
+// retires the frame in the slot it reuses (the one `slots` frames back; see `nf_ticket`):
+// with `NF_BACK_PRESSURE_BLOCK`, where that frame is not done, it waits on the host for it
+// (bounded by the frame timeout). The frame's waits (`nf_frame`: where and at which stage)
+// are GPU waits on the caller's registered timelines (`NF_SYNC_GPU`); on a queue shared with
+// the caller their values must come from submissions made before this call, or from the
+// host. On the CPU backend the model runs inside this call, after host waits for them.
+// Refused, with the model's tensors listed, where the frame leaves out an extra input,
+// names one the model lacks or twice, or a registration of another size.
+//
+// Status: `NF_STATUS_OK` (also for a dropped frame, `value` 0); `NF_STATUS_INVALID_ARGUMENT`
+// where `c`, `frame` or `ticket` is NULL, a number is not a registration of that kind on
+// this context, the frame waits in `NF_SYNC_HOST`, its extra inputs or outputs do not fit
+// the model, a registration is of another size, or the context cannot take frames after a
+// failed one (free it); `NF_STATUS_STRUCT_SIZE` where `frame->struct_size` or
+// `ticket->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where a newer header's field of
+// `nf_frame` is set; `NF_STATUS_TIMEOUT` where the slot's frame (`NF_BACK_PRESSURE_BLOCK`)
+// or, on the CPU backend, a waited value did not come within the frame timeout (nothing was
+// submitted); `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`,
+// `NF_STATUS_ONNX_RUNTIME`: a call of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `frame` is
-// NULL or a readable frame whose arrays hold their counts of readable entries; `ticket`
-// is NULL or writable.
+// NULL or points to `frame->struct_size` readable bytes, its arrays holding their counts of
+// readable entries; `ticket` is NULL or points to `ticket->struct_size` writable bytes.
 enum nf_status nf_context_submit(struct nf_context *c,
                                  const struct nf_frame *frame,
                                  struct nf_ticket *ticket);
 
 // Waits on the host until the frame of ticket value `ticket` is done (its output
-// written), bounded by the builder's frame timeout (`NF_STATUS_TIMEOUT`: the frame
-// stays in flight; wait again later), and writes its times to `*stats` (NULL: not
-// wanted). A frame that retired already returns at once. Frames retire in order: the
-// ones before it are waited for too.
+// written: "output ready" reached) and retires it, bounded by the builder's frame timeout,
+// and writes its times to `*stats` (NULL: not wanted). A frame that retired already
+// returns at once. Frames retire in order: the ones before it are waited for too.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or `ticket` is not
+// a ticket of this context (0, a dropped frame, is none); `NF_STATUS_STRUCT_SIZE` where
+// `stats->struct_size` is not set; `NF_STATUS_TIMEOUT` where the frame is not done within
+// the bound (it stays in flight: wait again later); `NF_STATUS_DEVICE_LOST`;
+// `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`: a call of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `stats` is
-// NULL or writable.
+// NULL or points to `stats->struct_size` writable bytes.
 enum nf_status nf_context_wait(struct nf_context *c, uint64_t ticket, struct nf_frame_stats *stats);
 
 // `nf_context_wait` with its own bound, in nanoseconds.
+//
+// Status: as `nf_context_wait` (`NF_STATUS_TIMEOUT` after `timeout_ns`).
 //
 // # Safety
 // As `nf_context_wait`.
@@ -1030,7 +1435,14 @@ enum nf_status nf_context_wait_timeout(struct nf_context *c,
                                        struct nf_frame_stats *stats);
 
 // Whether the frame is done, without waiting: `*done` true (and its times in `*stats`,
-// where not NULL) once it is, false while it is in flight.
+// where not NULL) once it is, false while it is in flight. It retires the frames up to it
+// that are done, and hands the GPU the post passes whose model finished
+// (`NF_POST_WAIT_HOST`).
+//
+// Status: `NF_STATUS_OK` (done or not); `NF_STATUS_INVALID_ARGUMENT` where `c` or `done` is
+// NULL or `ticket` is not a ticket of this context; `NF_STATUS_STRUCT_SIZE` where
+// `stats->struct_size` is not set; `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`,
+// `NF_STATUS_CUDA`: a call of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // As `nf_context_wait`; `done` is NULL or writable.
@@ -1039,9 +1451,13 @@ enum nf_status nf_context_try_wait(struct nf_context *c,
                                    bool *done,
                                    struct nf_frame_stats *stats);
 
-// Waits on the host, up to `timeout_ns` nanoseconds (`NF_STATUS_TIMEOUT` after), until
-// the frame has read its input: the caller may write it again. For `NF_SYNC_HOST`, where
-// the ticket's semaphores are not the caller's to wait on, and for tests.
+// Waits on the host, up to `timeout_ns` nanoseconds, until the frame has read its input
+// ("input consumed" reached): the caller may write it again. For `NF_SYNC_HOST`, where the
+// ticket's semaphores are not the caller's to wait on, and for tests. It retires nothing.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or `ticket` is not a
+// ticket of this context; `NF_STATUS_TIMEOUT` after `timeout_ns`; `NF_STATUS_DEVICE_LOST`;
+// `NF_STATUS_VULKAN`: the wait failed; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call.
@@ -1051,12 +1467,21 @@ enum nf_status nf_context_wait_input_consumed(struct nf_context *c,
 
 // Whether the frame has read its input, without waiting, into `*consumed`.
 //
+// Status: `NF_STATUS_OK` (consumed or not); `NF_STATUS_INVALID_ARGUMENT` where `c` or
+// `consumed` is NULL or `ticket` is not a ticket of this context; `NF_STATUS_DEVICE_LOST`;
+// `NF_STATUS_VULKAN`: reading the semaphore failed; `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `consumed`
 // is NULL or writable.
 enum nf_status nf_context_try_input_consumed(struct nf_context *c, uint64_t ticket, bool *consumed);
 
-// Waits for every frame in flight (each bounded by the frame timeout).
+// Waits for every frame in flight and retires them (each bounded by the frame timeout).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL;
+// `NF_STATUS_TIMEOUT` where a frame is not done within the frame timeout (it and the later
+// ones stay in flight); `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`: a call
+// of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call.
@@ -1065,6 +1490,15 @@ enum nf_status nf_context_wait_all(struct nf_context *c);
 // Imports an image the caller exported as an input (a context of its own, on the
 // exporter's physical device). The descriptor is the context's once this succeeds
 // (it closes it); after a failure it is still open and the caller's.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `import` or `out` is NULL, the
+// descriptor is negative (Windows: NULL), the device or driver UUID is not the context's, or the
+// description does not fit the frame (format, size, usage, tiling; the message says which);
+// `NF_STATUS_STRUCT_SIZE` where `import->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where
+// the device cannot import or use it, or a newer header's field is set; `NF_STATUS_VULKAN`: the
+// import failed (a descriptor that is not exported memory); `NF_STATUS_CUDA`: CUDA could not
+// import it; `NF_STATUS_INTERNAL`: a bug. On every failure the descriptor is still open and the
+// caller's.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `import`
@@ -1076,6 +1510,8 @@ enum nf_status nf_context_import_input_image(struct nf_context *c,
 
 // Imports an image the caller exported as an output; see `nf_context_import_input_image`.
 //
+// Status: as `nf_context_import_input_image`.
+//
 // # Safety
 // As `nf_context_import_input_image`.
 enum nf_status nf_context_import_output_image(struct nf_context *c,
@@ -1084,6 +1520,9 @@ enum nf_status nf_context_import_output_image(struct nf_context *c,
 
 // Imports a linear buffer the caller exported as an input (where the model takes it
 // as it is, the buffer itself is the model's input); see `nf_context_import_input_image`.
+//
+// Status: as `nf_context_import_input_image` (the buffer's size, usage and layout instead of the
+// image's).
 //
 // # Safety
 // As `nf_context_import_input_image`.
@@ -1094,6 +1533,8 @@ enum nf_status nf_context_import_input_buffer(struct nf_context *c,
 // Imports a linear buffer the caller exported as an output; see
 // `nf_context_import_input_image`.
 //
+// Status: as `nf_context_import_input_buffer`.
+//
 // # Safety
 // As `nf_context_import_input_image`.
 enum nf_status nf_context_import_output_buffer(struct nf_context *c,
@@ -1103,6 +1544,14 @@ enum nf_status nf_context_import_output_buffer(struct nf_context *c,
 // Imports a timeline semaphore the caller exported, for frames to wait on
 // (`NF_SYNC_GPU` only). The descriptor is the context's once this succeeds; after a
 // failure it is still open and the caller's.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `import` or `out` is NULL, the
+// descriptor is negative, the semaphore is not a timeline, or its device or driver UUID is not
+// the context's; `NF_STATUS_STRUCT_SIZE` where `import->struct_size` is not set;
+// `NF_STATUS_UNSUPPORTED` in `NF_SYNC_HOST`, where the device cannot import semaphores, or
+// where a newer header's field is set; `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`: the import
+// failed; `NF_STATUS_INTERNAL`: a bug. On every failure the descriptor is still open and the
+// caller's.
 //
 // # Safety
 // As `nf_context_import_input_image`.
@@ -1117,26 +1566,62 @@ enum nf_status nf_context_import_timeline(struct nf_context *c,
 // each ticket's value. Both are the caller's to close where it does not import them.
 // Needs `NF_SYNC_GPU` on a context of its own.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `input_consumed` or
+// `output_ready` is NULL; `NF_STATUS_UNSUPPORTED` in `NF_SYNC_HOST`, or where the timelines
+// are not exportable (`VK_KHR_external_semaphore_fd` not enabled; on the caller's device the
+// tickets' semaphores are the caller's already); `NF_STATUS_VULKAN`: the export failed;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context; `input_consumed` and `output_ready` are NULL or writable.
 enum nf_status nf_context_export_timelines(struct nf_context *c,
                                            nf_external_handle *input_consumed,
                                            nf_external_handle *output_ready);
 
-// Fills `*options` with the library's defaults and sets its `struct_size`.
+// Hands what the library announces (fallbacks, slow paths, options not in effect: the
+// messages the CLI prints with `-v`) to `callback`, for every record of `max_level` and more
+// severe (`NF_LOG_WARN`: warnings and errors; `NF_LOG_INFO` adds what the library chose and
+// why; `NF_LOG_DEBUG`, `NF_LOG_TRACE`: more). `callback` NULL, or `max_level`
+// `NF_LOG_OFF`, turns it off. Until the first call nothing is logged anywhere; the last call
+// wins (one callback per process). Messages name the C API's functions and constants.
 //
-// Returns `NF_STATUS_OK`, or `NF_STATUS_INVALID_ARGUMENT` where `options` is NULL.
+// Threads: the callback is called on the thread that logs, which is the thread of an
+// `nf_*` call or one of the library's own (fast start builds its fused session on one), and
+// from several threads at once: it must be thread-safe, and `user` usable from any thread.
+// A message the library logs while the callback runs on that thread (an `nf_*` call from
+// inside the callback) is dropped, and `nf_set_log_callback` from inside the callback is
+// refused. This call waits until calls of the old callback running on other threads have
+// returned: once it returns, the old callback is never called again and its `user` may be
+// freed. The callback must therefore not wait for a thread that is inside
+// `nf_set_log_callback`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `max_level` is none of the
+// `NF_LOG_*` values, or the call comes from inside the callback; `NF_STATUS_UNSUPPORTED`
+// where another logger took the library's `log` first (only in a Rust program that links
+// this crate as an rlib); `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
-// `options` is NULL or points to a writable `nf_cuda_options`.
+// `callback` is NULL or a function that may be called as said above, with `user`, from any
+// thread, until a later call of `nf_set_log_callback` returns.
+enum nf_status nf_set_log_callback(nf_log_callback callback, void *user, nf_log_level max_level);
+
+// Fills `*options` with the library's defaults: the fields its `struct_size` covers (set it
+// first: `nf_cuda_options o = NF_CUDA_OPTIONS_INIT;`), which it leaves as it was.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `options` is NULL;
+// `NF_STATUS_STRUCT_SIZE` where `options->struct_size` is not set; `NF_STATUS_INTERNAL`: a bug.
+//
+// # Safety
+// `options` is NULL or points to `options->struct_size` writable bytes.
 enum nf_status nf_cuda_options_default(struct nf_cuda_options *options);
 
 // Gives the builder every CUDA option at once (copied). An option of the provider or the
 // hand-over left at its default lets the tune cache choose it (`neural-frame tune`).
 //
-// Returns `NF_STATUS_OK`, or `NF_STATUS_INVALID_ARGUMENT` where `b` or `options` is NULL,
-// `struct_size` is smaller than this library's first version of the struct, or a field
-// holds a value none of its constants name (the message names the field).
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `options` is NULL, or a
+// field holds a value none of its constants name (the message names the field);
+// `NF_STATUS_STRUCT_SIZE` where `struct_size` is not set; `NF_STATUS_UNSUPPORTED` where a
+// newer header's field this library does not know is set; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `b` is NULL or a live builder, not used by another thread during the call; `options` is
@@ -1150,6 +1635,10 @@ enum nf_status nf_builder_set_cuda_options(struct nf_builder *b,
 // the caller frees with `nf_pixels_free`; on failure (`NF_STATUS_IMAGE`, naming the file)
 // nothing is written.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `path`, `width`, `height` or
+// `pixels` is NULL or `path` is empty; `NF_STATUS_IMAGE` where the file is missing, unreadable or
+// not a PNG or JPEG (the message names it); `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `path` is NULL or a NUL-terminated string; `width`, `height` and `pixels` are NULL or
 // writable.
@@ -1159,6 +1648,8 @@ enum nf_status nf_image_read(const char *path, uint32_t *width, uint32_t *height
 //
 // The last error message stays as it was.
 //
+// Status: none (it returns nothing).
+//
 // # Safety
 // `pixels` is NULL or a buffer of `nf_image_read` not freed before.
 void nf_pixels_free(uint8_t *pixels);
@@ -1166,7 +1657,14 @@ void nf_pixels_free(uint8_t *pixels);
 // Writes `width` x `height` RGBA8 texels (4 bytes each, rows without padding, top row
 // first) as a PNG file at `path` (NUL-terminated): to a temporary file beside it, then
 // renamed into place, so a failure never leaves half a file. The pixels are borrowed for
-// the call.
+// the call. Missing directories of `path` are created first (as `mkdir -p`, and left in
+// place if the write then fails); one that cannot be created (a file in the way, no
+// permission) gives `NF_STATUS_IMAGE` naming it. An existing file at `path` is replaced.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `path` or `pixels` is NULL, `path`
+// is empty, or a side is 0; `NF_STATUS_IMAGE` where the file cannot be written (the message
+// names the path): a directory of `path` that cannot be created, a directory not writable, a
+// full disk, `path` a directory; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `path` is NULL or a NUL-terminated string; `pixels` is NULL or points to
@@ -1178,6 +1676,13 @@ enum nf_status nf_png_write(const char *path,
 
 // Registers one of the caller's images as an input (a context on the caller's device),
 // checked once here; `*out` names it in frames until `nf_context_unregister_input`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `image` or `out` is NULL, the
+// image is `VK_NULL_HANDLE`, the context is not built on the caller's device (`nf_context_new`'s:
+// import by fd instead), or the format, size, usage, tiling or layout does not fit (the message
+// says which); `NF_STATUS_STRUCT_SIZE` where `image->struct_size` is not set;
+// `NF_STATUS_UNSUPPORTED` where the device cannot use the format that way, or a newer header's
+// field is set; `NF_STATUS_VULKAN`: making its view failed; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context built by `nf_context_new_on_device`, not used by another
@@ -1191,6 +1696,8 @@ enum nf_status nf_context_register_input_image(struct nf_context *c,
 // Registers one of the caller's images as an output; see
 // `nf_context_register_input_image`.
 //
+// Status: as `nf_context_register_input_image`.
+//
 // # Safety
 // As `nf_context_register_input_image`.
 enum nf_status nf_context_register_output_image(struct nf_context *c,
@@ -1200,6 +1707,13 @@ enum nf_status nf_context_register_output_image(struct nf_context *c,
 // Registers one of the caller's buffers as an input; see
 // `nf_context_register_input_image`.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `buffer` or `out` is NULL, the
+// buffer is `VK_NULL_HANDLE`, the context is not built on the caller's device, or the layout,
+// size or usage does not fit (the message says which); `NF_STATUS_STRUCT_SIZE` where
+// `buffer->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where the device's limits do not
+// allow it, or a newer header's field is set; `NF_STATUS_VULKAN`: a call failed;
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // As `nf_context_register_input_image`, for a buffer.
 enum nf_status nf_context_register_input_buffer(struct nf_context *c,
@@ -1208,6 +1722,8 @@ enum nf_status nf_context_register_input_buffer(struct nf_context *c,
 
 // Registers one of the caller's buffers as an output; see
 // `nf_context_register_input_image`.
+//
+// Status: as `nf_context_register_input_buffer`.
 //
 // # Safety
 // As `nf_context_register_input_image`, for a buffer.
@@ -1220,6 +1736,9 @@ enum nf_status nf_context_register_output_buffer(struct nf_context *c,
 // exports that memory once and the frame's passes run as CUDA kernels (the image handed
 // over in `GENERAL` layout, `OPTIMAL` tiling; otherwise its frames take the Vulkan passes,
 // said once in the log). The memory stays the caller's.
+//
+// Status: as `nf_context_register_input_image` (also for `memory`: NULL, `VK_NULL_HANDLE`, its
+// `struct_size`); `NF_STATUS_CUDA`: CUDA could not import the memory.
 //
 // # Safety
 // As `nf_context_register_input_image`; and `memory` is NULL or describes the live
@@ -1234,6 +1753,8 @@ enum nf_status nf_context_register_input_image_with_memory(struct nf_context *c,
 // output; see `nf_context_register_input_image_with_memory`. CUDA writes it in place, in
 // `GENERAL` layout, which it stays in.
 //
+// Status: as `nf_context_register_input_image_with_memory`.
+//
 // # Safety
 // As `nf_context_register_input_image_with_memory`.
 enum nf_status nf_context_register_output_image_with_memory(struct nf_context *c,
@@ -1244,6 +1765,10 @@ enum nf_status nf_context_register_output_image_with_memory(struct nf_context *c
 // Registers one of the caller's timeline semaphores (a `VkSemaphore` of the caller's
 // device, created with `VK_SEMAPHORE_TYPE_TIMELINE`), for frames to wait on
 // (`nf_frame`'s `wait_timeline`, `output_free_timeline`). It stays the caller's.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `out` is NULL, `semaphore` is
+// `VK_NULL_HANDLE`, or the context is not built on the caller's device; `NF_STATUS_INTERNAL`: a
+// bug.
 //
 // # Safety
 // `c` is NULL or a live context built by `nf_context_new_on_device`, not used by another
@@ -1260,6 +1785,10 @@ enum nf_status nf_context_register_timeline(struct nf_context *c,
 // to hand a frame over. On the CPU backend it is registered as `nf_context_register_timeline`
 // does.
 //
+// Status: as `nf_context_register_timeline`; `NF_STATUS_UNSUPPORTED` where the device cannot
+// export it (`VK_KHR_external_semaphore_fd` not enabled); `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`:
+// exporting it or importing it into CUDA failed.
+//
 // # Safety
 // As `nf_context_register_timeline`, and `semaphore` was created with that export info.
 enum nf_status nf_context_register_exportable_timeline(struct nf_context *c,
@@ -1268,6 +1797,10 @@ enum nf_status nf_context_register_exportable_timeline(struct nf_context *c,
 
 // Creates an image of the context's own as an input of the frame size, in `format` (a
 // `VkFormat` of the input formats), for tools: fill it with `nf_context_upload`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `out` is NULL or `format` is
+// not an input format; `NF_STATUS_UNSUPPORTED` where the device cannot sample it;
+// `NF_STATUS_VULKAN`: making it failed (out of memory); `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `out` is
@@ -1278,6 +1811,8 @@ enum nf_status nf_context_create_input_image(struct nf_context *c, int32_t forma
 // (`VK_FORMAT_R8G8B8A8_UNORM` or `_R16G16B16A16_SFLOAT`), for tools: read it with
 // `nf_context_readback`.
 //
+// Status: as `nf_context_create_input_image` (an output format, storage use).
+//
 // # Safety
 // As `nf_context_create_input_image`.
 enum nf_status nf_context_create_output_image(struct nf_context *c, int32_t format, nf_output *out);
@@ -1285,6 +1820,11 @@ enum nf_status nf_context_create_output_image(struct nf_context *c, int32_t form
 // Copies `len` bytes of texels (rows of the frame width without padding, top row first,
 // in the image's format) into an input the context created, after the frames that read
 // it have read it.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `texels` is NULL, `input` is
+// not a registered input, not an image the context created, or `len` is not the image's size in
+// bytes; `NF_STATUS_TIMEOUT` where a frame reading it does not finish within the frame timeout;
+// `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`: the copy failed; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `texels` is
@@ -1300,6 +1840,12 @@ enum nf_status nf_context_upload(struct nf_context *c,
 // of the texels. With `buf` NULL the call only sets `*len` (it waits for nothing); with a
 // buffer too small it writes nothing and returns `NF_STATUS_BUFFER_TOO_SMALL`.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_BUFFER_TOO_SMALL` (with `*len` the size needed);
+// `NF_STATUS_INVALID_ARGUMENT` where `c` or `len` is NULL, or `output` is not a registered output
+// or (for a size query) not an image the context created; `NF_STATUS_TIMEOUT` where a frame
+// writing it does not finish within the frame timeout; `NF_STATUS_DEVICE_LOST`;
+// `NF_STATUS_VULKAN`: the copy failed; `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call; `len` is
 // NULL or points to a `size_t`; `buf` is NULL or points to `*len` writable bytes.
@@ -1313,11 +1859,17 @@ enum nf_status nf_context_readback(struct nf_context *c,
 // `nf_context_wait` of the last frame that used it, or `nf_context_wait_all`). The
 // number is not valid afterwards.
 //
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or the number is not a
+// registration of that kind on this context (0, never given, another kind, unregistered already);
+// `NF_STATUS_INTERNAL`: a bug.
+//
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call.
 enum nf_status nf_context_unregister_input(struct nf_context *c, nf_input input);
 
 // Unregisters an output; see `nf_context_unregister_input`.
+//
+// Status: as `nf_context_unregister_input`.
 //
 // # Safety
 // As `nf_context_unregister_input`.
@@ -1326,6 +1878,8 @@ enum nf_status nf_context_unregister_output(struct nf_context *c, nf_output outp
 // Unregisters a timeline; see `nf_context_unregister_input`. An imported one's
 // descriptor is closed by the context.
 //
+// Status: as `nf_context_unregister_input`.
+//
 // # Safety
 // As `nf_context_unregister_input`.
 enum nf_status nf_context_unregister_timeline(struct nf_context *c, nf_timeline timeline);
@@ -1333,6 +1887,10 @@ enum nf_status nf_context_unregister_timeline(struct nf_context *c, nf_timeline 
 // Signals one of the registered timelines from the host up to `value` (nothing where it
 // is there already), for a peer that is gone before it signalled: the frames that wait
 // on it can then run and retire. What they read is whatever the memory held.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or `timeline` is not a
+// registered timeline of this context; `NF_STATUS_VULKAN`: the host signal failed (a value below
+// the timeline's); `NF_STATUS_DEVICE_LOST`; `NF_STATUS_INTERNAL`: a bug.
 //
 // # Safety
 // `c` is NULL or a live context, not used by another thread during the call.
@@ -1345,3 +1903,26 @@ enum nf_status nf_context_release_timeline(struct nf_context *c,
 #endif  // __cplusplus
 
 #endif  /* NEURAL_FRAME_H */
+
+#ifndef NEURAL_FRAME_INIT_MACROS
+#define NEURAL_FRAME_INIT_MACROS
+/* NF_STRUCT_INIT(type): a value of a versioned struct `type` with struct_size set to
+ * sizeof(type) and every other field 0 (C: a compound literal, for a declaration at
+ * block scope; C++11 and later: a value-initialised copy). */
+#ifdef __cplusplus
+#define NF_STRUCT_INIT(type) ([]() { type nf_s_{}; nf_s_.struct_size = (uint32_t)sizeof(type); return nf_s_; }())
+#else
+#define NF_STRUCT_INIT(type) ((type){ .struct_size = (uint32_t)sizeof(type) })
+#endif
+#define NF_FRAME_INIT NF_STRUCT_INIT(nf_frame)
+#define NF_TICKET_INIT NF_STRUCT_INIT(nf_ticket)
+#define NF_FRAME_STATS_INIT NF_STRUCT_INIT(nf_frame_stats)
+#define NF_VULKAN_DEVICE_INIT NF_STRUCT_INIT(nf_vulkan_device)
+#define NF_CALLER_IMAGE_INIT NF_STRUCT_INIT(nf_caller_image)
+#define NF_CALLER_MEMORY_INIT NF_STRUCT_INIT(nf_caller_memory)
+#define NF_CALLER_BUFFER_INIT NF_STRUCT_INIT(nf_caller_buffer)
+#define NF_IMAGE_IMPORT_INIT NF_STRUCT_INIT(nf_image_import)
+#define NF_BUFFER_IMPORT_INIT NF_STRUCT_INIT(nf_buffer_import)
+#define NF_SEMAPHORE_IMPORT_INIT NF_STRUCT_INIT(nf_semaphore_import)
+#define NF_CUDA_OPTIONS_INIT NF_STRUCT_INIT(nf_cuda_options)
+#endif /* NEURAL_FRAME_INIT_MACROS */

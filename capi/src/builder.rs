@@ -91,6 +91,9 @@ pub(crate) unsafe fn edit(
 /// On success `*out` is a new builder the caller frees with `nf_builder_free`; on failure
 /// `*out` is left as it was.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `model_path` or `out` is NULL, or
+/// `model_path` is empty; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `model_path` is NULL or a NUL-terminated string; `out` is NULL or writable.
 #[unsafe(no_mangle)]
@@ -111,6 +114,8 @@ pub unsafe extern "C" fn nf_builder_new(model_path: *const c_char, out: *mut *mu
 ///
 /// The last error message stays as it was.
 ///
+/// Status: none (it returns nothing).
+///
 /// # Safety
 /// `b` is NULL or a builder of `nf_builder_new` not freed before and not in use.
 #[unsafe(no_mangle)]
@@ -126,6 +131,11 @@ pub unsafe extern "C" fn nf_builder_free(b: *mut nf_builder) {
 }
 
 /// Sets the backend: `NF_BACKEND_AUTO` (the default), `NF_BACKEND_CUDA` or `NF_BACKEND_CPU`.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `backend` is none of
+/// the `NF_BACKEND_*` values; `NF_STATUS_INTERNAL`: a bug. (So for every `nf_builder_set_*` call:
+/// a value it refuses is `NF_STATUS_INVALID_ARGUMENT`, with a message naming it; what the value
+/// means for the device is checked by `nf_context_new`.)
 ///
 /// # Safety
 /// `b` is NULL or a live builder, not used by another thread during the call (so for
@@ -150,6 +160,9 @@ pub(crate) fn invalid(message: String) -> nf_status {
 /// Sets the input frame size in pixels (both above 0). A context needs one to be built;
 /// `nf_context_infer_rgba8` changes it to each input's size.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or a side is 0;
+/// `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -166,6 +179,9 @@ pub unsafe extern "C" fn nf_builder_set_frame_size(b: *mut nf_builder, width: u3
 }
 
 /// Sets the number of frames that may be in flight at once (the ring's slots, 3 by default).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `slots` is 0;
+/// `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// As `nf_builder_set_backend`.
@@ -187,6 +203,9 @@ pub unsafe extern "C" fn nf_builder_set_slots(b: *mut nf_builder, slots: u32) ->
 /// the working directory or the executable's parent directories. ONNX Runtime is loaded
 /// once per process: the first context decides.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `path` is NULL or `path` is
+/// empty; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`; `path` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
@@ -202,6 +221,9 @@ pub unsafe extern "C" fn nf_builder_set_ort_library(b: *mut nf_builder, path: *c
 
 /// Sets the bound on every host wait for a frame, in milliseconds (default 30000, above
 /// 0): a wait that runs out returns `NF_STATUS_TIMEOUT` and the frame stays in flight.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `milliseconds` is 0;
+/// `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// As `nf_builder_set_backend`.
@@ -221,6 +243,9 @@ pub unsafe extern "C" fn nf_builder_set_frame_timeout_ms(b: *mut nf_builder, mil
 /// Sets what `nf_context_submit` does when every slot is busy: `NF_BACK_PRESSURE_BLOCK`
 /// (the default) or `NF_BACK_PRESSURE_SKIP`.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `policy` is none of
+/// the `NF_BACK_PRESSURE_*` values; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -239,6 +264,9 @@ pub unsafe extern "C" fn nf_builder_set_back_pressure(b: *mut nf_builder, policy
 /// tiles' shared strips. With an overlap of at least the model's receptive radius the
 /// result equals the untiled one.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL, a side is 0 or not
+/// larger than three overlaps; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -250,6 +278,9 @@ pub unsafe extern "C" fn nf_builder_set_tiling(b: *mut nf_builder, width: u32, h
 /// A memory budget in bytes for the slot buffers: a frame size whose buffers would exceed
 /// it runs in tiles, the largest square ones that fit.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+/// bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -260,6 +291,10 @@ pub unsafe extern "C" fn nf_builder_set_memory_budget(b: *mut nf_builder, bytes:
 
 /// Builds the context's own device on the physical device whose `deviceUUID` is the 16
 /// bytes at `uuid` (for import by file descriptor: the renderer's). `nf_context_new` only.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `uuid` is NULL;
+/// `NF_STATUS_INTERNAL`: a bug. (A UUID no device has: `NF_STATUS_NO_DEVICE` from
+/// `nf_context_new`.)
 ///
 /// # Safety
 /// As `nf_builder_set_backend`; `uuid` is NULL or points to 16 readable bytes.
@@ -279,6 +314,9 @@ pub unsafe extern "C" fn nf_builder_set_device_uuid(b: *mut nf_builder, uuid: *c
 /// Builds the context's own device on the physical device at `index` in
 /// `vkEnumeratePhysicalDevices`' order. `nf_context_new` only.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+/// bug. (An index no device has: `NF_STATUS_NO_DEVICE` from `nf_context_new`.)
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -288,6 +326,9 @@ pub unsafe extern "C" fn nf_builder_set_device_index(b: *mut nf_builder, index: 
 }
 
 /// CPU threads for ONNX Runtime's CPU provider (default, or 0: ONNX Runtime's choice).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+/// bug.
 ///
 /// # Safety
 /// As `nf_builder_set_backend`.
@@ -301,6 +342,9 @@ pub unsafe extern "C" fn nf_builder_set_threads(b: *mut nf_builder, threads: u32
 /// off; `nf_context_new` fails where the layer is not installed). On the caller's
 /// device, validation is the caller's instance's.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+/// bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -312,6 +356,9 @@ pub unsafe extern "C" fn nf_builder_set_validation(b: *mut nf_builder, on: bool)
 /// Times the pre and post passes with Vulkan timestamp queries (default on; off: the
 /// stats' `pre_ms` and `post_ms` are NaN).
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+/// bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -321,6 +368,9 @@ pub unsafe extern "C" fn nf_builder_set_gpu_timestamps(b: *mut nf_builder, on: b
 }
 
 /// Waits for frames by polling on the host instead of sleeping (default off).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL; `NF_STATUS_INTERNAL`: a
+/// bug.
 ///
 /// # Safety
 /// As `nf_builder_set_backend`.
@@ -381,6 +431,9 @@ unsafe fn declaration(
 /// Declares the layout of every image tensor of the model (`NF_LAYOUT_NCHW` or
 /// `_NHWC`), where its shapes are ambiguous or its metadata says nothing.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `layout` is
+/// `NF_LAYOUT_MODEL` or none of the `NF_LAYOUT_*` values; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// As `nf_builder_set_backend`.
 #[unsafe(no_mangle)]
@@ -396,6 +449,9 @@ pub unsafe extern "C" fn nf_builder_set_layout(b: *mut nf_builder, layout: nf_la
 }
 
 /// Declares the colour order of every image tensor (`NF_COLOR_ORDER_RGB` or `_BGR`).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL or `order` is
+/// `NF_COLOR_ORDER_MODEL` or none of the `NF_COLOR_ORDER_*` values; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// As `nf_builder_set_backend`.
@@ -414,6 +470,10 @@ pub unsafe extern "C" fn nf_builder_set_color_order(b: *mut nf_builder, order: n
 /// Declares the value range of every float image tensor (`NF_NORMALIZATION_UNIT`,
 /// `_SIGNED`, `_BYTE`, or `_MEAN_STD` with `mean` and `std`, 3 floats each, read only
 /// then; NULL otherwise is fine).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL, `normalization` is
+/// `NF_NORMALIZATION_MODEL` or none of the values, or for `_MEAN_STD` `mean` or `std` is NULL or
+/// holds a value that is not finite or a std of 0; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// As `nf_builder_set_backend`; `mean` and `std` are NULL or point to 3 readable floats.
@@ -437,6 +497,10 @@ pub unsafe extern "C" fn nf_builder_set_normalization(
 /// Declares layout, colour order and range of every image tensor at once, replacing
 /// the three setters above; `NF_*_MODEL` leaves that one to the model.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` is NULL, a value is none of its
+/// constants, or `_MEAN_STD`'s `mean` or `std` is NULL or not acceptable; `NF_STATUS_INTERNAL`: a
+/// bug.
+///
 /// # Safety
 /// As `nf_builder_set_normalization`.
 #[unsafe(no_mangle)]
@@ -456,6 +520,9 @@ pub unsafe extern "C" fn nf_builder_declare(
 
 /// Declares one tensor by name (NUL-terminated UTF-8; copied): it wins over the
 /// declarations for every tensor. `NF_*_MODEL` leaves that one to those and the model.
+///
+/// Status: as `nf_builder_declare`, and `NF_STATUS_INVALID_ARGUMENT` where `name` is NULL or not
+/// UTF-8 (a name the model lacks: `NF_STATUS_MODEL_CONTRACT` from `nf_context_new`).
 ///
 /// # Safety
 /// As `nf_builder_set_normalization`; `name` is NULL or a NUL-terminated string.

@@ -145,6 +145,17 @@ pub(crate) unsafe fn context_ref<'a>(c: *const nf_context) -> Result<&'a nf_cont
 /// `nf_context_free`; on failure `*out` is left as it was and the message says why
 /// (for a missing model file: `NF_STATUS_MODEL_CONTRACT`, naming the file).
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `out` is NULL, or an option
+/// does not fit (no frame size, tiles the model refuses); `NF_STATUS_MODEL_CONTRACT` where the
+/// model file is missing or unreadable, or does not fit the pipeline; `NF_STATUS_RUNTIME_MISSING`
+/// where ONNX Runtime cannot be loaded; `NF_STATUS_NO_DEVICE` where there is no Vulkan loader,
+/// driver or device matching the selector; `NF_STATUS_PROVIDER_UNAVAILABLE` for `NF_BACKEND_CUDA`
+/// where CUDA or its provider cannot be used (`NF_BACKEND_AUTO` runs the CPU backend instead,
+/// logged); `NF_STATUS_UNSUPPORTED` where the device lacks what is needed (the validation layer
+/// asked for and not installed); `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: a
+/// call of theirs failed; `NF_STATUS_DEVICE_LOST`; `NF_STATUS_IO`: the tune cache or a converted
+/// model could not be read or written; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `b` is NULL or a live builder, not used by another thread during the call; `out` is
 /// NULL or writable.
@@ -168,6 +179,8 @@ pub unsafe extern "C" fn nf_context_new(b: *const nf_builder, out: *mut *mut nf_
 ///
 /// The last error message stays as it was.
 ///
+/// Status: none (it returns nothing). A frame that never finishes is logged (`NF_LOG_ERROR`).
+///
 /// # Safety
 /// `c` is NULL or a context of `nf_context_new`/`nf_context_new_on_device` not freed
 /// before and not in use.
@@ -186,6 +199,10 @@ pub unsafe extern "C" fn nf_context_free(c: *mut nf_context) {
 /// The backend that runs, "cuda" or "cpu", into `buf` by the string convention (see the
 /// header's preamble).
 ///
+/// Status: `NF_STATUS_OK` (also for a query, `buf` NULL); `NF_STATUS_BUFFER_TOO_SMALL` (with
+/// `*len` the size needed); `NF_STATUS_INVALID_ARGUMENT` where `c` or `len` is NULL;
+/// `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `c` is NULL or a live context; `len` is NULL or points to a `size_t`; `buf` is NULL or
 /// points to `*len` writable bytes.
@@ -201,6 +218,8 @@ pub unsafe extern "C" fn nf_context_backend_name(c: *const nf_context, buf: *mut
 
 /// The Vulkan device's name (`deviceName`), into `buf` by the string convention.
 ///
+/// Status: as `nf_context_backend_name`.
+///
 /// # Safety
 /// As `nf_context_backend_name`.
 #[unsafe(no_mangle)]
@@ -215,6 +234,8 @@ pub unsafe extern "C" fn nf_context_device_name(c: *const nf_context, buf: *mut 
 
 /// Why `NF_BACKEND_AUTO` fell back to the CPU backend, or "" where it did not, into
 /// `buf` by the string convention.
+///
+/// Status: as `nf_context_backend_name`.
 ///
 /// # Safety
 /// As `nf_context_backend_name`.
@@ -240,6 +261,8 @@ pub unsafe extern "C" fn nf_context_fallback_reason(
 /// effect and where it came from, the sync mode, the ring, the sizes, the model's
 /// tensors and the start-up times. For logs and people; its lines may change between
 /// versions (programs read the dedicated calls).
+///
+/// Status: as `nf_context_backend_name`.
 ///
 /// # Safety
 /// As `nf_context_backend_name`.
@@ -298,6 +321,9 @@ fn report(ctx: &NeuralFrameContext) -> String {
 
 /// The current input frame size in pixels.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `width` or `height` is NULL;
+/// `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `c` is NULL or a live context; `width` and `height` are NULL or writable.
 #[unsafe(no_mangle)]
@@ -311,6 +337,8 @@ pub unsafe extern "C" fn nf_context_frame_size(c: *const nf_context, width: *mut
 }
 
 /// The output size in pixels of the current frame size (the frame size times the scale).
+///
+/// Status: as `nf_context_frame_size`.
 ///
 /// # Safety
 /// `c` is NULL or a live context; `width` and `height` are NULL or writable.
@@ -326,6 +354,9 @@ pub unsafe extern "C" fn nf_context_output_size(c: *const nf_context, width: *mu
 
 /// The model's scale: output width over input width (`x`), output height over input
 /// height (`y`). An input of WxH gives an output of (W*x)x(H*y).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `x` or `y` is NULL;
+/// `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context; `x` and `y` are NULL or writable.
@@ -344,6 +375,13 @@ pub unsafe extern "C" fn nf_context_scale(c: *const nf_context, x: *mut u32, y: 
 /// context's buffers are made anew and its frames in flight are waited for first;
 /// registrations of the old size are refused by the frames after it: register the
 /// new size's images and buffers.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL, a side is 0, or the
+/// model or tiling does not take the size; `NF_STATUS_MODEL_CONTRACT` where the model fails at
+/// that size; `NF_STATUS_TIMEOUT` where a frame in flight does not finish within the frame
+/// timeout; `NF_STATUS_UNSUPPORTED` where the device's limits do not allow it; `NF_STATUS_VULKAN`,
+/// `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: a call of theirs failed; `NF_STATUS_DEVICE_LOST`;
+/// `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call.
@@ -371,6 +409,9 @@ pub const NF_SYNC_HOST: nf_sync_mode = 1;
 
 /// The context's sync mode, `NF_SYNC_GPU` or `NF_SYNC_HOST`, into `*mode`.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `mode` is NULL;
+/// `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `c` is NULL or a live context; `mode` is NULL or writable.
 #[unsafe(no_mangle)]
@@ -390,6 +431,9 @@ pub unsafe extern "C" fn nf_context_sync_mode(c: *const nf_context, mode: *mut n
 /// The ring's state: its slots (frames that may be in flight), the frames in flight now,
 /// and the frames dropped so far under `NF_BACK_PRESSURE_SKIP`. Any of the out pointers
 /// may be NULL (not written).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL; `NF_STATUS_INTERNAL`: a
+/// bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context; each out pointer is NULL or writable.
@@ -423,6 +467,9 @@ pub unsafe extern "C" fn nf_context_ring(
 /// from: its `deviceUUID` and `driverUUID`, 16 bytes each, into `device_uuid` and
 /// `driver_uuid`.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `device_uuid` or `driver_uuid`
+/// is NULL; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `c` is NULL or a live context; `device_uuid` and `driver_uuid` are NULL or point to 16
 /// writable bytes each.
@@ -453,6 +500,11 @@ pub unsafe extern "C" fn nf_context_device_identity(
 /// ones in the last bit of a channel: a program that compares results byte for byte
 /// waits here first.
 ///
+/// Status: `NF_STATUS_OK` (settled or not: see `*settled`); `NF_STATUS_INVALID_ARGUMENT` where `c`
+/// or `settled` is NULL; `NF_STATUS_TIMEOUT` where frames in flight do not finish before the
+/// switch; `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: building the fused session failed;
+/// `NF_STATUS_DEVICE_LOST`; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `settled`
 /// is NULL or writable.
@@ -476,6 +528,12 @@ pub unsafe extern "C" fn nf_context_wait_settled(c: *mut nf_context, timeout_ms:
 /// differs from the context's frame size, the context is resized first (its buffers are
 /// made anew; the session stays). Blocks until the frame is done. Both buffers are
 /// borrowed for the call only.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_BUFFER_TOO_SMALL` where `output_len` is short (nothing
+/// runs); `NF_STATUS_INVALID_ARGUMENT` where `c`, `input` or `output` is NULL, or a side is 0 or
+/// the output too large; and as `nf_context_resize` (a new size) and `nf_context_submit`
+/// (`NF_STATUS_TIMEOUT`, `NF_STATUS_DEVICE_LOST`, `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`,
+/// `NF_STATUS_ONNX_RUNTIME`); `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `input` is

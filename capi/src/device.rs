@@ -12,7 +12,7 @@ use neural_frame::ash::vk::{self, Handle};
 
 use crate::builder::nf_builder;
 use crate::context::nf_context;
-use crate::{Fail, guard, guard_free, nf_status, non_null, put, read_arg};
+use crate::{Fail, Versioned, guard, guard_free, nf_status, non_null, put, read_arg, read_versioned};
 
 /// A function of the Vulkan API, as `vkGetInstanceProcAddr` returns it (`PFN_vkVoidFunction`).
 pub type nf_vk_void_function = Option<unsafe extern "system" fn()>;
@@ -32,9 +32,14 @@ pub type nf_vk_get_instance_proc_addr =
 /// `VK_KHR_external_memory_fd` and `VK_KHR_external_semaphore_fd` enabled (listed in
 /// `enabled_device_extensions`); without them `NF_BACKEND_AUTO` runs the CPU backend,
 /// announced. The CPU backend needs neither.
+///
+/// A versioned struct: `nf_vulkan_device d = NF_VULKAN_DEVICE_INIT;` sets `struct_size` and
+/// zeroes the rest.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_vulkan_device {
+    /// `sizeof(nf_vulkan_device)` as the caller's header has it (`NF_VULKAN_DEVICE_INIT`).
+    pub struct_size: u32,
     /// The loader's `vkGetInstanceProcAddr`, which the instance's functions are loaded through.
     pub get_instance_proc_addr: nf_vk_get_instance_proc_addr,
     /// The caller's `VkInstance`.
@@ -77,6 +82,13 @@ pub struct nf_vulkan_device {
     pub queue_lock: *const nf_queue_lock,
 }
 
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid (NULL pointers and function).
+unsafe impl Versioned for nf_vulkan_device {
+    const NAME: &'static str = "nf_vulkan_device";
+    const INIT: &'static str = "NF_VULKAN_DEVICE_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_vulkan_device>();
+}
+
 /// A lock around submissions to a queue that the caller and a context share (opaque).
 /// Made by `nf_queue_lock_new`, freed by `nf_queue_lock_free`; contexts built with it
 /// keep it alive as long as they need it.
@@ -98,6 +110,9 @@ thread_local! {
 /// Makes a queue lock, unlocked. On success `*out` is a new lock the caller frees with
 /// `nf_queue_lock_free`.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `out` is NULL;
+/// `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `out` is NULL or writable.
 #[unsafe(no_mangle)]
@@ -112,7 +127,7 @@ pub unsafe extern "C" fn nf_queue_lock_new(out: *mut *mut nf_queue_lock) -> nf_s
 /// Frees the caller's reference to a queue lock (contexts keep theirs). NULL is ignored.
 /// Freeing does not release it: a thread that holds it releases it first.
 ///
-/// The last error message stays as it was.
+/// Status: none (it returns nothing). The last error message stays as it was.
 ///
 /// # Safety
 /// `lock` is NULL or a lock of `nf_queue_lock_new` not freed before and not in use.
@@ -132,6 +147,9 @@ pub unsafe extern "C" fn nf_queue_lock_free(lock: *mut nf_queue_lock) {
 /// Hold it only around the caller's own `vkQueueSubmit` to the shared queues, never
 /// across an `nf_*` call on a context that uses it (that call would wait for it forever).
 /// The same thread releases it. Taking it twice on one thread is refused.
+///
+/// Status: `NF_STATUS_OK` once held; `NF_STATUS_INVALID_ARGUMENT` where `lock` is NULL or
+/// this thread holds it already; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `lock` is NULL or a live lock.
@@ -154,6 +172,9 @@ pub unsafe extern "C" fn nf_queue_lock_acquire(lock: *const nf_queue_lock) -> nf
 }
 
 /// Releases the lock this thread took with `nf_queue_lock_acquire`.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `lock` is NULL or this thread
+/// does not hold it; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `lock` is NULL or a live lock.
@@ -254,8 +275,22 @@ unsafe fn caller_device(d: &nf_vulkan_device) -> Result<CallerDevice, Fail> {
 /// for the caller's `vkQueueSubmit`. On success `*out` is a new context the caller frees
 /// with `nf_context_free` before it destroys the device or the instance.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b`, `device`, `out` or a
+/// handle `device` must give is NULL, or an option does not fit the device (the frame size
+/// unset or too large, `NF_POST_WAIT_HOST` on a single queue); `NF_STATUS_STRUCT_SIZE` where
+/// `device->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where the device lacks what is
+/// needed (Vulkan 1.2, timeline semaphores, a format or limit), or a newer header's field is
+/// set; `NF_STATUS_MODEL_CONTRACT` where the model file is missing, unreadable or does not
+/// fit the pipeline; `NF_STATUS_RUNTIME_MISSING` where ONNX Runtime cannot be loaded;
+/// `NF_STATUS_PROVIDER_UNAVAILABLE` for `NF_BACKEND_CUDA` where CUDA or its provider cannot
+/// be used (`NF_BACKEND_AUTO` then runs the CPU backend, logged); `NF_STATUS_VULKAN`,
+/// `NF_STATUS_CUDA`, `NF_STATUS_ONNX_RUNTIME`: a call of theirs failed;
+/// `NF_STATUS_DEVICE_LOST`: the device was lost; `NF_STATUS_IO`: the tune cache or a
+/// converted model could not be read or written; `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
-/// `b` is NULL or a live builder; `device` is NULL or points to a description whose
+/// `b` is NULL or a live builder; `device` is NULL or points to a description (of
+/// `device->struct_size` readable bytes) whose
 /// handles are valid as it says (the device created from the instance on the physical
 /// device with `timelineSemaphore` enabled and the extensions it lists, the queues of its
 /// family), and outlive the context and every registration made on it; the caller
@@ -271,9 +306,9 @@ pub unsafe extern "C" fn nf_context_new_on_device(
         non_null(b, "the builder")?;
         non_null(out, "out")?;
         // SAFETY: the caller's contract.
-        let d = unsafe { read_arg(device, "device") }?;
+        let d = unsafe { read_versioned(device, "device") }?;
         // SAFETY: the caller's contract.
-        let caller = unsafe { caller_device(d) }?;
+        let caller = unsafe { caller_device(&d) }?;
         // SAFETY: not null and live (the caller's contract).
         let options = unsafe { &*b }.inner.clone();
         // SAFETY: build_on's contract is this function's (above).

@@ -9,9 +9,10 @@ use neural_frame::{Frame, FrameStats, Submitted};
 
 use crate::context::{context, nf_context, nf_input, nf_output, nf_timeline};
 use crate::tickets::Found;
-use crate::{Fail, guard, nf_status, non_null, put, read_arg, str_arg};
+use crate::{Fail, Versioned, guard, nf_status, non_null, out_size, put, read_versioned, str_arg, write_versioned};
 
-/// One of a model's extra inputs, by the model's name for it (`nf_frame`).
+/// One of a model's extra inputs, by the model's name for it (`nf_frame`). An element of
+/// an array: fixed, it never grows (a later need is a new array field of `nf_frame`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_named_input {
@@ -21,7 +22,8 @@ pub struct nf_named_input {
     pub input: nf_input,
 }
 
-/// One of a model's extra outputs to convert into a registered output (`nf_frame`).
+/// One of a model's extra outputs to convert into a registered output (`nf_frame`). An
+/// element of an array: fixed, it never grows.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_named_output {
@@ -31,24 +33,42 @@ pub struct nf_named_output {
     pub output: nf_output,
 }
 
-/// One frame to run: which registered input and output, and what to wait for. Zero it
-/// (`nf_frame f = {0};`) and fill in what applies.
+/// One frame to run: which registered input and output, and what to wait for. A versioned
+/// struct: `nf_frame f = NF_FRAME_INIT;` sets `struct_size` and zeroes the rest; fill in what
+/// applies. Later versions add fields at the end (lists of waits and signals), 0 when unused.
+///
+/// Where the context waits: for a Vulkan pass, in the `vkQueueSubmit` of the batch that
+/// runs it, with `pWaitDstStageMask` `VK_PIPELINE_STAGE_ALL_COMMANDS_BIT` (the semaphore wait
+/// makes the caller's writes before its signal available and visible to the pass; no
+/// barrier of the caller's is needed for memory, only for the layout and, for imported
+/// resources, the queue family: see `nf_caller_image`, `nf_image_import`); on the CUDA
+/// backend, where CUDA kernels or the model touch the memory first, on the model's CUDA
+/// stream before them (`nf_context_register_exportable_timeline`, or a timeline imported by
+/// fd), else in a Vulkan batch of the context's; on the CPU backend, on the host inside
+/// `nf_context_submit`, before anything is submitted (bounded by the frame timeout:
+/// `NF_STATUS_TIMEOUT`), except the post pass's wait for `output_free_timeline`, which stays
+/// a GPU wait where a Vulkan post pass writes the output.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_frame {
+    /// `sizeof(nf_frame)` as the caller's header has it (`NF_FRAME_INIT`).
+    pub struct_size: u32,
     /// The input (image or buffer).
     pub input: nf_input,
     /// The output (image or buffer).
     pub output: nf_output,
-    /// "The input is written": the context's GPU waits for this timeline to reach
-    /// `wait_value` before reading the input. 0: no wait (the input is written already;
-    /// always so in `NF_SYNC_HOST`).
+    /// "The input is written": the context waits for this timeline to reach `wait_value`
+    /// before its first read of the input and the extra inputs (the pre pass, or CUDA's
+    /// kernels or the model; see above for the stage). 0: no wait (the input is written
+    /// already; always so in `NF_SYNC_HOST`). On a queue the caller shares with the context
+    /// the value must come from a submission made before `nf_context_submit`, or the host.
     pub wait_timeline: nf_timeline,
     /// The value `wait_timeline` must reach.
     pub wait_value: u64,
-    /// "The output may be overwritten": the context's GPU waits for this timeline to reach
-    /// `output_free_value` before writing the output (the caller's reads of an earlier
-    /// result are done). 0: no wait.
+    /// "The output may be overwritten": the context waits for this timeline to reach
+    /// `output_free_value` before its first write of the output and the extra outputs (the
+    /// post pass, or CUDA's kernels or the model), so that the caller's reads of an earlier
+    /// result are done. 0: no wait. Frames before it and the model run meanwhile.
     pub output_free_timeline: nf_timeline,
     /// The value `output_free_timeline` must reach.
     pub output_free_value: u64,
@@ -64,6 +84,13 @@ pub struct nf_frame {
     pub extra_output_count: usize,
 }
 
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid (NULL arrays with counts of 0).
+unsafe impl Versioned for nf_frame {
+    const NAME: &'static str = "nf_frame";
+    const INIT: &'static str = "NF_FRAME_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_frame>();
+}
+
 /// A frame in flight, as `nf_context_submit` gives it: its number on the context's two
 /// timelines (`value`, 1, 2, 3, …; 0: the frame was dropped under `NF_BACK_PRESSURE_SKIP`),
 /// and the two points the caller waits for, on its own queue (a wait in its
@@ -71,29 +98,90 @@ pub struct nf_frame {
 /// (`vkWaitSemaphores`). The semaphores are the context's own, on the caller's device for
 /// a context built on it (with import by fd the caller imports
 /// `nf_context_export_timelines`' descriptors once and waits on those for the same
-/// values); they live as long as the context: never destroy them.
+/// values); they live as long as the context: never destroy them. In `NF_SYNC_HOST` they
+/// are not the caller's to wait on: use `nf_context_wait` and its kin.
+///
+/// A versioned struct the library writes: `nf_ticket t = NF_TICKET_INIT;` sets its
+/// `struct_size` (the library fills in the fields it covers).
+///
+/// Retirement: a frame's slot, its times and its hold on the registrations it used are
+/// released when the frame retires, which happens inside the context's own calls, never on
+/// its own: at the latest in the `nf_context_submit` that reuses its slot (the one `slots`
+/// frames later, which first retires the frame in that slot, waiting on the host for it
+/// where it is not done under `NF_BACK_PRESSURE_BLOCK`), or in `nf_context_wait`,
+/// `_wait_timeout`, `_try_wait`, `_wait_all`, `nf_context_readback`, `nf_context_resize` and
+/// `nf_context_free`. A renderer that waits for "output ready" on its GPU only and keeps
+/// submitting never has to call a host function to retire frames: nothing grows (the
+/// library keeps the times of the last 64 frames), and the frames retire on the next
+/// submits. It calls one on the host only (1) for the last frames before it stops, or
+/// before it destroys an image, buffer or semaphore it unregistered: `nf_context_wait` of
+/// the last frame that used it, or `nf_context_wait_all`; (2) with `NF_POST_WAIT_HOST` (CUDA
+/// backend), where a post pass is handed to the GPU only by a call on the context: the last
+/// frame's "output ready" comes once `nf_context_try_wait` (or any wait, or the next submit)
+/// runs after its model finished; (3) in `NF_SYNC_HOST`, where completion comes only from
+/// `nf_context_wait` and its kin.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct nf_ticket {
+    /// `sizeof(nf_ticket)` as the caller's header has it (`NF_TICKET_INIT`); the library
+    /// leaves it as it is.
+    pub struct_size: u32,
     /// The frame's number: pass it to `nf_context_wait` and its kin.
     pub value: u64,
-    /// "Input consumed" (`VkSemaphore`): once it reaches `input_consumed_value` the caller
-    /// may write the input again.
+    /// "Input consumed" (`VkSemaphore`): reaches `input_consumed_value` once every read of
+    /// the frame's input and extra inputs is done (the pre pass's, or CUDA's). After a wait
+    /// for it (on the GPU, any stage, or on the host) the caller may write the input again;
+    /// an input image by handle is in the layout it was registered with, an imported one was
+    /// released to `VK_QUEUE_FAMILY_EXTERNAL` in `GENERAL` (the caller acquires it).
     pub input_consumed_semaphore: u64,
     /// The value "input consumed" reaches for this frame.
     pub input_consumed_value: u64,
-    /// "Output ready" (`VkSemaphore`): once it reaches `output_ready_value` the caller may
-    /// read the output.
+    /// "Output ready" (`VkSemaphore`): reaches `output_ready_value` once every write of the
+    /// frame's output and extra outputs is complete and made available (the post pass ends
+    /// with a barrier to `VK_PIPELINE_STAGE_ALL_COMMANDS_BIT`, `VK_ACCESS_MEMORY_READ_BIT |
+    /// WRITE_BIT`, and the batch signals after it; CUDA signals after its kernels or the
+    /// model). A wait for it in the caller's `vkQueueSubmit` makes those writes visible to
+    /// the stages of its `pWaitDstStageMask` with no barrier of the caller's for memory. A host
+    /// wait (`vkWaitSemaphores`, `nf_context_wait`) says the writes are done; host reads of the
+    /// memory need the caller's own barrier to `VK_PIPELINE_STAGE_HOST_BIT` and
+    /// `VK_ACCESS_HOST_READ_BIT` after that wait (the post pass makes none). An output image by
+    /// handle is then in the layout it was registered with (`GENERAL` on
+    /// CUDA's route), an imported one released to `VK_QUEUE_FAMILY_EXTERNAL` in `GENERAL`.
     pub output_ready_semaphore: u64,
     /// The value "output ready" reaches for this frame.
     pub output_ready_value: u64,
 }
 
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid.
+unsafe impl Versioned for nf_ticket {
+    const NAME: &'static str = "nf_ticket";
+    const INIT: &'static str = "NF_TICKET_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_ticket>();
+}
+
+impl Default for nf_ticket {
+    /// A ticket of value 0 with its `struct_size` set (`NF_TICKET_INIT`).
+    fn default() -> Self {
+        Self { struct_size: std::mem::size_of::<Self>() as u32, ..Self::base() }
+    }
+}
+
+impl Default for nf_frame {
+    /// A frame of no input or output with its `struct_size` set (`NF_FRAME_INIT`).
+    fn default() -> Self {
+        Self { struct_size: std::mem::size_of::<Self>() as u32, ..Self::base() }
+    }
+}
+
 /// Times of one frame, in milliseconds (NaN: not measured, or no longer kept: the times of
-/// the last 64 retired frames are).
+/// the last 64 retired frames are). A versioned struct the library writes:
+/// `nf_frame_stats s = NF_FRAME_STATS_INIT;` sets its `struct_size`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_frame_stats {
+    /// `sizeof(nf_frame_stats)` as the caller's header has it (`NF_FRAME_STATS_INIT`); the
+    /// library leaves it as it is.
+    pub struct_size: u32,
     /// The frame's ticket value.
     pub ticket: u64,
     /// The pre pass on the GPU.
@@ -119,11 +207,28 @@ pub struct nf_frame_stats {
     pub post_pass: bool,
     /// Whether the frame's passes ran as CUDA kernels (rather than Vulkan compute passes).
     pub cuda_passes: bool,
+    /// Padding to the struct's end (0): later fields start at its size.
+    pub reserved: [u8; 5],
+}
+
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid.
+unsafe impl Versioned for nf_frame_stats {
+    const NAME: &'static str = "nf_frame_stats";
+    const INIT: &'static str = "NF_FRAME_STATS_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_frame_stats>();
+}
+
+impl Default for nf_frame_stats {
+    /// Stats of nothing with their `struct_size` set (`NF_FRAME_STATS_INIT`).
+    fn default() -> Self {
+        Self { struct_size: std::mem::size_of::<Self>() as u32, ..Self::base() }
+    }
 }
 
 impl From<FrameStats> for nf_frame_stats {
     fn from(s: FrameStats) -> Self {
         Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
             ticket: s.ticket,
             pre_ms: s.pre_ms,
             infer_ms: s.infer_ms,
@@ -136,6 +241,7 @@ impl From<FrameStats> for nf_frame_stats {
             pre_pass: s.pre_pass,
             post_pass: s.post_pass,
             cuda_passes: s.cuda_passes,
+            reserved: [0; 5],
         }
     }
 }
@@ -144,6 +250,7 @@ impl nf_frame_stats {
     /// A frame that retired so long ago that neither its ticket nor its times are kept.
     fn forgotten(ticket: u64) -> Self {
         Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
             ticket,
             pre_ms: f64::NAN,
             infer_ms: f64::NAN,
@@ -156,24 +263,37 @@ impl nf_frame_stats {
             pre_pass: true,
             post_pass: true,
             cuda_passes: false,
+            reserved: [0; 5],
         }
     }
 }
 
 /// Submits one frame and writes its ticket to `*ticket` (`value` 0: every slot was busy
-/// and the builder's policy is `NF_BACK_PRESSURE_SKIP`, so nothing was submitted). With
-/// `NF_BACK_PRESSURE_BLOCK` a full ring waits on the host for its oldest frame first
-/// (bounded by the frame timeout). The frame's waits are GPU waits on the caller's
-/// registered timelines (`NF_SYNC_GPU`); on a queue shared with the caller their values
-/// must come from submissions made before this call, or from the host. On the CPU backend
-/// the model runs inside this call. Refused, with the model's tensors listed, where the
-/// frame leaves out an extra input, names one the model lacks or twice, or a registration
-/// of another size.
+/// and the builder's policy is `NF_BACK_PRESSURE_SKIP`, so nothing was submitted). It first
+/// retires the frame in the slot it reuses (the one `slots` frames back; see `nf_ticket`):
+/// with `NF_BACK_PRESSURE_BLOCK`, where that frame is not done, it waits on the host for it
+/// (bounded by the frame timeout). The frame's waits (`nf_frame`: where and at which stage)
+/// are GPU waits on the caller's registered timelines (`NF_SYNC_GPU`); on a queue shared with
+/// the caller their values must come from submissions made before this call, or from the
+/// host. On the CPU backend the model runs inside this call, after host waits for them.
+/// Refused, with the model's tensors listed, where the frame leaves out an extra input,
+/// names one the model lacks or twice, or a registration of another size.
+///
+/// Status: `NF_STATUS_OK` (also for a dropped frame, `value` 0); `NF_STATUS_INVALID_ARGUMENT`
+/// where `c`, `frame` or `ticket` is NULL, a number is not a registration of that kind on
+/// this context, the frame waits in `NF_SYNC_HOST`, its extra inputs or outputs do not fit
+/// the model, a registration is of another size, or the context cannot take frames after a
+/// failed one (free it); `NF_STATUS_STRUCT_SIZE` where `frame->struct_size` or
+/// `ticket->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where a newer header's field of
+/// `nf_frame` is set; `NF_STATUS_TIMEOUT` where the slot's frame (`NF_BACK_PRESSURE_BLOCK`)
+/// or, on the CPU backend, a waited value did not come within the frame timeout (nothing was
+/// submitted); `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`,
+/// `NF_STATUS_ONNX_RUNTIME`: a call of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `frame` is
-/// NULL or a readable frame whose arrays hold their counts of readable entries; `ticket`
-/// is NULL or writable.
+/// NULL or points to `frame->struct_size` readable bytes, its arrays holding their counts of
+/// readable entries; `ticket` is NULL or points to `ticket->struct_size` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nf_context_submit(
     c: *mut nf_context,
@@ -184,8 +304,9 @@ pub unsafe extern "C" fn nf_context_submit(
         // SAFETY: the caller's contract.
         let c = unsafe { context(c) }?;
         // SAFETY: the caller's contract.
-        let f = unsafe { read_arg(frame, "frame") }?;
-        non_null(ticket, "ticket")?;
+        let f = unsafe { read_versioned(frame, "frame") }?;
+        // SAFETY: the caller's contract.
+        let ticket_size = unsafe { out_size(ticket, "ticket") }?;
         let mut frame = Frame::new(c.ids.input(f.input)?, c.ids.output(f.output)?);
         if f.wait_timeline != 0 {
             frame = frame.wait_for(c.ids.timeline(f.wait_timeline)?, f.wait_value);
@@ -212,6 +333,7 @@ pub unsafe extern "C" fn nf_context_submit(
                 c.tickets.add(t);
                 let (consumed, ready) = (t.input_consumed(), t.output_ready());
                 nf_ticket {
+                    struct_size: 0,
                     value: t.value(),
                     input_consumed_semaphore: consumed.semaphore.as_raw(),
                     input_consumed_value: consumed.value,
@@ -221,8 +343,9 @@ pub unsafe extern "C" fn nf_context_submit(
             }
             Submitted::Skipped => nf_ticket::default(),
         };
-        // SAFETY: the caller's contract.
-        unsafe { put(ticket, out, "ticket") }
+        // SAFETY: `ticket_size` writable bytes (the caller's contract, checked by out_size).
+        unsafe { write_versioned(ticket, ticket_size, out) };
+        Ok(())
     })
 }
 
@@ -239,14 +362,27 @@ unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T], Fai
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
-/// Writes `stats` where the caller asked for them (NULL: not wanted).
+/// The size of the stats struct the caller asked for (None: NULL, not wanted), checked
+/// before the call waits for anything.
 ///
 /// # Safety
-/// `out` is NULL or writable.
-unsafe fn give_stats(out: *mut nf_frame_stats, stats: nf_frame_stats) {
-    if !out.is_null() {
-        // SAFETY: not null, and writable (the caller's contract).
-        unsafe { out.write(stats) };
+/// `out` is NULL or points to a struct whose `struct_size` the caller set.
+unsafe fn stats_size(out: *mut nf_frame_stats) -> Result<Option<usize>, Fail> {
+    if out.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { out_size(out, "stats") }.map(Some)
+}
+
+/// Writes `stats` where the caller asked for them (`size` None: not wanted).
+///
+/// # Safety
+/// `out` is NULL with `size` None, or points to `size` writable bytes (from [`stats_size`]).
+unsafe fn give_stats(out: *mut nf_frame_stats, size: Option<usize>, stats: nf_frame_stats) {
+    if let Some(size) = size {
+        // SAFETY: the caller's contract.
+        unsafe { write_versioned(out, size, stats) };
     }
 }
 
@@ -258,6 +394,8 @@ unsafe fn wait(c: *mut nf_context, ticket: u64, timeout: Option<Duration>, stats
     guard(|| {
         // SAFETY: the caller's contract.
         let c = unsafe { context(c) }?;
+        // SAFETY: the caller's contract.
+        let size = unsafe { stats_size(stats) }?;
         let s = match c.tickets.find(ticket)? {
             Found::Ticket(t) => match timeout {
                 Some(timeout) => c.ctx.wait_timeout(&t, timeout)?.into(),
@@ -266,20 +404,25 @@ unsafe fn wait(c: *mut nf_context, ticket: u64, timeout: Option<Duration>, stats
             Found::Retired => nf_frame_stats::forgotten(ticket),
         };
         // SAFETY: the caller's contract.
-        unsafe { give_stats(stats, s) };
+        unsafe { give_stats(stats, size, s) };
         Ok(())
     })
 }
 
 /// Waits on the host until the frame of ticket value `ticket` is done (its output
-/// written), bounded by the builder's frame timeout (`NF_STATUS_TIMEOUT`: the frame
-/// stays in flight; wait again later), and writes its times to `*stats` (NULL: not
-/// wanted). A frame that retired already returns at once. Frames retire in order: the
-/// ones before it are waited for too.
+/// written: "output ready" reached) and retires it, bounded by the builder's frame timeout,
+/// and writes its times to `*stats` (NULL: not wanted). A frame that retired already
+/// returns at once. Frames retire in order: the ones before it are waited for too.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or `ticket` is not
+/// a ticket of this context (0, a dropped frame, is none); `NF_STATUS_STRUCT_SIZE` where
+/// `stats->struct_size` is not set; `NF_STATUS_TIMEOUT` where the frame is not done within
+/// the bound (it stays in flight: wait again later); `NF_STATUS_DEVICE_LOST`;
+/// `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`: a call of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `stats` is
-/// NULL or writable.
+/// NULL or points to `stats->struct_size` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nf_context_wait(c: *mut nf_context, ticket: u64, stats: *mut nf_frame_stats) -> nf_status {
     // SAFETY: the caller's contract.
@@ -287,6 +430,8 @@ pub unsafe extern "C" fn nf_context_wait(c: *mut nf_context, ticket: u64, stats:
 }
 
 /// `nf_context_wait` with its own bound, in nanoseconds.
+///
+/// Status: as `nf_context_wait` (`NF_STATUS_TIMEOUT` after `timeout_ns`).
 ///
 /// # Safety
 /// As `nf_context_wait`.
@@ -302,7 +447,14 @@ pub unsafe extern "C" fn nf_context_wait_timeout(
 }
 
 /// Whether the frame is done, without waiting: `*done` true (and its times in `*stats`,
-/// where not NULL) once it is, false while it is in flight.
+/// where not NULL) once it is, false while it is in flight. It retires the frames up to it
+/// that are done, and hands the GPU the post passes whose model finished
+/// (`NF_POST_WAIT_HOST`).
+///
+/// Status: `NF_STATUS_OK` (done or not); `NF_STATUS_INVALID_ARGUMENT` where `c` or `done` is
+/// NULL or `ticket` is not a ticket of this context; `NF_STATUS_STRUCT_SIZE` where
+/// `stats->struct_size` is not set; `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`,
+/// `NF_STATUS_CUDA`: a call of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// As `nf_context_wait`; `done` is NULL or writable.
@@ -317,22 +469,28 @@ pub unsafe extern "C" fn nf_context_try_wait(
         // SAFETY: the caller's contract.
         let c = unsafe { context(c) }?;
         non_null(done, "done")?;
+        // SAFETY: the caller's contract.
+        let size = unsafe { stats_size(stats) }?;
         let s = match c.tickets.find(ticket)? {
             Found::Ticket(t) => c.ctx.try_wait(&t)?.map(nf_frame_stats::from),
             Found::Retired => Some(nf_frame_stats::forgotten(ticket)),
         };
         if let Some(s) = s {
             // SAFETY: the caller's contract.
-            unsafe { give_stats(stats, s) };
+            unsafe { give_stats(stats, size, s) };
         }
         // SAFETY: the caller's contract.
         unsafe { put(done, s.is_some(), "done") }
     })
 }
 
-/// Waits on the host, up to `timeout_ns` nanoseconds (`NF_STATUS_TIMEOUT` after), until
-/// the frame has read its input: the caller may write it again. For `NF_SYNC_HOST`, where
-/// the ticket's semaphores are not the caller's to wait on, and for tests.
+/// Waits on the host, up to `timeout_ns` nanoseconds, until the frame has read its input
+/// ("input consumed" reached): the caller may write it again. For `NF_SYNC_HOST`, where the
+/// ticket's semaphores are not the caller's to wait on, and for tests. It retires nothing.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or `ticket` is not a
+/// ticket of this context; `NF_STATUS_TIMEOUT` after `timeout_ns`; `NF_STATUS_DEVICE_LOST`;
+/// `NF_STATUS_VULKAN`: the wait failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call.
@@ -349,6 +507,10 @@ pub unsafe extern "C" fn nf_context_wait_input_consumed(c: *mut nf_context, tick
 }
 
 /// Whether the frame has read its input, without waiting, into `*consumed`.
+///
+/// Status: `NF_STATUS_OK` (consumed or not); `NF_STATUS_INVALID_ARGUMENT` where `c` or
+/// `consumed` is NULL or `ticket` is not a ticket of this context; `NF_STATUS_DEVICE_LOST`;
+/// `NF_STATUS_VULKAN`: reading the semaphore failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `consumed`
@@ -372,7 +534,12 @@ pub unsafe extern "C" fn nf_context_try_input_consumed(
     })
 }
 
-/// Waits for every frame in flight (each bounded by the frame timeout).
+/// Waits for every frame in flight and retires them (each bounded by the frame timeout).
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL;
+/// `NF_STATUS_TIMEOUT` where a frame is not done within the frame timeout (it and the later
+/// ones stay in flight); `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`: a call
+/// of theirs failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call.

@@ -18,7 +18,7 @@ use neural_frame::{BufferImport, DeviceIdentity, ImageImport, ImportError, Memor
 
 use crate::context::{context, nf_context, nf_input, nf_output, nf_timeline};
 use crate::register::{nf_pixel_layout, pixel_layout, register};
-use crate::{Fail, guard, nf_status, non_null};
+use crate::{Fail, Versioned, guard, nf_status, non_null};
 
 /// What memory and semaphores are shared by: a file descriptor on POSIX
 /// (`OPAQUE_FD`), an NT `HANDLE` on Windows (`OPAQUE_WIN32`).
@@ -67,7 +67,9 @@ fn raw(h: ExternalHandle) -> nf_external_handle {
 /// Memory the caller exported with `vkGetMemoryFdKHR` (`OPAQUE_FD`), and how it was
 /// allocated: the importer repeats the allocation exactly. The exporter's device is named
 /// by its `deviceUUID` and `driverUUID` (`VkPhysicalDeviceIDProperties`); an import is
-/// refused unless both equal the context's (`nf_context_device_identity`).
+/// refused unless both equal the context's (`nf_context_device_identity`). Embedded in
+/// `nf_image_import` and `nf_buffer_import`: fixed, it never grows (new fields go at the end
+/// of the struct that embeds it).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_memory_import {
@@ -86,14 +88,32 @@ pub struct nf_memory_import {
     pub driver_uuid: [u8; 16],
 }
 
-/// An image whose memory the caller exported. The context makes an image of the same
-/// description over it. Ownership moves through `VK_QUEUE_FAMILY_EXTERNAL`, in `GENERAL`
-/// layout on both sides: the caller releases an input to it after writing and acquires
-/// it back after "input consumed"; it releases an output before handing it over and
-/// acquires it after "output ready".
+/// An image whose memory the caller exported (a context of its own on the exporter's
+/// physical device). A versioned struct: `nf_image_import i = NF_IMAGE_IMPORT_INIT;`.
+///
+/// What is transferred: the descriptor (`memory.fd`) becomes the context's once the import
+/// succeeds (Vulkan owns it: the caller neither closes nor reuses it; on Windows the library
+/// closes the handle); the memory itself is shared, not moved: the caller keeps its own
+/// image and memory, and the context makes an image of the same description over its own
+/// import of the memory, released when the registration is unregistered and its frames are
+/// done (or the context is freed). A failed import leaves the descriptor open and the
+/// caller's.
+///
+/// Layout and queue family, per frame: the image is in `VK_IMAGE_LAYOUT_GENERAL` on both
+/// sides, and ownership moves through `VK_QUEUE_FAMILY_EXTERNAL`. An input: after writing
+/// it, the caller releases it (a barrier from its queue family to `VK_QUEUE_FAMILY_EXTERNAL`,
+/// new layout `GENERAL`) before the frame's wait is reached; the pre pass acquires it, reads
+/// it, and releases it back to `VK_QUEUE_FAMILY_EXTERNAL`; after "input consumed" the caller
+/// acquires it (`VK_QUEUE_FAMILY_EXTERNAL` to its family, from `GENERAL`). An output: the
+/// caller releases it in `GENERAL` before handing it over (before the frame's
+/// `output_free_timeline` value, or `nf_context_submit`), the post pass acquires it, writes
+/// it (what it held is kept where the pass does not write) and releases it; after "output
+/// ready" the caller acquires it from `GENERAL`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_image_import {
+    /// `sizeof(nf_image_import)` as the caller's header has it (`NF_IMAGE_IMPORT_INIT`).
+    pub struct_size: u32,
     /// The memory.
     pub memory: nf_memory_import,
     /// The image's `VkFormat`.
@@ -106,12 +126,18 @@ pub struct nf_image_import {
     pub usage: u32,
     /// Its `VkImageTiling`.
     pub tiling: i32,
+    /// Padding to the struct's end (0): later fields start at its size.
+    pub reserved: u32,
 }
 
-/// A linear buffer whose memory the caller exported (ownership moves as for images).
+/// A linear buffer whose memory the caller exported: the descriptor and the memory as for
+/// `nf_image_import`, and ownership moves through `VK_QUEUE_FAMILY_EXTERNAL` the same way
+/// (buffer barriers, no layout). A versioned struct (`NF_BUFFER_IMPORT_INIT`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_buffer_import {
+    /// `sizeof(nf_buffer_import)` as the caller's header has it (`NF_BUFFER_IMPORT_INIT`).
+    pub struct_size: u32,
     /// The memory.
     pub memory: nf_memory_import,
     /// The buffer's size (`VkBufferCreateInfo::size`).
@@ -122,10 +148,15 @@ pub struct nf_buffer_import {
     pub layout: nf_pixel_layout,
 }
 
-/// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`).
+/// A timeline semaphore the caller exported with `vkGetSemaphoreFdKHR` (`OPAQUE_FD`). The
+/// descriptor becomes the context's once the import succeeds (as for `nf_image_import`); the
+/// semaphore is shared: the caller keeps signalling its own. A versioned struct
+/// (`NF_SEMAPHORE_IMPORT_INIT`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_semaphore_import {
+    /// `sizeof(nf_semaphore_import)` as the caller's header has it (`NF_SEMAPHORE_IMPORT_INIT`).
+    pub struct_size: u32,
     /// The descriptor (Windows: the NT handle): the context's once the import succeeds,
     /// still the caller's after a failure.
     pub fd: nf_external_handle,
@@ -136,6 +167,30 @@ pub struct nf_semaphore_import {
     pub device_uuid: [u8; 16],
     /// The exporter's `driverUUID`.
     pub driver_uuid: [u8; 16],
+    /// Padding to a multiple of 8 bytes (0): later fields start at the struct's size.
+    pub reserved: u32,
+}
+
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid (descriptor 0 is refused later
+// only where it is not open; it is an integer).
+unsafe impl Versioned for nf_image_import {
+    const NAME: &'static str = "nf_image_import";
+    const INIT: &'static str = "NF_IMAGE_IMPORT_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_image_import>();
+}
+
+// SAFETY: as above.
+unsafe impl Versioned for nf_buffer_import {
+    const NAME: &'static str = "nf_buffer_import";
+    const INIT: &'static str = "NF_BUFFER_IMPORT_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_buffer_import>();
+}
+
+// SAFETY: as above.
+unsafe impl Versioned for nf_semaphore_import {
+    const NAME: &'static str = "nf_semaphore_import";
+    const INIT: &'static str = "NF_SEMAPHORE_IMPORT_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_semaphore_import>();
 }
 
 /// Takes the caller's descriptor or handle. Called only once every other check has
@@ -190,6 +245,15 @@ fn buffer_import(b: &nf_buffer_import) -> Result<BufferImport, Fail> {
 /// exporter's physical device). The descriptor is the context's once this succeeds
 /// (it closes it); after a failure it is still open and the caller's.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `import` or `out` is NULL, the
+/// descriptor is negative (Windows: NULL), the device or driver UUID is not the context's, or the
+/// description does not fit the frame (format, size, usage, tiling; the message says which);
+/// `NF_STATUS_STRUCT_SIZE` where `import->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where
+/// the device cannot import or use it, or a newer header's field is set; `NF_STATUS_VULKAN`: the
+/// import failed (a descriptor that is not exported memory); `NF_STATUS_CUDA`: CUDA could not
+/// import it; `NF_STATUS_INTERNAL`: a bug. On every failure the descriptor is still open and the
+/// caller's.
+///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `import`
 /// is NULL or describes exported memory as it was allocated, its descriptor open and
@@ -210,6 +274,8 @@ pub unsafe extern "C" fn nf_context_import_input_image(
 
 /// Imports an image the caller exported as an output; see `nf_context_import_input_image`.
 ///
+/// Status: as `nf_context_import_input_image`.
+///
 /// # Safety
 /// As `nf_context_import_input_image`.
 #[unsafe(no_mangle)]
@@ -228,6 +294,9 @@ pub unsafe extern "C" fn nf_context_import_output_image(
 
 /// Imports a linear buffer the caller exported as an input (where the model takes it
 /// as it is, the buffer itself is the model's input); see `nf_context_import_input_image`.
+///
+/// Status: as `nf_context_import_input_image` (the buffer's size, usage and layout instead of the
+/// image's).
 ///
 /// # Safety
 /// As `nf_context_import_input_image`.
@@ -248,6 +317,8 @@ pub unsafe extern "C" fn nf_context_import_input_buffer(
 /// Imports a linear buffer the caller exported as an output; see
 /// `nf_context_import_input_image`.
 ///
+/// Status: as `nf_context_import_input_buffer`.
+///
 /// # Safety
 /// As `nf_context_import_input_image`.
 #[unsafe(no_mangle)]
@@ -267,6 +338,14 @@ pub unsafe extern "C" fn nf_context_import_output_buffer(
 /// Imports a timeline semaphore the caller exported, for frames to wait on
 /// (`NF_SYNC_GPU` only). The descriptor is the context's once this succeeds; after a
 /// failure it is still open and the caller's.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `import` or `out` is NULL, the
+/// descriptor is negative, the semaphore is not a timeline, or its device or driver UUID is not
+/// the context's; `NF_STATUS_STRUCT_SIZE` where `import->struct_size` is not set;
+/// `NF_STATUS_UNSUPPORTED` in `NF_SYNC_HOST`, where the device cannot import semaphores, or
+/// where a newer header's field is set; `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`: the import
+/// failed; `NF_STATUS_INTERNAL`: a bug. On every failure the descriptor is still open and the
+/// caller's.
 ///
 /// # Safety
 /// As `nf_context_import_input_image`.
@@ -293,6 +372,12 @@ pub unsafe extern "C" fn nf_context_import_timeline(
 /// stays the caller's to close after `vkImportSemaphoreWin32HandleKHR`) and wait on for
 /// each ticket's value. Both are the caller's to close where it does not import them.
 /// Needs `NF_SYNC_GPU` on a context of its own.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `input_consumed` or
+/// `output_ready` is NULL; `NF_STATUS_UNSUPPORTED` in `NF_SYNC_HOST`, or where the timelines
+/// are not exportable (`VK_KHR_external_semaphore_fd` not enabled; on the caller's device the
+/// tickets' semaphores are the caller's already); `NF_STATUS_VULKAN`: the export failed;
+/// `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context; `input_consumed` and `output_ready` are NULL or writable.

@@ -25,6 +25,8 @@ mod context;
 mod device;
 mod frame;
 mod import;
+mod logging;
+mod names;
 mod options;
 mod png;
 mod register;
@@ -42,6 +44,8 @@ pub use context::*;
 pub use device::*;
 pub use frame::*;
 pub use import::*;
+pub use logging::*;
+pub use names::{c_names, rust_to_c_names};
 pub use options::*;
 pub use png::*;
 pub use register::*;
@@ -86,6 +90,10 @@ pub enum nf_status {
     /// A caller buffer is smaller than what the call writes; the size it needs is in the
     /// size argument (strings) or the message.
     NF_STATUS_BUFFER_TOO_SMALL = 15,
+    /// A struct's `struct_size` (its first field) is smaller than the struct's first version,
+    /// or larger than 4096: it was not set. Set it to `sizeof` the struct, with the struct's
+    /// `NF_*_INIT` macro (see VERSIONED STRUCTS in the preamble).
+    NF_STATUS_STRUCT_SIZE = 16,
 }
 
 /// A failure on its way to the caller: a status and its message.
@@ -109,9 +117,11 @@ impl Fail {
 }
 
 impl Fail {
-    /// The status and message of a library error the caller cannot take.
+    /// The status and message of a library error the caller cannot take, its Rust names
+    /// (`ContextBuilder::build_on`, `Backend::Cpu`, …) translated into the C API's
+    /// (`nf_context_new_on_device`, `NF_BACKEND_CPU`, …).
     pub(crate) fn of(e: &neural_frame::Error) -> Self {
-        Self { status: status_of(e.kind()), message: e.to_string() }
+        Self { status: status_of(e.kind()), message: names::c_names(&e.to_string()) }
     }
 }
 
@@ -213,6 +223,125 @@ pub(crate) unsafe fn read_arg<'a, T>(p: *const T, what: &str) -> Result<&'a T, F
     Ok(unsafe { &*p })
 }
 
+/// The largest `struct_size` taken: anything above is taken for a field never set.
+const MAX_STRUCT_SIZE: usize = 4096;
+
+/// A struct that can grow (VERSIONED STRUCTS in the header's preamble): its first field is
+/// the `uint32_t struct_size` the caller sets to `sizeof` the struct as its header has it.
+///
+/// # Safety
+/// The implementor is `#[repr(C)]`, starts with a `u32` (`struct_size`), and [`base`] gives a
+/// valid value (the default implementation: all bytes zero, which every field must allow:
+/// integers, floats, `bool`, raw pointers, `Option` of a function pointer).
+///
+/// [`base`]: Versioned::base
+pub(crate) unsafe trait Versioned: Copy {
+    /// The struct's C name, for messages.
+    const NAME: &'static str;
+    /// The struct's `NF_*_INIT` macro, for messages.
+    const INIT: &'static str;
+    /// The size of the struct's first version: the least `struct_size` taken.
+    const FIRST_SIZE: usize;
+    /// The value whose fields stand in for those a caller's older struct lacks.
+    fn base() -> Self {
+        // SAFETY: every field allows all bytes zero (the trait's contract).
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// The `struct_size` the caller set at `p` (not NULL), checked against `T`'s first version.
+///
+/// # Safety
+/// `p` points to at least 4 readable bytes.
+unsafe fn struct_size<T: Versioned>(p: *const T) -> Result<usize, Fail> {
+    // SAFETY: the caller's contract: struct_size, the first field, is readable.
+    let size = unsafe { p.cast::<u32>().read_unaligned() } as usize;
+    if size < T::FIRST_SIZE || size > MAX_STRUCT_SIZE {
+        return Err(Fail::new(
+            nf_status::NF_STATUS_STRUCT_SIZE,
+            format!(
+                "{}.struct_size is {size}, not the size of a version of {} (the first is {} bytes, this \
+                 library's {}): set it to sizeof({}), e.g. with {}",
+                T::NAME,
+                T::NAME,
+                T::FIRST_SIZE,
+                std::mem::size_of::<T>(),
+                T::NAME,
+                T::INIT
+            ),
+        ));
+    }
+    Ok(size)
+}
+
+/// Reads a versioned struct the caller filled in: the first `struct_size` bytes of it, at
+/// most this library's size; the fields an older caller's struct lacks come from
+/// [`Versioned::base`]. A newer caller's struct is taken where every byte beyond this
+/// library's fields is zero (a field added later is 0 when unused); a byte that is not gives
+/// `NF_STATUS_UNSUPPORTED`, naming it.
+///
+/// # Safety
+/// `p` is NULL or points to `struct_size` readable bytes (its first field), initialised as
+/// a `T` as far as this library's `T` reaches.
+pub(crate) unsafe fn read_versioned<T: Versioned>(p: *const T, what: &str) -> Result<T, Fail> {
+    non_null(p, what)?;
+    // SAFETY: not null; the caller's contract.
+    let size = unsafe { struct_size(p) }?;
+    let ours = std::mem::size_of::<T>();
+    if size > ours {
+        // SAFETY: `size` readable bytes (the caller's contract).
+        let tail = unsafe { std::slice::from_raw_parts(p.cast::<u8>().add(ours), size - ours) };
+        if let Some(at) = tail.iter().position(|&b| b != 0) {
+            return Err(Fail::new(
+                nf_status::NF_STATUS_UNSUPPORTED,
+                format!(
+                    "{} is a newer version ({size} bytes) than this library's ({ours} bytes, version {}), and \
+                     sets byte {} of it, a field this library does not know: use a library at least as new as \
+                     the header",
+                    T::NAME,
+                    env!("CARGO_PKG_VERSION"),
+                    ours + at
+                ),
+            ));
+        }
+    }
+    let mut value = T::base();
+    // SAFETY: `size.min(ours)` bytes are readable at `p` and writable in `value`, which does not
+    // overlap the caller's struct; the bytes are the caller's fields of a `T` (its contract).
+    unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&raw mut value).cast::<u8>(), size.min(ours)) };
+    Ok(value)
+}
+
+/// Checks the `struct_size` of a versioned struct the library is to write (before the call
+/// does anything), and gives it for [`write_versioned`].
+///
+/// # Safety
+/// `p` is NULL or points to a writable struct whose first field the caller set.
+pub(crate) unsafe fn out_size<T: Versioned>(p: *mut T, what: &str) -> Result<usize, Fail> {
+    non_null(p, what)?;
+    // SAFETY: not null; the caller's contract.
+    unsafe { struct_size(p.cast_const()) }
+}
+
+/// Writes `value` into the caller's versioned struct of `size` bytes (from [`out_size`]): the
+/// fields it has, at most this library's; bytes beyond this library's fields are zeroed.
+/// Its `struct_size` stays as the caller set it.
+///
+/// # Safety
+/// `p` points to `size` writable bytes, `size` from [`out_size`] of the same pointer.
+pub(crate) unsafe fn write_versioned<T: Versioned>(p: *mut T, size: usize, value: T) {
+    let ours = std::mem::size_of::<T>();
+    let bytes = (&raw const value).cast::<u8>();
+    // SAFETY: `size` writable bytes at `p` (the caller's contract), `ours` readable at `bytes`;
+    // the first 4 bytes (struct_size) are left as the caller set them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.add(4), p.cast::<u8>().add(4), size.min(ours) - 4);
+        if size > ours {
+            std::ptr::write_bytes(p.cast::<u8>().add(ours), 0, size - ours);
+        }
+    }
+}
+
 /// A string from a NUL-terminated C string (UTF-8).
 ///
 /// # Safety
@@ -287,17 +416,49 @@ pub(crate) unsafe fn write_pair((x, y): (u32, u32), a: *mut u32, b: *mut u32) ->
     Ok(())
 }
 
-/// The library's version, e.g. "0.1.0": a static string, never to be freed. Callable
-/// at any time; it does not touch the last error message.
+/// The major version of the header (`capi/Cargo.toml`'s version, checked by the tests).
+pub const NF_VERSION_MAJOR: u32 = 0;
+/// The minor version of the header.
+pub const NF_VERSION_MINOR: u32 = 1;
+/// The patch version of the header.
+pub const NF_VERSION_PATCH: u32 = 0;
+// NF_VERSION, the header's version as text ("0.1.0"), is defined by capi/cbindgen.toml's
+// `after_includes` (cbindgen writes no string constant); tests/header.rs keeps it in step.
+/// The header's version as one number, `MAJOR * 1000000 + MINOR * 1000 + PATCH`, for `#if`
+/// and for comparing with `nf_version_number()`.
+pub const NF_VERSION_NUMBER: u32 = 1000;
+
+/// The version of the library that runs, e.g. "0.1.0" (compare it with the header's
+/// `NF_VERSION`): a static string, never to be freed. A program built against a header of
+/// version M.m.p runs with a library of the same M (and, while M is 0, the same m) and a
+/// version at least as new; `nf_version_number()` compares as a number.
+///
+/// Status: none (it returns the text). Callable at any time; it does not touch the last
+/// error message.
 #[unsafe(no_mangle)]
 pub extern "C" fn nf_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The version of the library that runs as one number, `MAJOR * 1000000 + MINOR * 1000 +
+/// PATCH` (compare it with the header's `NF_VERSION_NUMBER`).
+///
+/// Status: none (it returns the number). Callable at any time; it does not touch the last
+/// error message.
+#[unsafe(no_mangle)]
+pub extern "C" fn nf_version_number() -> u32 {
+    let part = |s: &str| s.parse::<u32>().unwrap_or(0);
+    part(env!("CARGO_PKG_VERSION_MAJOR")) * 1_000_000
+        + part(env!("CARGO_PKG_VERSION_MINOR")) * 1_000
+        + part(env!("CARGO_PKG_VERSION_PATCH"))
 }
 
 /// The message of the last call on this thread that failed, or "" when the last call
 /// succeeded (`*_free` calls do not count): NUL-terminated UTF-8, owned by the library,
 /// valid until the next `nf_*` call on this thread other than a `*_free` (copy it to keep
 /// it). Never NULL; it does not reset the message.
+///
+/// Status: none (it returns the text).
 #[unsafe(no_mangle)]
 pub extern "C" fn nf_last_error_message() -> *const c_char {
     LAST_ERROR.try_with(|m| m.borrow().as_ptr()).unwrap_or(c"".as_ptr())

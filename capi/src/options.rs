@@ -5,7 +5,7 @@
 use neural_frame::{ConvSearch, CudaOptions, PostWait, Precision};
 
 use crate::builder::{edit, nf_builder};
-use crate::{Fail, guard, nf_status, non_null};
+use crate::{Fail, Versioned, guard, nf_status, out_size, read_versioned, write_versioned};
 
 /// The precision the model runs in on the CUDA backend: one of the `NF_PRECISION_*` values.
 pub type nf_precision = u32;
@@ -42,16 +42,16 @@ pub const NF_TRISTATE_ON: nf_tristate = 1;
 /// Off.
 pub const NF_TRISTATE_OFF: nf_tristate = 2;
 
-/// The CUDA backend's options (none is in effect on the CPU backend). Fill one with
-/// `nf_cuda_options_default`, change what you need, and give it to
-/// `nf_builder_set_cuda_options`. Fields may be added at the end in later versions:
-/// `struct_size` says which fields the caller's header had (`nf_cuda_options_default` sets
-/// it; keep it), and a library reads only those, the others at their defaults. Each `uint8_t`
-/// field is 0 (off) or 1 (on).
+/// The CUDA backend's options (none is in effect on the CPU backend). A versioned struct:
+/// `nf_cuda_options o = NF_CUDA_OPTIONS_INIT;` sets its `struct_size`, then
+/// `nf_cuda_options_default(&o)` fills in the library's defaults; change what you need and
+/// give it to `nf_builder_set_cuda_options`. Fields may be added at the end in later versions
+/// (a library reads the fields the caller's `struct_size` covers, the others at their
+/// defaults). Each `uint8_t` field is 0 (off) or 1 (on).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct nf_cuda_options {
-    /// `sizeof(nf_cuda_options)` as the caller's header has it.
+    /// `sizeof(nf_cuda_options)` as the caller's header has it (`NF_CUDA_OPTIONS_INIT` sets it).
     pub struct_size: u32,
     /// ONNX Runtime's CUDA provider: cuDNN's convolution search (`NF_CONV_SEARCH_HEURISTIC`,
     /// the default, `_EXHAUSTIVE` or `_DEFAULT`).
@@ -84,17 +84,27 @@ pub struct nf_cuda_options {
     /// The model's preparation: each convolution with its bias and activation as one fused
     /// cuDNN kernel (`NF_TRISTATE_DEFAULT`: where the model runs in fp16).
     pub fuse_conv_act: nf_tristate,
+    /// Padding to a multiple of 8 bytes (0): later fields start at the struct's size.
+    pub reserved_end: u32,
 }
 
-/// The size of the first version of `nf_cuda_options`: the least `struct_size` read.
-const FIRST_SIZE: u32 = std::mem::size_of::<nf_cuda_options>() as u32;
+// SAFETY: #[repr(C)], `struct_size` first; `base` is the library's defaults.
+unsafe impl Versioned for nf_cuda_options {
+    const NAME: &'static str = "nf_cuda_options";
+    const INIT: &'static str = "NF_CUDA_OPTIONS_INIT";
+    // This is the struct's first version.
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_cuda_options>();
+    fn base() -> Self {
+        Self::from_options(&CudaOptions::default())
+    }
+}
 
 impl nf_cuda_options {
     /// The C form of `o`.
     fn from_options(o: &CudaOptions) -> Self {
         let (p, h, m) = (&o.provider, &o.handover, &o.model);
         Self {
-            struct_size: FIRST_SIZE,
+            struct_size: std::mem::size_of::<Self>() as u32,
             conv_search: match p.conv_search {
                 ConvSearch::Heuristic => NF_CONV_SEARCH_HEURISTIC,
                 ConvSearch::Exhaustive => NF_CONV_SEARCH_EXHAUSTIVE,
@@ -122,6 +132,7 @@ impl nf_cuda_options {
                 Some(true) => NF_TRISTATE_ON,
                 Some(false) => NF_TRISTATE_OFF,
             },
+            reserved_end: 0,
         }
     }
 
@@ -186,18 +197,21 @@ impl nf_cuda_options {
     }
 }
 
-/// Fills `*options` with the library's defaults and sets its `struct_size`.
+/// Fills `*options` with the library's defaults: the fields its `struct_size` covers (set it
+/// first: `nf_cuda_options o = NF_CUDA_OPTIONS_INIT;`), which it leaves as it was.
 ///
-/// Returns `NF_STATUS_OK`, or `NF_STATUS_INVALID_ARGUMENT` where `options` is NULL.
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `options` is NULL;
+/// `NF_STATUS_STRUCT_SIZE` where `options->struct_size` is not set; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
-/// `options` is NULL or points to a writable `nf_cuda_options`.
+/// `options` is NULL or points to `options->struct_size` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nf_cuda_options_default(options: *mut nf_cuda_options) -> nf_status {
     guard(|| {
-        non_null(options, "options")?;
-        // SAFETY: not null and writable by the caller's contract.
-        unsafe { options.write(nf_cuda_options::from_options(&CudaOptions::default())) };
+        // SAFETY: the caller's contract.
+        let size = unsafe { out_size(options, "options") }?;
+        // SAFETY: `size` writable bytes (the caller's contract).
+        unsafe { write_versioned(options, size, nf_cuda_options::base()) };
         Ok(())
     })
 }
@@ -205,29 +219,18 @@ pub unsafe extern "C" fn nf_cuda_options_default(options: *mut nf_cuda_options) 
 /// Gives the builder every CUDA option at once (copied). An option of the provider or the
 /// hand-over left at its default lets the tune cache choose it (`neural-frame tune`).
 ///
-/// Returns `NF_STATUS_OK`, or `NF_STATUS_INVALID_ARGUMENT` where `b` or `options` is NULL,
-/// `struct_size` is smaller than this library's first version of the struct, or a field
-/// holds a value none of its constants name (the message names the field).
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `b` or `options` is NULL, or a
+/// field holds a value none of its constants name (the message names the field);
+/// `NF_STATUS_STRUCT_SIZE` where `struct_size` is not set; `NF_STATUS_UNSUPPORTED` where a
+/// newer header's field this library does not know is set; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `b` is NULL or a live builder, not used by another thread during the call; `options` is
 /// NULL or points to `options->struct_size` readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nf_builder_set_cuda_options(b: *mut nf_builder, options: *const nf_cuda_options) -> nf_status {
-    let read = || -> Result<CudaOptions, Fail> {
-        non_null(options, "options")?;
-        // SAFETY: the caller's contract: struct_size, its first field, is readable.
-        let size = unsafe { options.cast::<u32>().read_unaligned() };
-        if size < FIRST_SIZE {
-            return Err(Fail::invalid(format!(
-                "nf_cuda_options.struct_size is {size}, smaller than this library's first version ({FIRST_SIZE} \
-                 bytes): fill the struct with nf_cuda_options_default"
-            )));
-        }
-        // SAFETY: at least FIRST_SIZE readable bytes (checked above), read as the struct this
-        // library knows (a newer header's extra fields are not read); every field is an integer.
-        unsafe { options.read_unaligned() }.to_options()
-    };
+    // SAFETY: the caller's contract.
+    let read = || unsafe { read_versioned(options, "options") }?.to_options();
     match read() {
         // SAFETY: the caller's contract.
         Ok(cuda) => unsafe { edit(b, |x| Ok(x.cuda_options(cuda))) },

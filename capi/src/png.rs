@@ -17,6 +17,10 @@ const HEADER: usize = 16;
 /// the caller frees with `nf_pixels_free`; on failure (`NF_STATUS_IMAGE`, naming the file)
 /// nothing is written.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `path`, `width`, `height` or
+/// `pixels` is NULL or `path` is empty; `NF_STATUS_IMAGE` where the file is missing, unreadable or
+/// not a PNG or JPEG (the message names it); `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `width`, `height` and `pixels` are NULL or
 /// writable.
@@ -53,6 +57,8 @@ pub unsafe extern "C" fn nf_image_read(
 ///
 /// The last error message stays as it was.
 ///
+/// Status: none (it returns nothing).
+///
 /// # Safety
 /// `pixels` is NULL or a buffer of `nf_image_read` not freed before.
 #[unsafe(no_mangle)]
@@ -77,7 +83,14 @@ pub unsafe extern "C" fn nf_pixels_free(pixels: *mut u8) {
 /// Writes `width` x `height` RGBA8 texels (4 bytes each, rows without padding, top row
 /// first) as a PNG file at `path` (NUL-terminated): to a temporary file beside it, then
 /// renamed into place, so a failure never leaves half a file. The pixels are borrowed for
-/// the call.
+/// the call. Missing directories of `path` are created first (as `mkdir -p`, and left in
+/// place if the write then fails); one that cannot be created (a file in the way, no
+/// permission) gives `NF_STATUS_IMAGE` naming it. An existing file at `path` is replaced.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `path` or `pixels` is NULL, `path`
+/// is empty, or a side is 0; `NF_STATUS_IMAGE` where the file cannot be written (the message
+/// names the path): a directory of `path` that cannot be created, a directory not writable, a
+/// full disk, `path` a directory; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `pixels` is NULL or points to

@@ -6,25 +6,42 @@ use neural_frame::ash::vk::{self, Handle};
 use neural_frame::{CallerBuffer, CallerImage, CallerMemory, PixelLayout};
 
 use crate::context::{context, nf_context, nf_input, nf_output, nf_timeline};
-use crate::{Fail, guard, nf_status, non_null, put, read_arg};
+use crate::{Fail, Versioned, guard, nf_status, non_null, put, read_versioned};
 
 /// The usage an input image needs (`VK_IMAGE_USAGE_SAMPLED_BIT`): the pre pass samples it.
 pub const NF_INPUT_IMAGE_USAGE: u32 = 0x4;
 /// The usage an output image needs (`VK_IMAGE_USAGE_STORAGE_BIT`): the post pass writes it.
 pub const NF_OUTPUT_IMAGE_USAGE: u32 = 0x8;
 
-/// One of the caller's images, by handle (a context on the caller's device). Inputs:
-/// `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT` (and, for a
-/// model's extra inputs, `R16_SFLOAT`, `R32_SFLOAT`, `R16G16_SFLOAT`, `R32G32_SFLOAT`,
-/// `R32G32B32A32_SFLOAT`), of the frame size, with `NF_INPUT_IMAGE_USAGE`, read in `layout`
-/// (`VK_IMAGE_LAYOUT_GENERAL` or `_SHADER_READ_ONLY_OPTIMAL`) and left so. Outputs:
-/// `R8G8B8A8_UNORM` or `R16G16B16A16_SFLOAT`, of the output size, with
-/// `NF_OUTPUT_IMAGE_USAGE`, written in `GENERAL` (what they held is discarded) and left
-/// in `layout`. The image is used on the context's queue family (or created with
-/// concurrent sharing): the context records no queue family transfer for it.
+/// One of the caller's images, by handle (a context on the caller's device). A versioned
+/// struct: `nf_caller_image i = NF_CALLER_IMAGE_INIT;` sets `struct_size` and zeroes the rest.
+///
+/// Inputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT` (and,
+/// for a model's extra inputs, `R16_SFLOAT`, `R32_SFLOAT`, `R16G16_SFLOAT`, `R32G32_SFLOAT`,
+/// `R32G32B32A32_SFLOAT`), of the frame size, with `NF_INPUT_IMAGE_USAGE`. Layout: the image
+/// is in `layout` (`VK_IMAGE_LAYOUT_GENERAL` or `_SHADER_READ_ONLY_OPTIMAL`) when the frame's
+/// `wait_timeline` value is reached (the caller's submission that signals it transitions it
+/// there first), or at `nf_context_submit` for a frame without a wait; the pre pass samples
+/// it in that layout and leaves it so (after "input consumed" it is still in `layout`).
+///
+/// Outputs: `R8G8B8A8_UNORM` or `R16G16B16A16_SFLOAT`, of the output size, with
+/// `NF_OUTPUT_IMAGE_USAGE`. Layout: at `nf_context_submit` (and until the frame's
+/// `output_free_timeline` value) the image may be in any layout: the post pass transitions
+/// it from `VK_IMAGE_LAYOUT_UNDEFINED` (what it held is discarded) to `GENERAL`, writes it,
+/// and transitions it to `layout` (any layout but `UNDEFINED` and `PREINITIALIZED`), which it
+/// is in once "output ready" is reached. Registered with its memory
+/// (`nf_context_register_output_image_with_memory`) on the CUDA backend, where CUDA writes it
+/// in place, `layout` must be `GENERAL` and the image stays in `GENERAL` throughout (any
+/// other layout makes its frames take the Vulkan passes, logged).
+///
+/// Ownership: the image stays the caller's (never destroyed by the context); it is used on
+/// the context's queue family (or created with `VK_SHARING_MODE_CONCURRENT`): the context
+/// records no queue family transfer for it, and the caller records none either.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_caller_image {
+    /// `sizeof(nf_caller_image)` as the caller's header has it (`NF_CALLER_IMAGE_INIT`).
+    pub struct_size: u32,
     /// The `VkImage`.
     pub image: u64,
     /// Its `VkFormat`.
@@ -37,28 +54,36 @@ pub struct nf_caller_image {
     pub usage: u32,
     /// Its `VkImageTiling`.
     pub tiling: i32,
-    /// The `VkImageLayout` it is in when handed over (inputs) or comes back in (outputs).
+    /// The `VkImageLayout` it is in when handed over (inputs: when the frame's wait is
+    /// reached) or comes back in (outputs: when "output ready" is reached).
     pub layout: i32,
 }
 
 /// The memory one of the caller's images is bound to (at offset 0), allocated exportable
 /// (`VkExportMemoryAllocateInfo` with `OPAQUE_FD`, on a device with
-/// `VK_KHR_external_memory_fd`): with it the CUDA backend's passes reach the image.
+/// `VK_KHR_external_memory_fd`): with it the CUDA backend's passes reach the image. The
+/// memory stays the caller's. A versioned struct (`NF_CALLER_MEMORY_INIT`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_caller_memory {
+    /// `sizeof(nf_caller_memory)` as the caller's header has it (`NF_CALLER_MEMORY_INIT`).
+    pub struct_size: u32,
     /// The `VkDeviceMemory`.
     pub memory: u64,
     /// `VkMemoryAllocateInfo::allocationSize`.
     pub allocation_size: u64,
     /// Whether it is a dedicated allocation for the image.
     pub dedicated: bool,
+    /// Padding to the struct's end (0): later fields start at its size.
+    pub reserved: [u8; 7],
 }
 
 /// How pixels lie in a linear buffer: `height` rows of `width` pixels, `row_pitch` bytes
 /// apart (a multiple of 4, at least width times the bytes per pixel), from offset 0.
 /// Formats: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM`/`_SRGB` or `R16G16B16A16_SFLOAT`
-/// (outputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM` or `R16G16B16A16_SFLOAT`).
+/// (outputs: `R8G8B8A8_UNORM`/`_SRGB`, `B8G8R8A8_UNORM` or `R16G16B16A16_SFLOAT`). Embedded
+/// in `nf_caller_buffer` and `nf_buffer_import`: fixed, it never grows (new fields go at the
+/// end of the struct that embeds it).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_pixel_layout {
@@ -72,10 +97,14 @@ pub struct nf_pixel_layout {
     pub format: i32,
 }
 
-/// One of the caller's linear buffers, by handle (a context on the caller's device).
+/// One of the caller's linear buffers, by handle (a context on the caller's device). No
+/// layout; used on the context's queue family (or `VK_SHARING_MODE_CONCURRENT`), no queue
+/// family transfer. Stays the caller's. A versioned struct (`NF_CALLER_BUFFER_INIT`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_caller_buffer {
+    /// `sizeof(nf_caller_buffer)` as the caller's header has it (`NF_CALLER_BUFFER_INIT`).
+    pub struct_size: u32,
     /// The `VkBuffer`.
     pub buffer: u64,
     /// Its size in bytes (at least `row_pitch` times `height`).
@@ -84,6 +113,27 @@ pub struct nf_caller_buffer {
     pub usage: u32,
     /// How the pixels lie in it.
     pub layout: nf_pixel_layout,
+}
+
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid.
+unsafe impl Versioned for nf_caller_image {
+    const NAME: &'static str = "nf_caller_image";
+    const INIT: &'static str = "NF_CALLER_IMAGE_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_caller_image>();
+}
+
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid.
+unsafe impl Versioned for nf_caller_memory {
+    const NAME: &'static str = "nf_caller_memory";
+    const INIT: &'static str = "NF_CALLER_MEMORY_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_caller_memory>();
+}
+
+// SAFETY: #[repr(C)], `struct_size` first; all-zero is valid.
+unsafe impl Versioned for nf_caller_buffer {
+    const NAME: &'static str = "nf_caller_buffer";
+    const INIT: &'static str = "NF_CALLER_BUFFER_INIT";
+    const FIRST_SIZE: usize = std::mem::size_of::<nf_caller_buffer>();
 }
 
 fn caller_image(i: &nf_caller_image) -> Result<CallerImage, Fail> {
@@ -128,13 +178,13 @@ fn caller_buffer(b: &nf_caller_buffer) -> Result<CallerBuffer, Fail> {
     })
 }
 
-/// Runs one registration: reads the description at `arg`, `make` registers it and gives
-/// the new number, which goes to `*out`.
+/// Runs one registration: reads the description at `arg` (a versioned struct), `make`
+/// registers it and gives the new number, which goes to `*out`.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `arg` is
-/// NULL or readable; `out` is NULL or writable.
-pub(crate) unsafe fn register<A>(
+/// NULL or points to its `struct_size` readable bytes; `out` is NULL or writable.
+pub(crate) unsafe fn register<A: Versioned>(
     c: *mut nf_context,
     arg: *const A,
     what: &str,
@@ -145,9 +195,9 @@ pub(crate) unsafe fn register<A>(
         // SAFETY: the caller's contract.
         let c = unsafe { context(c) }?;
         // SAFETY: the caller's contract.
-        let a = unsafe { read_arg(arg, what) }?;
+        let a = unsafe { read_versioned(arg, what) }?;
         non_null(out, "out")?;
-        let n = make(c, a)?;
+        let n = make(c, &a)?;
         // SAFETY: the caller's contract.
         unsafe { put(out, n, "out") }
     })
@@ -155,6 +205,13 @@ pub(crate) unsafe fn register<A>(
 
 /// Registers one of the caller's images as an input (a context on the caller's device),
 /// checked once here; `*out` names it in frames until `nf_context_unregister_input`.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `image` or `out` is NULL, the
+/// image is `VK_NULL_HANDLE`, the context is not built on the caller's device (`nf_context_new`'s:
+/// import by fd instead), or the format, size, usage, tiling or layout does not fit (the message
+/// says which); `NF_STATUS_STRUCT_SIZE` where `image->struct_size` is not set;
+/// `NF_STATUS_UNSUPPORTED` where the device cannot use the format that way, or a newer header's
+/// field is set; `NF_STATUS_VULKAN`: making its view failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context built by `nf_context_new_on_device`, not used by another
@@ -179,6 +236,8 @@ pub unsafe extern "C" fn nf_context_register_input_image(
 /// Registers one of the caller's images as an output; see
 /// `nf_context_register_input_image`.
 ///
+/// Status: as `nf_context_register_input_image`.
+///
 /// # Safety
 /// As `nf_context_register_input_image`.
 #[unsafe(no_mangle)]
@@ -199,6 +258,13 @@ pub unsafe extern "C" fn nf_context_register_output_image(
 /// Registers one of the caller's buffers as an input; see
 /// `nf_context_register_input_image`.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `buffer` or `out` is NULL, the
+/// buffer is `VK_NULL_HANDLE`, the context is not built on the caller's device, or the layout,
+/// size or usage does not fit (the message says which); `NF_STATUS_STRUCT_SIZE` where
+/// `buffer->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where the device's limits do not
+/// allow it, or a newer header's field is set; `NF_STATUS_VULKAN`: a call failed;
+/// `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// As `nf_context_register_input_image`, for a buffer.
 #[unsafe(no_mangle)]
@@ -218,6 +284,8 @@ pub unsafe extern "C" fn nf_context_register_input_buffer(
 
 /// Registers one of the caller's buffers as an output; see
 /// `nf_context_register_input_image`.
+///
+/// Status: as `nf_context_register_input_buffer`.
 ///
 /// # Safety
 /// As `nf_context_register_input_image`, for a buffer.
@@ -242,6 +310,9 @@ pub unsafe extern "C" fn nf_context_register_output_buffer(
 /// over in `GENERAL` layout, `OPTIMAL` tiling; otherwise its frames take the Vulkan passes,
 /// said once in the log). The memory stays the caller's.
 ///
+/// Status: as `nf_context_register_input_image` (also for `memory`: NULL, `VK_NULL_HANDLE`, its
+/// `struct_size`); `NF_STATUS_CUDA`: CUDA could not import the memory.
+///
 /// # Safety
 /// As `nf_context_register_input_image`; and `memory` is NULL or describes the live
 /// allocation the image is bound to at offset 0, made with `VkExportMemoryAllocateInfo`
@@ -255,9 +326,10 @@ pub unsafe extern "C" fn nf_context_register_input_image_with_memory(
 ) -> nf_status {
     guard(|| {
         // SAFETY: the caller's contract.
-        let (c, image, memory) = unsafe { (context(c)?, read_arg(image, "image")?, read_arg(memory, "memory")?) };
+        let (c, image, memory) =
+            unsafe { (context(c)?, read_versioned(image, "image")?, read_versioned(memory, "memory")?) };
         non_null(out, "out")?;
-        let (image, memory) = (caller_image(image)?, caller_memory(memory)?);
+        let (image, memory) = (caller_image(&image)?, caller_memory(&memory)?);
         // SAFETY: the caller's contract (above).
         let id = unsafe { c.ctx.register_input_image_with_memory(image, memory) }?;
         let n = c.ids.add_input(id);
@@ -270,6 +342,8 @@ pub unsafe extern "C" fn nf_context_register_input_image_with_memory(
 /// output; see `nf_context_register_input_image_with_memory`. CUDA writes it in place, in
 /// `GENERAL` layout, which it stays in.
 ///
+/// Status: as `nf_context_register_input_image_with_memory`.
+///
 /// # Safety
 /// As `nf_context_register_input_image_with_memory`.
 #[unsafe(no_mangle)]
@@ -281,9 +355,10 @@ pub unsafe extern "C" fn nf_context_register_output_image_with_memory(
 ) -> nf_status {
     guard(|| {
         // SAFETY: the caller's contract.
-        let (c, image, memory) = unsafe { (context(c)?, read_arg(image, "image")?, read_arg(memory, "memory")?) };
+        let (c, image, memory) =
+            unsafe { (context(c)?, read_versioned(image, "image")?, read_versioned(memory, "memory")?) };
         non_null(out, "out")?;
-        let (image, memory) = (caller_image(image)?, caller_memory(memory)?);
+        let (image, memory) = (caller_image(&image)?, caller_memory(&memory)?);
         // SAFETY: the caller's contract (above).
         let id = unsafe { c.ctx.register_output_image_with_memory(image, memory) }?;
         let n = c.ids.add_output(id);
@@ -295,6 +370,10 @@ pub unsafe extern "C" fn nf_context_register_output_image_with_memory(
 /// Registers one of the caller's timeline semaphores (a `VkSemaphore` of the caller's
 /// device, created with `VK_SEMAPHORE_TYPE_TIMELINE`), for frames to wait on
 /// (`nf_frame`'s `wait_timeline`, `output_free_timeline`). It stays the caller's.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `out` is NULL, `semaphore` is
+/// `VK_NULL_HANDLE`, or the context is not built on the caller's device; `NF_STATUS_INTERNAL`: a
+/// bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context built by `nf_context_new_on_device`, not used by another
@@ -316,6 +395,10 @@ pub unsafe extern "C" fn nf_context_register_timeline(
 /// and CUDA waits for its values itself, with no batch of the context's on the caller's queue
 /// to hand a frame over. On the CPU backend it is registered as `nf_context_register_timeline`
 /// does.
+///
+/// Status: as `nf_context_register_timeline`; `NF_STATUS_UNSUPPORTED` where the device cannot
+/// export it (`VK_KHR_external_semaphore_fd` not enabled); `NF_STATUS_VULKAN`, `NF_STATUS_CUDA`:
+/// exporting it or importing it into CUDA failed.
 ///
 /// # Safety
 /// As `nf_context_register_timeline`, and `semaphore` was created with that export info.
@@ -358,6 +441,10 @@ unsafe fn register_timeline_as(
 /// Creates an image of the context's own as an input of the frame size, in `format` (a
 /// `VkFormat` of the input formats), for tools: fill it with `nf_context_upload`.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `out` is NULL or `format` is
+/// not an input format; `NF_STATUS_UNSUPPORTED` where the device cannot sample it;
+/// `NF_STATUS_VULKAN`: making it failed (out of memory); `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `out` is
 /// NULL or writable.
@@ -382,6 +469,8 @@ pub unsafe extern "C" fn nf_context_create_input_image(
 /// (`VK_FORMAT_R8G8B8A8_UNORM` or `_R16G16B16A16_SFLOAT`), for tools: read it with
 /// `nf_context_readback`.
 ///
+/// Status: as `nf_context_create_input_image` (an output format, storage use).
+///
 /// # Safety
 /// As `nf_context_create_input_image`.
 #[unsafe(no_mangle)]
@@ -405,6 +494,11 @@ pub unsafe extern "C" fn nf_context_create_output_image(
 /// Copies `len` bytes of texels (rows of the frame width without padding, top row first,
 /// in the image's format) into an input the context created, after the frames that read
 /// it have read it.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` or `texels` is NULL, `input` is
+/// not a registered input, not an image the context created, or `len` is not the image's size in
+/// bytes; `NF_STATUS_TIMEOUT` where a frame reading it does not finish within the frame timeout;
+/// `NF_STATUS_DEVICE_LOST`; `NF_STATUS_VULKAN`: the copy failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `texels` is
@@ -432,6 +526,12 @@ pub unsafe extern "C" fn nf_context_upload(
 /// done. Size-in/size-out: on entry `*len` is the capacity of `buf`; on return the size
 /// of the texels. With `buf` NULL the call only sets `*len` (it waits for nothing); with a
 /// buffer too small it writes nothing and returns `NF_STATUS_BUFFER_TOO_SMALL`.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_BUFFER_TOO_SMALL` (with `*len` the size needed);
+/// `NF_STATUS_INVALID_ARGUMENT` where `c` or `len` is NULL, or `output` is not a registered output
+/// or (for a size query) not an image the context created; `NF_STATUS_TIMEOUT` where a frame
+/// writing it does not finish within the frame timeout; `NF_STATUS_DEVICE_LOST`;
+/// `NF_STATUS_VULKAN`: the copy failed; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call; `len` is
@@ -482,6 +582,10 @@ pub unsafe extern "C" fn nf_context_readback(
 /// `nf_context_wait` of the last frame that used it, or `nf_context_wait_all`). The
 /// number is not valid afterwards.
 ///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or the number is not a
+/// registration of that kind on this context (0, never given, another kind, unregistered already);
+/// `NF_STATUS_INTERNAL`: a bug.
+///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call.
 #[unsafe(no_mangle)]
@@ -496,6 +600,8 @@ pub unsafe extern "C" fn nf_context_unregister_input(c: *mut nf_context, input: 
 }
 
 /// Unregisters an output; see `nf_context_unregister_input`.
+///
+/// Status: as `nf_context_unregister_input`.
 ///
 /// # Safety
 /// As `nf_context_unregister_input`.
@@ -513,6 +619,8 @@ pub unsafe extern "C" fn nf_context_unregister_output(c: *mut nf_context, output
 /// Unregisters a timeline; see `nf_context_unregister_input`. An imported one's
 /// descriptor is closed by the context.
 ///
+/// Status: as `nf_context_unregister_input`.
+///
 /// # Safety
 /// As `nf_context_unregister_input`.
 #[unsafe(no_mangle)]
@@ -529,6 +637,10 @@ pub unsafe extern "C" fn nf_context_unregister_timeline(c: *mut nf_context, time
 /// Signals one of the registered timelines from the host up to `value` (nothing where it
 /// is there already), for a peer that is gone before it signalled: the frames that wait
 /// on it can then run and retire. What they read is whatever the memory held.
+///
+/// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or `timeline` is not a
+/// registered timeline of this context; `NF_STATUS_VULKAN`: the host signal failed (a value below
+/// the timeline's); `NF_STATUS_DEVICE_LOST`; `NF_STATUS_INTERNAL`: a bug.
 ///
 /// # Safety
 /// `c` is NULL or a live context, not used by another thread during the call.

@@ -54,12 +54,12 @@ fn null_arguments_and_bad_values_are_refused_with_a_message() {
     let model = CString::new(common::tiny_model().to_str().expect("UTF-8")).expect("no NUL");
     // SAFETY: a NUL-terminated path and a writable out pointer.
     assert_eq!(unsafe { nf_builder_new(model.as_ptr(), &mut builder) }, nf_status::NF_STATUS_OK);
-    // SAFETY: a live builder.
-    let mut cuda = std::mem::MaybeUninit::<nf_cuda_options>::zeroed();
-    // SAFETY: a writable struct.
-    assert_eq!(unsafe { nf_cuda_options_default(cuda.as_mut_ptr()) }, nf_status::NF_STATUS_OK);
-    // SAFETY: filled above.
-    let bad = nf_cuda_options { precision: 7, ..unsafe { cuda.assume_init() } };
+    // SAFETY: all-zero is a valid nf_cuda_options (integers); its struct_size is set next.
+    let mut cuda: nf_cuda_options = unsafe { std::mem::zeroed() };
+    cuda.struct_size = size_of::<nf_cuda_options>() as u32;
+    // SAFETY: a writable struct of struct_size bytes.
+    assert_eq!(unsafe { nf_cuda_options_default(&mut cuda) }, nf_status::NF_STATUS_OK);
+    let bad = nf_cuda_options { precision: 7, ..cuda };
     // SAFETY: a live builder and a readable struct.
     assert_eq!(unsafe { nf_builder_set_cuda_options(builder, &bad) }, nf_status::NF_STATUS_INVALID_ARGUMENT);
     assert!(message().contains("precision 7"), "{}", message());

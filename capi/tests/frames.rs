@@ -65,7 +65,8 @@ fn builder_options_take_the_library_values_and_refuse_others() {
         ok(nf_builder_set_threads(b, 1));
         ok(nf_builder_set_gpu_timestamps(b, false));
         ok(nf_builder_set_spin_wait(b, false));
-        let mut cuda = std::mem::MaybeUninit::<nf_cuda_options>::zeroed().assume_init();
+        let mut cuda: nf_cuda_options = std::mem::zeroed();
+        cuda.struct_size = size_of::<nf_cuda_options>() as u32;
         ok(nf_cuda_options_default(&mut cuda));
         assert_eq!(cuda.struct_size as usize, std::mem::size_of::<nf_cuda_options>());
         assert_eq!((cuda.prefer_nhwc, cuda.fuse_conv_bias, cuda.cuda_graph, cuda.cuda_passes), (1, 1, 1, 1));
@@ -102,20 +103,28 @@ fn builder_options_take_the_library_values_and_refuse_others() {
             ("precision", nf_cuda_options { precision: 7, ..cuda }),
             ("fuse_conv_act", nf_cuda_options { fuse_conv_act: 3, ..cuda }),
             ("cuda_graph", nf_cuda_options { cuda_graph: 2, ..cuda }),
-            ("struct_size", nf_cuda_options { struct_size: 4, ..cuda }),
         ] {
             assert_eq!(nf_builder_set_cuda_options(b, &bad), invalid, "{field}");
             assert!(message().contains(field), "{field}: {}", message());
         }
+        for size in [0, 4, 4097] {
+            let unset = nf_cuda_options { struct_size: size, ..cuda };
+            assert_eq!(nf_builder_set_cuda_options(b, &unset), nf_status::NF_STATUS_STRUCT_SIZE, "{size}");
+            assert!(message().contains("NF_CUDA_OPTIONS_INIT"), "{}", message());
+        }
         assert_eq!(nf_builder_set_cuda_options(b, ptr::null()), invalid);
-        // A newer header's larger struct: this library reads the fields it knows.
+        // A newer header's larger struct: this library reads the fields it knows, where the
+        // newer ones are 0 (unused); one that is set is refused, never ignored.
         #[repr(C)]
         struct Newer {
             known: nf_cuda_options,
-            added: u32,
+            added: u64,
         }
-        let newer = Newer { known: nf_cuda_options { struct_size: size_of::<Newer>() as u32, ..cuda }, added: 7 };
+        let mut newer = Newer { known: nf_cuda_options { struct_size: size_of::<Newer>() as u32, ..cuda }, added: 0 };
         ok(nf_builder_set_cuda_options(b, &newer.known));
+        newer.added = 7;
+        assert_eq!(nf_builder_set_cuda_options(b, &newer.known), nf_status::NF_STATUS_UNSUPPORTED);
+        assert!(message().contains("newer version"), "{}", message());
         assert_eq!(nf_builder_set_layout(b, NF_LAYOUT_MODEL), invalid);
         assert_eq!(nf_builder_set_frame_timeout_ms(b, 0), invalid);
         assert_eq!(nf_builder_set_tiling(b, 40, 40, 24), invalid, "a tile not larger than 3 overlaps");
@@ -150,18 +159,7 @@ fn frames_through_submit_equal_infer() {
         ok(nf_context_sync_mode(ctx, &mut mode));
         assert_eq!(mode, NF_SYNC_HOST, "lavapipe has no semaphore fds: a context of its own is host-signalled");
 
-        let frame = nf_frame {
-            input,
-            output,
-            wait_timeline: 0,
-            wait_value: 0,
-            output_free_timeline: 0,
-            output_free_value: 0,
-            extra_inputs: ptr::null(),
-            extra_input_count: 0,
-            extra_outputs: ptr::null(),
-            extra_output_count: 0,
-        };
+        let frame = nf_frame { input, output, ..nf_frame::default() };
         let (mut first, mut second) = (nf_ticket::default(), nf_ticket::default());
         ok(nf_context_submit(ctx, &frame, &mut first));
         ok(nf_context_submit(ctx, &frame, &mut second));
@@ -169,7 +167,7 @@ fn frames_through_submit_equal_infer() {
         assert_eq!((second.input_consumed_value, second.output_ready_value), (2, 2));
         assert_ne!(second.output_ready_semaphore, 0);
 
-        let mut stats = std::mem::zeroed::<nf_frame_stats>();
+        let mut stats = nf_frame_stats::default();
         ok(nf_context_wait_timeout(ctx, second.value, 30_000_000_000, &mut stats));
         assert_eq!((stats.ticket, stats.tiles), (2, 1));
         assert!(stats.pre_pass && stats.post_pass && !stats.cuda_passes);
@@ -232,13 +230,105 @@ fn frames_through_submit_equal_infer() {
         ok(nf_context_unregister_input(ctx, input));
         assert_eq!(nf_context_unregister_input(ctx, input), invalid);
         assert!(message().contains("unregistered"), "{}", message());
-        let image = nf_caller_image { image: 1, format: rgba8, width, height, usage: 4, tiling: 0, layout: 1 };
+        let image = nf_caller_image {
+            struct_size: size_of::<nf_caller_image>() as u32,
+            image: 1,
+            format: rgba8,
+            width,
+            height,
+            usage: 4,
+            tiling: 0,
+            layout: 1,
+        };
         let mut id = 0;
         assert_eq!(nf_context_register_input_image(ctx, &image, &mut id), invalid);
-        assert!(message().contains("build_on"), "{}", message());
+        // The library's message names ContextBuilder::build_on; C callers read the C name.
+        assert!(message().contains("(nf_context_new_on_device)"), "{}", message());
+        assert!(!message().contains("ContextBuilder") && !message().contains("build_on"), "{}", message());
         assert_eq!(nf_context_register_timeline(ctx, 1, &mut id), invalid);
         assert_eq!(nf_context_register_exportable_timeline(ctx, 1, &mut id), invalid);
-        assert!(message().contains("build_on"), "{}", message());
+        assert!(message().contains("nf_context_new_on_device"), "{}", message());
+        nf_context_free(ctx);
+    }
+}
+
+/// The versioned structs of a frame: an unset `struct_size` is refused before anything is
+/// submitted; a newer (larger) ticket or stats struct gets its unknown tail zeroed and keeps
+/// its `struct_size`; a newer frame whose unknown field is set is refused.
+#[test]
+fn versioned_frame_structs_are_checked_before_anything_runs() {
+    let (width, height) = (8u32, 8u32);
+    let b = builder(width, height);
+    let ctx = context(b);
+    let rgba8 = vk::Format::R8G8B8A8_UNORM.as_raw();
+    let (mut input, mut output) = (0, 0);
+    // SAFETY: a live context and valid pointers throughout; freed at the end.
+    unsafe {
+        nf_builder_free(b);
+        ok(nf_context_create_input_image(ctx, rgba8, &mut input));
+        ok(nf_context_create_output_image(ctx, rgba8, &mut output));
+        let frame = nf_frame { input, output, ..nf_frame::default() };
+        let size = nf_status::NF_STATUS_STRUCT_SIZE;
+        let mut ticket = nf_ticket::default();
+        let unset = nf_frame { struct_size: 0, ..frame };
+        assert_eq!(nf_context_submit(ctx, &unset, &mut ticket), size);
+        assert!(
+            message().contains("nf_frame.struct_size is 0") && message().contains("NF_FRAME_INIT"),
+            "{}",
+            message()
+        );
+        let mut unset_ticket = nf_ticket { struct_size: 3, ..nf_ticket::default() };
+        assert_eq!(nf_context_submit(ctx, &frame, &mut unset_ticket), size);
+        assert!(message().contains("NF_TICKET_INIT"), "{}", message());
+        let (mut slots, mut in_flight) = (0, 9);
+        ok(nf_context_ring(ctx, &mut slots, &mut in_flight, ptr::null_mut()));
+        assert_eq!(in_flight, 0, "a refused struct submits nothing");
+
+        // A newer header's ticket: 16 more bytes, which this library zeroes.
+        #[repr(C)]
+        struct NewerTicket {
+            known: nf_ticket,
+            added: [u64; 2],
+        }
+        let mut newer = NewerTicket {
+            known: nf_ticket { struct_size: size_of::<NewerTicket>() as u32, ..nf_ticket::default() },
+            added: [u64::MAX; 2],
+        };
+        ok(nf_context_submit(ctx, &frame, &mut newer.known));
+        assert_eq!(newer.known.struct_size as usize, size_of::<NewerTicket>(), "struct_size stays the caller's");
+        assert_eq!((newer.known.value, newer.added), (1, [0, 0]));
+        #[repr(C)]
+        struct NewerStats {
+            known: nf_frame_stats,
+            added: u64,
+        }
+        let mut stats = NewerStats {
+            known: nf_frame_stats { struct_size: size_of::<NewerStats>() as u32, ..nf_frame_stats::default() },
+            added: 99,
+        };
+        let mut unset_stats = nf_frame_stats { struct_size: 0, ..nf_frame_stats::default() };
+        assert_eq!(nf_context_wait(ctx, 1, &mut unset_stats), size);
+        ok(nf_context_wait(ctx, 1, &mut stats.known));
+        assert_eq!((stats.known.ticket, stats.known.tiles, stats.added), (1, 1, 0));
+
+        // A newer header's frame: its unknown field 0 is taken, set is refused.
+        #[repr(C)]
+        struct NewerFrame {
+            known: nf_frame,
+            waits: *const u64,
+            wait_count: usize,
+        }
+        let mut newer = NewerFrame {
+            known: nf_frame { struct_size: size_of::<NewerFrame>() as u32, ..frame },
+            waits: ptr::null(),
+            wait_count: 0,
+        };
+        ok(nf_context_submit(ctx, &newer.known, &mut ticket));
+        assert_eq!(ticket.value, 2);
+        newer.wait_count = 1;
+        assert_eq!(nf_context_submit(ctx, &newer.known, &mut ticket), nf_status::NF_STATUS_UNSUPPORTED);
+        assert!(message().contains("does not know"), "{}", message());
+        ok(nf_context_wait_all(ctx));
         nf_context_free(ctx);
     }
 }
@@ -252,6 +342,7 @@ fn a_failed_import_gives_the_descriptor_back() {
     let file = std::fs::File::open(common::tiny_model()).expect("a file to pass as a descriptor");
     let fd = file.into_raw_fd();
     let import = nf_image_import {
+        struct_size: size_of::<nf_image_import>() as u32,
         memory: nf_memory_import {
             fd,
             allocation_size: 4096,
@@ -265,6 +356,7 @@ fn a_failed_import_gives_the_descriptor_back() {
         height: 8,
         usage: vk::ImageUsageFlags::SAMPLED.as_raw(),
         tiling: vk::ImageTiling::OPTIMAL.as_raw(),
+        reserved: 0,
     };
     let mut id = 0;
     // SAFETY: a live context; the import's descriptor is open; `id` is writable.
@@ -274,7 +366,14 @@ fn a_failed_import_gives_the_descriptor_back() {
     let file = unsafe { std::fs::File::from_raw_fd(fd) };
     assert!(file.metadata().is_ok_and(|m| m.len() > 0), "the descriptor was closed by a failed import");
     assert_eq!(file.as_raw_fd(), fd);
-    let negative = nf_semaphore_import { fd: -1, semaphore_type: 1, device_uuid: [0; 16], driver_uuid: [0; 16] };
+    let negative = nf_semaphore_import {
+        struct_size: size_of::<nf_semaphore_import>() as u32,
+        fd: -1,
+        semaphore_type: 1,
+        device_uuid: [0; 16],
+        driver_uuid: [0; 16],
+        reserved: 0,
+    };
     // SAFETY: as above.
     let status = unsafe { nf_context_import_timeline(ctx, &negative, &mut id) };
     assert_eq!(status, nf_status::NF_STATUS_INVALID_ARGUMENT);
@@ -341,5 +440,19 @@ fn images_read_and_written_as_rgba8() {
         let status = nf_image_read(missing.as_ptr(), &mut w, &mut h, &mut pixels);
         assert_eq!(status, nf_status::NF_STATUS_IMAGE);
         assert!(message().contains("missing.png"), "{}", message());
+        // nf_png_write creates the missing directories of its path (as `mkdir -p`); one it
+        // cannot create (a file is in the way) is NF_STATUS_IMAGE naming it, and nothing is written.
+        let absent = dir.join("no-such-directory");
+        let _ = std::fs::remove_dir_all(&absent);
+        let nested = absent.join("a").join("b").join("out.png");
+        let one = [1u8, 2, 3, 255];
+        ok(nf_png_write(c(nested.to_str().expect("UTF-8")).as_ptr(), one.as_ptr(), 1, 1));
+        assert!(nested.is_file(), "the PNG in the directories nf_png_write created");
+        let blocker = absent.join("a-file");
+        std::fs::write(&blocker, b"not a directory").expect("a file");
+        let beneath = c(blocker.join("out.png").to_str().expect("UTF-8"));
+        assert_eq!(nf_png_write(beneath.as_ptr(), one.as_ptr(), 1, 1), nf_status::NF_STATUS_IMAGE);
+        assert!(message().contains("a-file"), "{}", message());
+        assert_eq!(std::fs::read(&blocker).expect("the file"), b"not a directory", "the file in the way is kept");
     }
 }

@@ -45,6 +45,10 @@ int main(int argc, char **argv) {
   if (strcmp(backend_name, "cuda") == 0) backend = NF_BACKEND_CUDA;
   if (strcmp(backend_name, "cpu") == 0) backend = NF_BACKEND_CPU;
   printf("version=%s\n", nf_version());
+  if (check(strcmp(nf_version(), NF_VERSION) == 0 && nf_version_number() == NF_VERSION_NUMBER &&
+                NF_VERSION_NUMBER == NF_VERSION_MAJOR * 1000000 + NF_VERSION_MINOR * 1000 + NF_VERSION_PATCH,
+            "the header's version is the library's"))
+    return 1;
 
   /* Conventions: a NULL where a pointer is needed is refused with a message. */
   nf_builder *none = NULL;
@@ -67,9 +71,16 @@ int main(int argc, char **argv) {
   if (check(nf_last_error_message()[0] == '\0', "a success leaves an empty message")) return 1;
   if ((s = nf_builder_set_backend(builder, backend)) != NF_STATUS_OK) return fail("nf_builder_set_backend", s);
   if (check(nf_builder_set_backend(builder, 99) == NF_STATUS_INVALID_ARGUMENT, "backend 99 is refused")) return 1;
-  nf_cuda_options cuda;
+  /* A versioned struct: its init macro sets struct_size; without it the call is refused. */
+  nf_cuda_options cuda = NF_CUDA_OPTIONS_INIT;
   if ((s = nf_cuda_options_default(&cuda)) != NF_STATUS_OK) return fail("nf_cuda_options_default", s);
-  if (check(cuda.struct_size == sizeof cuda, "struct_size is the header's sizeof")) return 1;
+  if (check(cuda.struct_size == sizeof cuda && cuda.cuda_graph == 1, "the defaults, struct_size kept")) return 1;
+  nf_cuda_options unset = cuda;
+  unset.struct_size = 0;
+  if (check(nf_builder_set_cuda_options(builder, &unset) == NF_STATUS_STRUCT_SIZE &&
+                strstr(nf_last_error_message(), "NF_CUDA_OPTIONS_INIT"),
+            "a struct_size of 0 is NF_STATUS_STRUCT_SIZE naming the init macro"))
+    return 1;
   cuda.precision = NF_PRECISION_FP32;
   if ((s = nf_builder_set_cuda_options(builder, &cuda)) != NF_STATUS_OK) return fail("nf_builder_set_cuda_options", s);
   if ((s = nf_builder_set_slots(builder, 2)) != NF_STATUS_OK) return fail("nf_builder_set_slots", s);
