@@ -13,11 +13,11 @@ use std::path::PathBuf;
 const MODULES: [(&str, &str, &[&str]); 9] = [
     ("pre_image", "PreParams", &["pre_image", "pre_common", "tensor_common"]),
     ("pre_buffer", "PreParams", &["pre_buffer", "pre_common", "tensor_common"]),
-    ("pre_planes", "PreParams", &["pre_planes", "pre_common", "tensor_common"]),
-    ("post_image8", "PostParams", &["post_image8", "post_common", "tensor_common"]),
-    ("post_image16", "PostParams", &["post_image16", "post_common", "tensor_common"]),
-    ("post_buffer", "PostParams", &["post_buffer", "post_common", "tensor_common"]),
-    ("post_planes", "PostParams", &["post_planes", "post_common", "tensor_common"]),
+    ("pre_planes", "PreParams", &["pre_planes", "planes_common", "pre_common", "tensor_common"]),
+    ("post_image8", "PostParams", &["post_image8", "post_whole", "post_common", "tensor_common"]),
+    ("post_image16", "PostParams", &["post_image16", "post_whole", "post_common", "tensor_common"]),
+    ("post_buffer", "PostParams", &["post_buffer", "post_whole", "post_common", "tensor_common"]),
+    ("post_planes", "PostParams", &["post_planes", "planes_common", "post_common", "tensor_common"]),
     ("convert_in", "ConvertParams", &["convert_in", "convert_common"]),
     ("convert_out", "ConvertParams", &["convert_out", "convert_common"]),
 ];

@@ -30,17 +30,3 @@ fn load_prev(x: u32, y: u32) -> vec4<f32> {
     }
     return c;
 }
-
-// A buffer's pixels never share a word.
-fn pairs() -> bool {
-    return false;
-}
-
-fn store_pair(x: u32, y: u32, a: vec4<f32>, b: vec4<f32>) {
-    store(x, y, a);
-    store(x + 1u, y, b);
-}
-
-fn store_half(x: u32, y: u32, c: vec4<f32>) {
-    store(x, y, c);
-}

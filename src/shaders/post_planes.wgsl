@@ -8,16 +8,6 @@
 @group(0) @binding(3) var<storage, read_write> dst1: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dst2: array<u32>;
 
-fn plane_row(k: u32, y: u32) -> u32 {
-    if k == 1u {
-        return p.plane1 + y * p.pitch1;
-    }
-    if k == 2u {
-        return p.plane2 + y * p.pitch2;
-    }
-    return p.plane0 + y * p.pitch;
-}
-
 fn word(k: u32, w: u32) -> u32 {
     if k == 1u {
         return dst1[w];

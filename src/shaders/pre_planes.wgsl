@@ -17,16 +17,6 @@ fn word(k: u32, w: u32) -> u32 {
     return src0[w];
 }
 
-fn plane_row(k: u32, y: u32) -> u32 {
-    if k == 1u {
-        return p.plane1 + y * p.pitch1;
-    }
-    if k == 2u {
-        return p.plane2 + y * p.pitch2;
-    }
-    return p.plane0 + y * p.pitch;
-}
-
 fn load(i: u32) -> vec4<f32> {
     let x = p.origin_x + i % p.width;
     let y = p.origin_y + i / p.width;
