@@ -40,6 +40,11 @@ fn unregister_in_flight_keeps_it_alive() {
 }
 
 #[test]
+fn waits_and_signals_as_lists() {
+    foreign::waits_and_signals_as_lists(Backend::Cpu);
+}
+
+#[test]
 fn input_overwritten_after_input_consumed() {
     foreign::input_overwritten_after_input_consumed(Backend::Cpu);
 }

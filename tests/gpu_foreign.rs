@@ -25,5 +25,6 @@ on_cuda!(
     timeouts_leave_the_context_usable,
     unregister_in_flight_keeps_it_alive,
     input_overwritten_after_input_consumed,
+    waits_and_signals_as_lists,
     a_thousand_frames_stay_flat,
 );

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::context::backend::{CallerWaits, Engine, Run};
-use crate::context::plan::{self, PostBatch, Route, Side, Situation};
+use crate::context::plan::{self, Finish, PostBatch, Route, Side, Situation};
 use crate::context::record::{Direction, Place, Recorder, Tensor};
 use crate::context::registry::{InputId, OutputId};
 use crate::context::ring::InFlight;
-use crate::context::sync::{Frame, FrameStats, Submission, Submitted, Ticket};
+use crate::context::sync::{CallerSignal, Frame, FrameStats, Submission, Submitted, Ticket};
 use crate::context::{BackPressure, NeuralFrameContext};
 use crate::error::{Error, Result};
 use crate::vulkan::TimelineSemaphore;
@@ -109,7 +109,13 @@ impl NeuralFrameContext {
             let place = Place { index: k, tile, margin };
             // Only the first tile may be skipped: later ones block, as a frame is never cut short.
             let policy = if k == 0 { policy } else { BackPressure::Block };
-            match self.submit_tile(&frame, sub.clone(), (place, count, submitted), sides, policy)? {
+            // The caller's signals go with the frame's last tile: its "input consumed" and
+            // "output ready" are the frame's.
+            let mut tile_sub = sub.clone();
+            if k + 1 < count {
+                tile_sub.signals = (Vec::new(), Vec::new());
+            }
+            match self.submit_tile(&frame, tile_sub, (place, count, submitted), sides, policy)? {
                 Some(n) => last = n,
                 None => return Ok(Submitted::Skipped),
             }
@@ -133,8 +139,8 @@ impl NeuralFrameContext {
             output,
             engine: self.res.engine.kind(),
             post_wait: self.tuning.cuda.map_or(crate::context::PostWait::Gpu, |c| c.handover.post_wait),
-            caller_wait: sub.wait.is_some(),
-            output_free: sub.output_free.is_some(),
+            caller_wait: !sub.wait.is_empty(),
+            output_free: !sub.output_free.is_empty(),
             cuda_waits: sub.cuda_waits,
         })
         .map_err(|e| Error::internal(format!("no plan for the frame: {}", e.0)))?;
@@ -151,9 +157,13 @@ impl NeuralFrameContext {
         // The CPU backend runs the model inside this call: it waits for the caller's values
         // on the host, bounded, before anything is submitted, so that a value that never
         // arrives leaves nothing half-submitted behind.
-        let host_waits =
-            [sub.wait.filter(|_| plan.host_waits.caller), sub.output_free.filter(|_| plan.host_waits.output_free)];
-        for (sem, value) in host_waits.into_iter().flatten() {
+        let host_waits = sub
+            .wait
+            .iter()
+            .filter(|_| plan.host_waits.caller)
+            .chain(sub.output_free.iter().filter(|_| plan.host_waits.output_free))
+            .copied();
+        for (sem, value) in host_waits {
             if !self.wait_raw(sem, value, self.frame_timeout)? {
                 return Err(Error::Timeout {
                     what: format!("the caller's timeline reaching {value}"),
@@ -198,11 +208,12 @@ impl NeuralFrameContext {
                 // The host reads the caller's buffer: make the device's writes visible to it.
                 first.cmds.push(cmd);
             }
-            first.wait.extend(sub.wait.filter(|_| f.waits.caller));
-            first.wait.extend(sub.output_free.filter(|_| f.waits.output_free));
+            first.wait.extend(sub.wait.iter().filter(|_| f.waits.caller));
+            first.wait.extend(sub.output_free.iter().filter(|_| f.waits.output_free));
             first.signal.push((t.to_model.raw(), n));
             if f.signal_input_consumed {
                 first.signal.push((t.input_consumed.raw(), n));
+                first.signal.extend(sub.signals.0.iter().map(|&(_, sem, v)| (sem, v)));
             }
             self.queue_submit(0, &first, self.res.slots[i].fences[0].raw())?;
         }
@@ -212,20 +223,22 @@ impl NeuralFrameContext {
         let ran = {
             let res = &mut *self.res;
             // The caller's semaphores the engine waits for itself (CUDA has them).
-            let cuda_point = |p: Option<(crate::TimelineId, u64)>, wanted: bool| -> Result<_> {
-                match p.filter(|_| wanted) {
-                    Some((id, value)) => {
+            let cuda_point = |ps: &[(crate::TimelineId, u64)], wanted: bool| -> Result<Vec<_>> {
+                if !wanted {
+                    return Ok(Vec::new());
+                }
+                ps.iter()
+                    .map(|&(id, value)| {
                         let t = res.registry.timeline(id)?;
                         let c =
                             t.cuda_if_any().ok_or_else(|| Error::internal("a CUDA wait on a Vulkan-only timeline"))?;
-                        Ok(Some((c, value)))
-                    }
-                    None => Ok(None),
-                }
+                        Ok((c, value))
+                    })
+                    .collect()
             };
             let caller = CallerWaits {
-                input: cuda_point(sub.cuda_points.0, steps.wait_caller)?,
-                output_free: cuda_point(sub.cuda_points.1, steps.wait_output_free.is_some())?,
+                input: cuda_point(&sub.cuda_points.0, steps.wait_caller)?,
+                output_free: cuda_point(&sub.cuda_points.1, steps.wait_output_free.is_some())?,
             };
             let run = Run {
                 caller,
@@ -255,6 +268,14 @@ impl NeuralFrameContext {
             }
         };
         let enqueue_ms = ms(t_enqueue.elapsed());
+        // The caller's signals that go with what the engine signalled itself.
+        let consumed = if steps.input_consumed.is_some() { sub.signals.0.as_slice() } else { &[] };
+        let ready = if matches!(steps.done, Finish::OutputReady | Finish::OutputReadyAfterPost) {
+            sub.signals.1.as_slice()
+        } else {
+            &[]
+        };
+        self.signal_after_engine(n, consumed, ready)?;
 
         // 3. Vulkan: the post passes wait for the model (and for "output free") and
         // signal "output ready". The frame is in the ring before they are submitted, so
@@ -277,14 +298,19 @@ impl NeuralFrameContext {
                 routes: (input.route, output.route),
                 post_batch: plan.post,
                 post_cmds: posts.clone(),
-                output_free: sub.output_free,
+                output_free: sub.output_free.clone(),
+                ready_signals: if plan.post.is_some() {
+                    sub.signals.1.iter().map(|&(_, sem, v)| (sem, v)).collect()
+                } else {
+                    Vec::new()
+                },
                 post_fenced: false,
                 first_fenced: plan.first.is_some(),
             },
             plan.signallers,
         );
         if let Some(batch) = plan.post.filter(|p| !p.deferred)
-            && let Err(e) = self.submit_post(i, posts, n, sub.output_free, batch)
+            && let Err(e) = self.submit_post(i, posts, n, batch)
         {
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = true;
@@ -381,20 +407,16 @@ impl NeuralFrameContext {
     /// Submits a frame's recorded post passes for frame `n`, as its plan's post batch
     /// says: behind `model_done = n` (CUDA engine) and the caller's "output free",
     /// signalling `output_ready = n`.
-    fn submit_post(
-        &mut self,
-        i: usize,
-        cmds: Vec<vk::CommandBuffer>,
-        n: u64,
-        output_free: Option<(vk::Semaphore, u64)>,
-        plan: PostBatch,
-    ) -> Result<()> {
+    fn submit_post(&mut self, i: usize, cmds: Vec<vk::CommandBuffer>, n: u64, plan: PostBatch) -> Result<()> {
         let t = &self.res.timelines;
         let mut batch = Batch { cmds, ..Batch::default() };
         if plan.wait_model_done {
             batch.wait.push((t.model_done.raw(), n));
         }
-        batch.wait.extend(output_free.filter(|_| plan.wait_output_free));
+        if let Some(f) = self.ring.slot(i) {
+            batch.wait.extend(f.output_free.iter().filter(|_| plan.wait_output_free));
+            batch.signal.extend(f.ready_signals.iter().copied());
+        }
         batch.signal.push((t.output_ready.raw(), n));
         // On its own queue where there is one: a post pass waiting for CUDA then
         // does not hold back the next frame's pre pass (submission order). On the
@@ -402,6 +424,37 @@ impl NeuralFrameContext {
         self.queue_submit(plan.queue, &batch, self.res.slots[i].fences[1].raw())?;
         if let Some(f) = self.ring.slot_mut(i) {
             f.post_fenced = true;
+        }
+        Ok(())
+    }
+
+    /// The caller's timelines signalled with what the engine signalled itself for frame
+    /// `n`: `consumed` with "input consumed", `ready` with "output ready". The CPU engine
+    /// signalled them from the host inside its run: so are these. CUDA signals them on
+    /// its streams: a Vulkan batch on the post queue waits for the context's value there
+    /// and signals the caller's (CUDA's signal never waits behind a Vulkan submission, so
+    /// the batch cannot hold a later one back for ever).
+    fn signal_after_engine(&mut self, n: u64, consumed: &[CallerSignal], ready: &[CallerSignal]) -> Result<()> {
+        if consumed.is_empty() && ready.is_empty() {
+            return Ok(());
+        }
+        let t = &self.res.timelines;
+        if !matches!(self.res.engine, Engine::Cuda(_)) {
+            for &(id, _, value) in consumed.iter().chain(ready) {
+                self.res.registry.timeline(id)?.vulkan().signal_from_host(value)?;
+            }
+            return Ok(());
+        }
+        for (own, theirs) in [(t.input_consumed.raw(), consumed), (t.output_ready.raw(), ready)] {
+            if theirs.is_empty() {
+                continue;
+            }
+            let batch = Batch {
+                cmds: Vec::new(),
+                wait: vec![(own, n)],
+                signal: theirs.iter().map(|&(_, sem, v)| (sem, v)).collect(),
+            };
+            self.queue_submit(1, &batch, vk::Fence::null())?;
         }
         Ok(())
     }
@@ -421,13 +474,13 @@ impl NeuralFrameContext {
             if !self.model_done(i, value, deadline)? {
                 return Ok(()); // later frames wait behind this one: timeline values rise in order
             }
-            let (cmds, output_free, batch) = match self.ring.slot(i) {
-                Some(InFlight { post_cmds, output_free, post_batch: Some(batch), .. }) if !post_cmds.is_empty() => {
-                    (post_cmds.clone(), *output_free, *batch)
+            let (cmds, batch) = match self.ring.slot(i) {
+                Some(InFlight { post_cmds, post_batch: Some(batch), .. }) if !post_cmds.is_empty() => {
+                    (post_cmds.clone(), *batch)
                 }
                 _ => continue,
             };
-            self.submit_post(i, cmds, value, output_free, batch)?;
+            self.submit_post(i, cmds, value, batch)?;
             if let Some(f) = self.ring.slot_mut(i) {
                 f.post_pending = false;
             }

@@ -7,7 +7,7 @@ use crate::context::NeuralFrameContext;
 use crate::context::plan::{Route, Side};
 use crate::context::record::size_mismatch;
 use crate::context::registry::{Registration, TimelineId};
-use crate::context::sync::{Frame, Submission, SyncMode};
+use crate::context::sync::{CallerSignal, Frame, Submission, SyncMode};
 use crate::error::{Error, Result};
 
 /// One role's side of a frame's named tensors: what the model calls them, and
@@ -70,13 +70,25 @@ impl NeuralFrameContext {
         if (output.width, output.height) != (size.out_width, size.out_height) {
             return Err(size_mismatch("output", (output.width, output.height), (size.out_width, size.out_height)));
         }
-        let point = |p: Option<crate::SyncPoint>| -> Result<Option<(vk::Semaphore, u64)>> {
-            p.map(|p| r.timeline(p.timeline).map(|t| (t.raw(), p.value))).transpose()
+        let points = |ps: &[crate::SyncPoint]| -> Result<Vec<(vk::Semaphore, u64)>> {
+            ps.iter().map(|p| r.timeline(p.timeline).map(|t| (t.raw(), p.value))).collect()
         };
-        if self.sync_mode == SyncMode::Host && (frame.wait.is_some() || frame.output_free.is_some()) {
+        let signals = |ps: &[crate::SyncPoint]| -> Result<Vec<CallerSignal>> {
+            ps.iter().map(|p| r.timeline(p.timeline).map(|t| (p.timeline, t.raw(), p.value))).collect()
+        };
+        if self.sync_mode == SyncMode::Host && !(frame.waits.is_empty() && frame.output_free.is_empty()) {
             return Err(Error::InvalidArgument(
                 "the frame waits for a timeline, but the context runs in host-signalled mode (SyncMode::Host): \
                  submit once the input is written and the output free"
+                    .into(),
+            ));
+        }
+        if self.sync_mode == SyncMode::Host
+            && !(frame.signal_input_consumed.is_empty() && frame.signal_output_ready.is_empty())
+        {
+            return Err(Error::InvalidArgument(
+                "the frame signals a timeline of the caller's, but the context runs in host-signalled mode \
+                 (SyncMode::Host): wait for the ticket on the host (wait, wait_input_consumed) instead"
                     .into(),
             ));
         }
@@ -126,20 +138,25 @@ impl NeuralFrameContext {
                     .into(),
             ));
         }
-        // The points whose timelines CUDA has too (imported by descriptor on the CUDA backend).
-        let on_cuda = |p: Option<crate::SyncPoint>| -> Result<Option<(TimelineId, u64)>> {
-            Ok(match p {
-                Some(p) if r.timeline(p.timeline)?.cuda_if_any().is_some() => Some((p.timeline, p.value)),
-                _ => None,
-            })
+        // The points, where CUDA has every one of their timelines too (imported by descriptor
+        // on the CUDA backend); else none.
+        let on_cuda = |ps: &[crate::SyncPoint]| -> Result<Option<Vec<(TimelineId, u64)>>> {
+            let mut all = Vec::with_capacity(ps.len());
+            for p in ps {
+                if r.timeline(p.timeline)?.cuda_if_any().is_none() {
+                    return Ok(None);
+                }
+                all.push((p.timeline, p.value));
+            }
+            Ok(Some(all))
         };
-        let cuda_points = (on_cuda(frame.wait)?, on_cuda(frame.output_free)?);
-        let cuda_waits =
-            frame.wait.is_some() == cuda_points.0.is_some() && frame.output_free.is_some() == cuda_points.1.is_some();
+        let (wait_cuda, free_cuda) = (on_cuda(&frame.waits)?, on_cuda(&frame.output_free)?);
+        let cuda_waits = wait_cuda.is_some() && free_cuda.is_some();
         Ok(Submission {
-            wait: point(frame.wait)?,
-            output_free: point(frame.output_free)?,
-            cuda_points,
+            wait: points(&frame.waits)?,
+            output_free: points(&frame.output_free)?,
+            cuda_points: (wait_cuda.unwrap_or_default(), free_cuda.unwrap_or_default()),
+            signals: (signals(&frame.signal_input_consumed)?, signals(&frame.signal_output_ready)?),
             cuda_waits,
             extra_inputs,
             extra_outputs,

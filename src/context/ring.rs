@@ -39,7 +39,9 @@ pub(crate) struct InFlight {
     /// The frame's recorded post passes (plain handles, submitted later when post waits on the host).
     pub(crate) post_cmds: Vec<vk::CommandBuffer>,
     /// What the post pass waits for besides the model (a plain handle and value).
-    pub(crate) output_free: Option<(vk::Semaphore, u64)>,
+    pub(crate) output_free: Vec<(vk::Semaphore, u64)>,
+    /// The caller's timelines the post batch signals with "output ready".
+    pub(crate) ready_signals: Vec<(vk::Semaphore, u64)>,
     /// Whether the post pass was submitted (with the slot's second fence).
     pub(crate) post_fenced: bool,
     /// Whether the first batch was submitted (with the slot's first fence): not
@@ -231,7 +233,8 @@ mod tests {
             routes: (Route::Vulkan, Route::Vulkan),
             post_batch: None,
             post_cmds: Vec::new(),
-            output_free: None,
+            output_free: Vec::new(),
+            ready_signals: Vec::new(),
             post_fenced: false,
             first_fenced: true,
         }

@@ -56,8 +56,8 @@ pub enum SyncMode {
 ///
 /// # fn frame(input: InputId, output: OutputId, rendered: TimelineId) {
 /// let frame = Frame::new(input, output).wait_for(rendered, 7);
-/// assert_eq!(frame.wait, Some(SyncPoint { timeline: rendered, value: 7 }));
-/// assert_eq!(frame.output_free, None);
+/// assert_eq!(frame.waits, [SyncPoint { timeline: rendered, value: 7 }]);
+/// assert!(frame.output_free.is_empty());
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,11 +87,20 @@ pub struct Frame {
     pub input: InputId,
     /// The output image or buffer.
     pub output: OutputId,
-    /// "The input is written": the context's GPU waits for it before reading the input.
-    pub wait: Option<SyncPoint>,
-    /// "The output may be overwritten": the context's GPU waits for it before
-    /// writing the output (the renderer may still be reading the last result).
-    pub output_free: Option<SyncPoint>,
+    /// "The input is written": the context's GPU waits for every one of them before
+    /// reading the input (a host's frame may have a producer per plane).
+    pub waits: Vec<SyncPoint>,
+    /// "The output may be overwritten": the context's GPU waits for every one of them
+    /// before writing the output (the renderer may still be reading the last result).
+    pub output_free: Vec<SyncPoint>,
+    /// The caller's timelines the context signals, each to its value, once it no longer
+    /// reads the frame's input: when the ticket's "input consumed" is reached (a host's
+    /// "the reads of this frame are done").
+    pub signal_input_consumed: Vec<SyncPoint>,
+    /// The caller's timelines the context signals, each to its value, when the frame's
+    /// output is written: when the ticket's "output ready" is reached, with the same
+    /// guarantees (a host's producer point for the output).
+    pub signal_output_ready: Vec<SyncPoint>,
     /// The model's extra inputs ([`ModelContract::extra_inputs`](crate::ModelContract::extra_inputs)),
     /// by name: every one of them, each a registered input of the frame's size
     /// written under the same `wait`.
@@ -120,10 +129,19 @@ impl Frame {
     /// # Ok::<(), neural_frame::Error>(())
     /// ```
     pub fn new(input: InputId, output: OutputId) -> Self {
-        Self { input, output, wait: None, output_free: None, extra_inputs: Vec::new(), extra_outputs: Vec::new() }
+        Self {
+            input,
+            output,
+            waits: Vec::new(),
+            output_free: Vec::new(),
+            signal_input_consumed: Vec::new(),
+            signal_output_ready: Vec::new(),
+            extra_inputs: Vec::new(),
+            extra_outputs: Vec::new(),
+        }
     }
     /// Waits on the GPU for `timeline` to reach `value` before reading the input
-    /// ([`SyncMode::Gpu`] only).
+    /// ([`SyncMode::Gpu`] only). Called again, the frame waits for each point.
     ///
     /// ```no_run
     /// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, TimelineId};
@@ -136,11 +154,11 @@ impl Frame {
     /// # Ok(()) }
     /// ```
     pub fn wait_for(mut self, timeline: TimelineId, value: u64) -> Self {
-        self.wait = Some(SyncPoint { timeline, value });
+        self.waits.push(SyncPoint { timeline, value });
         self
     }
     /// Waits on the GPU for `timeline` to reach `value` before writing the output
-    /// ([`SyncMode::Gpu`] only).
+    /// ([`SyncMode::Gpu`] only). Called again, the frame waits for each point.
     ///
     /// ```no_run
     /// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, TimelineId};
@@ -155,7 +173,35 @@ impl Frame {
     /// # Ok(()) }
     /// ```
     pub fn output_free_after(mut self, timeline: TimelineId, value: u64) -> Self {
-        self.output_free = Some(SyncPoint { timeline, value });
+        self.output_free.push(SyncPoint { timeline, value });
+        self
+    }
+
+    /// Signals the caller's `timeline` to `value` once the context no longer reads the
+    /// frame's input ("input consumed"; [`SyncMode::Gpu`] only). A timeline registered by
+    /// handle or imported by descriptor.
+    ///
+    /// ```no_run
+    /// use neural_frame::{Frame, InputId, NeuralFrameContext, OutputId, TimelineId};
+    ///
+    /// # fn frame(ctx: &mut NeuralFrameContext, input: InputId, output: OutputId, reads_done: TimelineId,
+    /// #     written: TimelineId, n: u64) -> neural_frame::Result<()> {
+    /// // A host's own timelines: "our reads of the input are done" and "the output is written".
+    /// let frame = Frame::new(input, output).signal_input_consumed(reads_done, n).signal_output_ready(written, n);
+    /// ctx.submit(frame)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn signal_input_consumed(mut self, timeline: TimelineId, value: u64) -> Self {
+        self.signal_input_consumed.push(SyncPoint { timeline, value });
+        self
+    }
+
+    /// Signals the caller's `timeline` to `value` once the frame's output is written
+    /// ("output ready"; [`SyncMode::Gpu`] only), with what the ticket's
+    /// [`output_ready`](Ticket::output_ready) guarantees. See
+    /// [`signal_input_consumed`](Self::signal_input_consumed).
+    pub fn signal_output_ready(mut self, timeline: TimelineId, value: u64) -> Self {
+        self.signal_output_ready.push(SyncPoint { timeline, value });
         self
     }
 
@@ -456,13 +502,19 @@ impl FrameStats {
 /// A point on one of the caller's timelines, by registration.
 pub(crate) type CallerPoint = (TimelineId, u64);
 
+/// A caller's timeline to signal: its handle, its Vulkan semaphore, the value.
+pub(crate) type CallerSignal = (TimelineId, vk::Semaphore, u64);
+
 /// A frame's submission, as the submit path passes it on (inputs resolved).
 #[derive(Debug, Clone)]
 pub(crate) struct Submission {
-    pub(crate) wait: Option<(vk::Semaphore, u64)>,
-    pub(crate) output_free: Option<(vk::Semaphore, u64)>,
-    /// The timelines of `wait` and `output_free`, where CUDA has them too.
-    pub(crate) cuda_points: (Option<CallerPoint>, Option<CallerPoint>),
+    pub(crate) wait: Vec<(vk::Semaphore, u64)>,
+    pub(crate) output_free: Vec<(vk::Semaphore, u64)>,
+    /// The timelines of `wait` and `output_free`, where CUDA has them all (else empty).
+    pub(crate) cuda_points: (Vec<CallerPoint>, Vec<CallerPoint>),
+    /// The caller's timelines to signal with "input consumed" and with "output ready"
+    /// (the frame's last tile only).
+    pub(crate) signals: (Vec<CallerSignal>, Vec<CallerSignal>),
     /// Every caller semaphore the frame waits for is one CUDA has too.
     pub(crate) cuda_waits: bool,
     /// The model's extra inputs: (index in the contract's extra inputs, registration).

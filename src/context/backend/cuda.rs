@@ -124,20 +124,24 @@ impl CudaEngine {
         // What the model's stream waits for: the first batch's `to_model`, and the caller's
         // own semaphores where the engine waits for them itself.
         let to_model = if steps.wait_to_model { Some((timelines.to_model.cuda()?, n)) } else { None };
-        let free_first = run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforeModel));
-        let waits = [to_model, run.caller.input, free_first];
+        let free_first = steps.wait_output_free == Some(FreeWait::BeforeModel);
+        let waits: Vec<_> = to_model
+            .into_iter()
+            .chain(run.caller.input.iter().copied())
+            .chain(run.caller.output_free.iter().copied().filter(|_| free_first))
+            .collect();
         match &self.side {
-            _ if waits.iter().all(Option::is_none) => {}
+            _ if waits.is_empty() => {}
             // The external waits on an idle stream of its own; the model's stream joins it by an event.
             Some((side, joined)) => {
-                for (semaphore, value) in waits.into_iter().flatten() {
+                for (semaphore, value) in waits {
                     semaphore.wait(side, value)?;
                 }
                 joined.record(side)?;
                 self.stream.wait_event(joined)?;
             }
             None => {
-                for (semaphore, value) in waits.into_iter().flatten() {
+                for (semaphore, value) in waits {
                     semaphore.wait(&self.stream, value)?;
                 }
             }
@@ -240,10 +244,10 @@ impl CudaEngine {
                 post_stream.wait_event(&slot.events.1)?;
                 // The caller's "output free", where the engine waits for it itself: only the
                 // post kernels write the caller's output, so only they wait.
-                if let Some((semaphore, value)) =
-                    run.caller.output_free.filter(|_| steps.wait_output_free == Some(FreeWait::BeforePost))
-                {
-                    semaphore.wait(post_stream, value)?;
+                if steps.wait_output_free == Some(FreeWait::BeforePost) {
+                    for &(semaphore, value) in &run.caller.output_free {
+                        semaphore.wait(post_stream, value)?;
+                    }
                 }
                 for post in &p.post {
                     kernels.post(post_stream, post)?;

@@ -41,8 +41,8 @@ pub(crate) struct Timelines {
 /// The caller's semaphores that the engine waits for itself (the plan's
 /// `EngineSteps::wait_caller` and `wait_output_free`), with their values.
 pub(crate) struct CallerWaits<'a> {
-    pub(crate) input: Option<(&'a ExternalSemaphore, u64)>,
-    pub(crate) output_free: Option<(&'a ExternalSemaphore, u64)>,
+    pub(crate) input: Vec<(&'a ExternalSemaphore, u64)>,
+    pub(crate) output_free: Vec<(&'a ExternalSemaphore, u64)>,
 }
 
 /// One model run, as the submit path hands it to the engine.

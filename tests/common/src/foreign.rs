@@ -773,6 +773,67 @@ pub fn unregister_in_flight_keeps_it_alive(backend: Backend) {
     assert_eq!(r.validation_errors(), 0);
 }
 
+/// A frame waits for every one of several "input written" and "output free" points,
+/// and signals several timelines of the caller's with "input consumed" and "output
+/// ready": the output is read back after the caller's own "written" timeline alone.
+pub fn waits_and_signals_as_lists(backend: Backend) {
+    let _serial = serial();
+    let r = renderer();
+    let mut ctx = byo(&r, backend, F32, 24, 16);
+    let p = pair(&r, &mut ctx, 17);
+    p.render(&r);
+    let (ow, _) = ctx.output_size();
+    let want = expected(&ctx, F32, &p.rgba);
+    let sems: Vec<vk::Semaphore> = (0..6).map(|_| r.semaphore(true, false).expect("timeline")).collect();
+    // SAFETY: the renderer's timelines, alive until the end.
+    let ids: Vec<_> = sems.iter().map(|&s| unsafe { ctx.register_timeline(s) }.expect("register")).collect();
+    let [plane_a, plane_b, free, reads_done, written, written_too] = [0, 1, 2, 3, 4, 5].map(|k| (sems[k], ids[k]));
+    let (i, o) = p.ids;
+    for n in 1..=2u64 {
+        let frame = Frame::new(i, o)
+            .wait_for(plane_a.1, n)
+            .wait_for(plane_b.1, 10 * n)
+            .output_free_after(free.1, n)
+            .signal_input_consumed(reads_done.1, 3 * n)
+            .signal_output_ready(written.1, 7 * n)
+            .signal_output_ready(written_too.1, 100 + n);
+        r.signal(plane_a.0, n).expect("signal");
+        r.signal(free.0, n).expect("signal");
+        // The second plane's producer finishes later, on another thread: until then nothing
+        // of the caller's is signalled (the CPU backend waits inside submit, CUDA on the GPU).
+        let device = r.device.clone();
+        let (late, written_sem) = (plane_b.0, written.0);
+        let signaller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            // SAFETY: live timelines of the renderer's device, values below the ones signalled.
+            let before = unsafe { device.get_semaphore_counter_value(written_sem) }.expect("value");
+            let info = vk::SemaphoreSignalInfo::default().semaphore(late).value(10 * n);
+            // SAFETY: as above.
+            unsafe { device.signal_semaphore(&info) }.expect("signal");
+            before
+        });
+        let Submitted::Frame(ticket) = ctx.submit(frame).expect("submit") else { panic!() };
+        let before = signaller.join().expect("the signalling thread");
+        assert!(before < 7 * n, "output ready ({before}) signalled before the frame's second wait was reached");
+        // The caller's own timelines, not the ticket: consumed, then ready.
+        r.wait(reads_done.0, 3 * n).expect("input consumed, on the caller's timeline");
+        r.wait(written.0, 7 * n).expect("output ready, on the caller's timeline");
+        r.wait(written_too.0, 100 + n).expect("output ready, on the second timeline");
+        let (d, x, y, c) = max_diff(&p.read(&r), &want, ow);
+        assert!(d <= 1, "frame {n}: ({x}, {y}) ch {c} differs by {d}");
+        ctx.wait(&ticket).expect("the frame is done");
+        readback_poison(&r, &p.readback);
+    }
+    // Signals in host-signalled mode are refused like waits: not on this context (Gpu mode).
+    assert_eq!(ctx.sync_mode(), SyncMode::Gpu);
+    drop(ctx);
+    p.destroy(&r);
+    for s in sems {
+        r.destroy_semaphore(s);
+    }
+    assert_eq!(r.validation_errors(), 0);
+}
+
 /// Once "input consumed" is reached the renderer overwrites the input, before the
 /// post pass has run: the result is unchanged (the frame's alpha travelled in the
 /// slot). The input is a host-visible buffer the renderer overwrites from the
