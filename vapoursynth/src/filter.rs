@@ -6,11 +6,16 @@
 //! offsets and pitches, the model's tensor gathered from them and its output scattered into a
 //! new GPU frame's planes by the context's passes (CUDA kernels on the CUDA backend).
 //!
-//! Synchronization is on the host: the filter waits for the input frame's producers
-//! (`waitGPUFrame`), runs the frame, and waits for it before handing the output over, so
-//! the output needs no producer and the input's reads are done when its frame is freed.
-//! That is the only path where the core's semaphores do not export (lavapipe); it is said
-//! once in VapourSynth's log.
+//! Two ways to hand frames over ([`Sync`]):
+//! - on the GPU, where the core's semaphores export and the context shares timelines with
+//!   its device: each input plane's producer pair is waited for on the context's GPU (on the
+//!   CUDA stream on the CUDA backend), and the context signals two timelines of the core's
+//!   own (`createGPUTimeline`) with "input consumed" and "output ready", published as the
+//!   input's and output's producer pairs (`setGPUPlaneProducer`): the filter returns the
+//!   output frame at once, and the frames stay referenced until their frame is done;
+//! - on the host: the filter waits for the input frame's producers (`waitGPUFrame`), runs
+//!   the frame, and waits for it before it returns the output, which then needs no producer.
+//!   The only way where the core's semaphores do not export (lavapipe).
 
 use std::collections::VecDeque;
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -20,7 +25,8 @@ use std::sync::Mutex;
 
 use ash::vk;
 use neural_frame::{
-    DeviceIdentity, DeviceSelector, MemoryId, MemoryImport, NeuralFrameContext, PlanarFrame, Plane, Precision, Tiling,
+    DeviceIdentity, DeviceSelector, Frame, MemoryId, MemoryImport, NeuralFrameContext, PlanarFrame, Plane, Precision,
+    SemaphoreImport, Submitted, SyncMode, Ticket, Tiling, TimelineId,
 };
 
 use crate::ffi::*;
@@ -29,6 +35,21 @@ use crate::plugin::c_text;
 /// Allocations kept imported at most: VapourSynth's pools are 128 MiB blocks, and a
 /// block that is dropped from the cache while a frame still uses it stays alive until then.
 const MEMORY_CACHE: usize = 32;
+
+/// Producer semaphores kept imported at most.
+const SEMAPHORE_CACHE: usize = 64;
+
+/// How frames are handed between the core and the context (`sync` argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sync {
+    /// On the GPU where the core's semaphores export and the context shares timelines,
+    /// else on the host.
+    Auto,
+    /// `waitGPUFrame`, the frame run and waited for.
+    Host,
+    /// Producer pairs waited for and published on the GPU.
+    Gpu,
+}
 
 /// What the constructor hands the filter.
 pub(crate) struct Options<'a> {
@@ -42,6 +63,22 @@ pub(crate) struct Options<'a> {
     pub(crate) height: u32,
     /// The core's device.
     pub(crate) device_uuid: [u8; vk::UUID_SIZE],
+    /// The core's semaphore export handle type (0: none).
+    pub(crate) semaphore_export: c_int,
+    pub(crate) sync: Sync,
+}
+
+/// The core's two timelines the context signals, imported into it.
+struct Timelines {
+    consumed: (*mut VSGPUTimeline, TimelineId),
+    ready: (*mut VSGPUTimeline, TimelineId),
+}
+
+/// A frame in flight on the GPU path: its ticket and the core's frames it touches.
+struct InFlight {
+    ticket: Ticket,
+    src: *const VSFrame,
+    dst: *const VSFrame,
 }
 
 /// The filter's state behind its lock (VapourSynth calls `getFrame` of an
@@ -50,7 +87,17 @@ struct State {
     ctx: NeuralFrameContext,
     /// Imported allocations by `memoryId`, oldest first.
     memories: VecDeque<(u64, MemoryId)>,
+    /// The GPU path: the core's producer semaphores imported, by their handle, oldest first.
+    semaphores: VecDeque<(u64, TimelineId)>,
+    /// The GPU path: the last value signalled on the two timelines.
+    value: u64,
+    /// The GPU path: frames in flight, oldest first.
+    in_flight: VecDeque<InFlight>,
 }
+
+// SAFETY: the raw frame pointers are references the filter holds, freed through the core's
+// API, which any thread may call.
+unsafe impl Send for State {}
 
 /// The filter instance.
 pub(crate) struct Filter {
@@ -60,13 +107,22 @@ pub(crate) struct Filter {
     out_info: VSVideoInfo,
     plane_format: vk::Format,
     device_uuid: [u8; vk::UUID_SIZE],
+    /// The GPU path's timelines; `None`: the host path.
+    timelines: Option<Timelines>,
     state: Mutex<State>,
 }
+
+// SAFETY: the node and timeline pointers are the core's, used through its thread-safe API;
+// the mutable state is behind the lock.
+unsafe impl Send for Filter {}
+// SAFETY: as above.
+unsafe impl std::marker::Sync for Filter {}
 
 impl Filter {
     /// The context for the clip, or a message for `mapSetError`.
     pub(crate) fn new(
         options: &Options<'_>,
+        (api, core): (&VSAPI, *mut VSCore),
         node: *mut VSNode,
         vk: &'static VSVULKANAPI,
         in_info: &VSVideoInfo,
@@ -82,18 +138,70 @@ impl Filter {
             let tiling = Tiling::new(w, h, overlap).map_err(|e| format!("Model: tile: {e}"))?;
             builder = builder.tiling(tiling);
         }
-        let ctx = builder.build().map_err(|e| format!("Model: {e}"))?;
+        let mut ctx = builder.build().map_err(|e| format!("Model: {e}"))?;
         let (ow, oh) = ctx.output_size();
         let mut out_info = *in_info;
         out_info.width = ow as c_int;
         out_info.height = oh as c_int;
+        let gpu_possible = options.semaphore_export != 0 && ctx.sync_mode() == SyncMode::Gpu;
+        let gpu = match options.sync {
+            Sync::Host => false,
+            Sync::Auto => gpu_possible,
+            Sync::Gpu if gpu_possible => true,
+            Sync::Gpu => {
+                return Err(format!(
+                    "Model: sync=\"gpu\" needs semaphores shared between the core and the context, and {}",
+                    if options.semaphore_export == 0 {
+                        "the core's device does not export them (sync=\"host\" works everywhere)".to_string()
+                    } else {
+                        format!("the context runs in {:?} sync mode", ctx.sync_mode())
+                    }
+                ));
+            }
+        };
+        let origin =
+            DeviceIdentity { device_uuid: options.device_uuid, driver_uuid: ctx.device_identity().driver_uuid };
+        let timelines = if gpu {
+            let consumed = own_timeline(vk, core, &mut ctx, origin)?;
+            let ready = match own_timeline(vk, core, &mut ctx, origin) {
+                Ok(t) => t,
+                Err(e) => {
+                    // SAFETY: the reference createGPUTimeline gave.
+                    unsafe { vs!(vk, freeGPUTimeline)(consumed.0) };
+                    return Err(e);
+                }
+            };
+            Some(Timelines { consumed, ready })
+        } else {
+            None
+        };
+        let how = format!(
+            "nf.Model: frames handed over on the {} ({})",
+            if gpu { "GPU: producer pairs waited for and published on the device" } else { "host" },
+            match (options.sync, gpu_possible) {
+                (Sync::Host, _) => "sync=\"host\"",
+                (_, true) => "the core's semaphores export",
+                (_, false) if options.semaphore_export == 0 => "the core's device does not export semaphores",
+                (_, false) => "the context does not share timelines with the device",
+            }
+        );
+        let how = CString::new(how).unwrap_or_default();
+        // SAFETY: the constructor's core; VapourSynth copies the message.
+        unsafe { vs!(api, logMessage)(mtInformation, how.as_ptr(), core) };
         Ok(Self {
             node,
             vk,
             out_info,
             plane_format: options.plane_format,
             device_uuid: options.device_uuid,
-            state: Mutex::new(State { ctx, memories: VecDeque::new() }),
+            timelines,
+            state: Mutex::new(State {
+                ctx,
+                memories: VecDeque::new(),
+                semaphores: VecDeque::new(),
+                value: 0,
+                in_flight: VecDeque::new(),
+            }),
         })
     }
 
@@ -127,10 +235,12 @@ impl Filter {
             return Err(format!("Model: frame {n} is not exportable: {}", c_text(&error)));
         }
         let src = FrameRef { frame: src, api };
-        let wait = vk.waitGPUFrame.ok_or("Model: the core has no waitGPUFrame")?;
-        // SAFETY: a frame we hold.
-        if unsafe { wait(src.frame, error.as_mut_ptr(), error.len() as c_int) } != 0 {
-            return Err(format!("Model: waiting for frame {n}: {}", c_text(&error)));
+        if self.timelines.is_none() {
+            let wait = vk.waitGPUFrame.ok_or("Model: the core has no waitGPUFrame")?;
+            // SAFETY: a frame we hold.
+            if unsafe { wait(src.frame, error.as_mut_ptr(), error.len() as c_int) } != 0 {
+                return Err(format!("Model: waiting for frame {n}: {}", c_text(&error)));
+            }
         }
         let new = vk.newGPUVideoFrame.ok_or("Model: the core has no newGPUVideoFrame")?;
         // SAFETY: the output's format and size; properties copied from the input.
@@ -147,6 +257,10 @@ impl Filter {
         let input = unsafe { self.planes(&mut state, api, src.frame) }?;
         // SAFETY: as above.
         let output = unsafe { self.planes(&mut state, api, dst.frame) }?;
+        if let Some(t) = &self.timelines {
+            // SAFETY: frames we hold, the core's.
+            return unsafe { self.frame_on_gpu(api, n, core, &mut state, t, (src, dst), (&input, &output)) };
+        }
         let ctx = &mut state.ctx;
         let in_id = ctx.place_input_planes(&input).map_err(|e| format!("Model: frame {n}'s planes: {e}"))?;
         let out_id = match ctx.place_output_planes(&output) {
@@ -161,6 +275,104 @@ impl Filter {
         ran.map_err(|e| format!("Model: frame {n}: {e}"))?;
         unregistered.map_err(|e| format!("Model: frame {n}: {e}"))?;
         Ok(dst.release())
+    }
+
+    /// The GPU path of frame `n`: the input planes' producer pairs waited for on the
+    /// context's GPU, the core's two timelines signalled by the frame and published as the
+    /// planes' producer pairs; the output returned at once, both frames held until done.
+    ///
+    /// # Safety
+    /// `src` and `dst` are frames of the core this filter runs in.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn frame_on_gpu(
+        &self,
+        api: &VSAPI,
+        n: c_int,
+        core: *mut VSCore,
+        state: &mut State,
+        t: &Timelines,
+        (src, dst): (FrameRef<'_>, FrameRef<'_>),
+        (input, output): (&PlanarFrame, &PlanarFrame),
+    ) -> Result<*const VSFrame, String> {
+        // Frames done since the last call let go of the core's frames.
+        // SAFETY: the in-flight frames' references are ours.
+        unsafe { retire(api, state, false) }?;
+        let get_plane = self.vk.getGPUPlane.ok_or("Model: the core has no getGPUPlane")?;
+        let mut waits: Vec<(TimelineId, u64)> = Vec::new();
+        for p in 0..3 {
+            let mut info = VSVulkanPlaneInfo::default();
+            // SAFETY: a live GPU frame of three planes.
+            if unsafe { get_plane(src.frame, p, &mut info) } != 0 {
+                return Err(format!("Model: frame {n}'s plane {p} is not on the GPU"));
+            }
+            if info.readySemaphore == vk::Semaphore::null() {
+                continue; // ready now
+            }
+            let id = self.producer(state, core, info.readySemaphore)?;
+            if !waits.contains(&(id, info.readyValue)) {
+                waits.push((id, info.readyValue));
+            }
+        }
+        let ctx = &mut state.ctx;
+        let in_id = ctx.place_input_planes(input).map_err(|e| format!("Model: frame {n}'s planes: {e}"))?;
+        let out_id = match ctx.place_output_planes(output) {
+            Ok(id) => id,
+            Err(err) => {
+                let _ = ctx.unregister_input(in_id);
+                return Err(format!("Model: the output planes of frame {n}: {err}"));
+            }
+        };
+        let v = state.value + 1;
+        let mut frame =
+            Frame::new(in_id, out_id).signal_input_consumed(t.consumed.1, v).signal_output_ready(t.ready.1, v);
+        for (id, value) in waits {
+            frame = frame.wait_for(id, value);
+        }
+        let submitted = ctx.submit(frame);
+        let unregistered = ctx.unregister_input(in_id).and(ctx.unregister_output(out_id));
+        let ticket = match submitted.map_err(|e| format!("Model: frame {n}: {e}"))? {
+            Submitted::Frame(ticket) => ticket,
+            Submitted::Skipped => return Err(format!("Model: frame {n} was skipped")),
+        };
+        unregistered.map_err(|e| format!("Model: frame {n}: {e}"))?;
+        state.value = v;
+        // The signals are on their way (submitted): publish them.
+        let publish = self.vk.setGPUPlaneProducer.ok_or("Model: the core has no setGPUPlaneProducer")?;
+        for p in 0..3 {
+            // SAFETY: frames we hold; timelines of the core's that we hold a reference to.
+            unsafe {
+                publish(dst.frame, p, t.ready.0, v);
+                publish(src.frame, p, t.consumed.0, v);
+            }
+        }
+        // Hold both frames until the frame is done; the output goes to the core with a
+        // reference of its own.
+        // SAFETY: a frame we hold.
+        let out = unsafe { vs!(api, addFrameRef)(dst.frame) };
+        state.in_flight.push_back(InFlight { ticket, src: src.release(), dst: dst.release() });
+        Ok(out)
+    }
+
+    /// The context's import of the core's producer semaphore `semaphore`: cached by its
+    /// handle, or exported and imported now.
+    fn producer(&self, state: &mut State, core: *mut VSCore, semaphore: vk::Semaphore) -> Result<TimelineId, String> {
+        let key = ash::vk::Handle::as_raw(semaphore);
+        if let Some(&(_, id)) = state.semaphores.iter().find(|(k, _)| *k == key) {
+            return Ok(id);
+        }
+        let origin =
+            DeviceIdentity { device_uuid: self.device_uuid, driver_uuid: state.ctx.device_identity().driver_uuid };
+        // SAFETY: the core and one of its timelines (a plane we hold names it).
+        let fd = unsafe { export_semaphore(self.vk, core, semaphore) }?;
+        let import = SemaphoreImport { fd, semaphore_type: vk::SemaphoreType::TIMELINE, origin };
+        let id = state.ctx.import_timeline(import).map_err(|e| format!("Model: importing a producer timeline: {e}"))?;
+        state.semaphores.push_back((key, id));
+        if state.semaphores.len() > SEMAPHORE_CACHE
+            && let Some((_, old)) = state.semaphores.pop_front()
+        {
+            let _ = state.ctx.unregister_timeline(old); // kept for the frames in flight
+        }
+        Ok(id)
     }
 
     /// A frame's three planes, their allocations imported where they are new.
@@ -268,10 +480,26 @@ pub(crate) unsafe extern "system" fn get_frame(
 ///
 /// # Safety
 /// Called by VapourSynth once, with the instance data `filter_create` gave it.
-pub(crate) unsafe extern "system" fn free(instance_data: *mut c_void, _core: *mut VSCore, vsapi: *const VSAPI) {
+pub(crate) unsafe extern "system" fn free(instance_data: *mut c_void, core: *mut VSCore, vsapi: *const VSAPI) {
     // SAFETY: the Box `filter_create` leaked, freed once.
     let filter = unsafe { Box::from_raw(instance_data.cast::<Filter>()) };
     let node = filter.node;
+    // SAFETY: VapourSynth's table.
+    if let Some(api) = unsafe { vsapi.as_ref() } {
+        let mut state = filter.state.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: the in-flight frames' references are ours; every frame is waited for.
+        if let Err(e) = unsafe { retire(api, &mut state, true) } {
+            let e = CString::new(e).unwrap_or_default();
+            // SAFETY: VapourSynth copies the message; the core is the one freeing the filter.
+            unsafe { vs!(api, logMessage)(mtWarning, e.as_ptr(), core) };
+        }
+    }
+    if let Some(t) = &filter.timelines {
+        for tl in [t.consumed.0, t.ready.0] {
+            // SAFETY: the references createGPUTimeline gave; planes we published them on hold their own.
+            unsafe { vs!(filter.vk, freeGPUTimeline)(tl) };
+        }
+    }
     drop(filter);
     // SAFETY: VapourSynth's table; the node reference the filter held.
     if let Some(api) = unsafe { vsapi.as_ref() } {
@@ -299,4 +527,79 @@ impl Drop for FrameRef<'_> {
         // SAFETY: a reference we hold, freed once.
         unsafe { vs!(self.api, freeFrame)(self.frame) };
     }
+}
+
+/// Lets go of the core's frames of the GPU path's frames that are done (`all`: waits for
+/// every one first).
+///
+/// # Safety
+/// The in-flight frames' pointers are references the filter holds.
+unsafe fn retire(api: &VSAPI, state: &mut State, all: bool) -> Result<(), String> {
+    while let Some(f) = state.in_flight.front() {
+        let done = if all {
+            state.ctx.wait(&f.ticket).map(|_| true)
+        } else {
+            state.ctx.try_wait(&f.ticket).map(|s| s.is_some())
+        };
+        let done = done.map_err(|e| format!("Model: frame {} failed: {e}", f.ticket.value()))?;
+        if !done {
+            break;
+        }
+        if let Some(f) = state.in_flight.pop_front() {
+            // SAFETY: our references, freed once.
+            unsafe {
+                vs!(api, freeFrame)(f.src);
+                vs!(api, freeFrame)(f.dst);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One of the core's timelines, made for the filter and imported into the context: the
+/// core's reference and the context's handle.
+fn own_timeline(
+    vk: &VSVULKANAPI,
+    core: *mut VSCore,
+    ctx: &mut NeuralFrameContext,
+    origin: DeviceIdentity,
+) -> Result<(*mut VSGPUTimeline, TimelineId), String> {
+    let mut error = [0 as c_char; 1024];
+    // SAFETY: the filter's core; the buffer's size given.
+    let tl = unsafe { vs!(vk, createGPUTimeline)(core, error.as_mut_ptr(), error.len() as c_int) };
+    if tl.is_null() {
+        return Err(format!("Model: no GPU timeline: {}", c_text(&error)));
+    }
+    // SAFETY: a timeline we hold.
+    let semaphore = unsafe { vs!(vk, getGPUTimelineSemaphore)(tl) };
+    // SAFETY: the core and its timeline.
+    let imported = unsafe { export_semaphore(vk, core, semaphore) }.and_then(|fd| {
+        let import = SemaphoreImport { fd, semaphore_type: vk::SemaphoreType::TIMELINE, origin };
+        ctx.import_timeline(import).map_err(|e| format!("Model: importing the filter's timeline: {e}"))
+    });
+    match imported {
+        Ok(id) => Ok((tl, id)),
+        Err(e) => {
+            // SAFETY: the reference createGPUTimeline gave.
+            unsafe { vs!(vk, freeGPUTimeline)(tl) };
+            Err(e)
+        }
+    }
+}
+
+/// `semaphore` exported by the core as a new descriptor.
+///
+/// # Safety
+/// `semaphore` is one of `core`'s timelines, alive for the call.
+unsafe fn export_semaphore(vk: &VSVULKANAPI, core: *mut VSCore, semaphore: vk::Semaphore) -> Result<OwnedFd, String> {
+    let mut out = VSVulkanExportedSemaphore::default();
+    let mut error = [0 as c_char; 1024];
+    let export = vk.exportGPUSemaphore.ok_or("Model: the core has no exportGPUSemaphore")?;
+    // SAFETY: the caller's promise; the struct and buffer are ours.
+    if unsafe { export(core, semaphore, &mut out, error.as_mut_ptr(), error.len() as c_int) } != 0 {
+        return Err(format!("Model: exporting a timeline: {}", c_text(&error)));
+    }
+    let raw = i32::try_from(out.handle).map_err(|_| format!("Model: a timeline came as descriptor {}", out.handle))?;
+    // SAFETY: exportGPUSemaphore hands out a new descriptor, the caller's.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }

@@ -31,11 +31,11 @@ const PLUGIN_NAMESPACE_C: &CStr = c"nf";
 
 /// `nf.Model`'s arguments on a core with GPU frames (API 4.3).
 const MODEL_ARGS: &CStr =
-    c"clip:vnode:gpu;model:data;backend:data:opt;precision:data:opt;tile:int[]:opt;tile_overlap:int:opt;";
+    c"clip:vnode:gpu;model:data;backend:data:opt;precision:data:opt;tile:int[]:opt;tile_overlap:int:opt;sync:data:opt;";
 /// The same on an older core, which knows no `vnode:gpu`: there `nf.Model` loads, and says at
 /// creation that it needs R81.
 const MODEL_ARGS_OLD_CORE: &CStr =
-    c"clip:vnode;model:data;backend:data:opt;precision:data:opt;tile:int[]:opt;tile_overlap:int:opt;";
+    c"clip:vnode;model:data;backend:data:opt;precision:data:opt;tile:int[]:opt;tile_overlap:int:opt;sync:data:opt;";
 
 /// `VapourSynthPluginInit2`: the entry point VapourSynth calls when it loads the library.
 ///
@@ -151,6 +151,8 @@ struct Setup {
     tile: Option<(u32, u32, u32)>,
     /// The core's Vulkan device (VSVULKANAPI::getVulkanCoreInfo).
     device: VSVulkanCoreInfo,
+    /// How frames are handed over.
+    sync: filter::Sync,
 }
 
 /// The checks, in order: the core, the clip, the options, the model file; then the inference.
@@ -225,6 +227,13 @@ unsafe fn create(api: &VSAPI, in_: *const VSMap, out: *mut VSMap, core: *mut VSC
     };
     // SAFETY: the argument map, keys registered as `int[]` and `int`.
     let tile = unsafe { tile_option(api, in_) }?;
+    // SAFETY: the argument map, a key registered as `data`.
+    let sync = match unsafe { map_string(api, in_, c"sync") }?.as_deref() {
+        None | Some("auto") => filter::Sync::Auto,
+        Some("host") => filter::Sync::Host,
+        Some("gpu") => filter::Sync::Gpu,
+        Some(other) => return Err(format!("Model: sync is auto, host or gpu, not \"{other}\"")),
+    };
 
     // The model file.
     let model = PathBuf::from(model);
@@ -234,7 +243,7 @@ unsafe fn create(api: &VSAPI, in_: *const VSMap, out: *mut VSMap, core: *mut VSC
         Err(e) => return Err(format!("Model: cannot read the model file {}: {e}", model.display())),
     }
 
-    let setup = Setup { video_info, format, model, backend, precision, tile, device };
+    let setup = Setup { video_info, format, model, backend, precision, tile, device, sync };
     // SAFETY: `vk` is the core's table, static for the process.
     let vk: &'static VSVULKANAPI = unsafe { &*(vk as *const VSVULKANAPI) };
     // SAFETY: the constructor's maps and core; the node reference moves to the filter.
@@ -284,8 +293,10 @@ unsafe fn start_inference(
         width: setup.video_info.width as u32,
         height: setup.video_info.height as u32,
         device_uuid: setup.device.deviceUUID,
+        semaphore_export: setup.device.semaphoreExportHandleType,
+        sync: setup.sync,
     };
-    let f = filter::Filter::new(&options, clip.node, vk, &setup.video_info)?;
+    let f = filter::Filter::new(&options, (api, core), clip.node, vk, &setup.video_info)?;
     let out_info = *f.out_info();
     let node = f.node();
     std::mem::forget(clip); // the filter holds the reference now, freed in filter::free
