@@ -30,14 +30,16 @@
  *   handle it owns and frees exactly once with nf_builder_free, nf_context_free or
  *   nf_queue_lock_free (NULL is accepted and ignored). A context does not keep its
  *   builder: the builder may be freed right after the context is made, or reused.
- * - Registrations (nf_input, nf_output, nf_timeline) are numbers a context gives out,
- *   above 0, valid on that context until unregistered. Tickets are frame numbers
- *   (nf_ticket.value). None of them is freed; all die with the context.
+ * - Registrations (nf_input, nf_output, nf_timeline, nf_memory) are numbers a context
+ *   gives out, above 0, valid on that context until unregistered (nf_memory: until
+ *   nf_context_release_memory). Tickets are frame numbers (nf_ticket.value). None of
+ *   them is freed; all die with the context.
  * - The caller's Vulkan objects (instance, device, queues, images, buffers, memory,
  *   semaphores) are borrowed, never destroyed: they must outlive the context and its
  *   registrations of them. Free the context first. The ticket's semaphores are the
  *   context's: never destroy them.
- * - File descriptors: a successful nf_context_import_* owns (and later closes) the
+ * - File descriptors: a successful nf_context_import_* (nf_context_import_memory too)
+ *   owns (and later closes) the
  *   descriptor it was given; a failed one leaves it open and the caller's.
  *   nf_context_export_timelines gives the caller new descriptors to close (or to
  *   import into Vulkan, which then owns them).
@@ -63,7 +65,7 @@
  * - Every struct a caller fills in or the library fills in for it (nf_frame, nf_ticket,
  *   nf_frame_stats, nf_vulkan_device, nf_caller_image, nf_caller_memory,
  *   nf_caller_buffer, nf_image_import, nf_buffer_import, nf_semaphore_import,
- *   nf_cuda_options) starts with `uint32_t struct_size`: the caller sets it to sizeof
+ *   nf_cuda_options, nf_planar_frame) starts with `uint32_t struct_size`: the caller sets it to sizeof
  *   the struct as its header has it, with the struct's init macro, which also zeroes
  *   the rest: `nf_frame f = NF_FRAME_INIT;` (or `NF_STRUCT_INIT(nf_frame)`; C++ too).
  * - Later versions add fields at the end only, each 0 when unused (so an older
@@ -77,7 +79,7 @@
  * - A struct_size smaller than the struct's first version (not set), or above 4096,
  *   gives NF_STATUS_STRUCT_SIZE, before the call does anything.
  * - Structs embedded in others (nf_pixel_layout, nf_memory_import) and array elements
- *   (nf_named_input, nf_named_output) are fixed: they never grow, and have no
+ *   (nf_named_input, nf_named_output, nf_sync_point, nf_plane) are fixed: they never grow, and have no
  *   struct_size; a need for more becomes a new field of the struct around them.
  *
  * VERSION: NF_VERSION ("MAJOR.MINOR.PATCH") and NF_VERSION_MAJOR, _MINOR, _PATCH and
@@ -90,11 +92,14 @@
  * reaches the caller through nf_set_log_callback, and nowhere else (nothing is printed).
  *
  * SYNCHRONISATION (details at nf_frame, nf_ticket, nf_caller_image, nf_image_import):
- * a frame's waits (nf_frame.wait_timeline, .output_free_timeline) are GPU waits at
- * VK_PIPELINE_STAGE_ALL_COMMANDS_BIT of the context's batches (or on its CUDA stream);
- * "input consumed" is reached when every read of the inputs is done, "output ready"
- * when every write of the outputs is complete and available, visible to the stages of
- * the caller's wait on it. Frames retire inside the context's calls: each
+ * a frame's waits (nf_frame.wait_timeline, .output_free_timeline, and every point of
+ * its lists .waits, .output_free) are GPU waits at VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+ * of the context's batches (or on its CUDA stream); "input consumed" is reached when
+ * every read of the inputs is done, "output ready" when every write of the outputs is
+ * complete and available, visible to the stages of the caller's wait on it; the
+ * caller's timelines in nf_frame.signal_input_consumed and .signal_output_ready are
+ * signalled at those points, with the same guarantees. In NF_SYNC_HOST a frame neither
+ * waits nor signals (both are refused). Frames retire inside the context's calls: each
  * nf_context_submit retires the frame whose slot it reuses, so a renderer that waits on
  * the GPU only never has to call a host function to retire frames (nf_ticket says when
  * it must: before destroying what it unregistered, with NF_POST_WAIT_HOST, in
@@ -309,9 +314,33 @@ typedef struct nf_named_output {
   nf_output output;
 } nf_named_output;
 
-// One frame to run: which registered input and output, and what to wait for. A versioned
-// struct: `nf_frame f = NF_FRAME_INIT;` sets `struct_size` and zeroes the rest; fill in what
-// applies. Later versions add fields at the end (lists of waits and signals), 0 when unused.
+// A point on one of the caller's registered timelines (`nf_frame`'s lists of waits and
+// signals): `timeline` at `value`. An element of an array: fixed, it never grows.
+typedef struct nf_sync_point {
+  // A timeline registered on this context (`nf_context_register_timeline`,
+  // `_register_exportable_timeline`, `_import_timeline`).
+  nf_timeline timeline;
+  // The value: waited for (the timeline reaches it) or signalled (the context sets it).
+  uint64_t value;
+} nf_sync_point;
+
+// One frame to run: which registered input and output, what to wait for and what to
+// signal. A versioned struct: `nf_frame f = NF_FRAME_INIT;` sets `struct_size` and zeroes
+// the rest; fill in what applies. Its first version ended at `extra_output_count` (88 bytes
+// on 64-bit targets); the lists of waits and signals (`waits` … `signal_output_ready_count`)
+// came after, and read as empty from an older program's smaller struct.
+//
+// Waits: the frame waits for every point it names, the single `wait_timeline` and every
+// entry of `waits` before reading its input ("the input is written": a host's frame may
+// have a producer per plane), the single `output_free_timeline` and every entry of
+// `output_free` before writing its output. Signals: the context signals each of the
+// caller's timelines in `signal_input_consumed` to its value when the frame's "input
+// consumed" is reached, and each in `signal_output_ready` when its "output ready" is
+// reached, with the same guarantees as the ticket's points of those names (`nf_ticket`):
+// a wait for such a value is a wait for the ticket's point. On the CPU backend they are
+// signalled from the host, inside the context's calls, once the frame got there. In
+// `NF_SYNC_HOST` every wait and every signal is refused (`NF_STATUS_INVALID_ARGUMENT`):
+// submit once the input is written and the output free, and wait on the host.
 //
 // Where the context waits: for a Vulkan pass, in the `vkQueueSubmit` of the batch that
 // runs it, with `pWaitDstStageMask` `VK_PIPELINE_STAGE_ALL_COMMANDS_BIT` (the semaphore wait
@@ -322,8 +351,9 @@ typedef struct nf_named_output {
 // stream before them (`nf_context_register_exportable_timeline`, or a timeline imported by
 // fd), else in a Vulkan batch of the context's; on the CPU backend, on the host inside
 // `nf_context_submit`, before anything is submitted (bounded by the frame timeout:
-// `NF_STATUS_TIMEOUT`), except the post pass's wait for `output_free_timeline`, which stays
-// a GPU wait where a Vulkan post pass writes the output.
+// `NF_STATUS_TIMEOUT`), except the post pass's waits for the output-free points
+// (`output_free_timeline`, `output_free`), which stay GPU waits where a Vulkan post pass
+// writes the output.
 typedef struct nf_frame {
   // `sizeof(nf_frame)` as the caller's header has it (`NF_FRAME_INIT`).
   uint32_t struct_size;
@@ -356,6 +386,31 @@ typedef struct nf_frame {
   const struct nf_named_output *extra_outputs;
   // The number of `extra_outputs`.
   size_t extra_output_count;
+  // More "the input is written" points (added after the first version), `wait_count` of
+  // them (NULL with 0): the context waits for every one, as for `wait_timeline`. Read
+  // during the call only.
+  const struct nf_sync_point *waits;
+  // The number of `waits`.
+  size_t wait_count;
+  // More "the output may be overwritten" points, `output_free_count` of them (NULL with
+  // 0): the context waits for every one, as for `output_free_timeline`. Read during the
+  // call only.
+  const struct nf_sync_point *output_free;
+  // The number of `output_free`.
+  size_t output_free_count;
+  // The caller's timelines the context signals, each to its value, once the frame's
+  // "input consumed" is reached (every read of its inputs done: the caller may write them
+  // again), `signal_input_consumed_count` of them (NULL with 0). Read during the call only.
+  const struct nf_sync_point *signal_input_consumed;
+  // The number of `signal_input_consumed`.
+  size_t signal_input_consumed_count;
+  // The caller's timelines the context signals, each to its value, once the frame's
+  // "output ready" is reached (every write of its outputs complete and available, as
+  // `nf_ticket.output_ready_semaphore` guarantees), `signal_output_ready_count` of them
+  // (NULL with 0). Read during the call only.
+  const struct nf_sync_point *signal_output_ready;
+  // The number of `signal_output_ready`.
+  size_t signal_output_ready_count;
 } nf_frame;
 
 // A frame in flight, as `nf_context_submit` gives it: its number on the context's two
@@ -644,6 +699,50 @@ typedef struct nf_cuda_options {
   // Padding to a multiple of 8 bytes (0): later fields start at the struct's size.
   uint32_t reserved_end;
 } nf_cuda_options;
+
+// Memory the caller exported and the context imported once (`nf_context_import_memory`),
+// for planar frames to be placed in (`nf_planar_frame`): a number above 0, never reused by
+// that context. 0 is no memory. Released with `nf_context_release_memory`.
+typedef uint64_t nf_memory;
+
+// One plane of a planar frame (`nf_planar_frame`): where it lies in memory imported with
+// `nf_context_import_memory`. An element of an array: fixed, it never grows.
+typedef struct nf_plane {
+  // The imported memory it lies in.
+  nf_memory memory;
+  // Where its first row starts, in bytes from the start of the allocation (a multiple of 4).
+  uint64_t offset;
+  // Bytes from one row to the next: a multiple of 4, at least a row's (width × 4 for
+  // `VK_FORMAT_R32_SFLOAT`, width × 2 for `VK_FORMAT_R16_SFLOAT`).
+  uint64_t row_pitch;
+} nf_plane;
+
+// A planar float frame in imported memory: one plane (grey; as an output, for a
+// one-channel model only) or three (R, G, B, in that order in `planes`, wherever each lies),
+// every plane of `format`, `width`×`height` pixels. Each plane needs its own bytes (an
+// output's planes must not overlap); the bytes between rows and around the planes are
+// neither read nor written. A versioned struct: `nf_planar_frame f = NF_PLANAR_FRAME_INIT;`
+// sets `struct_size` and zeroes the rest.
+//
+// An input's values are colour values as an image's are (the model's normalization
+// applied, alpha 1); an output's are written as the model gives them, unclamped (a
+// four-channel model's alpha dropped). The memory is used as `nf_buffer_import` memory is:
+// it is the caller's to write before the frame's waits are reached and to read after its
+// "output ready"; no layout, no queue family transfer of its own beyond the import's.
+typedef struct nf_planar_frame {
+  // `sizeof(nf_planar_frame)` as the caller's header has it (`NF_PLANAR_FRAME_INIT`).
+  uint32_t struct_size;
+  // The planes' `VkFormat`: `VK_FORMAT_R32_SFLOAT` (100) or `VK_FORMAT_R16_SFLOAT` (76).
+  int32_t format;
+  // Width in pixels: the context's frame size (inputs) or output size (outputs).
+  uint32_t width;
+  // Height in pixels.
+  uint32_t height;
+  // The planes, `plane_count` of them: R, G, B (or one, grey). Read during the call only.
+  const struct nf_plane *planes;
+  // The number of `planes`: 1 or 3.
+  size_t plane_count;
+} nf_planar_frame;
 
 // One of the caller's images, by handle (a context on the caller's device). A versioned
 // struct: `nf_caller_image i = NF_CALLER_IMAGE_INIT;` sets `struct_size` and zeroes the rest.
@@ -1381,8 +1480,11 @@ enum nf_status nf_context_new_on_device(const struct nf_builder *b,
 // and the builder's policy is `NF_BACK_PRESSURE_SKIP`, so nothing was submitted). It first
 // retires the frame in the slot it reuses (the one `slots` frames back; see `nf_ticket`):
 // with `NF_BACK_PRESSURE_BLOCK`, where that frame is not done, it waits on the host for it
-// (bounded by the frame timeout). The frame's waits (`nf_frame`: where and at which stage)
-// are GPU waits on the caller's registered timelines (`NF_SYNC_GPU`); on a queue shared with
+// (bounded by the frame timeout). The frame's waits (`nf_frame`: where and at which stage;
+// every point of `wait_timeline`, `waits`, `output_free_timeline` and `output_free`) are GPU
+// waits on the caller's registered timelines (`NF_SYNC_GPU`), and its signals
+// (`signal_input_consumed`, `signal_output_ready`) set the caller's timelines when the
+// ticket's points of those names are reached; on a queue shared with
 // the caller their values must come from submissions made before this call, or from the
 // host. On the CPU backend the model runs inside this call, after host waits for them.
 // Refused, with the model's tensors listed, where the frame leaves out an extra input,
@@ -1390,7 +1492,9 @@ enum nf_status nf_context_new_on_device(const struct nf_builder *b,
 //
 // Status: `NF_STATUS_OK` (also for a dropped frame, `value` 0); `NF_STATUS_INVALID_ARGUMENT`
 // where `c`, `frame` or `ticket` is NULL, a number is not a registration of that kind on
-// this context, the frame waits in `NF_SYNC_HOST`, its extra inputs or outputs do not fit
+// this context (the message names the field: `nf_frame.waits[1].timeline`), a list is NULL
+// with a count above 0, the frame waits or signals in `NF_SYNC_HOST` (a timeline field or a
+// list set), its extra inputs or outputs do not fit
 // the model, a registration is of another size, or the context cannot take frames after a
 // failed one (free it); `NF_STATUS_STRUCT_SIZE` where `frame->struct_size` or
 // `ticket->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where a newer header's field of
@@ -1628,6 +1732,84 @@ enum nf_status nf_cuda_options_default(struct nf_cuda_options *options);
 // NULL or points to `options->struct_size` readable bytes.
 enum nf_status nf_builder_set_cuda_options(struct nf_builder *b,
                                            const struct nf_cuda_options *options);
+
+// Imports memory the caller exported (`vkGetMemoryFdKHR`, `OPAQUE_FD`; a context of its own
+// on the exporter's physical device, or one on the caller's device), once, for planar frames
+// to be placed in it at offsets (`nf_context_place_input_planes`,
+// `nf_context_place_output_planes`): a frameserver's pooled block, say. The memory must not
+// be a dedicated allocation (`memory->dedicated` false). On the CUDA backend it is imported
+// into CUDA as well; where CUDA cannot take it, the log says why and the frames placed in it
+// run through the Vulkan passes. The descriptor is the context's once this succeeds (it
+// closes it); after a failure it is still open and the caller's, as for
+// `nf_context_import_input_buffer`. On success `*out` is its number, released with
+// `nf_context_release_memory`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `memory` or `out` is NULL,
+// the descriptor is negative (Windows: NULL), the device or driver UUID is not the
+// context's, or the allocation is dedicated; `NF_STATUS_UNSUPPORTED` where the device cannot
+// import it; `NF_STATUS_VULKAN`: the import failed (a descriptor that is not exported
+// memory); `NF_STATUS_IO`: the descriptor could not be duplicated; `NF_STATUS_INTERNAL`: a
+// bug. On every failure the descriptor is still open and the caller's.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `memory` is
+// NULL or describes exported memory as it was allocated, its descriptor open and not used
+// elsewhere during the call; `out` is NULL or writable.
+enum nf_status nf_context_import_memory(struct nf_context *c,
+                                        const struct nf_memory_import *memory,
+                                        nf_memory *out);
+
+// Lets go of memory imported with `nf_context_import_memory`: its number is refused from
+// now on, and the memory is freed once no placed plane uses it (placements keep it alive
+// until they are unregistered and their frames are done, or the context is freed).
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c` is NULL or `memory` is not
+// imported memory of this context (0, released already, or a registration of another
+// kind); `NF_STATUS_INTERNAL`: a bug.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call.
+enum nf_status nf_context_release_memory(struct nf_context *c, nf_memory memory);
+
+// Registers a planar frame in imported memory as an input of the frame size: three planes
+// (R, G, B) or one (grey), read as colour values as an image's are (the model's
+// normalization applied), alpha 1. A placement is cheap (a buffer per plane bound into the
+// memory imported once, no copy, no import): one a frame is fine. On success `*out` is an
+// input for `nf_frame.input`, unregistered with `nf_context_unregister_input`.
+//
+// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `frame` or `out` is NULL,
+// `frame->format` is not `VK_FORMAT_R32_SFLOAT` or `VK_FORMAT_R16_SFLOAT`, `plane_count` is not
+// 1 or 3 (or `planes` is NULL), a plane's `memory` is not imported memory of this context,
+// its `offset` or `row_pitch` is not a multiple of 4, the pitch is less than a row, a plane
+// does not fit its memory, or the size is not the frame size (the message names the field
+// or the plane); `NF_STATUS_STRUCT_SIZE` where `frame->struct_size` is not set;
+// `NF_STATUS_UNSUPPORTED` where a plane is larger than the device's `maxStorageBufferRange`,
+// or a newer header's field is set; `NF_STATUS_VULKAN`: making or binding a plane's buffer
+// failed; `NF_STATUS_INTERNAL`: a bug.
+//
+// # Safety
+// `c` is NULL or a live context, not used by another thread during the call; `frame` is
+// NULL or points to `frame->struct_size` readable bytes, its `planes` holding `plane_count`
+// readable planes; `out` is NULL or writable.
+enum nf_status nf_context_place_input_planes(struct nf_context *c,
+                                             const struct nf_planar_frame *frame,
+                                             nf_input *out);
+
+// Registers a planar frame in imported memory as an output of the output size: three planes
+// (R, G, B; a four-channel model's alpha is dropped), or one for a one-channel model, their
+// bytes not overlapping. Values are written as the model gives them, unclamped; nothing
+// outside the planes' rows is written. On success `*out` is an output for
+// `nf_frame.output`, unregistered with `nf_context_unregister_output`.
+//
+// Status: as `nf_context_place_input_planes` (the output size; also
+// `NF_STATUS_INVALID_ARGUMENT` where the planes overlap, or one plane is given for a model of
+// more channels).
+//
+// # Safety
+// As `nf_context_place_input_planes`.
+enum nf_status nf_context_place_output_planes(struct nf_context *c,
+                                              const struct nf_planar_frame *frame,
+                                              nf_output *out);
 
 // Reads a PNG or JPEG file (`path`, NUL-terminated) as RGBA8: `*width` x `*height`
 // texels, 4 bytes each, rows without padding, top row first (a picture without alpha
@@ -1925,4 +2107,5 @@ enum nf_status nf_context_release_timeline(struct nf_context *c,
 #define NF_BUFFER_IMPORT_INIT NF_STRUCT_INIT(nf_buffer_import)
 #define NF_SEMAPHORE_IMPORT_INIT NF_STRUCT_INIT(nf_semaphore_import)
 #define NF_CUDA_OPTIONS_INIT NF_STRUCT_INIT(nf_cuda_options)
+#define NF_PLANAR_FRAME_INIT NF_STRUCT_INIT(nf_planar_frame)
 #endif /* NEURAL_FRAME_INIT_MACROS */

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use neural_frame::ash::vk;
-use neural_frame::{InputId, NeuralFrameContext, OutputId, SyncMode, TimelineId};
+use neural_frame::{InputId, MemoryId, NeuralFrameContext, OutputId, SyncMode, TimelineId};
 
 use crate::builder::nf_builder;
 use crate::tickets::Tickets;
@@ -40,8 +40,12 @@ pub type nf_output = u64;
 /// A registered timeline semaphore of the caller's, of one context: a number above 0,
 /// never reused by that context. 0 is no timeline.
 pub type nf_timeline = u64;
+/// Memory the caller exported and the context imported once (`nf_context_import_memory`),
+/// for planar frames to be placed in (`nf_planar_frame`): a number above 0, never reused by
+/// that context. 0 is no memory. Released with `nf_context_release_memory`.
+pub type nf_memory = u64;
 
-/// The registrations behind the numbers C holds. One counter for the three kinds, so that
+/// The registrations behind the numbers C holds. One counter for the four kinds, so that
 /// a number of one kind passed as another is refused, not mistaken.
 #[derive(Default)]
 pub(crate) struct Ids {
@@ -49,6 +53,7 @@ pub(crate) struct Ids {
     inputs: HashMap<u64, InputId>,
     outputs: HashMap<u64, OutputId>,
     timelines: HashMap<u64, TimelineId>,
+    memories: HashMap<u64, MemoryId>,
     /// The bytes per pixel of the outputs the context created (for `nf_context_readback`).
     bytes_per_pixel: HashMap<u64, usize>,
 }
@@ -73,6 +78,11 @@ impl Ids {
         self.timelines.insert(n, id);
         n
     }
+    pub(crate) fn add_memory(&mut self, id: MemoryId) -> nf_memory {
+        let n = self.next();
+        self.memories.insert(n, id);
+        n
+    }
     pub(crate) fn input(&self, n: nf_input) -> Result<InputId, Fail> {
         self.inputs.get(&n).copied().ok_or_else(|| self.unknown(n, "input"))
     }
@@ -81,6 +91,12 @@ impl Ids {
     }
     pub(crate) fn timeline(&self, n: nf_timeline) -> Result<TimelineId, Fail> {
         self.timelines.get(&n).copied().ok_or_else(|| self.unknown(n, "timeline"))
+    }
+    pub(crate) fn memory(&self, n: nf_memory) -> Result<MemoryId, Fail> {
+        self.memories.get(&n).copied().ok_or_else(|| self.unknown(n, "memory"))
+    }
+    pub(crate) fn remove_memory(&mut self, n: nf_memory) {
+        self.memories.remove(&n);
     }
     pub(crate) fn remove_input(&mut self, n: nf_input) {
         self.inputs.remove(&n);
@@ -103,10 +119,14 @@ impl Ids {
             "0 is none".to_string()
         } else if n > self.last {
             "this context never gave that number".to_string()
-        } else if self.inputs.contains_key(&n) || self.outputs.contains_key(&n) || self.timelines.contains_key(&n) {
+        } else if self.inputs.contains_key(&n)
+            || self.outputs.contains_key(&n)
+            || self.timelines.contains_key(&n)
+            || self.memories.contains_key(&n)
+        {
             "that number is a registration of another kind".to_string()
         } else {
-            "it was unregistered".to_string()
+            "it was unregistered (or released)".to_string()
         };
         Fail::invalid(format!("{n} is not a registered {kind} of this context: {what}"))
     }

@@ -5,9 +5,9 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use neural_frame::ash::vk::Handle;
-use neural_frame::{Frame, FrameStats, Submitted};
+use neural_frame::{Frame, FrameStats, Submitted, TimelineId};
 
-use crate::context::{context, nf_context, nf_input, nf_output, nf_timeline};
+use crate::context::{Ids, context, nf_context, nf_input, nf_output, nf_timeline};
 use crate::tickets::Found;
 use crate::{Fail, Versioned, guard, nf_status, non_null, out_size, put, read_versioned, str_arg, write_versioned};
 
@@ -33,9 +33,35 @@ pub struct nf_named_output {
     pub output: nf_output,
 }
 
-/// One frame to run: which registered input and output, and what to wait for. A versioned
-/// struct: `nf_frame f = NF_FRAME_INIT;` sets `struct_size` and zeroes the rest; fill in what
-/// applies. Later versions add fields at the end (lists of waits and signals), 0 when unused.
+/// A point on one of the caller's registered timelines (`nf_frame`'s lists of waits and
+/// signals): `timeline` at `value`. An element of an array: fixed, it never grows.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nf_sync_point {
+    /// A timeline registered on this context (`nf_context_register_timeline`,
+    /// `_register_exportable_timeline`, `_import_timeline`).
+    pub timeline: nf_timeline,
+    /// The value: waited for (the timeline reaches it) or signalled (the context sets it).
+    pub value: u64,
+}
+
+/// One frame to run: which registered input and output, what to wait for and what to
+/// signal. A versioned struct: `nf_frame f = NF_FRAME_INIT;` sets `struct_size` and zeroes
+/// the rest; fill in what applies. Its first version ended at `extra_output_count` (88 bytes
+/// on 64-bit targets); the lists of waits and signals (`waits` … `signal_output_ready_count`)
+/// came after, and read as empty from an older program's smaller struct.
+///
+/// Waits: the frame waits for every point it names, the single `wait_timeline` and every
+/// entry of `waits` before reading its input ("the input is written": a host's frame may
+/// have a producer per plane), the single `output_free_timeline` and every entry of
+/// `output_free` before writing its output. Signals: the context signals each of the
+/// caller's timelines in `signal_input_consumed` to its value when the frame's "input
+/// consumed" is reached, and each in `signal_output_ready` when its "output ready" is
+/// reached, with the same guarantees as the ticket's points of those names (`nf_ticket`):
+/// a wait for such a value is a wait for the ticket's point. On the CPU backend they are
+/// signalled from the host, inside the context's calls, once the frame got there. In
+/// `NF_SYNC_HOST` every wait and every signal is refused (`NF_STATUS_INVALID_ARGUMENT`):
+/// submit once the input is written and the output free, and wait on the host.
 ///
 /// Where the context waits: for a Vulkan pass, in the `vkQueueSubmit` of the batch that
 /// runs it, with `pWaitDstStageMask` `VK_PIPELINE_STAGE_ALL_COMMANDS_BIT` (the semaphore wait
@@ -46,8 +72,9 @@ pub struct nf_named_output {
 /// stream before them (`nf_context_register_exportable_timeline`, or a timeline imported by
 /// fd), else in a Vulkan batch of the context's; on the CPU backend, on the host inside
 /// `nf_context_submit`, before anything is submitted (bounded by the frame timeout:
-/// `NF_STATUS_TIMEOUT`), except the post pass's wait for `output_free_timeline`, which stays
-/// a GPU wait where a Vulkan post pass writes the output.
+/// `NF_STATUS_TIMEOUT`), except the post pass's waits for the output-free points
+/// (`output_free_timeline`, `output_free`), which stay GPU waits where a Vulkan post pass
+/// writes the output.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct nf_frame {
@@ -82,13 +109,39 @@ pub struct nf_frame {
     pub extra_outputs: *const nf_named_output,
     /// The number of `extra_outputs`.
     pub extra_output_count: usize,
+    /// More "the input is written" points (added after the first version), `wait_count` of
+    /// them (NULL with 0): the context waits for every one, as for `wait_timeline`. Read
+    /// during the call only.
+    pub waits: *const nf_sync_point,
+    /// The number of `waits`.
+    pub wait_count: usize,
+    /// More "the output may be overwritten" points, `output_free_count` of them (NULL with
+    /// 0): the context waits for every one, as for `output_free_timeline`. Read during the
+    /// call only.
+    pub output_free: *const nf_sync_point,
+    /// The number of `output_free`.
+    pub output_free_count: usize,
+    /// The caller's timelines the context signals, each to its value, once the frame's
+    /// "input consumed" is reached (every read of its inputs done: the caller may write them
+    /// again), `signal_input_consumed_count` of them (NULL with 0). Read during the call only.
+    pub signal_input_consumed: *const nf_sync_point,
+    /// The number of `signal_input_consumed`.
+    pub signal_input_consumed_count: usize,
+    /// The caller's timelines the context signals, each to its value, once the frame's
+    /// "output ready" is reached (every write of its outputs complete and available, as
+    /// `nf_ticket.output_ready_semaphore` guarantees), `signal_output_ready_count` of them
+    /// (NULL with 0). Read during the call only.
+    pub signal_output_ready: *const nf_sync_point,
+    /// The number of `signal_output_ready`.
+    pub signal_output_ready_count: usize,
 }
 
 // SAFETY: #[repr(C)], `struct_size` first; all-zero is valid (NULL arrays with counts of 0).
 unsafe impl Versioned for nf_frame {
     const NAME: &'static str = "nf_frame";
     const INIT: &'static str = "NF_FRAME_INIT";
-    const FIRST_SIZE: usize = std::mem::size_of::<nf_frame>();
+    /// The first version ended at `extra_output_count`, before the lists of waits and signals.
+    const FIRST_SIZE: usize = std::mem::offset_of!(nf_frame, waits);
 }
 
 /// A frame in flight, as `nf_context_submit` gives it: its number on the context's two
@@ -272,8 +325,11 @@ impl nf_frame_stats {
 /// and the builder's policy is `NF_BACK_PRESSURE_SKIP`, so nothing was submitted). It first
 /// retires the frame in the slot it reuses (the one `slots` frames back; see `nf_ticket`):
 /// with `NF_BACK_PRESSURE_BLOCK`, where that frame is not done, it waits on the host for it
-/// (bounded by the frame timeout). The frame's waits (`nf_frame`: where and at which stage)
-/// are GPU waits on the caller's registered timelines (`NF_SYNC_GPU`); on a queue shared with
+/// (bounded by the frame timeout). The frame's waits (`nf_frame`: where and at which stage;
+/// every point of `wait_timeline`, `waits`, `output_free_timeline` and `output_free`) are GPU
+/// waits on the caller's registered timelines (`NF_SYNC_GPU`), and its signals
+/// (`signal_input_consumed`, `signal_output_ready`) set the caller's timelines when the
+/// ticket's points of those names are reached; on a queue shared with
 /// the caller their values must come from submissions made before this call, or from the
 /// host. On the CPU backend the model runs inside this call, after host waits for them.
 /// Refused, with the model's tensors listed, where the frame leaves out an extra input,
@@ -281,7 +337,9 @@ impl nf_frame_stats {
 ///
 /// Status: `NF_STATUS_OK` (also for a dropped frame, `value` 0); `NF_STATUS_INVALID_ARGUMENT`
 /// where `c`, `frame` or `ticket` is NULL, a number is not a registration of that kind on
-/// this context, the frame waits in `NF_SYNC_HOST`, its extra inputs or outputs do not fit
+/// this context (the message names the field: `nf_frame.waits[1].timeline`), a list is NULL
+/// with a count above 0, the frame waits or signals in `NF_SYNC_HOST` (a timeline field or a
+/// list set), its extra inputs or outputs do not fit
 /// the model, a registration is of another size, or the context cannot take frames after a
 /// failed one (free it); `NF_STATUS_STRUCT_SIZE` where `frame->struct_size` or
 /// `ticket->struct_size` is not set; `NF_STATUS_UNSUPPORTED` where a newer header's field of
@@ -313,6 +371,26 @@ pub unsafe extern "C" fn nf_context_submit(
         }
         if f.output_free_timeline != 0 {
             frame = frame.output_free_after(c.ids.timeline(f.output_free_timeline)?, f.output_free_value);
+        }
+        // SAFETY: the caller's contract (the arrays hold their counts).
+        for (t, v) in unsafe { points(&c.ids, f.waits, f.wait_count, "waits") }? {
+            frame = frame.wait_for(t, v);
+        }
+        // SAFETY: as above.
+        for (t, v) in unsafe { points(&c.ids, f.output_free, f.output_free_count, "output_free") }? {
+            frame = frame.output_free_after(t, v);
+        }
+        // SAFETY: as above.
+        let consumed =
+            unsafe { points(&c.ids, f.signal_input_consumed, f.signal_input_consumed_count, "signal_input_consumed") }?;
+        for (t, v) in consumed {
+            frame = frame.signal_input_consumed(t, v);
+        }
+        // SAFETY: as above.
+        let ready =
+            unsafe { points(&c.ids, f.signal_output_ready, f.signal_output_ready_count, "signal_output_ready") }?;
+        for (t, v) in ready {
+            frame = frame.signal_output_ready(t, v);
         }
         // SAFETY: the caller's contract (the arrays hold their counts).
         let inputs = unsafe { array(f.extra_inputs, f.extra_input_count, "extra_inputs") }?;
@@ -347,6 +425,24 @@ pub unsafe extern "C" fn nf_context_submit(
         unsafe { write_versioned(ticket, ticket_size, out) };
         Ok(())
     })
+}
+
+/// The points of one of `nf_frame`'s lists, each timeline looked up (a message names the
+/// field and the entry).
+///
+/// # Safety
+/// `p` is NULL with `n` 0, or points to `n` readable `nf_sync_point`s.
+unsafe fn points(ids: &Ids, p: *const nf_sync_point, n: usize, field: &str) -> Result<Vec<(TimelineId, u64)>, Fail> {
+    let what = format!("nf_frame.{field}");
+    // SAFETY: the caller's contract.
+    let list = unsafe { array(p, n, &what) }?;
+    list.iter()
+        .enumerate()
+        .map(|(k, point)| {
+            let timeline = ids.timeline(point.timeline).map_err(|e| e.prefixed(&format!("{what}[{k}].timeline: ")))?;
+            Ok((timeline, point.value))
+        })
+        .collect()
 }
 
 /// A C array as a slice (empty where the count is 0).

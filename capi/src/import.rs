@@ -205,13 +205,13 @@ fn take_fd(fd: nf_external_handle) -> Result<ExternalHandle, Fail> {
 }
 
 /// A failed import: the descriptor goes back to the caller, open, and the error to C.
-fn give_back(failed: ImportError) -> Fail {
+pub(crate) fn give_back(failed: ImportError) -> Fail {
     let fail = Fail::of(failed.error());
     let _still_the_callers = raw(failed.into_fd());
     fail
 }
 
-fn memory_import(m: &nf_memory_import) -> Result<MemoryImport, Fail> {
+pub(crate) fn memory_import(m: &nf_memory_import) -> Result<MemoryImport, Fail> {
     Ok(MemoryImport {
         fd: take_fd(m.fd)?,
         allocation_size: m.allocation_size,

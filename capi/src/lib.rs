@@ -9,7 +9,8 @@
 //! [`nf_builder_set_device_uuid`]) or on the caller's Vulkan device
 //! ([`nf_context_new_on_device`]); the builder's options (`builder.rs`); the caller's
 //! images, buffers and timeline semaphores by handle (`register.rs`) or by file
-//! descriptor (`import.rs`); frames with their waits, tickets, waits and stats
+//! descriptor (`import.rs`); memory imported once with planar frames placed in it
+//! (`planes.rs`); frames with their waits and signals, tickets, waits and stats
 //! (`frame.rs`); the context's report (`context.rs`); the host path for tools
 //! (`context.rs`) and image files (`png.rs`).
 //! Not yet: Windows handles (issue 24 §2).
@@ -28,6 +29,7 @@ mod import;
 mod logging;
 mod names;
 mod options;
+mod planes;
 mod png;
 mod register;
 mod tickets;
@@ -47,6 +49,7 @@ pub use import::*;
 pub use logging::*;
 pub use names::{c_names, rust_to_c_names};
 pub use options::*;
+pub use planes::*;
 pub use png::*;
 pub use register::*;
 
@@ -113,6 +116,11 @@ impl Fail {
 
     pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(nf_status::NF_STATUS_INTERNAL, message)
+    }
+
+    /// The same failure, its message preceded by `prefix` (the call or field it is about).
+    pub(crate) fn prefixed(self, prefix: &str) -> Self {
+        Self { status: self.status, message: format!("{prefix}{}", self.message) }
     }
 }
 

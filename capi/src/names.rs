@@ -50,6 +50,10 @@ pub(crate) const RUST_TO_C: &[(&str, &str)] = &[
     ("import_input_buffer", "nf_context_import_input_buffer"),
     ("import_output_buffer", "nf_context_import_output_buffer"),
     ("import_timeline", "nf_context_import_timeline"),
+    ("import_memory", "nf_context_import_memory"),
+    ("release_memory", "nf_context_release_memory"),
+    ("place_input_planes", "nf_context_place_input_planes"),
+    ("place_output_planes", "nf_context_place_output_planes"),
     ("export_timelines", "nf_context_export_timelines"),
     ("release_timeline", "nf_context_release_timeline"),
     ("unregister_input", "nf_context_unregister_input"),
@@ -62,14 +66,19 @@ pub(crate) const RUST_TO_C: &[(&str, &str)] = &[
     ("try_input_consumed", "nf_context_try_input_consumed"),
     ("wait_settled", "nf_context_wait_settled"),
     ("wait, try_wait or wait_input_consumed", "nf_context_wait, nf_context_try_wait or nf_context_wait_input_consumed"),
+    ("wait, wait_input_consumed", "nf_context_wait, nf_context_wait_input_consumed"),
     // Frames.
     ("Frame::new", "nf_frame's input and output"),
     ("Frame::with_input({}, ..)", "an nf_named_input named {} in nf_frame.extra_inputs"),
     ("Frame::with_output({}, ..)", "an nf_named_output named {} in nf_frame.extra_outputs"),
     ("Frame::with_input", "nf_frame.extra_inputs"),
     ("Frame::with_output", "nf_frame.extra_outputs"),
-    ("Frame::wait_for", "nf_frame.wait_timeline"),
-    ("Frame::output_free_after", "nf_frame.output_free_timeline"),
+    ("Frame::wait_for", "nf_frame.wait_timeline or nf_frame.waits"),
+    ("Frame::output_free_after", "nf_frame.output_free_timeline or nf_frame.output_free"),
+    ("Frame::signal_input_consumed", "nf_frame.signal_input_consumed"),
+    ("Frame::signal_output_ready", "nf_frame.signal_output_ready"),
+    ("Frame::waits", "nf_frame.waits"),
+    ("Frame::output_free", "nf_frame.output_free"),
     ("Tiling::new({})", "nf_builder_set_tiling(builder, {})"),
     // Enumerations.
     ("Backend::Auto", "NF_BACKEND_AUTO"),
@@ -97,6 +106,10 @@ pub(crate) const RUST_TO_C: &[(&str, &str)] = &[
     ("CallerBuffer", "nf_caller_buffer"),
     ("CallerMemory", "nf_caller_memory"),
     ("PixelLayout", "nf_pixel_layout"),
+    ("MemoryImport", "nf_memory_import"),
+    ("PlanarFrame", "nf_planar_frame"),
+    ("SyncPoint", "nf_sync_point"),
+    ("PLANE_FORMATS", "VK_FORMAT_R32_SFLOAT or VK_FORMAT_R16_SFLOAT"),
 ];
 
 /// `RUST_TO_C`, for the tests: (Rust name, C name).

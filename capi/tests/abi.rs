@@ -20,7 +20,8 @@ macro_rules! layout {
 #[test]
 fn versioned_structs_end_at_their_size_a_multiple_of_8() {
     let structs = [
-        layout!(nf_frame, extra_output_count),
+        layout!(nf_frame, signal_output_ready_count),
+        layout!(nf_planar_frame, plane_count),
         layout!(nf_ticket, output_ready_value),
         layout!(nf_frame_stats, reserved),
         layout!(nf_vulkan_device, queue_lock),
@@ -108,6 +109,18 @@ fn rust_names_become_c_names() {
              `nf_builder_set_tiling(builder, 64, 64, overlap)` in the library",
             "tiling",
         ),
+        (
+            "the frame signals a timeline of the caller's, but the context runs in host-signalled mode \
+             (SyncMode::Host): wait for the ticket on the host (wait, wait_input_consumed) instead",
+            "the frame signals a timeline of the caller's, but the context runs in host-signalled mode \
+             (NF_SYNC_HOST): wait for the ticket on the host (nf_context_wait, nf_context_wait_input_consumed) instead",
+            "signals in host mode",
+        ),
+        (
+            "import it once (import_memory), then place_input_planes",
+            "import it once (nf_context_import_memory), then nf_context_place_input_planes",
+            "planes",
+        ),
         // C names are left alone, and so is a Rust name inside a longer one.
         ("call nf_context_wait_settled first", "call nf_context_wait_settled first", "C name"),
         ("my_register_timeline_helper", "my_register_timeline_helper", "inside an identifier"),
@@ -128,4 +141,16 @@ fn the_table_translates_each_name_once() {
         assert_eq!(once, format!("see {c}."), "{rust}");
         assert_eq!(c_names(&once), once, "{rust}: its C form {c} is translated again");
     }
+}
+
+/// `nf_frame`'s first version ends where the lists of waits and signals start (88 bytes on
+/// 64-bit targets), and the fixed array elements keep their layout.
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn the_frame_lists_follow_the_first_version() {
+    assert_eq!(offset_of!(nf_frame, waits), 88, "nf_frame's first version was 88 bytes");
+    assert_eq!(size_of::<nf_frame>(), 88 + 8 * 8);
+    assert_eq!((size_of::<nf_sync_point>(), offset_of!(nf_sync_point, value)), (16, 8));
+    assert_eq!((size_of::<nf_plane>(), offset_of!(nf_plane, offset), offset_of!(nf_plane, row_pitch)), (24, 8, 16));
+    assert_eq!((size_of::<nf_planar_frame>(), offset_of!(nf_planar_frame, planes)), (32, 16));
 }
