@@ -175,6 +175,12 @@ fn exported_planes(core: &Core<'_>, device: &VSVulkanCoreInfo) -> Result<(), Str
     Ok(())
 }
 
+/// The checkout's root, for the models: `NF_REPO_ROOT` (a test binary copied to another
+/// machine), else where this crate was built.
+fn root() -> String {
+    std::env::var("NF_REPO_ROOT").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/..").to_string())
+}
+
 /// The plugin, built next to this test (`target/<profile>/` or its `deps/`).
 fn plugin_path() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -299,7 +305,7 @@ fn planes_f32(frame: &neural_frame_vapoursynth::host::Frame<'_>) -> Result<Vec<V
 /// against ONNX Runtime's CPU run of the same frames; the output stays on the GPU and
 /// std.Expr consumes it there before GPUDownload.
 fn model_matches_onnx_runtime(core: &Core<'_>) -> Result<(), String> {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let root = root();
     let x2 = format!("{root}/models/test/tiny-x2-f32.onnx");
     let x4 = format!("{root}/models/upscale.onnx");
     for (model, scale) in [(&x2, 2), (&x4, 4)] {
@@ -357,7 +363,7 @@ fn model_matches_onnx_runtime(core: &Core<'_>) -> Result<(), String> {
 /// 200 frames through nf.Model: the process's open descriptors stay flat while it runs and
 /// are back where they started once the clip is freed.
 fn two_hundred_frames_stay_flat(core: &Core<'_>) -> Result<(), String> {
-    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/test/tiny-x2-f32.onnx");
+    let model = &format!("{}/models/test/tiny-x2-f32.onnx", root());
     let before = open_fds();
     {
         let clip = picture(core, pfRGBS, 100, 18)?;
@@ -386,7 +392,7 @@ fn plugin_refusals(core: &Core<'_>) -> Result<(), String> {
     let plugin = plugin_path()?;
     core.load_plugin(&plugin)?;
     println!("loaded {}; nf.Model says:", plugin.display());
-    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/test/tiny-x1-f32-same-dims.onnx");
+    let model = &format!("{}/models/test/tiny-x1-f32-same-dims.onnx", root());
     assert!(std::path::Path::new(model).is_file(), "{model}");
 
     let rgbs = blank(core, pfRGBS, 64, 32)?;
@@ -414,7 +420,7 @@ fn plugin_refusals(core: &Core<'_>) -> Result<(), String> {
     assert_eq!(formats.video_info()?.format.colorFamily, cfUndefined);
     expect(&model_error(core, &formats, &[], model), &["Model: the clip's format varies"]);
 
-    let missing = concat!(env!("CARGO_MANIFEST_DIR"), "/no-such-model.onnx");
+    let missing = &format!("{}/vapoursynth/no-such-model.onnx", root());
     expect(&model_error(core, &rgbs, &[], missing), &["Model: cannot read the model file", "no-such-model.onnx"]);
     expect(
         &model_error(core, &rgbs, &[("backend", Arg::Str("gpu"))], model),
@@ -437,7 +443,7 @@ fn plugin_refusals(core: &Core<'_>) -> Result<(), String> {
         );
     }
     // A model file that is not a model: neural-frame's own message, through the filter's.
-    let not_a_model = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let not_a_model = &format!("{}/vapoursynth/Cargo.toml", root());
     expect(&model_error(core, &rgbs, &[("backend", Arg::Str("cpu"))], not_a_model), &["Model: "]);
     Ok(())
 }
