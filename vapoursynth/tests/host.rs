@@ -360,8 +360,22 @@ fn model_matches_onnx_runtime(core: &Core<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// How many times each memory file (memfd) is mapped into this process, by inode: lavapipe
+/// maps each allocation of the core's once, and neural-frame maps each one it imports again.
+fn memfd_mappings() -> std::collections::HashMap<String, usize> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut count = std::collections::HashMap::new();
+    for line in maps.lines().filter(|l| l.contains("/memfd:")) {
+        if let Some(inode) = line.split_whitespace().nth(4) {
+            *count.entry(inode.to_string()).or_insert(0) += 1;
+        }
+    }
+    count
+}
+
 /// 200 frames through nf.Model: the process's open descriptors stay flat while it runs and
-/// are back where they started once the clip is freed.
+/// are back where they started once the clip is freed, and so are the imports (on lavapipe,
+/// the memory files mapped a second time).
 fn two_hundred_frames_stay_flat(core: &Core<'_>) -> Result<(), String> {
     let model = &format!("{}/models/test/tiny-x2-f32.onnx", root());
     let before = open_fds();
@@ -380,10 +394,17 @@ fn two_hundred_frames_stay_flat(core: &Core<'_>) -> Result<(), String> {
         let at_200 = open_fds();
         println!("  200 frames: {before} fds before, {at_20} after frame 20, {at_200} after frame 200");
         assert!(at_200 <= at_20, "descriptors grew from {at_20} to {at_200} over 180 frames");
+        let twice = memfd_mappings().values().filter(|&&n| n > 1).count();
+        println!("  while the clip lives: {twice} memory files mapped twice (the filter's imports)");
+        if std::env::var(DRIVER_VAR).is_ok_and(|d| d.contains("lvp")) {
+            assert!(twice >= 1, "lavapipe's allocations come as memory files, which the filter imports");
+        }
     }
     let after = open_fds();
-    println!("  clip freed: {after} fds");
+    let twice = memfd_mappings().values().filter(|&&n| n > 1).count();
+    println!("  clip freed: {after} fds, {twice} memory files mapped twice");
     assert!(after <= before, "{after} descriptors open after the clip, {before} before");
+    assert_eq!(twice, 0, "an import outlived the filter");
     Ok(())
 }
 
