@@ -38,7 +38,10 @@ unsafe extern "system" fn frame_done(
     if f.is_null() {
         // SAFETY: VapourSynth's NUL-terminated message.
         s.1 = Some(unsafe { std::ffi::CStr::from_ptr(error) }.to_string_lossy().into_owned());
-    } else if let Some(api) = unsafe { done.1.as_ref() } {
+    } else if let Some(api) = {
+        // SAFETY: the core's API table, alive as long as the core.
+        unsafe { done.1.as_ref() }
+    } {
         // SAFETY: the frame the callback owns.
         unsafe { api.freeFrame.expect("freeFrame")(f) };
     }
