@@ -42,8 +42,9 @@ const SEMAPHORE_CACHE: usize = 64;
 /// How frames are handed between the core and the context (`sync` argument).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Sync {
-    /// On the GPU where the core's semaphores export and the context shares timelines,
-    /// else on the host.
+    /// The host: measured cheaper on an H100 (a 1080p RGBS clip through 4 chained filters of
+    /// a ×1 model, 8 frames requested at a time: 0.544 ms a filter on the host against 0.772 ms
+    /// on the GPU; docs/vapoursynth.md).
     Auto,
     /// `waitGPUFrame`, the frame run and waited for.
     Host,
@@ -145,8 +146,7 @@ impl Filter {
         out_info.height = oh as c_int;
         let gpu_possible = options.semaphore_export != 0 && ctx.sync_mode() == SyncMode::Gpu;
         let gpu = match options.sync {
-            Sync::Host => false,
-            Sync::Auto => gpu_possible,
+            Sync::Host | Sync::Auto => false,
             Sync::Gpu if gpu_possible => true,
             Sync::Gpu => {
                 return Err(format!(
@@ -180,9 +180,10 @@ impl Filter {
             if gpu { "GPU: producer pairs waited for and published on the device" } else { "host" },
             match (options.sync, gpu_possible) {
                 (Sync::Host, _) => "sync=\"host\"",
-                (_, true) => "the core's semaphores export",
-                (_, false) if options.semaphore_export == 0 => "the core's device does not export semaphores",
-                (_, false) => "the context does not share timelines with the device",
+                (Sync::Gpu, _) => "sync=\"gpu\"",
+                (Sync::Auto, true) =>
+                    "sync=\"auto\": measured cheaper than waits on the GPU; sync=\"gpu\" chooses those",
+                (Sync::Auto, false) => "sync=\"auto\"; the device cannot share semaphores with the context",
             }
         );
         let how = CString::new(how).unwrap_or_default();

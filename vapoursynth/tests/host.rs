@@ -317,8 +317,10 @@ fn model_matches_onnx_runtime(core: &Core<'_>) -> Result<(), String> {
             .map_err(|e| e.to_string())?
             .contract()
             .clone();
+        // Frames handed over on the GPU where the device shares semaphores (NVIDIA), else "auto".
+        let gpu = if core.vulkan_info()?.semaphoreExportHandleType != 0 { "gpu" } else { "auto" };
         let cases =
-            [(pfRGBS, 64, 18, "auto"), (pfRGBS, 100, 18, "host"), (pfRGBH, 64, 18, "host"), (pfRGBH, 100, 18, "auto")];
+            [(pfRGBS, 64, 18, gpu), (pfRGBS, 100, 18, "host"), (pfRGBH, 64, 18, "host"), (pfRGBH, 100, 18, gpu)];
         for (format, width, height, sync) in cases {
             let clip = picture(core, format, width, height)?;
             let up = core.clip(
@@ -379,6 +381,8 @@ fn memfd_mappings() -> std::collections::HashMap<String, usize> {
 fn two_hundred_frames_stay_flat(core: &Core<'_>) -> Result<(), String> {
     let model = &format!("{}/models/test/tiny-x2-f32.onnx", root());
     let before = open_fds();
+    // Memory files the drivers themselves map twice (NVIDIA's has one), before the clip.
+    let twice_before = memfd_mappings().values().filter(|&&n| n > 1).count();
     {
         let clip = picture(core, pfRGBS, 100, 18)?;
         let up = core.clip("nf", "Model", &[("clip", Arg::Nodes(&[&clip])), ("model", Arg::Str(model))])?;
@@ -395,16 +399,16 @@ fn two_hundred_frames_stay_flat(core: &Core<'_>) -> Result<(), String> {
         println!("  200 frames: {before} fds before, {at_20} after frame 20, {at_200} after frame 200");
         assert!(at_200 <= at_20, "descriptors grew from {at_20} to {at_200} over 180 frames");
         let twice = memfd_mappings().values().filter(|&&n| n > 1).count();
-        println!("  while the clip lives: {twice} memory files mapped twice (the filter's imports)");
+        println!("  while the clip lives: {twice} memory files mapped twice ({twice_before} before the clip)");
         if std::env::var(DRIVER_VAR).is_ok_and(|d| d.contains("lvp")) {
-            assert!(twice >= 1, "lavapipe's allocations come as memory files, which the filter imports");
+            assert!(twice > twice_before, "lavapipe's allocations come as memory files, which the filter imports");
         }
     }
     let after = open_fds();
     let twice = memfd_mappings().values().filter(|&&n| n > 1).count();
     println!("  clip freed: {after} fds, {twice} memory files mapped twice");
     assert!(after <= before, "{after} descriptors open after the clip, {before} before");
-    assert_eq!(twice, 0, "an import outlived the filter");
+    assert!(twice <= twice_before, "an import outlived the filter ({twice} mapped twice, {twice_before} before)");
     Ok(())
 }
 
