@@ -713,7 +713,7 @@ typedef struct nf_plane {
   // Where its first row starts, in bytes from the start of the allocation (a multiple of 4).
   uint64_t offset;
   // Bytes from one row to the next: a multiple of 4, at least a row's (width × 4 for
-  // `VK_FORMAT_R32_SFLOAT`, width × 2 for `VK_FORMAT_R16_SFLOAT`).
+  // `VK_FORMAT_R32_SFLOAT`, width × 2 for `VK_FORMAT_R16_SFLOAT`, width for `VK_FORMAT_R8_UNORM`).
   uint64_t row_pitch;
 } nf_plane;
 
@@ -732,7 +732,8 @@ typedef struct nf_plane {
 typedef struct nf_planar_frame {
   // `sizeof(nf_planar_frame)` as the caller's header has it (`NF_PLANAR_FRAME_INIT`).
   uint32_t struct_size;
-  // The planes' `VkFormat`: `VK_FORMAT_R32_SFLOAT` (100) or `VK_FORMAT_R16_SFLOAT` (76).
+  // The planes' `VkFormat`: `VK_FORMAT_R32_SFLOAT` (100), `VK_FORMAT_R16_SFLOAT` (76) or
+  // `VK_FORMAT_R8_UNORM` (9).
   int32_t format;
   // Width in pixels: the context's frame size (inputs) or output size (outputs).
   uint32_t width;
@@ -1778,7 +1779,7 @@ enum nf_status nf_context_release_memory(struct nf_context *c, nf_memory memory)
 // input for `nf_frame.input`, unregistered with `nf_context_unregister_input`.
 //
 // Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `frame` or `out` is NULL,
-// `frame->format` is not `VK_FORMAT_R32_SFLOAT` or `VK_FORMAT_R16_SFLOAT`, `plane_count` is not
+// `frame->format` is not `VK_FORMAT_R32_SFLOAT`, `VK_FORMAT_R16_SFLOAT` or `VK_FORMAT_R8_UNORM`, `plane_count` is not
 // 1 or 3 (or `planes` is NULL), a plane's `memory` is not imported memory of this context,
 // its `offset` or `row_pitch` is not a multiple of 4, the pitch is less than a row, a plane
 // does not fit its memory, or the size is not the frame size (the message names the field

@@ -21,7 +21,7 @@ pub struct nf_plane {
     /// Where its first row starts, in bytes from the start of the allocation (a multiple of 4).
     pub offset: u64,
     /// Bytes from one row to the next: a multiple of 4, at least a row's (width × 4 for
-    /// `VK_FORMAT_R32_SFLOAT`, width × 2 for `VK_FORMAT_R16_SFLOAT`).
+    /// `VK_FORMAT_R32_SFLOAT`, width × 2 for `VK_FORMAT_R16_SFLOAT`, width for `VK_FORMAT_R8_UNORM`).
     pub row_pitch: u64,
 }
 
@@ -42,7 +42,8 @@ pub struct nf_plane {
 pub struct nf_planar_frame {
     /// `sizeof(nf_planar_frame)` as the caller's header has it (`NF_PLANAR_FRAME_INIT`).
     pub struct_size: u32,
-    /// The planes' `VkFormat`: `VK_FORMAT_R32_SFLOAT` (100) or `VK_FORMAT_R16_SFLOAT` (76).
+    /// The planes' `VkFormat`: `VK_FORMAT_R32_SFLOAT` (100), `VK_FORMAT_R16_SFLOAT` (76) or
+    /// `VK_FORMAT_R8_UNORM` (9).
     pub format: i32,
     /// Width in pixels: the context's frame size (inputs) or output size (outputs).
     pub width: u32,
@@ -141,8 +142,8 @@ unsafe fn planar_frame(c: &nf_context, f: &nf_planar_frame, call: &str) -> Resul
     let format = vk::Format::from_raw(f.format);
     if !PLANE_FORMATS.contains(&format) {
         return Err(Fail::invalid(format!(
-            "{call}: nf_planar_frame.format is {} ({format:?}); planar frames take VK_FORMAT_R32_SFLOAT (100) or \
-             VK_FORMAT_R16_SFLOAT (76), one colour channel a plane",
+            "{call}: nf_planar_frame.format is {} ({format:?}); planar frames take VK_FORMAT_R32_SFLOAT (100), \
+             VK_FORMAT_R16_SFLOAT (76) or VK_FORMAT_R8_UNORM (9), one colour channel a plane",
             f.format
         )));
     }
@@ -176,7 +177,7 @@ unsafe fn planar_frame(c: &nf_context, f: &nf_planar_frame, call: &str) -> Resul
 /// input for `nf_frame.input`, unregistered with `nf_context_unregister_input`.
 ///
 /// Status: `NF_STATUS_OK`; `NF_STATUS_INVALID_ARGUMENT` where `c`, `frame` or `out` is NULL,
-/// `frame->format` is not `VK_FORMAT_R32_SFLOAT` or `VK_FORMAT_R16_SFLOAT`, `plane_count` is not
+/// `frame->format` is not `VK_FORMAT_R32_SFLOAT`, `VK_FORMAT_R16_SFLOAT` or `VK_FORMAT_R8_UNORM`, `plane_count` is not
 /// 1 or 3 (or `planes` is NULL), a plane's `memory` is not imported memory of this context,
 /// its `offset` or `row_pitch` is not a multiple of 4, the pitch is less than a row, a plane
 /// does not fit its memory, or the size is not the frame size (the message names the field

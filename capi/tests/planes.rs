@@ -355,8 +355,8 @@ fn bad_planes_are_refused_naming_the_c_fields() {
             }
             assert_eq!(id, 0, "out is written on success only");
         };
-        let bad_format = nf_planar_frame { format: vk::Format::R8_UNORM.as_raw(), ..planar(f, w, h, &good) };
-        refused(bad_format, &["nf_context_place_input_planes", "nf_planar_frame.format is 9", "VK_FORMAT_R32_SFLOAT"]);
+        let bad_format = nf_planar_frame { format: vk::Format::R8_SNORM.as_raw(), ..planar(f, w, h, &good) };
+        refused(bad_format, &["nf_context_place_input_planes", "nf_planar_frame.format is 10", "VK_FORMAT_R32_SFLOAT"]);
         refused(planar(f, w, h, &good[..2]), &["nf_context_place_input_planes", "nf_planar_frame.plane_count is 2"]);
         let mut odd = good;
         odd[1].offset += 2;

@@ -25,7 +25,8 @@ use crate::error::{Error, Result};
 use crate::interop::{self, CudaAccess, CudaView, SharedAllocation, SurfaceFormat};
 use crate::vulkan::{Allocation, Buffer};
 
-/// The formats of a planar frame's planes: 32-bit and 16-bit floats, one colour channel a plane.
+/// The formats of a planar frame's planes: 32-bit and 16-bit floats and 8-bit unorm, one colour
+/// channel a plane (VapourSynth's RGBS, RGBH and RGB24).
 ///
 /// ```
 /// use ash::vk;
@@ -33,7 +34,7 @@ use crate::vulkan::{Allocation, Buffer};
 ///
 /// assert!(PLANE_FORMATS.contains(&vk::Format::R16_SFLOAT)); // VapourSynth's RGBH
 /// ```
-pub const PLANE_FORMATS: [vk::Format; 2] = [vk::Format::R32_SFLOAT, vk::Format::R16_SFLOAT];
+pub const PLANE_FORMATS: [vk::Format; 3] = [vk::Format::R32_SFLOAT, vk::Format::R16_SFLOAT, vk::Format::R8_UNORM];
 
 /// The usage of the buffers placed in imported memory.
 const PLANE_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::STORAGE_BUFFER;
@@ -56,12 +57,12 @@ pub struct Plane {
     /// Where its first row starts, in bytes from the start of the allocation (a multiple of 4).
     pub offset: u64,
     /// Bytes from one row to the next (a multiple of 4, at least width × 4 for
-    /// `R32_SFLOAT`, width × 2 for `R16_SFLOAT`).
+    /// `R32_SFLOAT`, width × 2 for `R16_SFLOAT`, width for `R8_UNORM`).
     pub row_pitch: u64,
 }
 
-/// A planar float frame: one plane (grey; as an output, for a one-channel model) or
-/// three (R, G, B), each of `format`, placed in imported memory.
+/// A planar frame: one plane (grey; as an output, for a one-channel model) or three
+/// (R, G, B), each of `format`, placed in imported memory.
 ///
 /// ```no_run
 /// use ash::vk;
@@ -75,7 +76,7 @@ pub struct Plane {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanarFrame {
-    /// `R32_SFLOAT` or `R16_SFLOAT` ([`PLANE_FORMATS`]).
+    /// `R32_SFLOAT`, `R16_SFLOAT` or `R8_UNORM` ([`PLANE_FORMATS`]).
     pub format: vk::Format,
     /// Width in pixels.
     pub width: u32,
@@ -90,6 +91,7 @@ fn element_bytes(format: vk::Format) -> Result<u64> {
     match format {
         vk::Format::R32_SFLOAT => Ok(4),
         vk::Format::R16_SFLOAT => Ok(2),
+        vk::Format::R8_UNORM => Ok(1),
         other => Err(Error::InvalidArgument(format!(
             "a plane of format {other:?} cannot be used; planar frames take {PLANE_FORMATS:?} (one colour \
              channel a plane)"
@@ -315,7 +317,11 @@ impl NeuralFrameContext {
             })
         };
         let ptr = |k: usize| ptrs.get(k).or(ptrs.first()).copied().unwrap_or(0);
-        let format = if frame.format == vk::Format::R16_SFLOAT { SurfaceFormat::R16F } else { SurfaceFormat::R32F };
+        let format = match frame.format {
+            vk::Format::R16_SFLOAT => SurfaceFormat::R16F,
+            vk::Format::R8_UNORM => SurfaceFormat::R8,
+            _ => SurfaceFormat::R32F,
+        };
         Ok(Some(CudaView {
             access: CudaAccess::Planes {
                 ptrs: [ptr(0), ptr(1), ptr(2)],

@@ -154,7 +154,11 @@ fn buffer_format(reg: &Registration) -> (u32, u32, [u32; 3], [u32; 2]) {
             (code, (*pitch / 4) as u32, [0; 3], [0; 2])
         }
         Res::Planes { format, planes } => {
-            let code = if *format == vk::Format::R16_SFLOAT { 4 } else { 3 };
+            let code = match *format {
+                vk::Format::R16_SFLOAT => 4,
+                vk::Format::R8_UNORM => 5,
+                _ => 3,
+            };
             let plane = |k: usize| planes.get(k).or(planes.first());
             let start = |k: usize| plane(k).map_or(0, |p| p.start);
             let pitch = |k: usize| plane(k).map_or(0, |p| (p.pitch / 4) as u32);

@@ -22,6 +22,8 @@ pub enum SurfaceFormat {
     Rg32F = 6,
     /// Four floats.
     Rgba32F = 7,
+    /// One unorm byte (planes).
+    R8 = 8,
 }
 
 /// The element of a CUDA array that holds an image of a [`SurfaceFormat`].
@@ -48,6 +50,7 @@ impl SurfaceFormat {
             Self::Rg16F => (ArrayElement::Half, 2),
             Self::Rg32F => (ArrayElement::Float, 2),
             Self::Rgba32F => (ArrayElement::Float, 4),
+            Self::R8 => (ArrayElement::U8, 1),
         }
     }
 }
@@ -60,8 +63,8 @@ pub enum Access {
     Surface = 0,
     /// A linear buffer, through a device pointer.
     Buffer = 1,
-    /// Planes of floats or halves ([`SurfaceFormat::R32F`], [`SurfaceFormat::R16F`]), one a
-    /// colour channel, through a device pointer each.
+    /// Planes of floats, halves or unorm bytes ([`SurfaceFormat::R32F`], [`SurfaceFormat::R16F`],
+    /// [`SurfaceFormat::R8`]), one a colour channel, through a device pointer each.
     Planes = 2,
 }
 

@@ -32,6 +32,7 @@ typedef unsigned long long u64;
 #define FORMAT_RG16F 5u
 #define FORMAT_RG32F 6u
 #define FORMAT_RGBA32F 7u
+#define FORMAT_R8 8u
 // How a pass reaches the caller's memory (Access in params.rs).
 #define ACCESS_SURFACE 0u
 #define ACCESS_BUFFER 1u
@@ -189,8 +190,8 @@ __device__ __forceinline__ u8* plane_row(u64 p0, u64 p1, u64 p2, u32 pitch0, u32
     return reinterpret_cast<u8*>(base) + (u64)y * pitch;
 }
 
-// Pixel (x, y) of planes of floats (FORMAT_R32F) or halves (FORMAT_R16F), alpha 1, as
-// pre_buffer.wgsl reads them.
+// Pixel (x, y) of planes of floats (FORMAT_R32F), halves (FORMAT_R16F) or unorm bytes
+// (FORMAT_R8), alpha 1, as pre_planes.wgsl reads them.
 __device__ __forceinline__ float4 load_planes(u64 p0, u64 p1, u64 p2, u32 pitch0, u32 pitch1, u32 pitch2, u32 format,
                                               u32 x, u32 y) {
     float v[3];
@@ -198,6 +199,7 @@ __device__ __forceinline__ float4 load_planes(u64 p0, u64 p1, u64 p2, u32 pitch0
     for (u32 k = 0; k < 3u; k++) {
         const u8* row = plane_row(p0, p1, p2, pitch0, pitch1, pitch2, k, y);
         v[k] = format == FORMAT_R16F ? half_to_float(reinterpret_cast<const u16*>(row)[x])
+               : format == FORMAT_R8 ? (float)row[x] / 255.0f
                                      : reinterpret_cast<const float*>(row)[x];
     }
     return make_float4(v[0], v[1], v[2], 1.0f);
@@ -223,13 +225,16 @@ __device__ __forceinline__ void store_surface(const PostParams& p, u32 x, u32 y,
 
 __device__ __forceinline__ void store_texel(const PostParams& p, u32 x, u32 y, float4 c) {
     if (p.kind == ACCESS_PLANES) {
-        // As post_buffer.wgsl: R, G and B into planes 0, 1 and 2, as the model gave them.
+        // As post_planes.wgsl: R, G and B into planes 0, 1 and 2, as the model gave them
+        // (bytes: clamped, ×255, rounded).
         float v[3] = {c.x, c.y, c.z};
 #pragma unroll
         for (u32 k = 0; k < 3u; k++) {
             u8* row = plane_row(p.target, p.plane1, p.plane2, p.pitch, p.pitch1, p.pitch2, k, y);
             if (p.format == FORMAT_R16F) {
                 reinterpret_cast<u16*>(row)[x] = float_to_half(v[k]);
+            } else if (p.format == FORMAT_R8) {
+                row[x] = (u8)pack_code(v[k]);
             } else {
                 reinterpret_cast<float*>(row)[x] = v[k];
             }

@@ -10,7 +10,7 @@ struct Params {
     height: u32,     // input frame height
     out_width: u32,  // output width (width × scale)
     out_height: u32, // output height
-    format: u32,     // buffer target: 0 RGBA8, 1 BGRA8, 2 RGBA16F; planes: 3 f32, 4 f16
+    format: u32,     // buffer target: 0 RGBA8, 1 BGRA8, 2 RGBA16F; planes: 3 f32, 4 f16, 5 u8
     pitch: u32,      // buffer target: row pitch in 32-bit words (planes: plane 0's)
     nhwc: u32,       // 1: [1, H, W, C]; 0: [1, C, H, W]
     channels: u32,   // C: 1, 3 or 4
@@ -152,30 +152,30 @@ fn value(x: u32, y: u32, element: u32) -> vec4<f32> {
     return blended(x, y, pixel(t, x, y));
 }
 
-// Writes tile pixel (x, y) into the caller's output at the tile's place. Where two
-// pixels share a word of the output (`pairs`: planes of halves), the item of the
-// pair's even pixel writes the word whole; a pixel whose pair partner lies outside
-// the tile is written alone, its partner's half kept.
+// Writes tile pixel (x, y) into the caller's output at the tile's place. Where pixels
+// share a word of the output (`group` > 1: planes of halves, two to a word, or of bytes,
+// four), the item of a word's first pixel in the tile writes the word's pixels of the tile;
+// the pixels of the word outside the tile are kept.
 fn emit(x: u32, y: u32, element: u32) {
     if x >= p.out_width || y >= p.out_height {
         return;
     }
     let gx = p.origin_x + x;
     let gy = p.origin_y + y;
-    if !pairs() {
+    let g = group();
+    if g == 1u {
         store(gx, gy, value(x, y, element));
         return;
     }
-    let odd = (gx & 1u) == 1u;
-    if odd && x != 0u {
-        return; // the pair's even pixel, in this tile, writes it
+    if x != 0u && gx % g != 0u {
+        return; // the word's first pixel in this tile writes it
     }
-    let a = value(x, y, element);
-    if odd || x + 1u >= p.out_width {
-        store_half(gx, gy, a);
-        return;
+    let n = min(g - gx % g, p.out_width - x);
+    var v: array<vec4<f32>, 4>;
+    for (var i = 0u; i < n; i++) {
+        v[i] = value(x + i, y, element);
     }
-    store_pair(gx, gy, a, value(x + 1u, y, element));
+    store_word(gx, gy, v, n);
 }
 
 @compute @workgroup_size(8, 8)

@@ -1,7 +1,8 @@
 // Post pass target: a planar frame, the colour's R, G and B into planes 0, 1
-// and 2 (a buffer each; one plane: R, the grey of a one-channel model), as the
-// model gave them (no clamp). Format 3: floats, a word each; 4: halves, two to
-// a word (an even pixel in the low half), written a pair at a time. Plane k's
+// and 2 (a buffer each; one plane: R, the grey of a one-channel model). Format 3:
+// floats, a word each; 4: halves, two to a word (an even pixel in the low half);
+// both as the model gave them (no clamp). 5: bytes, four to a word, clamped to
+// [0, 1], ×255, rounded (as an RGBA8 target). Plane k's
 // row y starts at word plane_k + y · pitch_k of its buffer.
 
 @group(0) @binding(2) var<storage, read_write> dst0: array<u32>;
@@ -34,25 +35,43 @@ fn store(x: u32, y: u32, c: vec4<f32>) {
     }
 }
 
-// Planes of halves hold two pixels a word.
-fn pairs() -> bool {
-    return p.format == 4u;
-}
-
-// Pixels x (even) and x + 1 of row y, into planes of halves.
-fn store_pair(x: u32, y: u32, a: vec4<f32>, b: vec4<f32>) {
-    for (var k = 0u; k < 3u; k++) {
-        put_word(k, plane_row(k, y) + x / 2u, pack2x16float(vec2<f32>(a[k], b[k])));
+// Pixels a word: floats 1, halves 2, bytes 4.
+fn group() -> u32 {
+    if p.format == 4u {
+        return 2u;
     }
+    if p.format == 5u {
+        return 4u;
+    }
+    return 1u;
 }
 
-// Pixel x of row y alone, into planes of halves: the other half of its word is kept.
-fn store_half(x: u32, y: u32, c: vec4<f32>) {
+// Pixels x .. x + n - 1 of row y (one word's, x its first or the tile's first) into planes
+// of halves or bytes; the word's other pixels are kept.
+fn store_word(x: u32, y: u32, v: array<vec4<f32>, 4>, n: u32) {
+    let g = group();
+    let lane = x % g;
     for (var k = 0u; k < 3u; k++) {
-        let w = plane_row(k, y) + x / 2u;
-        var pair = unpack2x16float(word(k, w));
-        pair[x & 1u] = c[k];
-        put_word(k, w, pack2x16float(pair));
+        let w = plane_row(k, y) + x / g;
+        if g == 2u {
+            var pair = vec2<f32>(0.0);
+            if n < 2u {
+                pair = unpack2x16float(word(k, w));
+            }
+            for (var i = 0u; i < n; i++) {
+                pair[lane + i] = v[i][k];
+            }
+            put_word(k, w, pack2x16float(pair));
+        } else {
+            var quad = vec4<f32>(0.0);
+            if n < 4u {
+                quad = unpack4x8unorm(word(k, w));
+            }
+            for (var i = 0u; i < n; i++) {
+                quad[lane + i] = clamp(v[i][k], 0.0, 1.0);
+            }
+            put_word(k, w, pack4x8unorm(quad));
+        }
     }
 }
 
@@ -63,8 +82,10 @@ fn load_prev(x: u32, y: u32) -> vec4<f32> {
         let row = plane_row(k, y);
         if p.format == 3u {
             c[k] = bitcast<f32>(word(k, row + x));
-        } else {
+        } else if p.format == 4u {
             c[k] = unpack2x16float(word(k, row + x / 2u))[x & 1u];
+        } else {
+            c[k] = unpack4x8unorm(word(k, row + x / 4u))[x & 3u];
         }
     }
     return c;

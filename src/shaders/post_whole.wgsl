@@ -1,15 +1,12 @@
 // Post pass targets whose pixels never share a word (images, buffers of RGBA
-// pixels): the pair stores of post_common.wgsl's `emit` are plain stores.
+// pixels): post_common.wgsl's `emit` stores pixel by pixel.
 
-fn pairs() -> bool {
-    return false;
+fn group() -> u32 {
+    return 1u;
 }
 
-fn store_pair(x: u32, y: u32, a: vec4<f32>, b: vec4<f32>) {
-    store(x, y, a);
-    store(x + 1u, y, b);
-}
-
-fn store_half(x: u32, y: u32, c: vec4<f32>) {
-    store(x, y, c);
+fn store_word(x: u32, y: u32, v: array<vec4<f32>, 4>, n: u32) {
+    for (var i = 0u; i < n; i++) {
+        store(x + i, y, v[i]);
+    }
 }

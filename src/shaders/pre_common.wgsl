@@ -15,7 +15,7 @@ struct Params {
     height: u32,   // frame height (model input H)
     srgb: u32,     // image source: 1 when the view decodes sRGB (re-encode to the stored codes)
     row: u32,      // work items per grid row (dispatch width × 64)
-    format: u32,   // buffer source: 0 RGBA8, 1 BGRA8, 2 RGBA16F; planes: 3 f32, 4 f16
+    format: u32,   // buffer source: 0 RGBA8, 1 BGRA8, 2 RGBA16F; planes: 3 f32, 4 f16, 5 u8
     pitch: u32,    // buffer source: row pitch in 32-bit words (planes: plane 0's)
     nhwc: u32,     // 1: [1, H, W, C]; 0: [1, C, H, W]
     channels: u32, // C, 1 to 4

@@ -6,8 +6,8 @@
 //! ```
 //!
 //! Arguments (mirroring `neural-frame run`):
-//! - `clip` (`vnode:gpu`): RGBS or RGBH, one format and size for the whole clip; a CPU clip is
-//!   uploaded by the core. RGB24 is refused for now, with the conversions to add around it.
+//! - `clip` (`vnode:gpu`): RGBS, RGBH or RGB24, one format and size for the whole clip; a CPU
+//!   clip is uploaded by the core.
 //! - `model` (path, required): the ONNX model.
 //! - `backend`: `auto` (default), `cuda` or `cpu`.
 //! - `precision`: `auto` (default), `fp32` or `fp16`.
@@ -267,12 +267,7 @@ unsafe fn start_inference(
     let plane_format = match setup.format {
         SampleFormat::Rgbs => ash::vk::Format::R32_SFLOAT,
         SampleFormat::Rgbh => ash::vk::Format::R16_SFLOAT,
-        SampleFormat::Rgb24 => {
-            return Err("Model: RGB24 clips are not run yet (8-bit planes): add \
-                        core.resize.Bicubic(clip, format=vs.RGBS) before it, and \
-                        core.resize.Bicubic(clip, format=vs.RGB24) after it"
-                .into());
-        }
+        SampleFormat::Rgb24 => ash::vk::Format::R8_UNORM,
     };
     let backend = match setup.backend {
         Backend::Auto => neural_frame::Backend::Auto,
