@@ -35,13 +35,13 @@ pub(crate) struct ExportedMemory {
     pub(crate) info: AllocationInfo,
 }
 
-enum Dedicated {
+pub(super) enum Dedicated {
     Image(vk::Image),
     Buffer(vk::Buffer),
 }
 
 /// How memory for a resource is obtained.
-enum Source {
+pub(super) enum Source {
     Plain,
     Export,
     Import(ExportedMemory),
@@ -53,7 +53,7 @@ enum Source {
 impl Source {
     /// An import: through the driver, or, for a memory file on a device that imports host
     /// memory, through the library's own mapping of it (host_file.rs; the descriptor is closed).
-    fn import(device: &Device, memory: ExportedMemory) -> Result<Self> {
+    pub(super) fn import(device: &Device, memory: ExportedMemory) -> Result<Self> {
         #[cfg(target_os = "linux")]
         if let Some((_, alignment)) = &device.host_memory_ext
             && crate::vulkan::host_file::is_memory_file(std::os::fd::AsFd::as_fd(&memory.handle))
@@ -66,7 +66,7 @@ impl Source {
     }
 
     /// The external handle type the resource is created for.
-    fn handle_type(&self) -> vk::ExternalMemoryHandleTypeFlags {
+    pub(super) fn handle_type(&self) -> vk::ExternalMemoryHandleTypeFlags {
         match self {
             #[cfg(target_os = "linux")]
             Source::HostFile(..) => vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT,
@@ -78,7 +78,7 @@ impl Source {
 #[cfg(target_os = "linux")]
 use crate::vulkan::host_file::HostFile;
 
-fn allocate(
+pub(super) fn allocate(
     device: &Device,
     req: vk::MemoryRequirements,
     dedicated_wanted: bool,
@@ -151,7 +151,7 @@ fn allocate(
 
 /// Checks an imported allocation's description against the resource it is to back: a
 /// memory type the device has and the resource allows, and enough bytes.
-fn check_import(device: &Device, req: vk::MemoryRequirements, info: &AllocationInfo) -> Result<()> {
+pub(super) fn check_import(device: &Device, req: vk::MemoryRequirements, info: &AllocationInfo) -> Result<()> {
     let type_index = info.memory_type_index;
     if type_index >= device.memory_type_count() {
         return Err(Error::InvalidArgument(format!(
@@ -226,8 +226,8 @@ fn allocate_host_file(
 /// A `VkDeviceMemory`, where a resource's data starts in it, and the library's
 /// own mapping of the memory file it was imported from (host_file.rs).
 #[derive(Debug)]
-struct Memory {
-    raw: vk::DeviceMemory,
+pub(super) struct Memory {
+    pub(super) raw: vk::DeviceMemory,
     /// Unmapped when this value drops, after [`free`](Self::free).
     #[cfg(target_os = "linux")]
     mapping: Option<HostFile>,
@@ -243,7 +243,7 @@ impl Memory {
     }
 
     /// Where resources are bound: 0, or the data's offset in a memory file.
-    fn offset(&self) -> u64 {
+    pub(super) fn offset(&self) -> u64 {
         #[cfg(target_os = "linux")]
         if let Some(file) = &self.mapping {
             return file.data_offset();
@@ -255,7 +255,7 @@ impl Memory {
     ///
     /// # Safety
     /// Nothing may use it (no resource bound to it is used, nor its mapping), and it is freed once.
-    unsafe fn free(&self, device: &Device) {
+    pub(super) unsafe fn free(&self, device: &Device) {
         // SAFETY: the caller's promise.
         unsafe { device.raw().free_memory(self.raw, None) };
     }
@@ -431,24 +431,24 @@ pub(crate) enum BufferMemory {
 }
 
 /// Where a buffer's memory comes from.
-enum Backing {
+pub(super) enum Backing {
     /// Its own allocation, freed with it.
     Own(Memory),
     /// A range of an allocation imported once ([`Allocation`]), which it keeps alive.
-    Placed(#[allow(dead_code, reason = "held, not read: it keeps the memory alive")] Arc<Allocation>),
+    Placed(#[allow(dead_code, reason = "held, not read: it keeps the memory alive")] Arc<super::placed::Allocation>),
 }
 
 /// A buffer with its own memory (host-visible ones stay mapped), or placed in an
 /// imported [`Allocation`].
 pub(crate) struct Buffer {
-    raw: vk::Buffer,
-    memory: Backing,
-    mapped: *mut u8,
-    len: u64,
-    usage: vk::BufferUsageFlags,
-    allocation: AllocationInfo,
-    exportable: bool,
-    device: Arc<Device>,
+    pub(super) raw: vk::Buffer,
+    pub(super) memory: Backing,
+    pub(super) mapped: *mut u8,
+    pub(super) len: u64,
+    pub(super) usage: vk::BufferUsageFlags,
+    pub(super) allocation: AllocationInfo,
+    pub(super) exportable: bool,
+    pub(super) device: Arc<Device>,
 }
 
 // SAFETY: the mapped pointer refers to memory owned by this value; access goes
@@ -668,155 +668,5 @@ impl Drop for Buffer {
             // SAFETY: the buffer is gone; freeing also unmaps.
             unsafe { memory.free(&self.device) };
         }
-    }
-}
-
-/// Memory the caller exported, imported once, into which buffers are placed at offsets
-/// ([`Buffer::place`]): a host's pooled allocation holding many frames' planes. Freed when
-/// the last buffer placed in it and the context's own reference are gone.
-pub(crate) struct Allocation {
-    memory: Memory,
-    info: AllocationInfo,
-    handle_type: vk::ExternalMemoryHandleTypeFlags,
-    /// What a buffer placed in it must be aligned to (`VkMemoryRequirements::alignment`).
-    alignment: u64,
-    device: Arc<Device>,
-}
-
-impl std::fmt::Debug for Allocation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Allocation").field("info", &self.info).field("alignment", &self.alignment).finish()
-    }
-}
-
-/// A buffer of `usage` for memory of `handle_type`, with its requirements. Destroyed by the caller.
-fn external_buffer(
-    device: &Device,
-    len: u64,
-    usage: vk::BufferUsageFlags,
-    handle_type: vk::ExternalMemoryHandleTypeFlags,
-) -> Result<(vk::Buffer, vk::MemoryRequirements)> {
-    let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle_type);
-    let info = vk::BufferCreateInfo::default()
-        .size(len)
-        .usage(usage)
-        .sharing_mode(vk::SharingMode::EXCLUSIVE)
-        .push_next(&mut external);
-    // SAFETY: info is valid.
-    let raw = unsafe { device.raw().create_buffer(&info, None) }.call("vkCreateBuffer")?;
-    // SAFETY: raw is a valid buffer of this device.
-    let req = unsafe { device.raw().get_buffer_memory_requirements(raw) };
-    Ok((raw, req))
-}
-
-impl Allocation {
-    /// Imports `exported` once, for buffers of `usage` to be placed in it. On success the
-    /// descriptor belongs to the allocation; on failure it is closed.
-    pub(crate) fn import(device: &Arc<Device>, exported: ExportedMemory, usage: vk::BufferUsageFlags) -> Result<Self> {
-        let info = exported.info;
-        if info.dedicated {
-            return Err(Error::InvalidArgument(
-                "the memory is described as a dedicated allocation, which holds one image or buffer: only memory \
-                 allocated without VkMemoryDedicatedAllocateInfo can hold buffers placed at offsets"
-                    .into(),
-            ));
-        }
-        let source = Source::import(device, exported)?;
-        match &source {
-            Source::Import(_) => {
-                let support = buffer_export_support(device, usage)?;
-                if support.dedicated_only() {
-                    return Err(Error::Unsupported {
-                        device: device.info().name.clone(),
-                        what: "buffers placed in shared memory (the driver shares buffers only as dedicated \
-                               allocations)"
-                            .into(),
-                        remedy: "import each buffer's memory of its own (import_input_buffer)".into(),
-                    });
-                }
-            }
-            #[cfg(target_os = "linux")]
-            Source::HostFile(..) => caps::buffer_host_import_support(device, usage)?,
-            _ => {}
-        }
-        let handle_type = source.handle_type();
-        // A small buffer of the usage tells the memory types and alignment placed buffers need.
-        let (probe, req) = external_buffer(device, info.size.min(1 << 16), usage, handle_type)?;
-        let made = allocate(device, req, false, Dedicated::Buffer(probe), vk::MemoryPropertyFlags::empty(), source);
-        // SAFETY: the probe was never bound or used.
-        unsafe { device.raw().destroy_buffer(probe, None) };
-        let (memory, info) = made?;
-        Ok(Self { memory, info, handle_type, alignment: req.alignment.max(1), device: Arc::clone(device) })
-    }
-
-    /// Its size in bytes.
-    pub(crate) fn size(&self) -> u64 {
-        self.info.size
-    }
-
-    /// What a placed buffer's offset must be a multiple of.
-    pub(crate) fn alignment(&self) -> u64 {
-        self.alignment
-    }
-}
-
-impl Drop for Allocation {
-    fn drop(&mut self) {
-        // SAFETY: every buffer placed in it holds a reference, so none is left; a memory
-        // file's mapping goes after the free, when `memory` drops.
-        unsafe { self.memory.free(&self.device) };
-    }
-}
-
-impl Buffer {
-    /// A buffer of `len` bytes at `offset` in `allocation` (a multiple of its alignment).
-    pub(crate) fn place(
-        allocation: &Arc<Allocation>,
-        offset: u64,
-        len: u64,
-        usage: vk::BufferUsageFlags,
-    ) -> Result<Self> {
-        let a = allocation;
-        let device = &a.device;
-        let fits = offset.checked_add(len).is_some_and(|end| end <= a.info.size);
-        if len == 0 || !fits || !offset.is_multiple_of(a.alignment) {
-            return Err(Error::InvalidArgument(format!(
-                "a buffer of {len} bytes at offset {offset} does not fit the imported memory of {} bytes at an \
-                 offset that is a multiple of {}",
-                a.info.size, a.alignment
-            )));
-        }
-        let (raw, req) = external_buffer(device, len, usage, a.handle_type)?;
-        let checked = check_import(device, req, &AllocationInfo { size: a.info.size - offset, ..a.info })
-            .and_then(|()| {
-                if offset.is_multiple_of(req.alignment.max(1)) {
-                    Ok(())
-                } else {
-                    Err(Error::InvalidArgument(format!(
-                        "offset {offset} is not a multiple of the {} bytes a buffer must be aligned to here",
-                        req.alignment
-                    )))
-                }
-            })
-            .and_then(|()| {
-                // SAFETY: the memory is live (held by `a`), of a type the buffer allows, and the range fits.
-                unsafe { device.raw().bind_buffer_memory(raw, a.memory.raw, a.memory.offset() + offset) }
-                    .call("vkBindBufferMemory")
-            });
-        if let Err(e) = checked {
-            // SAFETY: the buffer is unused.
-            unsafe { device.raw().destroy_buffer(raw, None) };
-            return Err(e);
-        }
-        Ok(Self {
-            raw,
-            memory: Backing::Placed(Arc::clone(a)),
-            mapped: std::ptr::null_mut(),
-            len,
-            usage,
-            allocation: a.info,
-            exportable: false,
-            device: Arc::clone(device),
-        })
     }
 }

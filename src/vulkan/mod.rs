@@ -15,6 +15,7 @@ pub(crate) mod host_file;
 pub(crate) mod instance;
 pub(crate) mod memory;
 pub(crate) mod pattern;
+mod placed;
 pub(crate) mod query;
 pub(crate) mod sync;
 pub(crate) mod transfer;
@@ -27,5 +28,6 @@ pub use external::{
     EXTERNAL_SEMAPHORE_HANDLE_TYPE,
 };
 pub(crate) use instance::{Instance, InstanceOptions};
-pub(crate) use memory::{Allocation, Buffer, BufferMemory, ExportedMemory, Image};
+pub(crate) use memory::{Buffer, BufferMemory, ExportedMemory, Image};
+pub(crate) use placed::Allocation;
 pub(crate) use sync::TimelineSemaphore;
