@@ -14,6 +14,9 @@ mod common;
 #[path = "../../examples/support/renderer.rs"]
 mod renderer;
 
+#[path = "../../tests/common/src/plane_pixels.rs"]
+mod plane_pixels;
+
 use std::ffi::{CStr, CString, c_void};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::ptr;
@@ -24,6 +27,7 @@ use ash::vk::{self, Handle};
 use half::f16;
 use neural_frame::ort;
 use neural_frame_c::*;
+use plane_pixels::{bytes_of, decode, encode, pitch, value};
 use renderer::{RBuffer, Renderer};
 
 /// One test at a time: each makes a renderer with its own Vulkan device.
@@ -129,42 +133,6 @@ fn export(r: &Renderer, alloc: &renderer::Allocation) -> nf_memory_import {
         dedicated: m.dedicated,
         device_uuid: m.origin.device_uuid,
         driver_uuid: m.origin.driver_uuid,
-    }
-}
-
-fn bytes_of(format: vk::Format) -> u64 {
-    if format == vk::Format::R16_SFLOAT { 2 } else { 4 }
-}
-
-/// VapourSynth's pitch: rows padded to 64 bytes.
-fn pitch(width: u32, format: vk::Format) -> u64 {
-    (width as u64 * bytes_of(format)).next_multiple_of(64)
-}
-
-/// Channel `k` of pixel (x, y) of test picture `seed`, in about [-0.05, 1.1] as a float
-/// frame may hold, quantized to `format`.
-fn value(seed: u32, k: u32, x: u32, y: u32, w: u32, format: vk::Format) -> f32 {
-    let mut s = (seed * 7919 + k * 104_729 + y * w + x).wrapping_mul(2_654_435_761);
-    s ^= s >> 15;
-    let noise = (s % 1000) as f32 / 1000.0;
-    let ramp = match k {
-        0 => x as f32 / w as f32,
-        1 => (y % 17) as f32 / 16.0,
-        _ => ((x + y) % 23) as f32 / 22.0,
-    };
-    let v = 0.8 * ramp + 0.3 * noise - 0.05;
-    if format == vk::Format::R16_SFLOAT { f16::from_f32(v).to_f32() } else { v }
-}
-
-fn encode(v: f32, format: vk::Format) -> Vec<u8> {
-    if format == vk::Format::R16_SFLOAT { f16::from_f32(v).to_le_bytes().to_vec() } else { v.to_le_bytes().to_vec() }
-}
-
-fn decode(b: &[u8], format: vk::Format) -> f32 {
-    if format == vk::Format::R16_SFLOAT {
-        f16::from_le_bytes([b[0], b[1]]).to_f32()
-    } else {
-        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
 }
 

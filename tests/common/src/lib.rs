@@ -5,6 +5,7 @@ pub mod contract;
 pub mod foreign;
 pub mod host_stream;
 pub mod pipeline;
+pub mod plane_pixels;
 pub mod planes;
 pub mod serve;
 pub mod stream;

@@ -17,6 +17,7 @@ use neural_frame::{
 use super::foreign::{Renderer, own, renderer, serial};
 use super::open_fds;
 use super::pipeline::{affine, element_index, rgba_channel};
+use super::plane_pixels::{bytes_of, decode, encode, pitch, quantize, value};
 
 /// The block's usage: the renderer fills and reads it with copies.
 const POOL_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
@@ -27,60 +28,6 @@ const POOL_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 
 /// The byte every poisoned output holds: as f32 and as f16 a NaN.
 const POISON: u8 = 0xff;
-
-fn bytes_of(format: vk::Format) -> u64 {
-    match format {
-        vk::Format::R16_SFLOAT => 2,
-        vk::Format::R8_UNORM => 1,
-        _ => 4,
-    }
-}
-
-/// What a plane of `format` holds of `v`: itself, the nearest half, or the nearest of 256
-/// codes after a clamp to [0, 1].
-fn quantize(v: f32, format: vk::Format) -> f32 {
-    match format {
-        vk::Format::R16_SFLOAT => f16::from_f32(v).to_f32(),
-        vk::Format::R8_UNORM => (v.clamp(0.0, 1.0) * 255.0).round() / 255.0,
-        _ => v,
-    }
-}
-
-/// VapourSynth's pitch: rows padded to 64 bytes.
-fn pitch(width: u32, format: vk::Format) -> u64 {
-    (width as u64 * bytes_of(format)).next_multiple_of(64)
-}
-
-/// Channel `k` of pixel (x, y) of test picture `seed`: values in about [-0.05, 1.1], as a
-/// float frame may hold, quantized to `format`.
-fn value(seed: u32, k: u32, x: u32, y: u32, w: u32, format: vk::Format) -> f32 {
-    let mut s = (seed * 7919 + k * 104729 + y * w + x).wrapping_mul(2654435761);
-    s ^= s >> 15;
-    let noise = (s % 1000) as f32 / 1000.0;
-    let ramp = match k {
-        0 => x as f32 / w as f32,
-        1 => (y % 17) as f32 / 16.0,
-        _ => ((x + y) % 23) as f32 / 22.0,
-    };
-    quantize(0.8 * ramp + 0.3 * noise - 0.05, format)
-}
-
-fn encode(v: f32, format: vk::Format) -> Vec<u8> {
-    match format {
-        vk::Format::R16_SFLOAT => f16::from_f32(v).to_le_bytes().to_vec(),
-        vk::Format::R8_UNORM => vec![(v.clamp(0.0, 1.0) * 255.0).round() as u8],
-        _ => v.to_le_bytes().to_vec(),
-    }
-}
-
-fn decode(b: &[u8], format: vk::Format) -> f32 {
-    match format {
-        vk::Format::R16_SFLOAT => f16::from_le_bytes([b[0], b[1]]).to_f32(),
-        // 0xff is a code like any other: the poison check of bytes uses the pattern below.
-        vk::Format::R8_UNORM => b[0] as f32 / 255.0,
-        _ => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-    }
-}
 
 /// ONNX Runtime's CPU run of the model on colour planes `rgb` (each w × h, values as
 /// the frame holds them): the output's colour planes R, G, B.
