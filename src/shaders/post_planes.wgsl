@@ -35,17 +35,6 @@ fn store(x: u32, y: u32, c: vec4<f32>) {
     }
 }
 
-// Pixels a word: floats 1, halves 2, bytes 4.
-fn group() -> u32 {
-    if p.format == 4u {
-        return 2u;
-    }
-    if p.format == 5u {
-        return 4u;
-    }
-    return 1u;
-}
-
 // Pixels x .. x + n - 1 of row y (one word's, x its first or the tile's first) into planes
 // of halves or bytes; the word's other pixels are kept.
 fn store_word(x: u32, y: u32, v: array<vec4<f32>, 4>, n: u32) {
@@ -53,40 +42,18 @@ fn store_word(x: u32, y: u32, v: array<vec4<f32>, 4>, n: u32) {
     let lane = x % g;
     for (var k = 0u; k < 3u; k++) {
         let w = plane_row(k, y) + x / g;
-        if g == 2u {
-            var pair = vec2<f32>(0.0);
-            if n < 2u {
-                pair = unpack2x16float(word(k, w));
-            }
-            for (var i = 0u; i < n; i++) {
-                pair[lane + i] = v[i][k];
-            }
-            put_word(k, w, pack2x16float(pair));
-        } else {
-            var quad = vec4<f32>(0.0);
-            if n < 4u {
-                quad = unpack4x8unorm(word(k, w));
-            }
-            for (var i = 0u; i < n; i++) {
-                quad[lane + i] = clamp(v[i][k], 0.0, 1.0);
-            }
-            put_word(k, w, pack4x8unorm(quad));
+        var q = vec4<f32>(0.0);
+        if n < g {
+            q = unpack_word(word(k, w));
         }
+        for (var i = 0u; i < n; i++) {
+            q[lane + i] = v[i][k];
+        }
+        put_word(k, w, pack_word(q));
     }
 }
 
 // What an earlier tile wrote at (x, y), for blending.
 fn load_prev(x: u32, y: u32) -> vec4<f32> {
-    var c = vec4<f32>(0.0, 0.0, 0.0, 1.0);
-    for (var k = 0u; k < 3u; k++) {
-        let row = plane_row(k, y);
-        if p.format == 3u {
-            c[k] = bitcast<f32>(word(k, row + x));
-        } else if p.format == 4u {
-            c[k] = unpack2x16float(word(k, row + x / 2u))[x & 1u];
-        } else {
-            c[k] = unpack4x8unorm(word(k, row + x / 4u))[x & 3u];
-        }
-    }
-    return c;
+    return plane_pixel(x, y);
 }
