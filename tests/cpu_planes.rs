@@ -13,3 +13,8 @@ fn planar_frames_match_onnx_runtime() {
 fn bad_planes_are_refused() {
     planes::bad_planes_are_refused(Backend::Cpu);
 }
+
+#[test]
+fn tiled_planar_frames_match_onnx_runtime() {
+    planes::tiled_planar_frames_match_onnx_runtime(Backend::Cpu);
+}

@@ -16,4 +16,4 @@ macro_rules! on_cuda {
     )*};
 }
 
-on_cuda!(planar_frames_match_onnx_runtime, bad_planes_are_refused);
+on_cuda!(planar_frames_match_onnx_runtime, bad_planes_are_refused, tiled_planar_frames_match_onnx_runtime);

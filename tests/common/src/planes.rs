@@ -227,6 +227,40 @@ pub fn planar_frames_match_onnx_runtime(backend: Backend) {
     assert_eq!(r.validation_errors(), 0, "the renderer's instance");
 }
 
+/// A tiled frame into planes of halves and bytes: tiles whose edges fall inside a word of
+/// the output planes (×2 tiles of odd width: bytes split 2 + 2 at a word), where the word's
+/// pixels of the other tile are kept. Compared with ONNX Runtime's CPU run of the whole frame
+/// (the tiny model's window is one pixel, inside the overlap).
+pub fn tiled_planar_frames_match_onnx_runtime(backend: Backend) {
+    let _serial = serial();
+    let r = renderer();
+    let model = "models/test/tiny-x2-f32.onnx";
+    for (format, tol) in [(vk::Format::R8_UNORM, 1.0 / 255.0 + 1e-5), (vk::Format::R16_SFLOAT, 4e-3)] {
+        let (w, h) = (100, 18);
+        let mut ctx = NeuralFrameContext::builder(model)
+            .backend(backend)
+            .device(neural_frame::DeviceSelector::Uuid(r.identity.device_uuid))
+            .frame_size(w, h)
+            .tiling(neural_frame::Tiling::new(37, 13, 4).expect("tiling"))
+            .validation(true)
+            .build()
+            .expect("a tiled context");
+        assert!(ctx.tiles().is_some_and(|(_, n)| n > 2), "tiled: {:?}", ctx.tiles());
+        let (ow, oh) = ctx.output_size();
+        let pool = r.pool(1 << 20, POOL_USAGE).expect("a pooled block");
+        let memory = ctx.import_memory(r.export(&pool.alloc).expect("export")).expect("import");
+        let (input, end) = layout(memory, 4 * 5, w, h, format);
+        let (output, _) = layout(memory, (end + 4 * 3).next_multiple_of(4), ow, oh, format);
+        check_frame(&r, &pool, &mut ctx, model, (&input, &output), 11, tol);
+        ctx.release_memory(memory).expect("release");
+        ctx.wait_all().expect("drained");
+        assert_eq!(ctx.validation_errors(), 0, "the context's instance");
+        drop(ctx);
+        r.destroy_buffer(pool);
+    }
+    assert_eq!(r.validation_errors(), 0, "the renderer's instance");
+}
+
 /// What a host may get wrong is refused with a message that says what, and leaves the
 /// context usable.
 pub fn bad_planes_are_refused(backend: Backend) {
