@@ -109,7 +109,7 @@ pub(crate) const RUST_TO_C: &[(&str, &str)] = &[
     ("MemoryImport", "nf_memory_import"),
     ("PlanarFrame", "nf_planar_frame"),
     ("SyncPoint", "nf_sync_point"),
-    ("PLANE_FORMATS", "VK_FORMAT_R32_SFLOAT or VK_FORMAT_R16_SFLOAT"),
+    ("PLANE_FORMATS", "VK_FORMAT_R32_SFLOAT, VK_FORMAT_R16_SFLOAT or VK_FORMAT_R8_UNORM"),
 ];
 
 /// `RUST_TO_C`, for the tests: (Rust name, C name).

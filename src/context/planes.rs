@@ -86,17 +86,40 @@ pub struct PlanarFrame {
     pub planes: Vec<Plane>,
 }
 
+/// What each part of the library needs to know of a plane format, in one place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlaneFormat {
+    pub(crate) format: vk::Format,
+    /// Bytes a pixel.
+    pub(crate) bytes: u64,
+    /// The Vulkan passes' buffer format code (`format` in planes_common.wgsl).
+    pub(crate) shader_code: u32,
+    /// The CUDA passes' element.
+    pub(crate) surface: SurfaceFormat,
+}
+
+/// [`PLANE_FORMATS`], described, in its order.
+const PLANE_FORMAT_TABLE: [PlaneFormat; 3] = [
+    PlaneFormat { format: vk::Format::R32_SFLOAT, bytes: 4, shader_code: 3, surface: SurfaceFormat::R32F },
+    PlaneFormat { format: vk::Format::R16_SFLOAT, bytes: 2, shader_code: 4, surface: SurfaceFormat::R16F },
+    PlaneFormat { format: vk::Format::R8_UNORM, bytes: 1, shader_code: 5, surface: SurfaceFormat::R8 },
+];
+
+impl PlaneFormat {
+    /// `format`'s description, or what planar frames take instead.
+    pub(crate) fn of(format: vk::Format) -> Result<Self> {
+        PLANE_FORMAT_TABLE.iter().copied().find(|f| f.format == format).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a plane of format {format:?} cannot be used; planar frames take {PLANE_FORMATS:?} (one colour \
+                 channel a plane)"
+            ))
+        })
+    }
+}
+
 /// Bytes a pixel of a plane of `format`.
 fn element_bytes(format: vk::Format) -> Result<u64> {
-    match format {
-        vk::Format::R32_SFLOAT => Ok(4),
-        vk::Format::R16_SFLOAT => Ok(2),
-        vk::Format::R8_UNORM => Ok(1),
-        other => Err(Error::InvalidArgument(format!(
-            "a plane of format {other:?} cannot be used; planar frames take {PLANE_FORMATS:?} (one colour \
-             channel a plane)"
-        ))),
-    }
+    PlaneFormat::of(format).map(|f| f.bytes)
 }
 
 impl NeuralFrameContext {
@@ -317,11 +340,7 @@ impl NeuralFrameContext {
             })
         };
         let ptr = |k: usize| ptrs.get(k).or(ptrs.first()).copied().unwrap_or(0);
-        let format = match frame.format {
-            vk::Format::R16_SFLOAT => SurfaceFormat::R16F,
-            vk::Format::R8_UNORM => SurfaceFormat::R8,
-            _ => SurfaceFormat::R32F,
-        };
+        let format = PlaneFormat::of(frame.format)?.surface;
         Ok(Some(CudaView {
             access: CudaAccess::Planes {
                 ptrs: [ptr(0), ptr(1), ptr(2)],
@@ -330,5 +349,20 @@ impl NeuralFrameContext {
             },
             format,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_plane_format_is_described_once() {
+        let described: Vec<vk::Format> = PLANE_FORMAT_TABLE.iter().map(|f| f.format).collect();
+        assert_eq!(described, PLANE_FORMATS);
+        let codes: Vec<u32> = PLANE_FORMAT_TABLE.iter().map(|f| f.shader_code).collect();
+        assert_eq!(codes, [3, 4, 5], "planes_common.wgsl's format codes");
+        assert!(PlaneFormat::of(vk::Format::R8G8B8A8_UNORM).is_err());
+        assert_eq!(element_bytes(vk::Format::R16_SFLOAT).ok(), Some(2));
     }
 }

@@ -6,6 +6,7 @@
 use ash::vk;
 
 use crate::context::passes::{PostParams, PreParams, post_grid, pre_grid};
+use crate::context::planes::PlaneFormat;
 use crate::context::registry::{Origin, PlacedPlane, Registration, Resource as Res};
 use crate::context::slots::SlotTensors;
 use crate::context::tiles::Tile;
@@ -154,11 +155,8 @@ fn buffer_format(reg: &Registration) -> (u32, u32, [u32; 3], [u32; 2]) {
             (code, (*pitch / 4) as u32, [0; 3], [0; 2])
         }
         Res::Planes { format, planes } => {
-            let code = match *format {
-                vk::Format::R16_SFLOAT => 4,
-                vk::Format::R8_UNORM => 5,
-                _ => 3,
-            };
+            // Registered planes are of a checked format.
+            let code = PlaneFormat::of(*format).map_or(3, |f| f.shader_code);
             let plane = |k: usize| planes.get(k).or(planes.first());
             let start = |k: usize| plane(k).map_or(0, |p| p.start);
             let pitch = |k: usize| plane(k).map_or(0, |p| (p.pitch / 4) as u32);

@@ -58,7 +58,7 @@ pub(crate) struct Options<'a> {
     pub(crate) backend: neural_frame::Backend,
     pub(crate) precision: Option<Precision>,
     pub(crate) tile: Option<(u32, u32, u32)>,
-    /// The clip's plane format: `R32_SFLOAT` (RGBS) or `R16_SFLOAT` (RGBH).
+    /// The clip's plane format: `R32_SFLOAT` (RGBS), `R16_SFLOAT` (RGBH) or `R8_UNORM` (RGB24).
     pub(crate) plane_format: vk::Format,
     pub(crate) width: u32,
     pub(crate) height: u32,
