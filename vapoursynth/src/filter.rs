@@ -15,18 +15,21 @@
 //!   output frame at once, and the frames stay referenced until their frame is done;
 //! - on the host: the filter waits for the input frame's producers (`waitGPUFrame`), runs
 //!   the frame, and waits for it before it returns the output, which then needs no producer.
-//!   The only way where the core's semaphores do not export (lavapipe).
+//!   The only way where the core's semaphores do not export (lavapipe). The filter is then
+//!   `fmParallel`, and each thread waits for its frame without the filter's lock, so that
+//!   the next frames go to the GPU while one is waited for.
 
 use std::collections::VecDeque;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use neural_frame::{
-    DeviceIdentity, DeviceSelector, Frame, MemoryId, MemoryImport, NeuralFrameContext, PlanarFrame, Plane, Precision,
-    SemaphoreImport, Submitted, SyncMode, Ticket, Tiling, TimelineId,
+    DEFAULT_FRAME_TIMEOUT, DeviceIdentity, DeviceSelector, Frame, MemoryId, MemoryImport, NeuralFrameContext,
+    PlanarFrame, Plane, Precision, SemaphoreImport, Submitted, SyncMode, Ticket, Tiling, TimelineId,
 };
 
 use crate::ffi::*;
@@ -38,6 +41,10 @@ const MEMORY_CACHE: usize = 32;
 
 /// Producer semaphores kept imported at most.
 const SEMAPHORE_CACHE: usize = 64;
+
+/// How often the host path looks whether its frame is done (a 540p → 4K frame of the
+/// bundled model takes about 2 ms).
+const POLL: Duration = Duration::from_micros(50);
 
 /// How frames are handed between the core and the context (`sync` argument).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,8 +89,9 @@ struct InFlight {
     dst: *const VSFrame,
 }
 
-/// The filter's state behind its lock (VapourSynth calls `getFrame` of an
-/// `fmParallelRequests` filter from one thread at a time, but not always the same one).
+/// The filter's state behind its lock (`getFrame` of the host path's `fmParallel` filter
+/// runs on several threads at once; the GPU path's `fmParallelRequests` on one at a time, but
+/// not always the same one).
 struct State {
     ctx: NeuralFrameContext,
     /// Imported allocations by `memoryId`, oldest first.
@@ -216,6 +224,12 @@ impl Filter {
         self.node
     }
 
+    /// The filter mode: the host path's `getFrame` runs on several threads at once (each
+    /// waits for its frame without the lock); the GPU path's waits for nothing, one at a time.
+    pub(crate) fn mode(&self) -> c_int {
+        if self.timelines.is_some() { fmParallelRequests } else { fmParallel }
+    }
+
     /// Frame `n`: the input's planes through the model into a new GPU frame's.
     ///
     /// # Safety
@@ -271,11 +285,37 @@ impl Filter {
                 return Err(format!("Model: the output planes of frame {n}: {err}"));
             }
         };
-        let ran = ctx.infer(in_id, out_id);
+        let submitted = ctx.submit(Frame::new(in_id, out_id));
         let unregistered = ctx.unregister_input(in_id).and(ctx.unregister_output(out_id));
-        ran.map_err(|e| format!("Model: frame {n}: {e}"))?;
+        let ticket = match submitted.map_err(|e| format!("Model: frame {n}: {e}"))? {
+            Submitted::Frame(ticket) => ticket,
+            Submitted::Skipped => return Err(format!("Model: frame {n} was skipped")),
+        };
         unregistered.map_err(|e| format!("Model: frame {n}: {e}"))?;
+        drop(state);
+        // Waited for without the lock, so that other threads' frames go in meanwhile (the
+        // host path is `fmParallel`).
+        self.wait_unlocked(n, &ticket)?;
         Ok(dst.release())
+    }
+
+    /// The host path's wait for frame `n`: the context polled, its lock taken only for each
+    /// poll, until the frame is done or the context's frame timeout has passed.
+    fn wait_unlocked(&self, n: c_int, ticket: &Ticket) -> Result<(), String> {
+        let start = Instant::now();
+        loop {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.ctx.try_wait(ticket).map_err(|e| format!("Model: frame {n}: {e}"))?.is_some() {
+                return Ok(());
+            }
+            if start.elapsed() >= DEFAULT_FRAME_TIMEOUT {
+                // The context's own error, which says what it waited for and how long.
+                let last = state.ctx.wait_timeout(ticket, Duration::ZERO);
+                return last.map(|_| ()).map_err(|e| format!("Model: frame {n}: {e}"));
+            }
+            drop(state);
+            std::thread::sleep(POLL);
+        }
     }
 
     /// The GPU path of frame `n`: the input planes' producer pairs waited for on the

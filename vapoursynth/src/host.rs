@@ -361,6 +361,72 @@ impl<'c> Node<'c> {
         }
         Ok(Frame { core: self.core, frame: frame.cast_mut() })
     }
+
+    /// Frames `ns`, all requested at once (`getFrameAsync`, as vspipe does) so that the
+    /// core's threads run them side by side; each frame, or the error that stopped it, in
+    /// the order of `ns`.
+    pub fn frames(&self, ns: &[c_int]) -> Result<Vec<Result<Frame<'c>, String>>, String> {
+        let get = entry!(self.core.api(), getFrameAsync);
+        let done = AsyncFrames { results: std::sync::Mutex::new(vec![None; ns.len()]), ready: Default::default() };
+        for (i, &n) in ns.iter().enumerate() {
+            let request = Box::into_raw(Box::new((&done as *const AsyncFrames, i)));
+            // SAFETY: our node; `done` outlives every callback (waited for below).
+            unsafe { get(n, self.node, Some(frame_done), request.cast()) };
+        }
+        let mut results = done.results.lock().unwrap_or_else(|p| p.into_inner());
+        while results.iter().any(Option::is_none) {
+            results = done.ready.wait(results).unwrap_or_else(|p| p.into_inner());
+        }
+        let core = self.core;
+        Ok(results
+            .drain(..)
+            .map(|r| match r {
+                Some(Ok(frame)) => Ok(Frame { core, frame: frame as *mut VSFrame }),
+                Some(Err(e)) => Err(e),
+                None => Err("no frame".into()),
+            })
+            .collect())
+    }
+
+    /// `getNodeFilterMode`: `fmParallel`, `fmParallelRequests`, …
+    pub fn filter_mode(&self) -> Result<c_int, String> {
+        // SAFETY: our node.
+        Ok(unsafe { entry!(self.core.api(), getNodeFilterMode)(self.node) })
+    }
+}
+
+/// [`Node::frames`]' requests' results: a frame's address, or an error.
+struct AsyncFrames {
+    results: std::sync::Mutex<Vec<Option<Result<usize, String>>>>,
+    ready: std::sync::Condvar,
+}
+
+/// `getFrameAsync`'s callback: the frame (a reference the host now holds) or the error, into
+/// its slot.
+unsafe extern "system" fn frame_done(
+    user_data: *mut std::ffi::c_void,
+    f: *const VSFrame,
+    _n: c_int,
+    _node: *mut VSNode,
+    error_msg: *const c_char,
+) {
+    // SAFETY: the box `frames` made for this request, taken once.
+    let request = unsafe { Box::from_raw(user_data.cast::<(*const AsyncFrames, usize)>()) };
+    // SAFETY: `frames` waits for every callback before `done` goes.
+    let done = unsafe { &*request.0 };
+    let result = if f.is_null() {
+        Err(if error_msg.is_null() {
+            "no frame".into()
+        } else {
+            // SAFETY: VapourSynth's message, valid for the call.
+            unsafe { CStr::from_ptr(error_msg) }.to_string_lossy().into_owned()
+        })
+    } else {
+        Ok(f as usize)
+    };
+    let mut results = done.results.lock().unwrap_or_else(|p| p.into_inner());
+    results[request.1] = Some(result);
+    done.ready.notify_all();
 }
 
 impl Drop for Node<'_> {

@@ -294,6 +294,7 @@ unsafe fn start_inference(
     let f = filter::Filter::new(&options, (api, core), clip.node, vk, &setup.video_info)?;
     let out_info = *f.out_info();
     let node = f.node();
+    let mode = f.mode();
     std::mem::forget(clip); // the filter holds the reference now, freed in filter::free
     let dependency = VSFilterDependency { source: node, requestPattern: rpStrictSpatial };
     let instance = Box::into_raw(Box::new(f));
@@ -305,7 +306,7 @@ unsafe fn start_inference(
             &out_info,
             Some(filter::get_frame),
             Some(filter::free),
-            fmParallelRequests,
+            mode,
             ffGPUOutput,
             &dependency,
             1,

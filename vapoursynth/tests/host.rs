@@ -345,11 +345,10 @@ fn model_matches_onnx_runtime(core: &Core<'_>) -> Result<(), String> {
             let same = core.clip("std", "Expr", &[("clips", Arg::Nodes(&[&up])), ("expr", Arg::Str("x"))])?;
             assert_eq!(same.residency()?, nrGPU);
             let down = core.clip("std", "GPUDownload", &[("clip", Arg::Nodes(&[&same]))])?;
-            let mut worst = 0f64;
-            for n in [0, 130] {
-                let input = planes_f32(&clip.frame(n)?)?;
-                let want = common::planes::reference_planes(path, &contract, &input, width as u32, height as u32);
-                let got = planes_f32(&down.frame(n)?)?;
+            // The host path runs frames on several threads at once; the GPU path one at a time.
+            let mode = if sync == "gpu" { fmParallelRequests } else { fmParallel };
+            assert_eq!(up.filter_mode()?, mode, "nf.Model's filter mode with sync={sync}");
+            let psnr = |got: &[Vec<f32>], want: &[Vec<f32>]| {
                 let mut sq = 0f64;
                 let mut count = 0usize;
                 for k in 0..3 {
@@ -357,15 +356,35 @@ fn model_matches_onnx_runtime(core: &Core<'_>) -> Result<(), String> {
                     for (g, w) in got[k].iter().zip(&want[k]) {
                         // RGB24 holds codes: the model's value clamped and rounded, as written.
                         let w = if format == pfRGB24 { (w.clamp(0.0, 1.0) * 255.0).round() / 255.0 } else { *w };
-                        let w = &w;
-                        let d = if g.is_nan() { f64::INFINITY } else { (*g - *w) as f64 };
+                        let d = if g.is_nan() { f64::INFINITY } else { (*g - w) as f64 };
                         sq += d * d;
                         count += 1;
                     }
                 }
-                let psnr = 10.0 * (1.0 / (sq / count as f64)).log10();
-                worst = if n == 0 { psnr } else { worst.min(psnr) };
-                assert!(psnr >= 45.0, "{model} format {format:#x} {width}x{height} frame {n}: PSNR {psnr:.1} dB");
+                10.0 * (1.0 / (sq / count as f64)).log10()
+            };
+            let mut worst = f64::INFINITY;
+            // The clip's two pictures (frames 0–119 and 120–239).
+            let mut wants = Vec::new();
+            for n in [0, 130] {
+                let input = planes_f32(&clip.frame(n)?)?;
+                let want = common::planes::reference_planes(path, &contract, &input, width as u32, height as u32);
+                let p = psnr(&planes_f32(&down.frame(n)?)?, &want);
+                worst = worst.min(p);
+                assert!(p >= 45.0, "{model} format {format:#x} {width}x{height} frame {n}: PSNR {p:.1} dB");
+                wants.push(want);
+            }
+            // 24 frames requested at once, the two pictures alternating, none of them cached
+            // yet: each output is its own input's.
+            let ns: Vec<c_int> = (0..12).flat_map(|i| [10 + i, 140 + i]).collect();
+            for (n, frame) in ns.iter().zip(down.frames(&ns)?) {
+                let want = &wants[usize::from(*n >= 120)];
+                let p = psnr(&planes_f32(&frame?)?, want);
+                worst = worst.min(p);
+                assert!(
+                    p >= 45.0,
+                    "{model} format {format:#x} {width}x{height} frame {n} (requested with 23 others): PSNR {p:.1} dB"
+                );
             }
             println!(
                 "  nf.Model ×{scale} format {format:#x} {width}×{height} sync={sync}: PSNR ≥ {worst:.1} dB against ONNX Runtime's CPU run"
