@@ -7,8 +7,10 @@ for the core's GPU frames, and for `nf` cases ONNX Runtime where the plugin find
 (ORT_DYLIB_PATH). Each case runs in a fresh process (this script re-runs itself with
 --child CASE), warms up, then times --frames frames:
 
-- `gpu`: an RGBH clip (a CPU clip, uploaded by the core) through `nf.Model`; its GPU
-  frames are requested and released, never downloaded (`vspipe script.vpy .`).
+- `source`: the source clip alone (below), its frames requested and released: the most
+  any case can reach.
+- `gpu`: the RGBH clip through `nf.Model`; its GPU frames are requested and released, never
+  downloaded (`vspipe script.vpy .`).
 - `download`: the same, then `std.GPUDownload`: the 4K RGBH frames reach host memory.
 - `y4m`: the same, then BT.709 YUV444P8 (`resize.Bicubic`) written as y4m to /dev/null by
   `VideoNode.output` (what `vspipe -c y4m` writes).
@@ -18,6 +20,15 @@ for the core's GPU frames, and for `nf` cases ONNX Runtime where the plugin find
 - `mlrt-y4m`: `mlrt`, then `y4m`'s conversion and output.
 
 Frames are requested as vspipe does: in order, as many in flight as the core has threads.
+
+The source (--source), an RGBH clip of ripples and ramps, not a flat field:
+- `gpu` (the default for `nf` cases): four patterned frames made once, uploaded once
+  (`std.GPUUpload`) and looped, so the core serves them from its cache: the filter's own
+  rate, as `neural-frame bench` times frames already on the GPU;
+- `cpu` (always for `mlrt` cases, which take host frames): the four frames looped in host
+  memory; for `nf.Model` the core uploads each frame (part of the time);
+- `python`: every frame filled by a Python `ModifyFrame` callback, which the GIL runs one at
+  a time (about 430 frames/s on a 2-core machine): a source slower than the model.
 
     python3 bench/vapoursynth_rate.py --plugin target/release/libneural_frame_vapoursynth.so \\
         --model models/upscale.onnx --size 960x540 --frames 300 --json rates.json
@@ -30,7 +41,9 @@ import subprocess
 import sys
 import time
 
-CASES = ["gpu", "download", "y4m", "mlrt", "mlrt-y4m"]
+CASES = ["source", "gpu", "download", "y4m", "mlrt", "mlrt-y4m"]
+SOURCES = ["gpu", "cpu", "python"]
+PATTERNS = 4  # distinct frames of the looped sources
 
 
 def parse_size(s):
@@ -38,26 +51,36 @@ def parse_size(s):
     return int(w), int(h)
 
 
-def clip_for(core, vs, args, length):
+def clip_for(core, vs, source, size, length):
     import numpy as np
 
-    w, h = args.size
-    # Not a flat field: a ramp and ripples in each channel, made once, copied into each frame.
+    w, h = size
+    # Not a flat field: a ramp and ripples in each channel (shifted with the frame number).
     y, x = np.mgrid[0:h, 0:w].astype(np.float32)
-    planes = [
-        (0.5 + 0.3 * np.sin(x / 17.0) * np.cos(y / 11.0)).astype(np.float16),
-        (0.2 + 0.6 * x / w).astype(np.float16),
-        (0.8 - 0.5 * y / h + 0.05 * np.sin((x + y) / 5.0)).astype(np.float16),
-    ]
+
+    def planes(n):
+        return [
+            (0.5 + 0.3 * np.sin((x + 3 * n) / 17.0) * np.cos(y / 11.0)).astype(np.float16),
+            (0.2 + 0.6 * x / w).astype(np.float16),
+            (0.8 - 0.5 * y / h + 0.05 * np.sin((x + y + n) / 5.0)).astype(np.float16),
+        ]
+
+    made = [planes(n) for n in range(PATTERNS)]
 
     def fill(n, f):
         out = f.copy()
-        for p, a in enumerate(planes):
+        for p, a in enumerate(made[n % PATTERNS]):
             np.copyto(np.asarray(out[p]), a)
         return out
 
-    base = core.std.BlankClip(format=vs.RGBH, width=w, height=h, length=length, keep=True)
-    return core.std.ModifyFrame(base, base, fill)
+    if source == "python":
+        base = core.std.BlankClip(format=vs.RGBH, width=w, height=h, length=length, keep=True)
+        return core.std.ModifyFrame(base, base, fill)
+    base = core.std.BlankClip(format=vs.RGBH, width=w, height=h, length=PATTERNS, keep=True)
+    few = core.std.ModifyFrame(base, base, fill)
+    if source == "gpu":
+        few = core.std.GPUUpload(few)
+    return core.std.Loop(few, times=-(-length // PATTERNS))[:length]
 
 
 def child(case, args):
@@ -65,8 +88,11 @@ def child(case, args):
 
     core = vs.core
     total = args.warmup + args.frames
-    src = clip_for(core, vs, args, total)
-    if case.startswith("mlrt"):
+    source = "cpu" if case.startswith("mlrt") and args.source == "gpu" else args.source
+    src = clip_for(core, vs, source, args.size, total)
+    if case == "source":
+        out = src
+    elif case.startswith("mlrt"):
         if args.mlrt_plugin:
             core.std.LoadPlugin(args.mlrt_plugin)
         out = core.ort.Model(
@@ -81,7 +107,7 @@ def child(case, args):
     else:
         core.std.LoadPlugin(args.plugin)
         out = core.nf.Model(src, model=args.model, sync=args.sync)
-        if case != "gpu":
+        if case not in ("gpu", "source"):
             out = core.std.GPUDownload(out)
     if case.endswith("y4m"):
         out = core.resize.Bicubic(out, format=vs.YUV444P8, matrix_s="709")
@@ -109,6 +135,7 @@ def child(case, args):
                 "ms_per_frame": took * 1e3 / args.frames,
                 "warmup_s": warm,
                 "threads": core.num_threads,
+                "source": source,
                 "output": f"{ow}x{oh} {out.format.name}",
             }
         ),
@@ -124,6 +151,7 @@ def main():
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--warmup", type=int, default=24)
     p.add_argument("--sync", default="auto", help="nf.Model's sync (auto, host, gpu)")
+    p.add_argument("--source", default="gpu", choices=SOURCES, help="the source clip (above)")
     p.add_argument("--mlrt-plugin", help="vs-mlrt's libvsort.so, where VapourSynth does not autoload it")
     p.add_argument("--mlrt-provider", default="CUDA")
     p.add_argument("--mlrt-streams", type=int, default=2)
@@ -142,7 +170,7 @@ def main():
     for case in args.case.split(","):
         if case not in CASES:
             p.error(f"unknown case {case!r}")
-        if not case.startswith("mlrt") and not args.plugin:
+        if case not in ("source",) and not case.startswith("mlrt") and not args.plugin:
             p.error(f"case {case} needs --plugin")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", case]
         cmd += strip_values(sys.argv[1:], ("--json", "--case"))
@@ -161,7 +189,8 @@ def main():
         print(
             f"{case:9} {res['frames_per_s']:8.1f} frames/s  {res['ms_per_frame']:7.3f} ms a frame  "
             f"({res['frames']} frames after {args.warmup}, warm-up {res['warmup_s']:.2f} s, "
-            f"{res['threads']} threads, out {res['output']}, validation errors {res['validation_errors']}"
+            f"{res['threads']} threads, {res['source']} source, out {res['output']}, "
+            f"validation errors {res['validation_errors']}"
             f"{', layer named by the loader' if res['validation_layer_named'] else ''})",
             flush=True,
         )
