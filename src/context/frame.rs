@@ -9,7 +9,7 @@ use crate::context::backend::{CallerWaits, Engine, Run};
 use crate::context::plan::{self, Finish, PostBatch, Route, Side, Situation};
 use crate::context::record::{Direction, Place, Recorder, Tensor};
 use crate::context::registry::{InputId, OutputId};
-use crate::context::ring::InFlight;
+use crate::context::ring::{InFlight, Status};
 use crate::context::sync::{CallerSignal, Frame, FrameStats, Submission, Submitted, Ticket};
 use crate::context::{BackPressure, NeuralFrameContext};
 use crate::error::{Error, Result};
@@ -457,6 +457,15 @@ impl NeuralFrameContext {
             self.queue_submit(1, &batch, vk::Fence::null())?;
         }
         Ok(())
+    }
+
+    /// Whether `ticket`'s frame has a post pass that waits for the host to submit it
+    /// (`PostWait::Host`): its output-ready signal is not on its way yet.
+    pub(crate) fn post_deferred(&self, ticket: &Ticket) -> bool {
+        match self.ring.status(ticket.value) {
+            Status::InFlight(i) => self.ring.slot(i).is_some_and(|f| f.post_pending),
+            _ => false,
+        }
     }
 
     /// Post waits on the host: submits, in frame order, the pending post passes

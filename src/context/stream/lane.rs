@@ -238,9 +238,8 @@ impl Lane {
     /// The host frame the next [`submit_in`](Self::submit_in) sends (its first `len` bytes).
     pub(crate) fn upload_mut(&mut self, len: usize, timeout: Duration) -> Result<&mut [u8]> {
         self.wait_in(timeout)?;
-        if self.pending_out {
-            return Err(Error::internal("a stream lane is written while its frame is in flight"));
-        }
+        // A read-back left behind by a frame that failed or timed out in stream_pop.
+        self.wait_out(timeout)?;
         // SAFETY: no copy from it is pending (waited above); &mut self is the only host access.
         let all = unsafe { self.res.upload.mapped_mut() }.ok_or_else(|| Error::internal("staging not mapped"))?;
         all.get_mut(..len).ok_or_else(|| Error::internal("stream staging smaller than a frame"))
@@ -268,18 +267,27 @@ impl Lane {
         Ok(())
     }
 
-    /// Submits the copy out on queue 0 once `wait = value` (the frame's output is written).
+    /// Submits the copy out on queue `queue` once `wait = value` (the frame's output is written).
     ///
     /// # Safety
     /// `wait` must be a live timeline semaphore of this device that reaches `value`
-    /// once the output image is written.
-    pub(crate) unsafe fn submit_out(&mut self, wait: vk::Semaphore, value: u64) -> Result<()> {
+    /// once the output image is written, by work submitted before this call or not
+    /// waiting behind it on `queue`.
+    pub(crate) unsafe fn submit_out(&mut self, queue: usize, wait: vk::Semaphore, value: u64) -> Result<()> {
+        if self.pending_out {
+            return Err(Error::internal("a stream lane's copy-out submitted twice"));
+        }
         let wait = [(wait, value, vk::PipelineStageFlags::ALL_COMMANDS)];
         let batch = Batch { cmds: &[self.copy_out], wait: &wait, ..Batch::default() };
         // SAFETY: copy_out is executable and not pending (the last fence was waited for).
-        unsafe { self.device.submit_batch(0, batch, self.res.fence_out.raw()) }?;
+        unsafe { self.device.submit_batch(queue, batch, self.res.fence_out.raw()) }?;
         self.pending_out = true;
         Ok(())
+    }
+
+    /// Whether the copy out was submitted and not yet waited for.
+    pub(crate) fn out_submitted(&self) -> bool {
+        self.pending_out
     }
 
     fn wait_in(&mut self, timeout: Duration) -> Result<()> {

@@ -2,8 +2,9 @@
 //! through the model with several frames in flight. Each lane has persistent
 //! pinned staging and its own images; the colour conversion runs on the GPU
 //! beside the copies (docs/stream.md). While one frame runs the model, the next
-//! is uploaded and converted and the one before converted and read back; the
-//! host waits only for the oldest frame, when it takes it.
+//! is uploaded and converted and the one before converted and read back (the
+//! read-back is submitted with its frame, on the second queue, to wait for it on the
+//! GPU); the host waits only for the oldest frame's read-back, when it takes it.
 
 mod lane;
 mod layout;
@@ -21,6 +22,10 @@ use crate::error::{Error, Result};
 use crate::interop::SharedTimeline;
 use crate::vulkan::sync::TimelineSemaphore;
 use lane::{ConvertPasses, Lane};
+
+/// The queue of the read-backs submitted with their frames: the second, where the post
+/// passes that wait for CUDA go (idle with the CUDA passes).
+const READ_BACK_QUEUE: usize = 1;
 
 /// A host stream of a context: `depth` lanes, the frames in flight oldest first.
 /// Made by [`NeuralFrameContext::host_stream`], fed by
@@ -226,6 +231,16 @@ impl NeuralFrameContext {
             }
         };
         stream.free.pop();
+        // The read-back goes to the GPU now, behind the frame, where the GPU can wait for the
+        // frame's output (not in host-signalled mode, nor while its post pass waits for the
+        // host) on a queue of its own, so that it overlaps the next frames' models and the
+        // next uploads on queue 0 do not wait behind it; otherwise stream_pop submits it.
+        if self.sync_mode == SyncMode::Gpu && self.res.device.queue_count() > 1 && !self.post_deferred(&ticket) {
+            let ready = ticket.output_ready();
+            // SAFETY: the context's output timeline, which reaches the ticket's value once the
+            // frame's output is written (its post pass is submitted: not deferred).
+            unsafe { stream.lanes[k].copies.submit_out(READ_BACK_QUEUE, ready.semaphore, ready.value) }?;
+        }
         stream.queue.push_back((k, ticket));
         Ok(result)
     }
@@ -254,9 +269,11 @@ impl NeuralFrameContext {
         let stats = self.wait(&ticket);
         let lane = &mut stream.lanes[k];
         let out = stats.and_then(|stats| {
-            let ready = ticket.output_ready();
-            // SAFETY: the context's output timeline, which reached the ticket's value (waited above).
-            unsafe { lane.copies.submit_out(ready.semaphore, ready.value) }?;
+            if !lane.copies.out_submitted() {
+                let ready = ticket.output_ready();
+                // SAFETY: the context's output timeline, which reached the ticket's value (waited above).
+                unsafe { lane.copies.submit_out(0, ready.semaphore, ready.value) }?;
+            }
             lane.copies.wait_out(timeout)?;
             Ok((take(lane.copies.download(stream.output_len)?), stats))
         });
