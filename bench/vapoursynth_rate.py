@@ -87,6 +87,8 @@ def child(case, args):
     import vapoursynth as vs
 
     core = vs.core
+    # nf.Model logs where a frame's time went when it is freed (below).
+    core.add_log_handler(lambda level, msg: msg.startswith("nf.Model") and print(msg, file=sys.stderr, flush=True))
     total = args.warmup + args.frames
     source = "cpu" if case.startswith("mlrt") and args.source == "gpu" else args.source
     src = clip_for(core, vs, source, args.size, total)
@@ -126,6 +128,11 @@ def child(case, args):
     warm = run(0, args.warmup)
     took = run(args.warmup, args.frames)
     ow, oh = out.width, out.height
+    name = out.format.name
+    del out, src  # frees the filters: nf.Model logs its summary
+    import gc
+
+    gc.collect()
     print(
         json.dumps(
             {
@@ -136,7 +143,7 @@ def child(case, args):
                 "warmup_s": warm,
                 "threads": core.num_threads,
                 "source": source,
-                "output": f"{ow}x{oh} {out.format.name}",
+                "output": f"{ow}x{oh} {name}",
             }
         ),
         flush=True,
@@ -182,6 +189,7 @@ def main():
             continue
         res = json.loads(line)
         text = r.stdout + r.stderr
+        res["filter_log"] = [l for l in text.splitlines() if l.startswith("nf.Model:")]
         res["validation_errors"] = text.count("Validation Error")
         # With VK_LOADER_DEBUG=layer the loader names the layers it inserts.
         res["validation_layer_named"] = "VK_LAYER_KHRONOS_validation" in text
@@ -194,6 +202,8 @@ def main():
             f"{', layer named by the loader' if res['validation_layer_named'] else ''})",
             flush=True,
         )
+        for l in res["filter_log"]:
+            print(f"          {l}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

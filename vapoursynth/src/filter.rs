@@ -102,11 +102,55 @@ struct State {
     value: u64,
     /// The GPU path: frames in flight, oldest first.
     in_flight: VecDeque<InFlight>,
+    /// Allocations and producer timelines imported so far.
+    memories_imported: u64,
+    producers_imported: u64,
 }
 
 // SAFETY: the raw frame pointers are references the filter holds, freed through the core's
 // API, which any thread may call.
 unsafe impl Send for State {}
+
+/// Where the filter's time went, summed over its frames: logged when it is freed, so a
+/// script's log says what a frame costs besides the model.
+#[derive(Default)]
+struct Stages {
+    frames: u64,
+    /// `getExportableFrameFilter`, and on the host path `waitGPUFrame`.
+    input: Duration,
+    /// `newGPUVideoFrame`.
+    new_frame: Duration,
+    /// Waiting for the filter's lock.
+    lock: Duration,
+    /// `exportGPUPlane` of the six planes, and imports of new allocations.
+    export: Duration,
+    /// Placing the planes, the frame's submission and (GPU path) its producers.
+    submit: Duration,
+    /// The host path's wait for the frame.
+    wait: Duration,
+    /// Allocations and producer timelines imported.
+    memories: u64,
+    producers: u64,
+}
+
+impl Stages {
+    fn summary(&self) -> String {
+        let per = |d: Duration| d.as_secs_f64() * 1e3 / self.frames.max(1) as f64;
+        format!(
+            "nf.Model: {} frames; mean ms a frame: input {:.3}, new frame {:.3}, lock {:.3}, export {:.3}, \
+             submit {:.3}, wait {:.3}; {} allocations and {} producer timelines imported",
+            self.frames,
+            per(self.input),
+            per(self.new_frame),
+            per(self.lock),
+            per(self.export),
+            per(self.submit),
+            per(self.wait),
+            self.memories,
+            self.producers
+        )
+    }
+}
 
 /// The filter instance.
 pub(crate) struct Filter {
@@ -119,6 +163,7 @@ pub(crate) struct Filter {
     /// The GPU path's timelines; `None`: the host path.
     timelines: Option<Timelines>,
     state: Mutex<State>,
+    stages: Mutex<Stages>,
 }
 
 // SAFETY: the node and timeline pointers are the core's, used through its thread-safe API;
@@ -210,7 +255,10 @@ impl Filter {
                 semaphores: VecDeque::new(),
                 value: 0,
                 in_flight: VecDeque::new(),
+                memories_imported: 0,
+                producers_imported: 0,
             }),
+            stages: Mutex::new(Stages::default()),
         })
     }
 
@@ -243,6 +291,13 @@ impl Filter {
     ) -> Result<*const VSFrame, String> {
         let vk = self.vk;
         let mut error = [0 as c_char; 1024];
+        let mut t = Instant::now();
+        let mut lap = || {
+            let now = Instant::now();
+            let d = now - t;
+            t = now;
+            d
+        };
         let get = vk.getExportableFrameFilter.ok_or("Model: the core has no getExportableFrameFilter")?;
         // SAFETY: the frame was requested in arInitial; the buffer's size is given.
         let src = unsafe { get(n, self.node, frame_ctx, error.as_mut_ptr(), error.len() as c_int) };
@@ -257,6 +312,7 @@ impl Filter {
                 return Err(format!("Model: waiting for frame {n}: {}", c_text(&error)));
             }
         }
+        let input_time = lap();
         let new = vk.newGPUVideoFrame.ok_or("Model: the core has no newGPUVideoFrame")?;
         // SAFETY: the output's format and size; properties copied from the input.
         let dst = unsafe { new(&self.out_info.format, self.out_info.width, self.out_info.height, src.frame, core) };
@@ -267,14 +323,32 @@ impl Filter {
             ));
         }
         let dst = FrameRef { frame: dst, api };
+        let new_time = lap();
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let lock_time = lap();
+        let imported = (state.memories_imported, state.producers_imported);
         // SAFETY: frames we hold, of three planes each.
         let input = unsafe { self.planes(&mut state, api, src.frame) }?;
         // SAFETY: as above.
         let output = unsafe { self.planes(&mut state, api, dst.frame) }?;
-        if let Some(t) = &self.timelines {
+        let export_time = lap();
+        let account = |counts: (u64, u64), submit: Duration, wait: Duration| {
+            let mut s = self.stages.lock().unwrap_or_else(|p| p.into_inner());
+            s.frames += 1;
+            s.input += input_time;
+            s.new_frame += new_time;
+            s.lock += lock_time;
+            s.export += export_time;
+            s.submit += submit;
+            s.wait += wait;
+            s.memories += counts.0 - imported.0;
+            s.producers += counts.1 - imported.1;
+        };
+        if let Some(tl) = &self.timelines {
             // SAFETY: frames we hold, the core's.
-            return unsafe { self.frame_on_gpu(api, n, core, &mut state, t, (src, dst), (&input, &output)) };
+            let out = unsafe { self.frame_on_gpu(api, n, core, &mut state, tl, (src, dst), (&input, &output)) }?;
+            account((state.memories_imported, state.producers_imported), lap(), Duration::ZERO);
+            return Ok(out);
         }
         let ctx = &mut state.ctx;
         let in_id = ctx.place_input_planes(&input).map_err(|e| format!("Model: frame {n}'s planes: {e}"))?;
@@ -292,10 +366,13 @@ impl Filter {
             Submitted::Skipped => return Err(format!("Model: frame {n} was skipped")),
         };
         unregistered.map_err(|e| format!("Model: frame {n}: {e}"))?;
+        let submit_time = lap();
+        let counts = (state.memories_imported, state.producers_imported);
         drop(state);
         // Waited for without the lock, so that other threads' frames go in meanwhile (the
         // host path is `fmParallel`).
         self.wait_unlocked(n, &ticket)?;
+        account(counts, submit_time, lap());
         Ok(dst.release())
     }
 
@@ -408,6 +485,7 @@ impl Filter {
         let import = SemaphoreImport { fd, semaphore_type: vk::SemaphoreType::TIMELINE, origin };
         let id = state.ctx.import_timeline(import).map_err(|e| format!("Model: importing a producer timeline: {e}"))?;
         state.semaphores.push_back((key, id));
+        state.producers_imported += 1;
         if state.semaphores.len() > SEMAPHORE_CACHE
             && let Some((_, old)) = state.semaphores.pop_front()
         {
@@ -469,6 +547,7 @@ impl Filter {
         };
         let id = ctx.import_memory(import).map_err(|e| format!("Model: importing the core's memory: {e}"))?;
         state.memories.push_back((m.memoryId, id));
+        state.memories_imported += 1;
         if state.memories.len() > MEMORY_CACHE
             && let Some((_, old)) = state.memories.pop_front()
         {
@@ -533,6 +612,15 @@ pub(crate) unsafe extern "system" fn free(instance_data: *mut c_void, core: *mut
             let e = CString::new(e).unwrap_or_default();
             // SAFETY: VapourSynth copies the message; the core is the one freeing the filter.
             unsafe { vs!(api, logMessage)(mtWarning, e.as_ptr(), core) };
+        }
+    }
+    // SAFETY: VapourSynth's table.
+    if let Some(api) = unsafe { vsapi.as_ref() } {
+        let stages = filter.stages.lock().unwrap_or_else(|p| p.into_inner());
+        if stages.frames > 0 {
+            let text = CString::new(stages.summary()).unwrap_or_default();
+            // SAFETY: VapourSynth copies the message; the core is the one freeing the filter.
+            unsafe { vs!(api, logMessage)(mtInformation, text.as_ptr(), core) };
         }
     }
     if let Some(t) = &filter.timelines {
@@ -643,4 +731,26 @@ unsafe fn export_semaphore(vk: &VSVULKANAPI, core: *mut VSCore, semaphore: vk::S
     let raw = i32::try_from(out.handle).map_err(|_| format!("Model: a timeline came as descriptor {}", out.handle))?;
     // SAFETY: exportGPUSemaphore hands out a new descriptor, the caller's.
     Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_is_per_frame() {
+        let stages = Stages {
+            frames: 4,
+            input: Duration::from_millis(2),
+            lock: Duration::from_micros(400),
+            wait: Duration::from_millis(8),
+            memories: 3,
+            producers: 1,
+            ..Stages::default()
+        };
+        let text = stages.summary();
+        assert!(text.starts_with("nf.Model: 4 frames;"), "{text}");
+        assert!(text.contains("input 0.500, new frame 0.000, lock 0.100"), "{text}");
+        assert!(text.contains("wait 2.000; 3 allocations and 1 producer timelines imported"), "{text}");
+    }
 }
