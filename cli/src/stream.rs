@@ -461,6 +461,7 @@ pub(crate) fn run(args: &StreamArgs, quiet: bool) -> anyhow::Result<u8> {
             let Some(((), stats)) = popped else { continue };
             t.pop.push(s.elapsed().as_secs_f64() * 1e3);
             t.model.push(stats.infer_ms);
+            t.read_back.push(stream.last_read_back_ms());
             if write_tx.send(out).is_err() {
                 return Ok(()); // the writer stopped: its error is reported below
             }
@@ -486,12 +487,14 @@ pub(crate) fn run(args: &StreamArgs, quiet: bool) -> anyhow::Result<u8> {
     if !quiet {
         eprintln!(
             "stream: {written} frames in {seconds:.2} s, {:.1} frames/s; medians per frame: read {:.2} ms, upload \
-             {:.2} ms, frame and read-back {:.2} ms (model {:.2} ms, copy out {:.2} ms on {copiers} threads), write {:.2} ms",
+             {:.2} ms, frame and read-back {:.2} ms (model {:.2} ms, read-back on the GPU {:.2} ms, copy out {:.2} ms \
+             on {copiers} threads), write {:.2} ms",
             written as f64 / seconds.max(1e-9),
             median(&mut t.read),
             median(&mut t.push),
             median(&mut t.pop),
             median(&mut t.model),
+            median(&mut t.read_back),
             median(&mut t.copy),
             median(&mut write_times.clone()),
         );
@@ -513,5 +516,6 @@ struct Times {
     push: Vec<f64>,
     pop: Vec<f64>,
     model: Vec<f64>,
+    read_back: Vec<f64>,
     copy: Vec<f64>,
 }

@@ -17,6 +17,7 @@ use crate::vulkan::command::{self, CommandPool};
 use crate::vulkan::compute::{ComputePass, DescriptorSet, Resource, linear_grid};
 use crate::vulkan::device::Batch;
 use crate::vulkan::memory::{Buffer, BufferMemory, Image};
+use crate::vulkan::query::TimestampPool;
 use crate::vulkan::sync::Fence;
 use crate::vulkan::transfer::{full_barrier, region};
 
@@ -48,6 +49,8 @@ impl ConvertPasses {
 struct LaneRes {
     fence_in: Fence,
     fence_out: Fence,
+    /// Two timestamps around the copy out, where the queue family writes them.
+    stamps: Option<TimestampPool>,
     _pool: CommandPool,
     _sets: Vec<DescriptorSet>,
     upload: Buffer,
@@ -160,9 +163,18 @@ impl Lane {
         // SAFETY: copy_in is recording.
         unsafe { command::end(device, copy_in) }?;
 
-        // Out: the output image → (RGBA → conversion → packed) → staging.
+        // Out: the output image → (RGBA → conversion → packed) → staging, between two
+        // timestamps where the queue family writes them.
+        let stamps = device.has_timestamps().then(|| TimestampPool::new(device, 2)).transpose()?;
         // SAFETY: copy_out is a fresh command buffer of this device's pool.
         unsafe { command::begin(device, copy_out) }?;
+        if let Some(q) = &stamps {
+            // SAFETY: copy_out is recording; the pool lives in the lane's resources, dropped after its fences.
+            unsafe {
+                q.record_reset(copy_out, 0, 2);
+                q.record(copy_out, vk::PipelineStageFlags::TOP_OF_PIPE, 0);
+            }
+        }
         match (output_layout.params(ow, oh), &passes.out_of) {
             (Some(mut params), Some(pass)) => {
                 let rgba = device_buffer(device, rgba_len(output), storage)?;
@@ -214,11 +226,16 @@ impl Lane {
             }
             (Some(_), None) => return Err(Error::internal("a stream lane without its conversion pass")),
         }
+        if let Some(q) = &stamps {
+            // SAFETY: copy_out is recording; query 1 was reset above.
+            unsafe { q.record(copy_out, vk::PipelineStageFlags::BOTTOM_OF_PIPE, 1) };
+        }
         // SAFETY: copy_out is recording.
         unsafe { command::end(device, copy_out) }?;
         let res = LaneRes {
             fence_in: Fence::new(device)?,
             fence_out: Fence::new(device)?,
+            stamps,
             _pool: pool,
             _sets: sets,
             upload,
@@ -298,6 +315,19 @@ impl Lane {
             self.pending_in = false;
         }
         Ok(())
+    }
+
+    /// The last copy out's GPU time in ms, once waited for (NaN where the queue
+    /// family writes no timestamps, or the results are not there).
+    pub(crate) fn read_back_ms(&self) -> f64 {
+        let Some(q) = &self.res.stamps else { return f64::NAN };
+        if self.pending_out {
+            return f64::NAN;
+        }
+        match q.read(0, 2) {
+            Ok(Some(t)) if t[1] >= t[0] => (t[1] - t[0]) as f64 * self.device.timestamp_period_ns() as f64 * 1e-6,
+            _ => f64::NAN,
+        }
     }
 
     /// Waits (bounded) for the last copy out.

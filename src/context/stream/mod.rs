@@ -42,6 +42,8 @@ pub struct HostStream {
     output: HostLayout,
     input_len: usize,
     output_len: usize,
+    /// The last popped frame's read-back (conversion and copy into host memory) on the GPU.
+    read_back_ms: f64,
     /// After the lanes: their command buffers use these pipelines.
     _passes: ConvertPasses,
 }
@@ -81,6 +83,12 @@ impl HostStream {
     /// The layouts of incoming and outgoing frames.
     pub fn layouts(&self) -> (HostLayout, HostLayout) {
         (self.input, self.output)
+    }
+
+    /// The GPU time in ms of the last popped frame's read-back: the conversion and the
+    /// copy into host memory (NaN where the queue writes no timestamps).
+    pub fn last_read_back_ms(&self) -> f64 {
+        self.read_back_ms
     }
 }
 
@@ -140,6 +148,7 @@ impl NeuralFrameContext {
             output,
             input_len: input.frame_len(w, h),
             output_len: output.frame_len(ow, oh),
+            read_back_ms: f64::NAN,
             _passes: passes,
         };
         for _ in 0..depth {
@@ -275,6 +284,7 @@ impl NeuralFrameContext {
                 unsafe { lane.copies.submit_out(0, ready.semaphore, ready.value) }?;
             }
             lane.copies.wait_out(timeout)?;
+            stream.read_back_ms = lane.copies.read_back_ms();
             Ok((take(lane.copies.download(stream.output_len)?), stats))
         });
         // The lane is free again whatever happened: its copies are done or were abandoned with an error.

@@ -64,6 +64,9 @@ pub fn check_yuv_stream(
     let mut stats = Vec::new();
     let mut pop = |ctx: &mut NeuralFrameContext, stream: &mut neural_frame::HostStream| {
         let (bytes, s) = ctx.stream_pop(stream, |b| b.to_vec()).expect("pop").expect("a frame in flight");
+        // lavapipe's and NVIDIA's queues write timestamps: the read-back's GPU time is there.
+        let read_back = stream.last_read_back_ms();
+        assert!(read_back.is_finite() && read_back >= 0.0, "the read-back's GPU time: {read_back}");
         outputs.push(bytes);
         stats.push(s);
     };
