@@ -128,13 +128,11 @@ struct Stages {
     submit: Duration,
     /// The host path's wait for the frame.
     wait: Duration,
-    /// Allocations and producer timelines imported.
-    memories: u64,
-    producers: u64,
 }
 
 impl Stages {
-    fn summary(&self) -> String {
+    /// The log line, with the filter's `memories` and `producers` imported in all.
+    fn summary(&self, memories: u64, producers: u64) -> String {
         let per = |d: Duration| d.as_secs_f64() * 1e3 / self.frames.max(1) as f64;
         format!(
             "nf.Model: {} frames; mean ms a frame: input {:.3}, new frame {:.3}, lock {:.3}, export {:.3}, \
@@ -146,8 +144,8 @@ impl Stages {
             per(self.export),
             per(self.submit),
             per(self.wait),
-            self.memories,
-            self.producers
+            memories,
+            producers
         )
     }
 }
@@ -326,13 +324,12 @@ impl Filter {
         let new_time = lap();
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let lock_time = lap();
-        let imported = (state.memories_imported, state.producers_imported);
         // SAFETY: frames we hold, of three planes each.
         let input = unsafe { self.planes(&mut state, api, src.frame) }?;
         // SAFETY: as above.
         let output = unsafe { self.planes(&mut state, api, dst.frame) }?;
         let export_time = lap();
-        let account = |counts: (u64, u64), submit: Duration, wait: Duration| {
+        let account = |submit: Duration, wait: Duration| {
             let mut s = self.stages.lock().unwrap_or_else(|p| p.into_inner());
             s.frames += 1;
             s.input += input_time;
@@ -341,13 +338,11 @@ impl Filter {
             s.export += export_time;
             s.submit += submit;
             s.wait += wait;
-            s.memories += counts.0 - imported.0;
-            s.producers += counts.1 - imported.1;
         };
         if let Some(tl) = &self.timelines {
             // SAFETY: frames we hold, the core's.
             let out = unsafe { self.frame_on_gpu(api, n, core, &mut state, tl, (src, dst), (&input, &output)) }?;
-            account((state.memories_imported, state.producers_imported), lap(), Duration::ZERO);
+            account(lap(), Duration::ZERO);
             return Ok(out);
         }
         let ctx = &mut state.ctx;
@@ -367,12 +362,11 @@ impl Filter {
         };
         unregistered.map_err(|e| format!("Model: frame {n}: {e}"))?;
         let submit_time = lap();
-        let counts = (state.memories_imported, state.producers_imported);
         drop(state);
         // Waited for without the lock, so that other threads' frames go in meanwhile (the
         // host path is `fmParallel`).
         self.wait_unlocked(n, &ticket)?;
-        account(counts, submit_time, lap());
+        account(submit_time, lap());
         Ok(dst.release())
     }
 
@@ -613,12 +607,10 @@ pub(crate) unsafe extern "system" fn free(instance_data: *mut c_void, core: *mut
             // SAFETY: VapourSynth copies the message; the core is the one freeing the filter.
             unsafe { vs!(api, logMessage)(mtWarning, e.as_ptr(), core) };
         }
-    }
-    // SAFETY: VapourSynth's table.
-    if let Some(api) = unsafe { vsapi.as_ref() } {
         let stages = filter.stages.lock().unwrap_or_else(|p| p.into_inner());
         if stages.frames > 0 {
-            let text = CString::new(stages.summary()).unwrap_or_default();
+            let text = stages.summary(state.memories_imported, state.producers_imported);
+            let text = CString::new(text).unwrap_or_default();
             // SAFETY: VapourSynth copies the message; the core is the one freeing the filter.
             unsafe { vs!(api, logMessage)(mtInformation, text.as_ptr(), core) };
         }
@@ -744,11 +736,9 @@ mod tests {
             input: Duration::from_millis(2),
             lock: Duration::from_micros(400),
             wait: Duration::from_millis(8),
-            memories: 3,
-            producers: 1,
             ..Stages::default()
         };
-        let text = stages.summary();
+        let text = stages.summary(3, 1);
         assert!(text.starts_with("nf.Model: 4 frames;"), "{text}");
         assert!(text.contains("input 0.500, new frame 0.000, lock 0.100"), "{text}");
         assert!(text.contains("wait 2.000; 3 allocations and 1 producer timelines imported"), "{text}");
